@@ -1,0 +1,8 @@
+// Package egress enforces a sandbox's networkPolicy at the network layer and
+// hosts the credential vault, as OpenSandbox 1.1.1's egress sidecar does
+// (CONTRACT §3). The authoritative decision is made host-side by the Hub's
+// per-sandbox gateway; the in-sandbox sidecar (package egress/sidecar, run by
+// the agent) only answers DNS and relays connections to that gateway over a
+// unix socket. The gateway dials only configured upstreams (hostname →
+// loopback stub), so nothing leaves the machine.
+package egress

@@ -1,0 +1,90 @@
+// Package runtime turns a sandbox spec into a real, isolated Linux sandbox:
+// its own named network namespace (loopback only, plus the egress relay when a
+// policy exists), a bubblewrap mount/PID/IPC/UTS namespace with /workspace and
+// /tmp writable and the rest read-only, no capabilities, a clean environment,
+// and a per-sandbox cgroup for limits and freezing. Inside it runs the agent
+// (mock-server/agent): execd, and the egress sidecar when asked for.
+package runtime
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// Limits are the enforced resource limits. Zero means "not limited".
+type Limits struct {
+	MemoryBytes int64
+	Pids        int64
+	CPUMilli    int64 // 1000 = one CPU
+}
+
+// Spec describes one sandbox to start.
+type Spec struct {
+	ID         string
+	Profile    Profile           // from ProfileFor(image)
+	Entrypoint []string          // runs as the sandbox's main process
+	Env        map[string]string // the request's env (null values already dropped)
+	Limits     Limits
+	// GatewaySocket, when non-empty, is a host unix socket path that is mounted
+	// into the sandbox at /run/osb/gateway.sock; the agent then runs the egress
+	// sidecar (DNS on 127.0.0.1:53, relays on :80/:443, proxy on :3128).
+	GatewaySocket string
+	// ExtraFiles are host files mounted read-only into the sandbox, keyed by the
+	// in-sandbox path (e.g. a CA bundle at /etc/ssl/certs/ca-certificates.crt).
+	ExtraFiles map[string]string
+}
+
+// Profile is what an image name maps to on this host.
+type Profile struct {
+	Name string            // e.g. "python", "debian"
+	Env  map[string]string // the image's own ENV (as a Dockerfile would set it)
+}
+
+// State is what the lifecycle layer reports for a sandbox (CONTRACT §1.6).
+type State struct {
+	State    string // Running | Paused | Terminated | Failed
+	Reason   string // CONTAINER_RUNNING, CONTAINER_PAUSED, CONTAINER_EXITED, CONTAINER_EXITED_ERROR
+	Message  string
+	ExitCode int
+	Since    time.Time
+}
+
+// Sandbox is one live sandbox.
+type Sandbox interface {
+	ID() string
+	// DialExecd connects to the agent's execd HTTP server (a unix socket
+	// created by the host and handed to the agent as an inherited fd).
+	DialExecd(ctx context.Context) (net.Conn, error)
+	State() State
+	Pause() error  // freezes every process of the sandbox (cgroup freezer or SIGSTOP)
+	Resume() error // thaws them
+	// Destroy kills every process, removes the network namespace, cgroups and
+	// the sandbox's directories. Safe to call twice.
+	Destroy() error
+	// Dir is the host directory holding the sandbox's state (workspace, tmp, ...).
+	Dir() string
+	// Pids lists host pids of the sandbox's processes (for canary scans, leak checks).
+	Pids() []int
+}
+
+// Runtime creates sandboxes.
+type Runtime interface {
+	// Create starts the sandbox and returns once execd answers /ping.
+	Create(ctx context.Context, spec Spec) (Sandbox, error)
+	// Isolation says whether namespaces are really enforced, and why not.
+	Isolation() (enforced bool, reason string)
+	// Enforced lists which limits are really enforced (for /_mock/info and the README).
+	Enforced() map[string]bool
+	// Reap removes what a previous, killed server left in the state dir
+	// (processes, network namespaces, cgroups, directories). Returns what it removed.
+	Reap() ([]string, error)
+	Close() error
+}
+
+// ErrUnknownImage is returned (wrapped) by ProfileFor for images with no host profile.
+type ErrUnknownImage struct{ Image string }
+
+func (e ErrUnknownImage) Error() string {
+	return "image " + e.Image + " has no host profile here (known: python:3.x, python, debian, ubuntu, bash)"
+}
