@@ -1,0 +1,256 @@
+package osb
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Admin is a client for the bundled server's documented /_mock extension. It
+// is decoded into the harness's own types (the harness never imports the
+// server); fields the harness does not know are kept in Raw where relevant.
+type Admin struct {
+	c *Client
+}
+
+// Admin returns the admin client (it sends the WithAdminToken token).
+func (c *Client) Admin() *Admin { return &Admin{c: c} }
+
+func (a *Admin) call(method, path string, q url.Values) call {
+	h := map[string]string{}
+	if a.c.adminToken != "" {
+		h[HeaderAdminToken] = a.c.adminToken
+	}
+	return call{target: "admin", method: method, url: joinURL(a.c.base, "/_mock"+path, q), headers: h}
+}
+
+// MockInfo is GET /_mock/info.
+type MockInfo struct {
+	Version   string `json:"version"`
+	Isolation struct {
+		Enforced bool   `json:"enforced"`
+		Reason   string `json:"reason,omitempty"`
+	} `json:"isolation"`
+	Limits    map[string]bool `json:"limits,omitempty"`
+	Snapshots string          `json:"snapshots,omitempty"`
+}
+
+// AuditEvent mirrors the server's audit event (harness-side copy).
+type AuditEvent struct {
+	Seq       int64           `json:"seq"`
+	Time      time.Time       `json:"time"`
+	SandboxID string          `json:"sandbox_id,omitempty"`
+	Kind      string          `json:"kind"`
+	Lifecycle *AuditLifecycle `json:"lifecycle,omitempty"`
+	Command   *AuditCommand   `json:"command,omitempty"`
+	File      *AuditFile      `json:"file,omitempty"`
+	State     *AuditState     `json:"state,omitempty"`
+	Egress    *AuditEgress    `json:"egress,omitempty"`
+	Vault     *AuditVault     `json:"vault,omitempty"`
+	Fault     *AuditFault     `json:"fault,omitempty"`
+	Canary    *CanaryFinding  `json:"canary,omitempty"`
+}
+
+// AuditLifecycle is a recorded lifecycle request.
+type AuditLifecycle struct {
+	Method         string          `json:"method"`
+	Path           string          `json:"path"`
+	Status         int             `json:"status"`
+	RequestID      string          `json:"request_id"`
+	KeyFingerprint string          `json:"key_fingerprint,omitempty"`
+	Body           json.RawMessage `json:"body,omitempty"`
+}
+
+// AuditCommand is a recorded execd command.
+type AuditCommand struct {
+	ID          string    `json:"id"`
+	Command     string    `json:"command"`
+	Cwd         string    `json:"cwd,omitempty"`
+	TimeoutMs   int64     `json:"timeout_ms,omitempty"`
+	Background  bool      `json:"background,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	ExitCode    *int      `json:"exit_code,omitempty"`
+	DurationMs  int64     `json:"duration_ms"`
+	StdoutBytes int64     `json:"stdout_bytes"`
+	StderrBytes int64     `json:"stderr_bytes"`
+	Error       string    `json:"error,omitempty"`
+}
+
+// AuditFile is a recorded file operation.
+type AuditFile struct {
+	Op     string `json:"op"`
+	Path   string `json:"path"`
+	Dest   string `json:"dest,omitempty"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+	Status int    `json:"status"`
+}
+
+// AuditState is a recorded state change.
+type AuditState struct {
+	From   string `json:"from,omitempty"`
+	To     string `json:"to"`
+	Reason string `json:"reason"`
+}
+
+// AuditEgress is a recorded egress decision.
+type AuditEgress struct {
+	Phase    string `json:"phase"`
+	Host     string `json:"host"`
+	Port     int    `json:"port,omitempty"`
+	Decision string `json:"decision"`
+	Rule     string `json:"rule,omitempty"`
+	Upstream string `json:"upstream,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// AuditVault is a recorded vault change or injection.
+type AuditVault struct {
+	Op       string `json:"op"`
+	Revision int64  `json:"revision,omitempty"`
+	Binding  string `json:"binding,omitempty"`
+	Host     string `json:"host,omitempty"`
+}
+
+// AuditFault is a recorded simulated fault.
+type AuditFault struct {
+	Name   string `json:"name"`
+	Active bool   `json:"active"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// CanaryFinding says where a planted value was found (never the value).
+type CanaryFinding struct {
+	Label    string `json:"label"`
+	Location string `json:"location"`
+	Where    string `json:"where"`
+}
+
+// AuditQuery filters GET /_mock/audit. Zero values are omitted.
+type AuditQuery struct {
+	SandboxID string
+	Kind      string
+	Since     int64
+}
+
+// AuditLog is the /_mock/audit body.
+type AuditLog struct {
+	Events []AuditEvent `json:"events"`
+}
+
+// CanaryScan is the canary-scan body.
+type CanaryScan struct {
+	Findings []CanaryFinding `json:"findings"`
+}
+
+// MockSandbox is one entry of GET /_mock/sandboxes. The entry's exact shape is
+// the server's; unknown fields stay in Raw.
+type MockSandbox struct {
+	ID            string          `json:"id"`
+	CreateRequest json.RawMessage `json:"create_request,omitempty"`
+	State         string          `json:"state,omitempty"`
+	Deleted       bool            `json:"deleted"`
+	Expired       bool            `json:"expired"`
+	Raw           json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON keeps the raw entry next to the known fields.
+func (m *MockSandbox) UnmarshalJSON(b []byte) error {
+	type plain MockSandbox
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*m = MockSandbox(p)
+	m.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// MockSandboxes is the /_mock/sandboxes body. The server may send either
+// {"sandboxes":[…]} or a bare array; both decode.
+type MockSandboxes struct {
+	Sandboxes []MockSandbox `json:"sandboxes"`
+}
+
+// UnmarshalJSON accepts an object with "sandboxes" (or "items") or a bare array.
+func (m *MockSandboxes) UnmarshalJSON(b []byte) error {
+	var arr []MockSandbox
+	if err := json.Unmarshal(b, &arr); err == nil {
+		m.Sandboxes = arr
+		return nil
+	}
+	var obj struct {
+		Sandboxes []MockSandbox `json:"sandboxes"`
+		Items     []MockSandbox `json:"items"`
+	}
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return err
+	}
+	m.Sandboxes = obj.Sandboxes
+	if m.Sandboxes == nil {
+		m.Sandboxes = obj.Items
+	}
+	return nil
+}
+
+// Info calls GET /_mock/info.
+func (a *Admin) Info(ctx context.Context) (*Result[MockInfo], error) {
+	return doJSON[MockInfo](ctx, a.c, a.call("GET", "/info", nil), nil, true)
+}
+
+// Audit calls GET /_mock/audit with the query's filters.
+func (a *Admin) Audit(ctx context.Context, q AuditQuery) (*Result[AuditLog], error) {
+	v := url.Values{}
+	if q.SandboxID != "" {
+		v.Set("sandbox_id", q.SandboxID)
+	}
+	if q.Kind != "" {
+		v.Set("kind", q.Kind)
+	}
+	if q.Since != 0 {
+		v.Set("since", strconv.FormatInt(q.Since, 10))
+	}
+	return doJSON[AuditLog](ctx, a.c, a.call("GET", "/audit", v), nil, true)
+}
+
+// Expire calls POST /_mock/sandboxes/{id}/expire (204).
+func (a *Admin) Expire(ctx context.Context, id string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/sandboxes/"+url.PathEscape(id)+"/expire", nil), nil, false)
+}
+
+// EgressDeny calls POST /_mock/faults/egress-deny {"targets":[…]} (204).
+func (a *Admin) EgressDeny(ctx context.Context, targets []string) (*Result[Empty], error) {
+	if targets == nil {
+		targets = []string{}
+	}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/egress-deny", nil), map[string][]string{"targets": targets}, false)
+}
+
+// ClearEgressDeny calls DELETE /_mock/faults/egress-deny (204).
+func (a *Admin) ClearEgressDeny(ctx context.Context) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/egress-deny", nil), nil, false)
+}
+
+// PutCanaries calls PUT /_mock/canaries {"canaries":{label:value}} (204).
+// The values are registered as transcript secrets first.
+func (a *Admin) PutCanaries(ctx context.Context, canaries map[string]string) (*Result[Empty], error) {
+	for _, v := range canaries {
+		a.c.secrets.add(v)
+	}
+	if canaries == nil {
+		canaries = map[string]string{}
+	}
+	return doJSON[Empty](ctx, a.c, a.call("PUT", "/canaries", nil), map[string]map[string]string{"canaries": canaries}, false)
+}
+
+// CanaryScan calls GET /_mock/sandboxes/{id}/canary-scan.
+func (a *Admin) CanaryScan(ctx context.Context, id string) (*Result[CanaryScan], error) {
+	return doJSON[CanaryScan](ctx, a.c, a.call("GET", "/sandboxes/"+url.PathEscape(id)+"/canary-scan", nil), nil, true)
+}
+
+// Sandboxes calls GET /_mock/sandboxes.
+func (a *Admin) Sandboxes(ctx context.Context) (*Result[MockSandboxes], error) {
+	return doJSON[MockSandboxes](ctx, a.c, a.call("GET", "/sandboxes", nil), nil, true)
+}
