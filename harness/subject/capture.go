@@ -1,0 +1,80 @@
+package subject
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync"
+)
+
+// capture copies one output stream of the subject to a file, keeping at most
+// limit bytes on disk and only a small buffer in memory. It keeps draining
+// after the limit so the subject never blocks on a full pipe.
+type capture struct {
+	r         *os.File
+	f         *os.File
+	limit     int64
+	total     int64
+	truncated bool
+	err       error
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func newCapture(path string, limit int64) (c *capture, w *os.File, err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	c = &capture{r: r, f: f, limit: limit, done: make(chan struct{})}
+	go c.run()
+	return c, w, nil
+}
+
+func (c *capture) run() {
+	defer close(c.done)
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := c.r.Read(buf)
+		if n > 0 {
+			c.total += int64(n)
+			keep := int64(n)
+			written := c.total - int64(n)
+			if room := c.limit - written; room < keep {
+				keep = max(room, 0)
+				c.truncated = true
+			}
+			if keep > 0 && c.err == nil {
+				if _, werr := c.f.Write(buf[:keep]); werr != nil {
+					c.err = werr
+				}
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) && c.err == nil {
+				c.err = err
+			}
+			return
+		}
+	}
+}
+
+// finish waits for the writers to go away (or forces the read end closed
+// after the caller's deadline channel fires) and closes the file.
+func (c *capture) finish(force <-chan struct{}) {
+	select {
+	case <-c.done:
+	case <-force:
+		c.closeOnce.Do(func() { c.r.Close() })
+		<-c.done
+	}
+	c.closeOnce.Do(func() { c.r.Close() })
+	if err := c.f.Close(); err != nil && c.err == nil {
+		c.err = err
+	}
+}

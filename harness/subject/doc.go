@@ -1,0 +1,20 @@
+// Package subject runs a graded subject: either the bundled reference pipeline
+// ("reference", i.e. the harness's own binary invoked as
+// `acceptance reference --csv … --question … --out …`) or a student's command
+// template such as `python3 run.py --csv {csv} --url {csv_url} --q {question} --out {out}`.
+//
+// Placeholders {csv}, {csv_url}, {question} and {out} are replaced by values
+// that are shell-quoted with POSIX single quotes, and the expanded string runs
+// under `/bin/sh -c`, so a hostile question or path is always one argument and
+// is never interpreted by the shell.
+//
+// The subject gets a clean environment: exactly OPEN_SANDBOX_DOMAIN,
+// OPEN_SANDBOX_API_KEY, CAPSTONE_DATA_API_URL, CAPSTONE_DATA_API_TOKEN,
+// CAPSTONE_RUN_ID, plus PATH, HOME (a fresh directory) and LANG. It runs in
+// its own process group with a wall-clock limit; on timeout the whole group is
+// sent SIGTERM, then SIGKILL after a grace period, and the result says
+// TimedOut (a timeout is a failure, never a pass). Whatever is left in the
+// group after the subject exits is terminated the same way and reported.
+// Stdout and stderr stream to files with a size cap; nothing is held whole in
+// memory.
+package subject

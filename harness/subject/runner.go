@@ -1,0 +1,259 @@
+package subject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Expected output files in {out}.
+var ExpectedOutputs = []string{"report.md", "chart.png", "summary.json"}
+
+// Defaults used when a Spec leaves them zero.
+const (
+	DefaultGrace          = 5 * time.Second
+	DefaultMaxOutputBytes = 16 << 20 // per stream, on disk
+)
+
+// Spec describes one subject run.
+type Spec struct {
+	Template Template
+	Inputs   Inputs
+	Env      Env
+	// Executable is the harness binary, used for the reference subject.
+	Executable string
+	// WorkDir receives stdout.log, stderr.log and the subject's fresh HOME
+	// (home-*). Required; it is created if missing.
+	WorkDir string
+	// Dir is the subject's working directory; empty means WorkDir.
+	Dir string
+	// Timeout is the wall-clock limit. Required (> 0).
+	Timeout time.Duration
+	// Grace is the delay between SIGTERM and SIGKILL. Zero means DefaultGrace.
+	Grace time.Duration
+	// MaxOutputBytes caps each of stdout/stderr on disk. Zero means
+	// DefaultMaxOutputBytes.
+	MaxOutputBytes int64
+}
+
+// Result is what happened. A subject that crashed, exited non-zero or timed
+// out is a Result, not an error; Run returns an error only when the harness
+// itself could not run the subject.
+type Result struct {
+	Argv     []string `json:"argv"`
+	ExitCode int      `json:"exit_code"` // -1 when killed by a signal
+	Signal   string   `json:"signal,omitempty"`
+	TimedOut bool     `json:"timed_out"`
+	// Canceled is set when the caller's context ended the run.
+	Canceled bool          `json:"canceled"`
+	Duration time.Duration `json:"duration"`
+
+	StdoutPath      string `json:"stdout_path"`
+	StderrPath      string `json:"stderr_path"`
+	StdoutBytes     int64  `json:"stdout_bytes"` // produced, including any beyond the cap
+	StderrBytes     int64  `json:"stderr_bytes"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+
+	OutDir  string   `json:"out_dir"`
+	Missing []string `json:"missing"` // of ExpectedOutputs, absent (or not a regular file)
+	Empty   []string `json:"empty"`   // of ExpectedOutputs, present but zero bytes
+	HomeDir string   `json:"home_dir"`
+	// Leftover lists pids still in the subject's process group after the
+	// subject exited (or was killed); they were terminated by the harness.
+	Leftover []int `json:"leftover,omitempty"`
+	// GroupGone is true when no live process of the group remained at the end.
+	GroupGone bool `json:"group_gone"`
+}
+
+// Succeeded reports exit code 0 within the time limit.
+func (r *Result) Succeeded() bool {
+	return r != nil && r.ExitCode == 0 && !r.TimedOut && !r.Canceled
+}
+
+// Run runs the subject and waits for it (and its process group) to finish.
+func Run(ctx context.Context, spec Spec) (*Result, error) {
+	if spec.Timeout <= 0 {
+		return nil, errors.New("subject: Timeout must be > 0")
+	}
+	if spec.WorkDir == "" {
+		return nil, errors.New("subject: WorkDir is required")
+	}
+	if spec.Inputs.Out == "" {
+		return nil, errors.New("subject: Inputs.Out is required")
+	}
+	grace := spec.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	limit := spec.MaxOutputBytes
+	if limit <= 0 {
+		limit = DefaultMaxOutputBytes
+	}
+	argv, err := spec.Template.Argv(spec.Executable, spec.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(spec.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("subject: work dir: %w", err)
+	}
+	if err := prepareOut(spec.Inputs.Out); err != nil {
+		return nil, err
+	}
+	home, err := os.MkdirTemp(spec.WorkDir, "home-")
+	if err != nil {
+		return nil, fmt.Errorf("subject: home dir: %w", err)
+	}
+	res := &Result{
+		Argv:       argv,
+		ExitCode:   -1,
+		StdoutPath: filepath.Join(spec.WorkDir, "stdout.log"),
+		StderrPath: filepath.Join(spec.WorkDir, "stderr.log"),
+		OutDir:     spec.Inputs.Out,
+		HomeDir:    home,
+	}
+	outCap, outW, err := newCapture(res.StdoutPath, limit)
+	if err != nil {
+		return nil, fmt.Errorf("subject: stdout: %w", err)
+	}
+	errCap, errW, err := newCapture(res.StderrPath, limit)
+	if err != nil {
+		outW.Close()
+		outCap.finish(closedChan())
+		return nil, fmt.Errorf("subject: stderr: %w", err)
+	}
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = spec.Env.List(home)
+	cmd.Dir = spec.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = spec.WorkDir
+	}
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	start := time.Now()
+	startErr := cmd.Start()
+	// The child holds its own copies; ours must go so EOF can arrive.
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		outCap.finish(closedChan())
+		errCap.finish(closedChan())
+		return nil, fmt.Errorf("subject: start %q: %w", argv[0], startErr)
+	}
+	pgid := cmd.Process.Pid
+
+	waitCh := make(chan error, 1)
+	go func() { waitCh <- cmd.Wait() }()
+	timer := time.NewTimer(spec.Timeout)
+	defer timer.Stop()
+
+	select {
+	case <-waitCh:
+	case <-timer.C:
+		res.TimedOut = true
+		stopLeader(pgid, grace, waitCh)
+	case <-ctx.Done():
+		res.Canceled = true
+		stopLeader(pgid, grace, waitCh)
+	}
+	res.Duration = time.Since(start)
+	if ps := cmd.ProcessState; ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal().String()
+		}
+	}
+
+	// Anything left in the group (background jobs, grandchildren) goes too.
+	if left := groupMembers(pgid); len(left) > 0 {
+		res.Leftover = left
+		if res.TimedOut || res.Canceled {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			waitGroupGone(pgid, 2*time.Second)
+		} else {
+			killGroup(pgid, grace)
+		}
+	}
+	res.GroupGone = len(groupMembers(pgid)) == 0
+
+	// A process that left the group (setsid) may still hold the pipes:
+	// stop waiting for it after a short delay.
+	force := time.After(2 * time.Second)
+	forceCh := make(chan struct{})
+	go func() { <-force; close(forceCh) }()
+	outCap.finish(forceCh)
+	errCap.finish(forceCh)
+	res.StdoutBytes, res.StdoutTruncated = outCap.total, outCap.truncated
+	res.StderrBytes, res.StderrTruncated = errCap.total, errCap.truncated
+	if outCap.err != nil {
+		return res, fmt.Errorf("subject: writing stdout log: %w", outCap.err)
+	}
+	if errCap.err != nil {
+		return res, fmt.Errorf("subject: writing stderr log: %w", errCap.err)
+	}
+	res.Missing, res.Empty = CheckOutputs(res.OutDir)
+	return res, nil
+}
+
+// stopLeader terminates the group after a timeout or cancellation and waits
+// for the leader to be reaped.
+func stopLeader(pgid int, grace time.Duration, waitCh <-chan error) {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-waitCh:
+		return
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-waitCh
+}
+
+// prepareOut creates the output directory, or checks that it is empty, so
+// stale files are never mistaken for outputs of this run.
+func prepareOut(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("subject: out dir: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("subject: out dir: %w", err)
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("subject: out dir %s is not empty", dir)
+	}
+	return nil
+}
+
+// CheckOutputs reports which expected outputs are missing (absent or not a
+// regular file) and which are present but empty.
+func CheckOutputs(dir string) (missing, empty []string) {
+	missing, empty = []string{}, []string{}
+	for _, name := range ExpectedOutputs {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		switch {
+		case err != nil || !fi.Mode().IsRegular():
+			missing = append(missing, name)
+		case fi.Size() == 0:
+			empty = append(empty, name)
+		}
+	}
+	return missing, empty
+}
+
+func closedChan() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
