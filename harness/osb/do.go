@@ -31,6 +31,9 @@ type call struct {
 	sink     func(r io.Reader) error
 	sinkWhen func(status int) bool
 	respNote func() string // transcript text for a sunk body
+	// inspect sees the response body before it is recorded (used to learn
+	// secrets the response itself carries, e.g. the egress token).
+	inspect func(body []byte)
 }
 
 // do performs c, fills Meta, records the transcript and returns the response
@@ -109,6 +112,9 @@ func (cl *Client) do(ctx context.Context, c call) (Meta, error) {
 		}
 		m.Body = b
 		ex.ResponseBody = excerpt(b, transcriptExcerpt)
+	}
+	if c.inspect != nil {
+		c.inspect(m.Body)
 	}
 	m.Duration = time.Since(start)
 	ex.DurationMs = m.Duration.Milliseconds()

@@ -2,6 +2,7 @@ package osb
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 	"time"
@@ -201,7 +202,16 @@ func (c *Client) PatchMetadata(ctx context.Context, id string, patch map[string]
 // GetEndpoint calls GET /v1/sandboxes/{id}/endpoints/{port}?use_server_proxy=…
 func (c *Client) GetEndpoint(ctx context.Context, id string, port int, useServerProxy bool) (*Result[Endpoint], error) {
 	q := url.Values{"use_server_proxy": {boolStr(useServerProxy)}}
-	return doJSON[Endpoint](ctx, c, c.lc("GET", "/v1/sandboxes/"+url.PathEscape(id)+"/endpoints/"+itoa(port), q), nil, true)
+	cl := c.lc("GET", "/v1/sandboxes/"+url.PathEscape(id)+"/endpoints/"+itoa(port), q)
+	cl.inspect = func(body []byte) {
+		var ep Endpoint
+		if json.Unmarshal(body, &ep) == nil {
+			for _, v := range ep.Headers {
+				c.secrets.add(v)
+			}
+		}
+	}
+	return doJSON[Endpoint](ctx, c, cl, nil, true)
 }
 
 // RawRequest is an arbitrary request for Client.Do: bodies the typed methods
