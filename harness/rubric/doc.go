@@ -1,0 +1,59 @@
+// Package rubric is the capstone's grading rubric as code: one registry with
+// stable IDs for the ten acceptance criteria, the milestones M0..M5, the fault
+// drills D1..D5 and the five scoring items with the course's weights; the
+// verdict vocabulary; a concurrency-safe collector of per-ID outcomes; the
+// aggregation, scoring and overall-verdict rules; and the check that ties the
+// registry to the feature files' tags.
+//
+// # Tags
+//
+// A scenario feeds an entry through a tag naming it: @criterion:<id>,
+// @milestone:<M0..M5>, @drill:<D1..D5>. Scoring items are never tagged; they
+// are fed by the entries listed in their Inputs.
+//
+// # Aggregation (per ID, see Aggregate)
+//
+//   - any failed outcome → failed;
+//   - else any harness_error → harness_error;
+//   - else any not_measured/timeout outcome → not_measured (timeout). A timeout
+//     is never passed and never earns points, even if another scenario passed;
+//   - else at least one passed → passed (other not_measured outcomes are noted
+//     in the reason);
+//   - else only not_measured outcomes → not_measured, reasons joined, category
+//     by precedence timeout > precondition_unmet > unsupported_by_target >
+//     reviewer_judgment;
+//   - no outcome at all → not_measured: the registry's reason when the entry is
+//     reviewer judgment (category reviewer_judgment) or cannot be measured on the
+//     chosen target (unsupported_by_target); otherwise "no scenario measured
+//     this" with no category.
+//
+// Timeouts: a measurement that ran out of time (the server or the harness did
+// not answer in time) is recorded with NotMeasured(…, CategoryTimeout, …). A
+// subject that exceeded its own wall-clock budget is a graded failure of that
+// subject and must be recorded with Fail (budget), never as a timeout.
+//
+// # Scoring (see Score)
+//
+// For a scoring item with weight W and n inputs, of which m are measured
+// (aggregated passed or failed) and p passed:
+//
+//	measured = W × m / n
+//	earned   = W × p / n     (= measured × p/m, the passed fraction of its measured inputs)
+//
+// not_measured (any category, timeout included) and harness_error inputs are
+// excluded from m. The run's score is Σearned out of Σmeasured, and the report
+// always says "measured X of 100" (Σmeasured of ΣW = 100).
+//
+// # Overall verdict (see Evaluate)
+//
+//   - not_passed: any criterion, milestone or drill failed — in particular a
+//     failed security criterion (network, credential, injection, isolation)
+//     whatever the score;
+//   - incomplete: nothing failed, but an entry that the chosen target should have
+//     been able to measure was not measured (its category is not
+//     unsupported_by_target nor reviewer_judgment), or a harness_error occurred;
+//   - passed otherwise.
+//
+// Exit codes (ExitCode): 0 passed, 1 graded failures (not_passed), 2 usage or
+// harness error (harness_error with no graded failure), 3 incomplete.
+package rubric

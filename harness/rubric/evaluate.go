@@ -1,0 +1,200 @@
+package rubric
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Overall is the run's verdict.
+type Overall string
+
+const (
+	OverallPassed     Overall = "passed"
+	OverallNotPassed  Overall = "not_passed"
+	OverallIncomplete Overall = "incomplete"
+)
+
+// Exit codes of `acceptance run`.
+const (
+	ExitPassed       = 0
+	ExitGradedFail   = 1
+	ExitHarnessError = 2 // also usage errors (the command line's own concern)
+	ExitIncomplete   = 3
+)
+
+// ItemScore is one scoring item's share of the score.
+type ItemScore struct {
+	Item     ID      `json:"item"`
+	Weight   int     `json:"weight"`
+	Earned   float64 `json:"earned"`
+	Measured float64 `json:"measured"`
+	// Inputs counts the item's inputs by aggregated verdict.
+	InputsTotal    int `json:"-"`
+	InputsMeasured int `json:"-"`
+	InputsPassed   int `json:"-"`
+}
+
+// Score is the run's total: Earned of Measured, out of Total (100).
+type Score struct {
+	Earned   float64 `json:"earned"`
+	Measured float64 `json:"measured"`
+	Total    float64 `json:"total"`
+}
+
+// String renders "E of M measured (measured M of 100)".
+func (s Score) String() string {
+	return fmt.Sprintf("%s/%s (measured %s of %s)", Num(s.Earned), Num(s.Measured), Num(s.Measured), Num(s.Total))
+}
+
+// Num formats a score figure with at most two decimals.
+func Num(f float64) string {
+	s := fmt.Sprintf("%.2f", round2(f))
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "-0" {
+		return "0"
+	}
+	return s
+}
+
+func round2(f float64) float64 { return math.Round(f*100) / 100 }
+
+// Summary is the evaluated run.
+type Summary struct {
+	Target  Target
+	Verdict Overall
+	// Why explains the verdict in one line.
+	Why     string
+	Results map[ID]Result // every graded entry (criteria, milestones, drills)
+	Order   []ID          // graded entries in registry order
+	Scoring []ItemScore
+	Score   Score
+	// Failed, Unmeasured and Errored list the IDs behind the verdict.
+	Failed         []ID
+	SecurityFailed []ID
+	Unmeasured     []ID // measurable on the target but not measured
+	Errored        []ID
+}
+
+// ExitCode maps the summary to the command's exit code.
+func (s Summary) ExitCode() int { return ExitCode(s.Verdict, len(s.Errored) > 0) }
+
+// ExitCode maps an overall verdict to the exit code: graded failures (1)
+// outrank harness errors (2), which outrank incompleteness (3); 0 = passed.
+func ExitCode(v Overall, harnessErrors bool) int {
+	switch {
+	case v == OverallNotPassed:
+		return ExitGradedFail
+	case harnessErrors:
+		return ExitHarnessError
+	case v == OverallIncomplete:
+		return ExitIncomplete
+	case v == OverallPassed:
+		return ExitPassed
+	}
+	return ExitHarnessError
+}
+
+// Evaluate aggregates every graded entry, scores the run and decides the
+// overall verdict for target.
+func Evaluate(reg *Registry, target Target, outcomes []Outcome) Summary {
+	s := Summary{Target: target, Results: map[ID]Result{}}
+	for _, e := range reg.Graded() {
+		r := Aggregate(e, target, outcomes)
+		s.Results[e.ID] = r
+		s.Order = append(s.Order, e.ID)
+		switch r.Verdict {
+		case Failed:
+			s.Failed = append(s.Failed, e.ID)
+			if e.Security {
+				s.SecurityFailed = append(s.SecurityFailed, e.ID)
+			}
+		case HarnessError:
+			s.Errored = append(s.Errored, e.ID)
+		case NotMeasured:
+			if r.Category != CategoryUnsupportedByTarget && r.Category != CategoryReviewerJudgment {
+				s.Unmeasured = append(s.Unmeasured, e.ID)
+			}
+		}
+	}
+	s.Scoring, s.Score = score(reg, s.Results)
+
+	switch {
+	case len(s.SecurityFailed) > 0:
+		s.Verdict = OverallNotPassed
+		s.Why = "security criterion failed: " + joinIDs(s.SecurityFailed)
+		if extra := minus(s.Failed, s.SecurityFailed); len(extra) > 0 {
+			s.Why += "; also failed: " + joinIDs(extra)
+		}
+	case len(s.Failed) > 0:
+		s.Verdict = OverallNotPassed
+		s.Why = "failed: " + joinIDs(s.Failed)
+	case len(s.Errored) > 0 || len(s.Unmeasured) > 0:
+		s.Verdict = OverallIncomplete
+		var parts []string
+		if len(s.Errored) > 0 {
+			parts = append(parts, "harness error: "+joinIDs(s.Errored))
+		}
+		if len(s.Unmeasured) > 0 {
+			parts = append(parts, "measurable on "+string(target)+" but not measured: "+joinIDs(s.Unmeasured))
+		}
+		s.Why = strings.Join(parts, "; ")
+	default:
+		s.Verdict = OverallPassed
+		s.Why = "nothing failed and everything measurable on " + string(target) + " was measured"
+	}
+	return s
+}
+
+// score applies the scoring rule of the package doc.
+func score(reg *Registry, results map[ID]Result) ([]ItemScore, Score) {
+	var items []ItemScore
+	total := Score{}
+	for _, it := range reg.OfKind(KindScoring) {
+		is := ItemScore{Item: it.ID, Weight: it.Weight, InputsTotal: len(it.Inputs)}
+		for _, in := range it.Inputs {
+			switch results[in].Verdict {
+			case Passed:
+				is.InputsMeasured++
+				is.InputsPassed++
+			case Failed:
+				is.InputsMeasured++
+			}
+		}
+		if is.InputsTotal > 0 {
+			w := float64(it.Weight)
+			is.Measured = round2(w * float64(is.InputsMeasured) / float64(is.InputsTotal))
+			is.Earned = round2(w * float64(is.InputsPassed) / float64(is.InputsTotal))
+		}
+		items = append(items, is)
+		total.Earned += is.Earned
+		total.Measured += is.Measured
+		total.Total += float64(it.Weight)
+	}
+	total.Earned, total.Measured = round2(total.Earned), round2(total.Measured)
+	return items, total
+}
+
+func joinIDs(ids []ID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = string(id)
+	}
+	return strings.Join(s, ", ")
+}
+
+func minus(a, b []ID) []ID {
+	var out []ID
+	for _, x := range a {
+		found := false
+		for _, y := range b {
+			if x == y {
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package rubric
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Sink receives every outcome as it is recorded (the report bundle's journal).
+// Append is called with the Results lock held, so outcomes reach a sink in
+// sequence order.
+type Sink interface {
+	Append(Outcome) error
+}
+
+// Results collects per-ID outcomes. It is safe for concurrent use by
+// scenarios running in parallel.
+type Results struct {
+	reg   *Registry
+	now   func() time.Time
+	mu    sync.Mutex
+	seq   int64
+	out   []Outcome
+	sinks []Sink
+}
+
+// NewResults returns an empty collector for reg that forwards each outcome to
+// the sinks.
+func NewResults(reg *Registry, sinks ...Sink) *Results {
+	return &Results{reg: reg, now: time.Now, sinks: sinks}
+}
+
+// SetClock replaces the clock used to stamp outcomes (tests).
+func (r *Results) SetClock(now func() time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.now = now
+}
+
+// Registry returns the registry the collector validates against.
+func (r *Results) Registry() *Registry { return r.reg }
+
+// Record validates and stores an outcome, stamps Seq and (if zero) Time, and
+// forwards it to the sinks. An unknown or scoring ID, or a malformed outcome,
+// is rejected with an error and not stored. A sink error is returned, but the
+// outcome stays recorded in memory.
+func (r *Results) Record(o Outcome) error {
+	e, ok := r.reg.Get(o.ID)
+	if !ok {
+		return fmt.Errorf("rubric: record: unknown ID %q", o.ID)
+	}
+	if e.Kind == KindScoring {
+		return fmt.Errorf("rubric: record: %q is a scoring item; record its inputs instead", o.ID)
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	o.Evidence = append([]string(nil), o.Evidence...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	o.Seq = r.seq
+	if o.Time.IsZero() {
+		o.Time = r.now().UTC()
+	}
+	r.out = append(r.out, o)
+	var errs []error
+	for _, s := range r.sinks {
+		if err := s.Append(o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Pass records a passing measurement.
+func (r *Results) Pass(id ID, scenario, reason string, evidence ...string) error {
+	return r.Record(Outcome{ID: id, Verdict: Passed, Scenario: scenario, Reason: reason, Evidence: evidence})
+}
+
+// Fail records a graded failure; reason states the observed value.
+func (r *Results) Fail(id ID, scenario, reason string, evidence ...string) error {
+	return r.Record(Outcome{ID: id, Verdict: Failed, Scenario: scenario, Reason: reason, Evidence: evidence})
+}
+
+// NotMeasured records that a check could not run; reason states the observed value.
+func (r *Results) NotMeasured(id ID, scenario string, cat Category, reason string, evidence ...string) error {
+	return r.Record(Outcome{ID: id, Verdict: NotMeasured, Category: cat, Scenario: scenario, Reason: reason, Evidence: evidence})
+}
+
+// Timeout records that a measurement ran out of time (never passes, never scores).
+func (r *Results) Timeout(id ID, scenario, reason string, evidence ...string) error {
+	return r.NotMeasured(id, scenario, CategoryTimeout, reason, evidence...)
+}
+
+// HarnessError records that the harness itself failed while measuring.
+func (r *Results) HarnessError(id ID, scenario, reason string, evidence ...string) error {
+	return r.Record(Outcome{ID: id, Verdict: HarnessError, Scenario: scenario, Reason: reason, Evidence: evidence})
+}
+
+// RecordTags records the same verdict for every rubric ID named by a
+// scenario's tags (e.g. from a godog After hook). It returns the IDs recorded.
+func (r *Results) RecordTags(tags []string, o Outcome) ([]ID, error) {
+	ids, err := r.reg.IDsFromTags(tags)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, id := range ids {
+		oo := o
+		oo.ID = id
+		if err := r.Record(oo); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return ids, errors.Join(errs...)
+}
+
+// Outcomes returns a copy of everything recorded, in sequence order.
+func (r *Results) Outcomes() []Outcome {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Outcome(nil), r.out...)
+}

@@ -1,0 +1,336 @@
+package rubric
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func rec(t *testing.T, r *Results, id ID, v Verdict, cat Category, reason string) {
+	t.Helper()
+	require.NoError(t, r.Record(Outcome{ID: id, Verdict: v, Category: cat, Reason: reason}))
+}
+
+func TestCourseRegistryShape(t *testing.T) {
+	assert.Empty(t, CheckRegistry(Course))
+	assert.Equal(t, 100, Course.TotalWeight())
+	assert.Len(t, Course.OfKind(KindCriterion), 10)
+	assert.Len(t, Course.OfKind(KindMilestone), 6)
+	assert.Len(t, Course.OfKind(KindDrill), 5)
+	assert.Len(t, Course.OfKind(KindScoring), 5)
+	for _, id := range SecurityCriteria {
+		e, ok := Course.Get(id)
+		require.True(t, ok)
+		assert.True(t, e.Security, id)
+	}
+	for _, e := range Course.Graded() {
+		assert.True(t, strings.Contains(e.Statement, "MUST"), "%s statement is MUST-style", e.ID)
+	}
+	e, _ := Course.Get(Network)
+	assert.Equal(t, "@criterion:network", e.Tag())
+}
+
+func TestCheckRegistryCatchesWeights(t *testing.T) {
+	reg := MustRegistry(
+		Entry{ID: "a", Kind: KindCriterion, Statement: "MUST a", Evidence: []string{"x"}, Targets: both()},
+		Entry{ID: "s", Kind: KindScoring, Statement: "MUST s", Weight: 90, Inputs: []ID{"a", "nope"}},
+	)
+	probs := strings.Join(CheckRegistry(reg), "\n")
+	assert.Contains(t, probs, "sum to 90")
+	assert.Contains(t, probs, `unknown input "nope"`)
+}
+
+func TestParseTag(t *testing.T) {
+	id, ok, err := Course.ParseTag("@criterion:network")
+	assert.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, Network, id)
+	_, ok, err = Course.ParseTag("@slow")
+	assert.False(t, ok)
+	assert.NoError(t, err)
+	_, ok, err = Course.ParseTag("@criterion:netwrk")
+	assert.True(t, ok)
+	assert.ErrorContains(t, err, "unknown ID")
+	_, _, err = Course.ParseTag("@milestone:network")
+	assert.ErrorContains(t, err, "is a criterion")
+	_, _, err = Course.ParseTag("@scoring:security")
+	assert.Error(t, err)
+	ids, err := Course.IDsFromTags([]string{"@drill:D1", "@wip", "@criterion:network", "@drill:D1"})
+	assert.NoError(t, err)
+	assert.Equal(t, []ID{Network, D1}, ids)
+}
+
+func writeFeature(t *testing.T, dir, name, body string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+}
+
+func TestCheckFeaturesSynthetic(t *testing.T) {
+	dir := t.TempDir()
+	var tags []string
+	for _, e := range Course.Graded() {
+		if e.NeedsFeature() && e.ID != D3 {
+			tags = append(tags, e.Tag())
+		}
+	}
+	writeFeature(t, dir, "all.feature", fmt.Sprintf(`%s
+Feature: everything
+  Scenario: one
+    Given a step
+`, strings.Join(tags, " ")))
+	writeFeature(t, dir, "bad.feature", `Feature: bad
+  Rule: r
+    @criterion:netwrk
+    Scenario Outline: two
+      Given <x>
+      @drill:D3
+      Examples:
+        | x |
+        | 1 |
+`)
+	probs, idx, err := Check(Course, dir)
+	require.NoError(t, err)
+	joined := strings.Join(probs, "\n")
+	assert.Contains(t, joined, `bad.feature:3: rubric: tag "@criterion:netwrk" names unknown ID "netwrk"`)
+	assert.NotContains(t, joined, "D3: no scenario", "a tag on Examples counts")
+	assert.Len(t, probs, 1, joined)
+	assert.NotEmpty(t, idx.Covered[Network])
+	_, covered := idx.Covered[Cost]
+	assert.False(t, covered)
+
+	// An entry without a scenario is reported.
+	require.NoError(t, os.Remove(filepath.Join(dir, "bad.feature")))
+	probs, _, err = Check(Course, dir)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(probs, "\n"), "D3: no scenario is tagged @drill:D3")
+}
+
+// TestRegistryMatchesFeatures is the registry check against the real features.
+func TestRegistryMatchesFeatures(t *testing.T) {
+	dir := filepath.Join("..", "..", "features")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.feature"))
+	if len(files) == 0 {
+		t.Skipf("no .feature files in %s yet (the lead is writing them); registry-to-feature check not run", dir)
+	}
+	probs, _, err := Check(Course, dir)
+	require.NoError(t, err)
+	assert.Empty(t, probs, "registry vs features:\n%s", strings.Join(probs, "\n"))
+}
+
+func TestRecordValidation(t *testing.T) {
+	r := NewResults(Course)
+	assert.ErrorContains(t, r.Pass("nope", "s", ""), "unknown ID")
+	assert.ErrorContains(t, r.Pass(Security, "s", ""), "scoring item")
+	assert.ErrorContains(t, r.NotMeasured(Network, "s", "", "why"), "needs a category")
+	assert.ErrorContains(t, r.NotMeasured(Network, "s", CategoryTimeout, ""), "needs a reason")
+	assert.ErrorContains(t, r.Fail(Network, "s", ""), "needs a reason")
+	assert.ErrorContains(t, r.Record(Outcome{ID: Network, Verdict: Failed, Category: CategoryTimeout, Reason: "x"}), "must not carry")
+	assert.Empty(t, r.Outcomes())
+}
+
+func TestAggregate(t *testing.T) {
+	e, _ := Course.Get(Network)
+	cases := []struct {
+		name     string
+		outs     []Outcome
+		verdict  Verdict
+		category Category
+		reason   string
+	}{
+		{"none", nil, NotMeasured, CategoryNone, NoScenarioReason},
+		{"pass", []Outcome{{Verdict: Passed, Reason: "denied"}}, Passed, "", "denied"},
+		{"fail wins", []Outcome{{Verdict: Passed}, {Verdict: Failed, Reason: "reached exfil"}, {Verdict: HarnessError, Reason: "x"}}, Failed, "", "reached exfil"},
+		{"error over pass", []Outcome{{Verdict: Passed}, {Verdict: HarnessError, Reason: "client crashed"}}, HarnessError, "", "client crashed"},
+		{"timeout never passes", []Outcome{{Verdict: Passed}, {Verdict: NotMeasured, Category: CategoryTimeout, Reason: "probe timed out after 30s"}}, NotMeasured, CategoryTimeout, "probe timed out after 30s"},
+		{"pass with partial nm", []Outcome{{Verdict: Passed, Reason: "ok"}, {Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "no audit"}}, Passed, "", "ok; partly not measured: no audit"},
+		{"nm precedence", []Outcome{{Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "a"}, {Verdict: NotMeasured, Category: CategoryPreconditionUnmet, Reason: "b"}}, NotMeasured, CategoryPreconditionUnmet, "a; b"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for i := range c.outs {
+				c.outs[i].ID = Network
+				c.outs[i].Seq = int64(i + 1)
+			}
+			res := Aggregate(e, TargetMock, c.outs)
+			assert.Equal(t, c.verdict, res.Verdict)
+			assert.Equal(t, c.category, res.Category)
+			assert.Equal(t, c.reason, res.Reason)
+		})
+	}
+	// No outcome: the registry decides the category.
+	cost, _ := Course.Get(Cost)
+	res := Aggregate(cost, TargetMock, nil)
+	assert.Equal(t, CategoryReviewerJudgment, res.Category)
+	cred, _ := Course.Get(Credential)
+	res = Aggregate(cred, TargetReal, nil)
+	assert.Equal(t, CategoryUnsupportedByTarget, res.Category)
+	assert.Contains(t, res.Reason, "admin API")
+}
+
+// passAllMeasurable records a pass for every entry measurable on target.
+func passAllMeasurable(t *testing.T, r *Results, target Target) {
+	for _, e := range Course.Graded() {
+		if e.MeasurableOn(target) {
+			rec(t, r, e.ID, Passed, "", "ok")
+		}
+	}
+}
+
+func TestScoringAllPassedMock(t *testing.T) {
+	r := NewResults(Course)
+	passAllMeasurable(t, r, TargetMock)
+	s := Evaluate(Course, TargetMock, r.Outcomes())
+	assert.Equal(t, OverallPassed, s.Verdict, s.Why)
+	assert.Equal(t, 0, s.ExitCode())
+	// Everything but cost is measured: expression_review has M5 only (1 of 2 inputs).
+	assert.Equal(t, Score{Earned: 92.5, Measured: 92.5, Total: 100}, s.Score)
+	assert.Equal(t, "92.5/92.5 (measured 92.5 of 100)", s.Score.String())
+	for _, it := range s.Scoring {
+		if it.Item == ExpressionReview {
+			assert.Equal(t, 7.5, it.Measured)
+			assert.Equal(t, 7.5, it.Earned)
+		} else {
+			assert.Equal(t, float64(it.Weight), it.Measured, it.Item)
+		}
+	}
+}
+
+func TestScoringNotMeasuredExcludedFromDenominator(t *testing.T) {
+	r := NewResults(Course)
+	// security: 6 inputs. network passed, credential failed, injection not measured.
+	rec(t, r, Network, Passed, "", "denied")
+	rec(t, r, Credential, Failed, "", "token found in env")
+	rec(t, r, Injection, NotMeasured, CategoryPreconditionUnmet, "subject produced no summary")
+	s := Evaluate(Course, TargetMock, r.Outcomes())
+	var sec ItemScore
+	for _, it := range s.Scoring {
+		if it.Item == Security {
+			sec = it
+		}
+	}
+	assert.Equal(t, 2, sec.InputsMeasured)
+	assert.Equal(t, 1, sec.InputsPassed)
+	assert.InDelta(t, 25.0*2/6, sec.Measured, 0.005)
+	assert.InDelta(t, 25.0*1/6, sec.Earned, 0.005)
+	assert.Equal(t, 8.33, s.Score.Measured)
+	assert.Equal(t, 4.17, s.Score.Earned)
+}
+
+func TestTimeoutNeverScores(t *testing.T) {
+	r := NewResults(Course)
+	passAllMeasurable(t, r, TargetMock)
+	require.NoError(t, r.Timeout(Function, "m2", "subject output not read within 60s"))
+	s := Evaluate(Course, TargetMock, r.Outcomes())
+	assert.Equal(t, NotMeasured, s.Results[Function].Verdict)
+	assert.Equal(t, CategoryTimeout, s.Results[Function].Category)
+	assert.Equal(t, 92.5-5, s.Score.Measured)
+	assert.Equal(t, 92.5-5, s.Score.Earned)
+	assert.Equal(t, OverallIncomplete, s.Verdict)
+	assert.Equal(t, ExitIncomplete, s.ExitCode())
+	assert.Equal(t, []ID{Function}, s.Unmeasured)
+}
+
+func TestSecurityGate(t *testing.T) {
+	for _, id := range SecurityCriteria {
+		t.Run(string(id), func(t *testing.T) {
+			r := NewResults(Course)
+			passAllMeasurable(t, r, TargetMock)
+			rec(t, r, id, Failed, "", "observed a leak")
+			s := Evaluate(Course, TargetMock, r.Outcomes())
+			assert.Equal(t, OverallNotPassed, s.Verdict)
+			assert.Equal(t, []ID{id}, s.SecurityFailed)
+			assert.Greater(t, s.Score.Earned/s.Score.Measured, 0.9, "high score does not save it")
+			assert.Equal(t, ExitGradedFail, s.ExitCode())
+			assert.Contains(t, s.Why, "security criterion failed: "+string(id))
+		})
+	}
+}
+
+func TestOverallVerdicts(t *testing.T) {
+	// Graded non-security failure.
+	r := NewResults(Course)
+	passAllMeasurable(t, r, TargetMock)
+	rec(t, r, Budget, Failed, "", "exceeded 8 KiB output")
+	s := Evaluate(Course, TargetMock, r.Outcomes())
+	assert.Equal(t, OverallNotPassed, s.Verdict)
+	assert.Empty(t, s.SecurityFailed)
+
+	// Real target: mock-only entries unmeasured are not "incomplete".
+	r = NewResults(Course)
+	passAllMeasurable(t, r, TargetReal)
+	s = Evaluate(Course, TargetReal, r.Outcomes())
+	assert.Equal(t, OverallPassed, s.Verdict, s.Why)
+	assert.Equal(t, CategoryUnsupportedByTarget, s.Results[D3].Category)
+	assert.Less(t, s.Score.Measured, 92.5)
+
+	// Nothing recorded → incomplete.
+	s = Evaluate(Course, TargetMock, nil)
+	assert.Equal(t, OverallIncomplete, s.Verdict)
+	assert.Equal(t, Score{Total: 100}, s.Score)
+
+	// Harness error only → exit 2.
+	r = NewResults(Course)
+	passAllMeasurable(t, r, TargetMock)
+	rec(t, r, M0, HarnessError, "", "osb client panicked")
+	s = Evaluate(Course, TargetMock, r.Outcomes())
+	assert.Equal(t, OverallIncomplete, s.Verdict)
+	assert.Equal(t, ExitHarnessError, s.ExitCode())
+
+	// Runtime-observed unsupported (e.g. isolation not enforced) is not incomplete.
+	r = NewResults(Course)
+	passAllMeasurable(t, r, TargetMock)
+	s0 := len(r.Outcomes())
+	_ = s0
+	r2 := NewResults(Course)
+	for _, o := range r.Outcomes() {
+		if o.ID != Isolation {
+			require.NoError(t, r2.Record(Outcome{ID: o.ID, Verdict: o.Verdict, Reason: o.Reason}))
+		}
+	}
+	require.NoError(t, r2.NotMeasured(Isolation, "iso", CategoryUnsupportedByTarget, "server reports isolation.enforced=false"))
+	s = Evaluate(Course, TargetMock, r2.Outcomes())
+	assert.Equal(t, OverallPassed, s.Verdict, s.Why)
+
+	assert.Equal(t, 3, ExitCode(OverallIncomplete, false))
+	assert.Equal(t, 1, ExitCode(OverallNotPassed, true))
+	assert.Equal(t, 0, ExitCode(OverallPassed, false))
+}
+
+type memSink struct {
+	mu  sync.Mutex
+	seq []int64
+}
+
+func (m *memSink) Append(o Outcome) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq = append(m.seq, o.Seq)
+	return nil
+}
+
+func TestResultsConcurrent(t *testing.T) {
+	sink := &memSink{}
+	r := NewResults(Course, sink)
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ids, err := r.RecordTags([]string{"@criterion:function", "@milestone:M1"}, Outcome{Verdict: Passed, Scenario: fmt.Sprint(i)})
+			assert.NoError(t, err)
+			assert.Len(t, ids, 2)
+		}(i)
+	}
+	wg.Wait()
+	assert.Len(t, r.Outcomes(), 100)
+	require.Len(t, sink.seq, 100)
+	for i, s := range sink.seq {
+		assert.Equal(t, int64(i+1), s, "sink sees outcomes in sequence order")
+	}
+}
