@@ -1,0 +1,161 @@
+package mockserver
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+)
+
+// adminHandler is the /_mock admin API (a documented mock extension),
+// guarded by its own X-Mock-Admin-Token header.
+func (s *Server) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /_mock/info", s.adminInfo)
+	mux.HandleFunc("GET /_mock/audit", s.adminAudit)
+	mux.HandleFunc("GET /_mock/sandboxes", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"sandboxes": s.Sandboxes()})
+	})
+	mux.HandleFunc("POST /_mock/sandboxes/{id}/expire", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := s.ExpireNow(id); errors.Is(err, ErrNotFound) {
+			notFound(w, id)
+			return
+		} else if err != nil {
+			writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_DELETE_FAILED", err.Error())
+			return
+		}
+		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFault,
+			Fault: &audit.Fault{Name: "expire-now", Active: true, Detail: "expired by admin"}})
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /_mock/faults/egress-deny", s.adminEgressDeny)
+	mux.HandleFunc("DELETE /_mock/faults/egress-deny", s.adminEgressDeny)
+	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
+	mux.HandleFunc("GET /_mock/sandboxes/{id}/canary-scan", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		findings, err := s.CanaryScan(id)
+		if errors.Is(err, ErrNotFound) {
+			notFound(w, id)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"findings": findings})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "MOCK::NOT_FOUND", "unknown admin route "+r.Method+" "+r.URL.Path)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := r.Header.Get(headerAdminToken)
+		switch {
+		case s.cfg.AdminToken == "":
+			writeError(w, http.StatusUnauthorized, "MOCK::ADMIN_DISABLED",
+				"The admin API is disabled: start the server with an admin token (--admin-token).")
+		case tok == "":
+			writeError(w, http.StatusUnauthorized, "MOCK::MISSING_ADMIN_TOKEN",
+				"Admin credentials are missing. Provide the token via the X-Mock-Admin-Token header.")
+		case subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) != 1:
+			writeError(w, http.StatusUnauthorized, "MOCK::INVALID_ADMIN_TOKEN", "Admin credentials are invalid.")
+		default:
+			mux.ServeHTTP(w, r)
+		}
+	})
+}
+
+// Info is the GET /_mock/info body.
+type Info struct {
+	Version   string          `json:"version"`
+	Isolation InfoIsolation   `json:"isolation"`
+	Limits    map[string]bool `json:"limits"`
+	Snapshots string          `json:"snapshots"`
+	Egress    bool            `json:"egress"`
+}
+
+// InfoIsolation says whether namespaces are enforced.
+type InfoIsolation struct {
+	Enforced bool   `json:"enforced"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Info reports what this server really enforces.
+func (s *Server) Info() Info {
+	enforced, reason := s.cfg.Runtime.Isolation()
+	limits := s.cfg.Runtime.Enforced()
+	if limits == nil {
+		limits = map[string]bool{}
+	}
+	return Info{Version: Version, Isolation: InfoIsolation{Enforced: enforced, Reason: reason},
+		Limits: limits, Snapshots: "not_implemented", Egress: s.cfg.Egress != nil}
+}
+
+func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.Info())
+}
+
+func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: audit.Kind(q.Get("kind"))}
+	if v := q.Get("since"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "since must be a non-negative integer sequence number")
+			return
+		}
+		query.Since = n
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": s.audit.Events(query)})
+}
+
+func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Egress == nil {
+		writeError(w, http.StatusConflict, "MOCK::EGRESS_NOT_CONFIGURED", "This server has no egress hub; the deny override cannot apply.")
+		return
+	}
+	if r.Method == http.MethodDelete {
+		s.cfg.Egress.ClearDenyOverride()
+		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false}})
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var body struct {
+		Targets []string `json:"targets"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil || len(body.Targets) == 0 {
+		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", `body must be {"targets":["host", "*.domain", ...]} with at least one target`)
+		return
+	}
+	for _, t := range body.Targets {
+		if strings.TrimSpace(t) == "" {
+			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "targets must be non-empty host names or *.wildcards")
+			return
+		}
+	}
+	if err := s.cfg.Egress.SetDenyOverride(body.Targets); err != nil {
+		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "invalid deny targets: "+err.Error())
+		return
+	}
+	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: true,
+		Detail: strings.Join(body.Targets, ",")}})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) adminCanaries(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Canaries map[string]string `json:"canaries"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil || body.Canaries == nil {
+		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", `body must be {"canaries":{"label":"value",...}}`)
+		return
+	}
+	for label, v := range body.Canaries {
+		if label == "" || len(v) < 6 {
+			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "every canary needs a label and a value of at least 6 characters")
+			return
+		}
+	}
+	s.SetCanaries(body.Canaries)
+	w.WriteHeader(http.StatusNoContent)
+}

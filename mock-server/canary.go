@@ -1,0 +1,114 @@
+package mockserver
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+)
+
+const (
+	canaryMaxFile  = 16 << 20  // bytes read per file
+	canaryMaxTotal = 256 << 20 // bytes read per scan
+)
+
+// SetCanaries replaces the planted canary values (label → value).
+func (s *Server) SetCanaries(c map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.canaries = make(map[string]string, len(c))
+	for k, v := range c {
+		s.canaries[k] = v
+	}
+}
+
+// CanaryScan looks for every canary value in the sandbox: the environment and
+// command lines of its processes, files under workspace and tmp (bounded),
+// recorded command output and recorded command lines. Findings name the
+// canary's label, never its value; each is also recorded as a KindCanary event.
+func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
+	sb := s.lookup(id)
+	if sb == nil {
+		return nil, ErrNotFound
+	}
+	s.mu.Lock()
+	canaries := make(map[string][]byte, len(s.canaries))
+	for k, v := range s.canaries {
+		canaries[k] = []byte(v)
+	}
+	s.mu.Unlock()
+	findings := []audit.Canary{}
+	if len(canaries) == 0 {
+		return findings, nil
+	}
+	labels := make([]string, 0, len(canaries))
+	for l := range canaries {
+		labels = append(labels, l)
+	}
+	sort.Strings(labels)
+	seen := map[audit.Canary]bool{}
+	check := func(data []byte, location, where string) {
+		for _, l := range labels {
+			if bytes.Contains(data, canaries[l]) {
+				f := audit.Canary{Label: l, Location: location, Where: where}
+				if !seen[f] {
+					seen[f] = true
+					findings = append(findings, f)
+				}
+			}
+		}
+	}
+
+	for _, pid := range sb.rt.Pids() {
+		if env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ")); err == nil {
+			for _, kv := range bytes.Split(env, []byte{0}) {
+				name, _, _ := bytes.Cut(kv, []byte("="))
+				check(kv, "env", fmt.Sprintf("pid %d: %s", pid, name))
+			}
+		}
+		if cl, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); err == nil {
+			check(cl, "command", fmt.Sprintf("pid %d cmdline", pid))
+		}
+	}
+
+	budget := int64(canaryMaxTotal)
+	for _, sub := range []string{"workspace", "tmp"} {
+		root := filepath.Join(sb.rt.Dir(), sub)
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || budget <= 0 {
+				return nil
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return nil
+			}
+			defer f.Close()
+			data, _ := io.ReadAll(io.LimitReader(f, min(canaryMaxFile, budget)))
+			budget -= int64(len(data))
+			rel, _ := filepath.Rel(root, path)
+			check(data, "file", "/"+sub+"/"+filepath.ToSlash(rel))
+			return nil
+		})
+	}
+
+	for _, e := range sb.output.Entries() {
+		check([]byte(e.Text), "output", e.CommandID+" "+e.Stream)
+	}
+	for _, ev := range s.audit.Events(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+		check([]byte(ev.Command.Command), "command", ev.Command.ID)
+	}
+	for i := range findings {
+		f := findings[i]
+		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCanary, Canary: &f})
+	}
+	return findings, nil
+}

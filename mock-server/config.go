@@ -1,0 +1,91 @@
+// Package mockserver is the bundled OpenSandbox-compatible lifecycle server:
+// the /v1 lifecycle API (CONTRACT §1) with auth, error shapes, TTL, endpoints
+// and the server proxy, a per-sandbox execd endpoint that reverse-proxies to
+// the in-sandbox agent while recording an audit trail, and the /_mock admin API
+// (a documented mock extension). Sandboxes themselves come from a
+// runtime.Runtime; network policy from an EgressHub.
+package mockserver
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
+)
+
+// Version is reported by GET /_mock/info.
+const Version = "osb-mock 1.1.1-compatible (acceptance bundled server)"
+
+// Config configures a Server. Only Runtime is required.
+type Config struct {
+	// Listen is the lifecycle API address; default 127.0.0.1:0.
+	Listen string
+	// APIKey is the OPEN-SANDBOX-API-KEY value. Empty means auth is skipped
+	// entirely (as the real server does with no key configured).
+	APIKey string
+	// AdminToken is the X-Mock-Admin-Token for /_mock. Empty disables the admin
+	// API (every /_mock call answers 401).
+	AdminToken string
+	// StateDir holds audit.jsonl. Empty: the audit trail is kept in memory only.
+	StateDir string
+	// MaxTimeout is the largest accepted create timeout (0 = no upper bound),
+	// like server.max_sandbox_timeout_seconds.
+	MaxTimeout time.Duration
+	// Clock drives TTL timers and timestamps; default the wall clock.
+	Clock Clock
+	// Runtime creates the sandboxes (required).
+	Runtime runtime.Runtime
+	// Egress enforces networkPolicy. Nil: a create with networkPolicy gets 400,
+	// like a real server without [egress].image.
+	Egress EgressHub
+	// ProfileFor maps an image URI to a host profile. Nil: DefaultProfileFor.
+	// An error fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED.
+	ProfileFor func(image string) (runtime.Profile, error)
+	// Logger receives operational logs; default discards.
+	Logger *slog.Logger
+}
+
+// Clock is the server's source of time; tests substitute a fake one.
+type Clock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a scheduled call that can be cancelled.
+type Timer interface {
+	Stop() bool
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// AfterFunc wraps time.AfterFunc.
+func (RealClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+
+// EgressHub is what the server needs from the egress package. The lead wires
+// the real *egress.Hub with a small adapter (its Attach takes an egress.Policy;
+// the adapter unmarshals the raw networkPolicy JSON into it).
+type EgressHub interface {
+	// Attach creates the per-sandbox gateway for the create request's
+	// networkPolicy (raw JSON, exactly as sent) and credentialProxy flag.
+	Attach(sandboxID string, policy json.RawMessage, credentialProxy bool) (EgressAttachment, error)
+	// SetDenyOverride makes every sandbox deny these targets (drill D1).
+	SetDenyOverride(targets []string) error
+	// ClearDenyOverride removes the override.
+	ClearDenyOverride()
+}
+
+// EgressAttachment is one sandbox's egress gateway.
+type EgressAttachment interface {
+	SocketPath() string              // host unix socket mounted at /run/osb/gateway.sock
+	Token() string                   // OPENSANDBOX-EGRESS-AUTH value
+	Handler() http.Handler           // the :18080 egress API
+	SandboxFiles() map[string]string // in-sandbox path → host file
+	SandboxEnv() map[string]string   // extra env (CA bundle variables, …)
+	Close() error
+}

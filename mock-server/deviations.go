@@ -1,0 +1,51 @@
+package mockserver
+
+// Deviation is one deliberate difference between this server and the
+// OpenAPI spec (specs/sandbox-lifecycle.yml). Almost all are faithful copies
+// of the real OpenSandbox 1.1.1 implementation, which the SDKs follow
+// (CONTRACT §1). The contract-validation test tolerates exactly these.
+type Deviation struct {
+	ID     string // stable key, used by tests
+	Spec   string // what the spec says
+	Server string // what this server does (and the real implementation does)
+	Source string // CONTRACT section
+}
+
+// Deviations is the one list of deliberate spec deviations.
+var Deviations = []Deviation{
+	{ID: "validation-422", Spec: "request errors are 400 {code,message}",
+		Server: "request-validation errors are 422 with FastAPI's {\"detail\":[{type,loc,msg,input}]} body", Source: "§1.2"},
+	{ID: "no-location-header", Spec: "create (202) sends a Location header",
+		Server: "no Location header on create", Source: "§1.3"},
+	{ID: "request-id-hex", Spec: "X-Request-ID has format uuid",
+		Server: "a generated X-Request-ID is uuid4().hex: 32 hex characters without dashes (an incoming one is echoed)", Source: "§1.1"},
+	{ID: "create-running", Spec: "create returns state Pending",
+		Server: "create returns 202 with state Running, reason CONTAINER_RUNNING", Source: "§1.5"},
+	{ID: "renew-shorten", Spec: "renew must be later than the current expiresAt",
+		Server: "any future time is accepted (shortening allowed)", Source: "§1.8"},
+	{ID: "renew-409", Spec: "renew errors are 400",
+		Server: "renewing a sandbox without TTL is 409 DOCKER::INVALID_EXPIRATION", Source: "§1.8"},
+	{ID: "page-size-max", Spec: "pageSize has no maximum",
+		Server: "pageSize above 200 is 422", Source: "§1.7"},
+	{ID: "extra-fields", Spec: "additionalProperties: false on requests",
+		Server: "unknown request fields are ignored", Source: "§1.4"},
+	{ID: "endpoint-format", Spec: "endpoint is {host}/sandboxes/{id}/port/{port}",
+		Server: "endpoint is 127.0.0.1:<execd port>[/proxy/<port>] (Docker bridge form), or {host}/sandboxes/{id}/proxy/{port} with use_server_proxy", Source: "§1.10"},
+	{ID: "error-401-keys", Spec: "401 bodies per ErrorResponse",
+		Server: "401 bodies are {code,message} (conform); 404/405 for unknown routes are FastAPI's {\"detail\":\"Not Found\"}", Source: "§1.1"},
+	{ID: "snapshots-501", Spec: "snapshot routes return 202/200/204",
+		Server: "every snapshot route returns 501 SNAPSHOT::NOT_IMPLEMENTED; create with snapshotId returns 404 SNAPSHOT::NOT_FOUND", Source: "§1.13"},
+	{ID: "image-pull-500", Spec: "create errors 400/409/500",
+		Server: "an image with no host profile fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED", Source: "§1.5"},
+	{ID: "undocumented-routes", Spec: "not in the spec",
+		Server: "server proxy, diagnostics (deprecated text and 501), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
+}
+
+// DeviationIDs returns the set of deviation IDs.
+func DeviationIDs() map[string]bool {
+	out := make(map[string]bool, len(Deviations))
+	for _, d := range Deviations {
+		out[d.ID] = true
+	}
+	return out
+}

@@ -1,0 +1,449 @@
+package mockserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+)
+
+// execdEndpoint is a sandbox's loopback TCP execd endpoint: a reverse proxy
+// to the agent over Sandbox.DialExecd that records the audit trail as the
+// traffic passes, and routes /proxy/18080/… to the egress API.
+type execdEndpoint struct {
+	s         *Server
+	sb        *sandbox
+	ln        net.Listener
+	srv       *http.Server
+	transport *http.Transport
+	proxy     *httputil.ReverseProxy
+}
+
+func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e := &execdEndpoint{s: s, sb: sb, ln: ln}
+	e.transport = &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return sb.rt.DialExecd(ctx)
+		},
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	e.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = "http"
+			pr.Out.URL.Host = "execd"
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:     e.transport,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			writeError(w, http.StatusBadGateway, "UNKNOWN", "execd of sandbox "+sb.id+" is unreachable: "+err.Error())
+		},
+	}
+	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}
+	go func() { _ = e.srv.Serve(ln) }()
+	return e, nil
+}
+
+// Addr is 127.0.0.1:<port>.
+func (e *execdEndpoint) Addr() string { return e.ln.Addr().String() }
+
+// Close stops the listener and drops its connections.
+func (e *execdEndpoint) Close() {
+	_ = e.srv.Close()
+	e.transport.CloseIdleConnections()
+}
+
+func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	// /proxy/44772/… is execd itself; handle it here so it is audited too.
+	if rest, ok := cutProxyPort(p, execdPort); ok {
+		r.URL.Path, r.URL.RawPath = rest, ""
+		p = rest
+	}
+	if rest, ok := cutProxyPort(p, egressPort); ok && e.sb.egress != nil {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = rest, ""
+		e.sb.egress.Handler().ServeHTTP(w, r2)
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost && (p == "/command" || p == "/code" ||
+		(strings.HasPrefix(p, "/session/") && strings.HasSuffix(p, "/run"))):
+		e.serveCommand(w, r)
+	case r.Method == http.MethodPost && p == "/files/upload":
+		e.serveUpload(w, r)
+	case r.Method == http.MethodGet && p == "/files/download":
+		e.serveDownload(w, r)
+	case (r.Method == http.MethodDelete && (p == "/files" || p == "/directories")) ||
+		(r.Method == http.MethodPost && (p == "/files/mv" || p == "/directories" || p == "/files/replace" || p == "/files/permissions")):
+		e.serveFileOp(w, r)
+	default:
+		e.proxy.ServeHTTP(w, r)
+	}
+}
+
+// cutProxyPort strips a /proxy/<port> prefix.
+func cutProxyPort(p string, port int) (string, bool) {
+	pre := "/proxy/" + strconv.Itoa(port)
+	if p == pre {
+		return "/", true
+	}
+	if strings.HasPrefix(p, pre+"/") {
+		return p[len(pre):], true
+	}
+	return "", false
+}
+
+// tapWriter passes the response through (flushing as the proxy flushes) and
+// shows every byte to a callback.
+type tapWriter struct {
+	http.ResponseWriter
+	status int
+	onData func([]byte)
+}
+
+func (t *tapWriter) WriteHeader(code int) {
+	if t.status == 0 {
+		t.status = code
+	}
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *tapWriter) Write(b []byte) (int, error) {
+	if t.status == 0 {
+		t.status = http.StatusOK
+	}
+	n, err := t.ResponseWriter.Write(b)
+	if n > 0 && t.onData != nil {
+		t.onData(b[:n])
+	}
+	return n, err
+}
+
+func (t *tapWriter) Flush() {
+	if f, ok := t.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (t *tapWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+func (t *tapWriter) code() int {
+	if t.status == 0 {
+		return http.StatusBadGateway
+	}
+	return t.status
+}
+
+func readSmallBody(r *http.Request) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes))
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+	return b
+}
+
+// sseParser follows an execd SSE stream (bare or data:-prefixed JSON frames).
+type sseParser struct {
+	buf      []byte
+	cmd      *audit.Command
+	out      *outputLog
+	complete bool
+	errBody  bytes.Buffer // first bytes of a non-SSE (error) response
+}
+
+type sseEvent struct {
+	Type  string `json:"type"`
+	Text  string `json:"text"`
+	Error *struct {
+		Ename  string `json:"ename"`
+		Evalue string `json:"evalue"`
+	} `json:"error"`
+}
+
+func (p *sseParser) feed(b []byte) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			if len(p.buf) > maxBodyBytes { // a single absurd line: stop buffering it
+				p.buf = p.buf[:0]
+			}
+			return
+		}
+		line := bytes.TrimSpace(p.buf[:i])
+		p.buf = p.buf[i+1:]
+		p.line(line)
+	}
+}
+
+func (p *sseParser) finish() {
+	if len(bytes.TrimSpace(p.buf)) > 0 {
+		p.line(bytes.TrimSpace(p.buf))
+	}
+	p.buf = nil
+}
+
+func (p *sseParser) line(line []byte) {
+	if len(line) == 0 {
+		return
+	}
+	if bytes.HasPrefix(line, []byte("data:")) {
+		line = bytes.TrimSpace(line[5:])
+	}
+	if len(line) == 0 || line[0] != '{' {
+		return
+	}
+	var ev sseEvent
+	if json.Unmarshal(line, &ev) != nil {
+		return
+	}
+	switch ev.Type {
+	case "init":
+		if p.cmd.ID == "" {
+			p.cmd.ID = ev.Text
+		}
+	case "stdout":
+		p.cmd.StdoutBytes += int64(len(ev.Text))
+		p.out.Add(p.cmd.ID, "stdout", ev.Text)
+	case "stderr":
+		p.cmd.StderrBytes += int64(len(ev.Text))
+		p.out.Add(p.cmd.ID, "stderr", ev.Text)
+	case "error":
+		if ev.Error != nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(ev.Error.Evalue)); err == nil {
+				p.cmd.ExitCode = &n
+				if n == -1 {
+					p.cmd.Error = "killed"
+				}
+			} else {
+				p.cmd.Error = strings.TrimSpace(ev.Error.Ename + ": " + ev.Error.Evalue)
+			}
+		}
+	case "execution_complete":
+		p.complete = true
+	}
+}
+
+func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
+	body := readSmallBody(r)
+	var req struct {
+		Command    string          `json:"command"`
+		Code       string          `json:"code"`
+		Cwd        string          `json:"cwd"`
+		Timeout    json.Number     `json:"timeout"`
+		Background bool            `json:"background"`
+		Context    json.RawMessage `json:"context"`
+	}
+	_ = json.Unmarshal(body, &req)
+	cmd := &audit.Command{Command: req.Command, Cwd: req.Cwd, Background: req.Background,
+		StartedAt: e.s.clock.Now().UTC()}
+	if cmd.Command == "" {
+		cmd.Command = req.Code
+	}
+	if t, err := req.Timeout.Int64(); err == nil {
+		cmd.TimeoutMs = t
+	}
+	if strings.HasPrefix(r.URL.Path, "/session/") {
+		cmd.Cwd = strings.TrimSpace(cmd.Cwd)
+	}
+	parser := &sseParser{cmd: cmd, out: e.sb.output}
+	tap := &tapWriter{ResponseWriter: w}
+	tap.onData = func(b []byte) {
+		if tap.status != http.StatusOK {
+			if parser.errBody.Len() < 512 {
+				parser.errBody.Write(b[:min(len(b), 512-parser.errBody.Len())])
+			}
+			return
+		}
+		parser.feed(b)
+	}
+	start := time.Now()
+	e.proxy.ServeHTTP(tap, r)
+	parser.finish()
+	cmd.DurationMs = time.Since(start).Milliseconds()
+	if st := tap.code(); st != http.StatusOK {
+		cmd.Error = fmt.Sprintf("status %d: %s", st, strings.TrimSpace(parser.errBody.String()))
+	} else if cmd.ExitCode == nil && parser.complete && !cmd.Background {
+		zero := 0
+		cmd.ExitCode = &zero
+	} else if cmd.ExitCode == nil && !parser.complete && !cmd.Background && cmd.Error == "" {
+		cmd.Error = "stream ended without a terminal event"
+	}
+	e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindCommand, Command: cmd})
+}
+
+// uploadPart is what the multipart scanner saw for one file part.
+type uploadPart struct {
+	path string
+	size int64
+	sum  string
+}
+
+// pipeTee feeds everything the proxy reads from the request body into a pipe
+// the multipart scanner reads, so uploads are hashed as they stream.
+type pipeTee struct {
+	src io.ReadCloser
+	pw  *io.PipeWriter
+}
+
+func (t *pipeTee) Read(b []byte) (int, error) {
+	n, err := t.src.Read(b)
+	if n > 0 {
+		if _, werr := t.pw.Write(b[:n]); werr != nil {
+			return n, werr
+		}
+	}
+	if err != nil {
+		_ = t.pw.Close()
+	}
+	return n, err
+}
+
+func (t *pipeTee) Close() error {
+	_ = t.pw.Close()
+	return t.src.Close()
+}
+
+func scanMultipart(r io.Reader, boundary string) []uploadPart {
+	var parts []uploadPart
+	mr := multipart.NewReader(r, boundary)
+	pending := ""
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return parts
+		}
+		switch part.FormName() {
+		case "metadata":
+			b, _ := io.ReadAll(io.LimitReader(part, 1<<16))
+			var meta struct {
+				Path string `json:"path"`
+			}
+			_ = json.Unmarshal(b, &meta)
+			pending = meta.Path
+		case "file":
+			h := sha256.New()
+			n, _ := io.Copy(h, part)
+			parts = append(parts, uploadPart{path: pending, size: n, sum: hex.EncodeToString(h.Sum(nil))})
+			pending = ""
+		default:
+			_, _ = io.Copy(io.Discard, part)
+		}
+		_ = part.Close()
+	}
+}
+
+func (e *execdEndpoint) serveUpload(w http.ResponseWriter, r *http.Request) {
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	boundary := params["boundary"]
+	if err != nil || !strings.HasPrefix(mt, "multipart/") || boundary == "" {
+		tap := &tapWriter{ResponseWriter: w}
+		e.proxy.ServeHTTP(tap, r)
+		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
+			File: &audit.File{Op: "upload", Status: tap.code()}})
+		return
+	}
+	pr, pw := io.Pipe()
+	done := make(chan []uploadPart, 1)
+	go func() {
+		parts := scanMultipart(pr, boundary)
+		_, _ = io.Copy(io.Discard, pr)
+		done <- parts
+	}()
+	r.Body = &pipeTee{src: r.Body, pw: pw}
+	tap := &tapWriter{ResponseWriter: w}
+	e.proxy.ServeHTTP(tap, r)
+	_ = pw.Close()
+	parts := <-done
+	_ = pr.Close()
+	if len(parts) == 0 {
+		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
+			File: &audit.File{Op: "upload", Status: tap.code()}})
+	}
+	for _, p := range parts {
+		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
+			File: &audit.File{Op: "upload", Path: p.path, Size: p.size, SHA256: p.sum, Status: tap.code()}})
+	}
+}
+
+func (e *execdEndpoint) serveDownload(w http.ResponseWriter, r *http.Request) {
+	var h hash.Hash = sha256.New()
+	var n int64
+	tap := &tapWriter{ResponseWriter: w}
+	tap.onData = func(b []byte) {
+		if tap.status == http.StatusOK || tap.status == http.StatusPartialContent {
+			h.Write(b)
+			n += int64(len(b))
+		}
+	}
+	e.proxy.ServeHTTP(tap, r)
+	f := &audit.File{Op: "download", Path: r.URL.Query().Get("path"), Status: tap.code()}
+	if f.Status == http.StatusOK || f.Status == http.StatusPartialContent {
+		f.Size = n
+		f.SHA256 = hex.EncodeToString(h.Sum(nil))
+	}
+	e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile, File: f})
+}
+
+func (e *execdEndpoint) serveFileOp(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	type target struct{ op, path, dest string }
+	var targets []target
+	switch {
+	case r.Method == http.MethodDelete:
+		op := "delete"
+		if p == "/directories" {
+			op = "rmdir"
+		}
+		for _, v := range r.URL.Query()["path"] {
+			targets = append(targets, target{op: op, path: v})
+		}
+	case p == "/files/mv":
+		var moves []struct{ Src, Dest string }
+		_ = json.Unmarshal(readSmallBody(r), &moves)
+		for _, m := range moves {
+			targets = append(targets, target{op: "mv", path: m.Src, dest: m.Dest})
+		}
+	default:
+		op := map[string]string{"/directories": "mkdir", "/files/replace": "replace", "/files/permissions": "chmod"}[p]
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(readSmallBody(r), &m)
+		for k := range m {
+			targets = append(targets, target{op: op, path: k})
+		}
+	}
+	tap := &tapWriter{ResponseWriter: w}
+	e.proxy.ServeHTTP(tap, r)
+	if len(targets) == 0 {
+		targets = append(targets, target{op: strings.TrimPrefix(p, "/")})
+	}
+	for _, t := range targets {
+		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
+			File: &audit.File{Op: t.op, Path: t.path, Dest: t.dest, Status: tap.code()}})
+	}
+}

@@ -1,0 +1,155 @@
+package mockserver
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// apiError is the {code,message} service-error body (CONTRACT §1.2 shape 1).
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"code":"GENERAL::UNKNOWN_ERROR","message":"response encoding failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiError{Code: code, Message: msg})
+}
+
+// validationItem is one FastAPI/pydantic request-validation error.
+type validationItem struct {
+	Type  string         `json:"type"`
+	Loc   []any          `json:"loc"`
+	Msg   string         `json:"msg"`
+	Input any            `json:"input"`
+	Ctx   map[string]any `json:"ctx,omitempty"`
+}
+
+// writeValidation writes FastAPI's default 422 body {"detail":[...]}.
+func writeValidation(w http.ResponseWriter, items ...validationItem) {
+	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": items})
+}
+
+func vMissing(loc []any, input any) validationItem {
+	return validationItem{Type: "missing", Loc: loc, Msg: "Field required", Input: input}
+}
+
+func vValue(loc []any, input any, msg string) validationItem {
+	return validationItem{Type: "value_error", Loc: loc, Msg: "Value error, " + msg, Input: input,
+		Ctx: map[string]any{"error": map[string]any{}}}
+}
+
+func vType(typ string, loc []any, input any, msg string) validationItem {
+	return validationItem{Type: typ, Loc: loc, Msg: msg, Input: input}
+}
+
+func vGE(loc []any, input any, ge int) validationItem {
+	return validationItem{Type: "greater_than_equal", Loc: loc, Input: input,
+		Msg: "Input should be greater than or equal to " + itoa(ge), Ctx: map[string]any{"ge": ge}}
+}
+
+func vLE(loc []any, input any, le int) validationItem {
+	return validationItem{Type: "less_than_equal", Loc: loc, Input: input,
+		Msg: "Input should be less than or equal to " + itoa(le), Ctx: map[string]any{"le": le}}
+}
+
+func vIntParse(loc []any, input any) validationItem {
+	return vType("int_parsing", loc, input, "Input should be a valid integer, unable to parse string as an integer")
+}
+
+// newRequestID is uuid4().hex: 32 lower-case hex characters, no dashes.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	return hex.EncodeToString(b[:])
+}
+
+// newUUID is str(uuid4()), with dashes.
+func newUUID() string {
+	h := newRequestID()
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// newToken is like secrets.token_urlsafe(24): 32 URL-safe base64 characters.
+func newToken() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Fingerprint is the first 12 hex characters of sha256(s). It is what the
+// audit trail stores instead of keys and env values.
+func Fingerprint(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// formatTime renders t as pydantic v2 does: RFC 3339 UTC with Z, microseconds
+// only when non-zero.
+func formatTime(t time.Time) string {
+	t = t.UTC().Truncate(time.Microsecond)
+	if t.Nanosecond() == 0 {
+		return t.Format("2006-01-02T15:04:05Z")
+	}
+	return t.Format("2006-01-02T15:04:05.000000Z")
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// statusRecorder captures the status code while passing writes and flushes through.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func (r *statusRecorder) code() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}

@@ -1,0 +1,436 @@
+package mockserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+	osbruntime "github.com/osb-capstone/acceptance/mock-server/runtime"
+)
+
+const createTimeout = 90 * time.Second
+
+func notFound(w http.ResponseWriter, id string) {
+	writeError(w, http.StatusNotFound, "DOCKER::SANDBOX_NOT_FOUND", fmt.Sprintf("Sandbox %s not found.", id))
+}
+
+func readBody(r *http.Request) []byte {
+	b, _ := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes))
+	return b
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	body := readBody(r)
+	req, verrs := parseCreate(body)
+	if verrs != nil {
+		writeValidation(w, verrs...)
+		return
+	}
+	if code, msg := s.checkCreate(req); code != "" {
+		status := http.StatusBadRequest
+		if code == "SNAPSHOT::NOT_FOUND" {
+			status = http.StatusNotFound
+		}
+		writeError(w, status, code, msg)
+		return
+	}
+	profile, err := s.cfg.ProfileFor(req.Image)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_IMAGE_PULL_FAILED",
+			fmt.Sprintf("Failed to pull image %s: %v", req.Image, err))
+		return
+	}
+	sb, code, err := s.provision(req, profile, redactBody(body))
+	if err != nil {
+		s.log.Warn("create failed", "err", err)
+		writeError(w, http.StatusInternalServerError, code, err.Error())
+		return
+	}
+	setCreatedID(r, sb.id)
+	resp := struct {
+		ID         string            `json:"id"`
+		Status     status            `json:"status"`
+		Metadata   map[string]string `json:"metadata,omitempty"`
+		Platform   *platformSpec     `json:"platform,omitempty"`
+		ExpiresAt  string            `json:"expiresAt,omitempty"`
+		CreatedAt  string            `json:"createdAt"`
+		Entrypoint []string          `json:"entrypoint"`
+	}{
+		ID: sb.id,
+		Status: status{State: "Running", Reason: "CONTAINER_RUNNING",
+			Message: "Sandbox container started successfully.", LastTransitionAt: formatTime(sb.createdAt)},
+		Metadata:   req.Metadata,
+		Platform:   sb.platform,
+		CreatedAt:  formatTime(sb.createdAt),
+		Entrypoint: sb.entrypoint,
+	}
+	if sb.expiresAt != nil {
+		resp.ExpiresAt = formatTime(*sb.expiresAt)
+	}
+	if len(resp.Metadata) == 0 {
+		resp.Metadata = nil
+	}
+	writeJSON(w, http.StatusAccepted, resp)
+}
+
+// checkCreate performs the service-level (400) checks, returning a code.
+func (s *Server) checkCreate(req *createRequest) (string, string) {
+	if req.Extensions["poolRef"] != "" {
+		return "SANDBOX::UNSUPPORTED_POOL_REF", "extensions.poolRef is only supported by the Kubernetes runtime."
+	}
+	if v, ok := req.Extensions["access.renew.extend.seconds"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 300 || n > 86400 || strings.TrimSpace(v) != v {
+			return "SANDBOX::INVALID_PARAMETER", "extensions['access.renew.extend.seconds'] must be a decimal integer from 300 to 86400."
+		}
+	}
+	if req.Timeout != nil && s.cfg.MaxTimeout > 0 && time.Duration(*req.Timeout)*time.Second > s.cfg.MaxTimeout {
+		return "SANDBOX::INVALID_PARAMETER", fmt.Sprintf("timeout %d seconds exceeds the maximum of %d seconds (server.max_sandbox_timeout_seconds).",
+			*req.Timeout, int64(s.cfg.MaxTimeout/time.Second))
+	}
+	for k, v := range req.Metadata {
+		if isReserved(k) {
+			return "SANDBOX::INVALID_METADATA_LABEL", fmt.Sprintf("metadata key %q uses the reserved prefix %s", k, reservedPrefix)
+		}
+		if err := checkLabelKey(k); err != nil {
+			return "SANDBOX::INVALID_METADATA_LABEL", err.Error()
+		}
+		if err := checkLabelValue(k, v); err != nil {
+			return "SANDBOX::INVALID_METADATA_LABEL", err.Error()
+		}
+	}
+	if p := req.Platform; p != nil {
+		if (p.OS != "linux" && p.OS != "windows") || (p.Arch != "amd64" && p.Arch != "arm64") {
+			return "SANDBOX::INVALID_PARAMETER", fmt.Sprintf("platform {os:%q, arch:%q} is invalid: os must be linux|windows and arch amd64|arm64.", p.OS, p.Arch)
+		}
+		if p.OS != "linux" || p.Arch != runtime.GOARCH {
+			return "SANDBOX::INVALID_PARAMETER", fmt.Sprintf("platform %s/%s cannot be satisfied by this server (linux/%s).", p.OS, p.Arch, runtime.GOARCH)
+		}
+	}
+	if req.SecureAccess {
+		return "SANDBOX::API_NOT_SUPPORTED", "secureAccess is only supported on Kubernetes with ingress gateway mode."
+	}
+	if len(req.Volumes) > 0 {
+		return "SANDBOX::API_NOT_SUPPORTED", "volumes are not supported by the bundled server."
+	}
+	if req.NetworkPolicy != nil && s.cfg.Egress == nil {
+		return "SANDBOX::INVALID_PARAMETER", "networkPolicy requires the egress sidecar ([egress].image), which this server does not have configured."
+	}
+	if req.SnapshotID != "" {
+		return "SNAPSHOT::NOT_FOUND", fmt.Sprintf("Snapshot %s not found (this server does not implement snapshots).", req.SnapshotID)
+	}
+	return "", ""
+}
+
+// provision starts the sandbox (egress, runtime, execd endpoint, TTL).
+func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redacted []byte) (*sandbox, string, error) {
+	id := newUUID()
+	spec := osbruntime.Spec{
+		ID:         id,
+		Profile:    profile,
+		Entrypoint: req.Entrypoint,
+		Env:        map[string]string{},
+		Limits: osbruntime.Limits{
+			CPUMilli:    parseCPU(req.ResourceLimits["cpu"]),
+			MemoryBytes: parseMemory(req.ResourceLimits["memory"]),
+		},
+	}
+	if p, err := strconv.ParseInt(req.ResourceLimits["pids"], 10, 64); err == nil && p > 0 {
+		spec.Limits.Pids = p
+	}
+	for k, v := range req.Env {
+		spec.Env[k] = v
+	}
+	sb := &sandbox{id: id, image: req.Image, entrypoint: req.Entrypoint, platform: req.Platform,
+		metadata: req.Metadata, output: newOutputLog(outputLogLimit)}
+	if req.NetworkPolicy != nil {
+		att, err := s.cfg.Egress.Attach(id, req.NetworkPolicy, req.CredentialProxy)
+		if err != nil {
+			return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start egress sidecar for sandbox %s: %v", id, err)
+		}
+		sb.egress = att
+		spec.GatewaySocket = att.SocketPath()
+		spec.ExtraFiles = att.SandboxFiles()
+		for k, v := range att.SandboxEnv() {
+			if _, set := spec.Env[k]; !set {
+				spec.Env[k] = v
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
+	defer cancel()
+	rt, err := s.cfg.Runtime.Create(ctx, spec)
+	if err != nil {
+		if sb.egress != nil {
+			_ = sb.egress.Close()
+		}
+		var unknown osbruntime.ErrUnknownImage
+		if errors.As(err, &unknown) {
+			return nil, "DOCKER::SANDBOX_IMAGE_PULL_FAILED", fmt.Errorf("Failed to pull image %s: %v", req.Image, err)
+		}
+		return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start sandbox container: %v", err)
+	}
+	sb.rt = rt
+	ep, err := newExecdEndpoint(s, sb)
+	if err != nil {
+		_ = sb.destroy()
+		return nil, "DOCKER::SANDBOX_EXECD_START_FAILED", fmt.Errorf("Failed to start execd endpoint: %v", err)
+	}
+	sb.execd = ep
+
+	now := s.clock.Now().UTC()
+	sb.createdAt = now
+	sb.changedAt = now
+	sb.lastState = "Running"
+	rec := &SandboxInfo{ID: id, Image: req.Image, CreatedAt: now, State: "Running", Reason: "CONTAINER_RUNNING",
+		ExecdEndpoint: ep.Addr(), Egress: sb.egress != nil, Request: redacted}
+	sb.record = rec
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = sb.destroy()
+		return nil, "DOCKER::SANDBOX_START_FAILED", errors.New("server is shutting down")
+	}
+	if req.Timeout != nil {
+		exp := now.Add(time.Duration(*req.Timeout) * time.Second)
+		sb.expiresAt = &exp
+		s.scheduleLocked(sb)
+	}
+	s.sandboxes[id] = sb
+	s.records = append(s.records, rec)
+	s.mu.Unlock()
+	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState,
+		State: &audit.State{To: "Running", Reason: "created"}})
+	return sb, "", nil
+}
+
+// scheduleLocked (re)arms the TTL timer. Caller holds s.mu.
+func (s *Server) scheduleLocked(sb *sandbox) {
+	if sb.timer != nil {
+		sb.timer.Stop()
+		sb.timer = nil
+	}
+	if sb.expiresAt == nil {
+		return
+	}
+	id := sb.id
+	d := sb.expiresAt.Sub(s.clock.Now())
+	if d < 0 {
+		d = 0
+	}
+	var t Timer
+	t = s.clock.AfterFunc(d, func() {
+		s.mu.Lock()
+		cur, ok := s.sandboxes[id]
+		stale := !ok || cur.timer != t
+		s.mu.Unlock()
+		if stale {
+			return
+		}
+		_ = s.remove(id, "Expired", "ttl expired", true)
+	})
+	sb.timer = t
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sb := s.lookup(id)
+	if sb == nil {
+		notFound(w, id)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.view(sb))
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	err := s.remove(id, "Deleted", "deleted by API", false)
+	if errors.Is(err, ErrNotFound) {
+		notFound(w, id)
+		return
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_DELETE_FAILED", err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sb := s.lookup(id)
+	if sb == nil {
+		notFound(w, id)
+		return
+	}
+	st := s.statusOf(sb)
+	if st.State != "Running" {
+		writeError(w, http.StatusConflict, "DOCKER::SANDBOX_NOT_RUNNING",
+			fmt.Sprintf("Sandbox %s is not running (state %s); only a running sandbox can be paused.", id, st.State))
+		return
+	}
+	if err := sb.rt.Pause(); err != nil {
+		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_PAUSE_FAILED", fmt.Sprintf("Failed to pause sandbox %s: %v", id, err))
+		return
+	}
+	sb.stMu.Lock()
+	sb.paused = true
+	sb.changedAt = s.clock.Now().UTC()
+	sb.lastState = "Paused"
+	sb.stMu.Unlock()
+	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState, State: &audit.State{From: "Running", To: "Paused", Reason: "paused"}})
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	sb := s.lookup(id)
+	if sb == nil {
+		notFound(w, id)
+		return
+	}
+	st := s.statusOf(sb)
+	if st.State != "Paused" {
+		writeError(w, http.StatusConflict, "DOCKER::SANDBOX_NOT_PAUSED",
+			fmt.Sprintf("Sandbox %s is not paused (state %s); only a paused sandbox can be resumed.", id, st.State))
+		return
+	}
+	if err := sb.rt.Resume(); err != nil {
+		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_RESUME_FAILED", fmt.Sprintf("Failed to resume sandbox %s: %v", id, err))
+		return
+	}
+	sb.stMu.Lock()
+	sb.paused = false
+	sb.changedAt = s.clock.Now().UTC()
+	sb.lastState = "Running"
+	sb.stMu.Unlock()
+	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState, State: &audit.State{From: "Paused", To: "Running", Reason: "resumed"}})
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// parseRFC3339 accepts RFC 3339 (with or without fraction); a naive time is UTC.
+func parseRFC3339(v string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	obj, generic, bad := decodeObject(readBody(r))
+	if bad != nil {
+		writeValidation(w, *bad)
+		return
+	}
+	raw, ok := obj["expiresAt"]
+	if !ok || isNull(raw) {
+		writeValidation(w, vMissing([]any{"body", "expiresAt"}, generic))
+		return
+	}
+	var str string
+	_ = json.Unmarshal(raw, &str)
+	when, ok := parseRFC3339(strings.TrimSpace(str))
+	if !ok {
+		writeValidation(w, vType("datetime_from_date_parsing", []any{"body", "expiresAt"}, rawValue(raw),
+			"Input should be a valid datetime or date, invalid character in year"))
+		return
+	}
+	sb := s.lookup(id)
+	if sb == nil {
+		notFound(w, id)
+		return
+	}
+	s.mu.Lock()
+	if sb.expiresAt == nil {
+		s.mu.Unlock()
+		writeError(w, http.StatusConflict, "DOCKER::INVALID_EXPIRATION",
+			fmt.Sprintf("Sandbox %s does not have automatic expiration enabled.", id))
+		return
+	}
+	if !when.After(s.clock.Now()) {
+		s.mu.Unlock()
+		writeError(w, http.StatusBadRequest, "DOCKER::INVALID_EXPIRATION", "New expiration time must be in the future.")
+		return
+	}
+	when = when.UTC().Truncate(time.Microsecond)
+	sb.expiresAt = &when
+	s.scheduleLocked(sb)
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]string{"expiresAt": formatTime(when)})
+}
+
+func (s *Server) handlePatchMetadata(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	obj, _, bad := decodeObject(readBody(r))
+	if bad != nil {
+		writeValidation(w, *bad)
+		return
+	}
+	patch := map[string]*string{}
+	var verrs []validationItem
+	for k, raw := range obj {
+		if isNull(raw) {
+			patch[k] = nil
+			continue
+		}
+		var v string
+		if err := json.Unmarshal(raw, &v); err != nil {
+			verrs = append(verrs, vType("string_type", []any{"body", k}, rawValue(raw), "Input should be a valid string"))
+			continue
+		}
+		patch[k] = &v
+	}
+	if len(verrs) > 0 {
+		writeValidation(w, verrs...)
+		return
+	}
+	for k, v := range patch {
+		if isReserved(k) {
+			writeError(w, http.StatusBadRequest, "INVALID_METADATA_LABEL",
+				fmt.Sprintf("metadata key %q uses the reserved prefix %s", k, reservedPrefix))
+			return
+		}
+		if err := checkLabelKey(k); err != nil {
+			writeError(w, http.StatusBadRequest, "SANDBOX::INVALID_METADATA_LABEL", err.Error())
+			return
+		}
+		if v != nil {
+			if err := checkLabelValue(k, *v); err != nil {
+				writeError(w, http.StatusBadRequest, "SANDBOX::INVALID_METADATA_LABEL", err.Error())
+				return
+			}
+		}
+	}
+	sb := s.lookup(id)
+	if sb == nil {
+		notFound(w, id)
+		return
+	}
+	s.mu.Lock()
+	merged := map[string]string{}
+	for k, v := range sb.metadata {
+		merged[k] = v
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(merged, k)
+		} else {
+			merged[k] = *v
+		}
+	}
+	sb.metadata = merged
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, s.view(sb))
+}

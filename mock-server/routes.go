@@ -1,0 +1,289 @@
+package mockserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+)
+
+const (
+	headerAPIKey     = "OPEN-SANDBOX-API-KEY"
+	headerRequestID  = "X-Request-ID"
+	headerAdminToken = "X-Mock-Admin-Token"
+	maxBodyBytes     = 8 << 20
+)
+
+var (
+	proxyExemptRe = regexp.MustCompile(`^(/v1)?/sandboxes/[^/]+/proxy/\d+(/|$)`)
+	sandboxPathRe = regexp.MustCompile(`^(?:/v1)?/sandboxes/([^/]+)`)
+)
+
+// buildHandler wires middleware (outermost first): panic guard, request id,
+// CORS, then either the admin API or audit → auth → routes.
+func (s *Server) buildHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.routes(mux)
+	admin := s.adminHandler()
+	api := s.auditLifecycle(s.auth(mux))
+	return s.recoverer(s.requestID(s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/_mock" || strings.HasPrefix(r.URL.Path, "/_mock/") {
+			admin.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))))
+}
+
+func (s *Server) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "healthy"})
+	})
+	paths := map[string]bool{}
+	handle := func(method, path string, h http.HandlerFunc) {
+		for _, p := range []string{"/v1", ""} {
+			pat := p + path
+			if method != "" {
+				mux.HandleFunc(method+" "+pat, h)
+			} else {
+				mux.HandleFunc(pat, h)
+			}
+			if method != "" && !paths[pat] {
+				paths[pat] = true
+				mux.HandleFunc(pat, methodNotAllowed)
+			}
+		}
+	}
+	handle("POST", "/sandboxes", s.handleCreate)
+	handle("GET", "/sandboxes", s.handleList)
+	handle("GET", "/sandboxes/{id}", s.handleGet)
+	handle("DELETE", "/sandboxes/{id}", s.handleDelete)
+	handle("PATCH", "/sandboxes/{id}/metadata", s.handlePatchMetadata)
+	handle("POST", "/sandboxes/{id}/pause", s.handlePause)
+	handle("POST", "/sandboxes/{id}/resume", s.handleResume)
+	handle("POST", "/sandboxes/{id}/renew-expiration", s.handleRenew)
+	handle("GET", "/sandboxes/{id}/endpoints/{port}", s.handleEndpoint)
+	handle("", "/sandboxes/{id}/proxy/{port}", s.handleServerProxy)
+	handle("", "/sandboxes/{id}/proxy/{port}/{path...}", s.handleServerProxy)
+	handle("GET", "/sandboxes/{id}/diagnostics/{kind}", s.handleDiagnostics)
+	handle("POST", "/sandboxes/{id}/snapshots", s.handleSnapshots)
+	handle("GET", "/snapshots", s.handleSnapshots)
+	handle("GET", "/snapshots/{sid}", s.handleSnapshots)
+	handle("DELETE", "/snapshots/{sid}", s.handleSnapshots)
+	handle("", "/pools", s.handlePools)
+	handle("", "/pools/{name}", s.handlePools)
+	handle("POST", "/metrics/events", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBodyBytes))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+	})
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeError(w, http.StatusInternalServerError, "GENERAL::UNKNOWN_ERROR", "internal server error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requestID echoes a trimmed incoming X-Request-ID or generates uuid4().hex.
+func (s *Server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := strings.TrimSpace(r.Header.Get(headerRequestID))
+		if id == "" {
+			id = newRequestID()
+		}
+		r.Header.Set(headerRequestID, id)
+		w.Header().Set(headerRequestID, id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cors allows every origin, method and header with credentials, like the
+// real server's CORSMiddleware; preflights are answered directly.
+func (s *Server) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Add("Vary", "Origin")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT")
+			if rh := r.Header.Get("Access-Control-Request-Headers"); rh != "" {
+				h.Set("Access-Control-Allow-Headers", rh)
+			}
+			h.Set("Access-Control-Max-Age", "600")
+			h.Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte("OK"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authExempt mirrors srv/middleware/auth.py.
+func authExempt(r *http.Request) bool {
+	p := r.URL.Path
+	if strings.Contains(p, "..") || strings.Contains(r.URL.RawPath, "..") {
+		return false
+	}
+	for _, pre := range []string{"/health", "/docs", "/redoc", "/openapi.json"} {
+		if strings.HasPrefix(p, pre) {
+			return true
+		}
+	}
+	return proxyExemptRe.MatchString(p)
+}
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.APIKey == "" || authExempt(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		key := r.Header.Get(headerAPIKey)
+		if key == "" {
+			writeError(w, http.StatusUnauthorized, "MISSING_API_KEY",
+				"Authentication credentials are missing. Provide API key via OPEN-SANDBOX-API-KEY header.")
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) != 1 {
+			writeError(w, http.StatusUnauthorized, "INVALID_API_KEY",
+				"Authentication credentials are invalid. Check your API key and try again.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// auditLifecycle records every lifecycle API call (not /health). Bodies of
+// create, renew and patch calls are kept with env values fingerprinted.
+func (s *Server) auditLifecycle(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var body []byte
+		if keepBody(r) {
+			b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+			_ = r.Body.Close()
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "SANDBOX::INVALID_PARAMETER", "could not read request body: "+err.Error())
+				return
+			}
+			if len(b) > maxBodyBytes {
+				writeError(w, http.StatusRequestEntityTooLarge, "SANDBOX::INVALID_PARAMETER", "request body larger than 8 MiB")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			body = b
+		}
+		rec := &statusRecorder{ResponseWriter: w}
+		created := new(string)
+		r = r.WithContext(context.WithValue(r.Context(), createdIDKey{}, created))
+		next.ServeHTTP(rec, r)
+		ev := audit.Lifecycle{
+			Method:    r.Method,
+			Path:      r.URL.Path,
+			Status:    rec.code(),
+			RequestID: w.Header().Get(headerRequestID),
+		}
+		if k := r.Header.Get(headerAPIKey); k != "" {
+			ev.KeyFingerprint = Fingerprint(k)
+		}
+		if body != nil {
+			ev.Body = redactBody(body)
+		}
+		id := ""
+		if m := sandboxPathRe.FindStringSubmatch(r.URL.Path); m != nil {
+			id = m[1]
+		}
+		if id == "" {
+			id = *created
+		}
+		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindLifecycle, Lifecycle: &ev})
+	})
+}
+
+func keepBody(r *http.Request) bool {
+	p := strings.TrimPrefix(r.URL.Path, "/v1")
+	switch {
+	case r.Method == http.MethodPost && p == "/sandboxes":
+		return true
+	case r.Method == http.MethodPost && strings.HasSuffix(p, "/renew-expiration"):
+		return true
+	case r.Method == http.MethodPatch && strings.HasSuffix(p, "/metadata"):
+		return true
+	}
+	return false
+}
+
+// redactBody returns the JSON body with every env value replaced by
+// "sha256:<fingerprint>" and image auth dropped. Unparseable bodies are
+// recorded as a placeholder (they may hold anything).
+func redactBody(b []byte) []byte {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil || m == nil {
+		out, _ := json.Marshal(map[string]any{"_unparsed_bytes": len(b), "_sha256": Fingerprint(string(b))})
+		return out
+	}
+	if env, ok := m["env"].(map[string]any); ok {
+		for k, v := range env {
+			if sv, ok := v.(string); ok {
+				env[k] = "sha256:" + Fingerprint(sv)
+			} else if v != nil {
+				env[k] = "sha256:" + Fingerprint(fmt.Sprint(v))
+			}
+		}
+	}
+	if img, ok := m["image"].(map[string]any); ok {
+		if _, ok := img["auth"]; ok {
+			img["auth"] = "redacted"
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// createdIDKey carries a *string through the request context so the create
+// handler can tell the audit middleware which sandbox it created.
+type createdIDKey struct{}
+
+func setCreatedID(r *http.Request, id string) {
+	if p, ok := r.Context().Value(createdIDKey{}).(*string); ok {
+		*p = id
+	}
+}

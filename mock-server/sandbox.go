@@ -1,0 +1,152 @@
+package mockserver
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
+)
+
+// sandbox is one live sandbox. Fields below mu are guarded by Server.mu
+// unless noted.
+type sandbox struct {
+	id         string
+	image      string
+	entrypoint []string
+	platform   *platformSpec
+	createdAt  time.Time
+	rt         runtime.Sandbox
+	execd      *execdEndpoint
+	egress     EgressAttachment
+	output     *outputLog
+	record     *SandboxInfo
+
+	metadata  map[string]string
+	expiresAt *time.Time
+	timer     Timer
+
+	stMu      sync.Mutex // guards the fields below
+	paused    bool
+	changedAt time.Time
+	lastState string
+}
+
+// status is the API's SandboxStatus.
+type status struct {
+	State            string `json:"state"`
+	Reason           string `json:"reason,omitempty"`
+	Message          string `json:"message,omitempty"`
+	LastTransitionAt string `json:"lastTransitionAt,omitempty"`
+}
+
+type platformSpec struct {
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+}
+
+type imageSpec struct {
+	URI string `json:"uri"`
+}
+
+// sandboxJSON is the API's Sandbox object (nulls omitted).
+type sandboxJSON struct {
+	ID         string            `json:"id"`
+	Image      *imageSpec        `json:"image,omitempty"`
+	Platform   *platformSpec     `json:"platform,omitempty"`
+	Status     status            `json:"status"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	Entrypoint []string          `json:"entrypoint"`
+	ExpiresAt  string            `json:"expiresAt,omitempty"`
+	CreatedAt  string            `json:"createdAt"`
+}
+
+// statusOf reports the sandbox's state per CONTRACT §1.6 and records
+// transitions it has not recorded yet (entrypoint exits).
+func (s *Server) statusOf(sb *sandbox) status {
+	st := sb.rt.State()
+	sb.stMu.Lock()
+	var out status
+	switch {
+	case st.State == "Terminated" || st.State == "Failed":
+		out = status{State: st.State, Reason: st.Reason, Message: st.Message}
+		if out.Reason == "" {
+			out.Reason = "CONTAINER_EXITED"
+			if st.State == "Failed" {
+				out.Reason = "CONTAINER_EXITED_ERROR"
+			}
+		}
+		if !st.Since.IsZero() {
+			out.LastTransitionAt = formatTime(st.Since)
+		}
+	case sb.paused || st.State == "Paused":
+		out = status{State: "Paused", Reason: "CONTAINER_PAUSED", LastTransitionAt: formatTime(sb.changedAt)}
+	default:
+		state := st.State
+		if state == "" {
+			state = "Running"
+		}
+		reason := st.Reason
+		if reason == "" && state == "Running" {
+			reason = "CONTAINER_RUNNING"
+		}
+		out = status{State: state, Reason: reason, Message: st.Message, LastTransitionAt: formatTime(sb.changedAt)}
+	}
+	prev := sb.lastState
+	sb.lastState = out.State
+	sb.stMu.Unlock()
+	if prev != "" && prev != out.State && (out.State == "Terminated" || out.State == "Failed") {
+		s.audit.Record(audit.Event{SandboxID: sb.id, Kind: audit.KindState, State: &audit.State{
+			From: prev, To: out.State, Reason: fmt.Sprintf("entrypoint exited %d", st.ExitCode)}})
+	}
+	return out
+}
+
+// view renders the Sandbox object. Caller must not hold Server.mu.
+func (s *Server) view(sb *sandbox) sandboxJSON {
+	st := s.statusOf(sb)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := sandboxJSON{
+		ID:         sb.id,
+		Platform:   sb.platform,
+		Status:     st,
+		Entrypoint: sb.entrypoint,
+		CreatedAt:  formatTime(sb.createdAt),
+	}
+	if sb.image != "" {
+		v.Image = &imageSpec{URI: sb.image}
+	}
+	if len(sb.metadata) > 0 {
+		v.Metadata = make(map[string]string, len(sb.metadata))
+		for k, val := range sb.metadata {
+			v.Metadata[k] = val
+		}
+	}
+	if sb.expiresAt != nil {
+		v.ExpiresAt = formatTime(*sb.expiresAt)
+	}
+	return v
+}
+
+// destroy closes the execd endpoint and egress attachment and destroys the
+// runtime sandbox.
+func (sb *sandbox) destroy() error {
+	var errs []error
+	if sb.execd != nil {
+		sb.execd.Close()
+	}
+	if sb.rt != nil {
+		if err := sb.rt.Destroy(); err != nil {
+			errs = append(errs, fmt.Errorf("destroy %s: %w", sb.id, err))
+		}
+	}
+	if sb.egress != nil {
+		if err := sb.egress.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("egress close %s: %w", sb.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,82 @@
+package mockserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// handleServerProxy is /{,v1/}sandboxes/{id}/proxy/{port}[/{path}] (CONTRACT
+// §1.11): no API key, credentials stripped, streamed both ways.
+func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	portStr := r.PathValue("port")
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		writeValidation(w, vIntParse([]any{"path", "port"}, portStr))
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch:
+	default:
+		methodNotAllowed(w, r)
+		return
+	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		writeError(w, http.StatusBadRequest, "GENERAL::UNKNOWN_ERROR", "WebSocket upgrade is not supported on the HTTP proxy route.")
+		return
+	}
+	sb := s.lookup(id)
+	if sb == nil {
+		notFound(w, id)
+		return
+	}
+	if port < 1 || port > 65535 {
+		writeError(w, http.StatusBadRequest, "DOCKER::INVALID_PORT", fmt.Sprintf("Port %d is out of range (1-65535).", port))
+		return
+	}
+	rest := r.PathValue("path")
+	target := "/" + rest
+	if port != execdPort {
+		target = fmt.Sprintf("/proxy/%d/%s", port, rest)
+	}
+	backend := &url.URL{Scheme: "http", Host: sb.execd.Addr()}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = backend.Scheme
+			pr.Out.URL.Host = backend.Host
+			pr.Out.URL.Path = target
+			pr.Out.URL.RawPath = ""
+			pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+			pr.Out.Host = backend.Host
+			for _, h := range []string{headerAPIKey, "Authorization", "Cookie"} {
+				pr.Out.Header.Del(h)
+			}
+			pr.SetXForwarded()
+			for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+				if v := pr.In.Header.Get(h); v != "" {
+					pr.Out.Header.Set(h, v) // add only when absent
+				}
+			}
+		},
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusBadGateway {
+				_ = resp.Body.Close()
+				return errBackend
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, http.StatusBadGateway, "GENERAL::UNKNOWN_ERROR",
+				fmt.Sprintf("Could not connect to the backend sandbox %s on port %d: %v", id, port, err))
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+var errBackend = errors.New("backend answered 502 (nothing listening on that port in the sandbox)")
