@@ -35,6 +35,8 @@ type MockInfo struct {
 	} `json:"isolation"`
 	Limits    map[string]bool `json:"limits,omitempty"`
 	Snapshots string          `json:"snapshots,omitempty"`
+	// Egress is true when the server has an egress hub (policies enforced).
+	Egress bool `json:"egress"`
 }
 
 // AuditEvent mirrors the server's audit event (harness-side copy).
@@ -148,11 +150,18 @@ type CanaryScan struct {
 // MockSandbox is one entry of GET /_mock/sandboxes. The entry's exact shape is
 // the server's; unknown fields stay in Raw.
 type MockSandbox struct {
-	ID            string          `json:"id"`
-	CreateRequest json.RawMessage `json:"create_request,omitempty"`
+	ID        string    `json:"id"`
+	Image     string    `json:"image,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	// Request is the create request as received, env values fingerprinted.
+	Request       json.RawMessage `json:"request,omitempty"`
 	State         string          `json:"state,omitempty"`
+	Reason        string          `json:"reason,omitempty"`
 	Deleted       bool            `json:"deleted"`
 	Expired       bool            `json:"expired"`
+	EndedAt       *time.Time      `json:"ended_at,omitempty"`
+	ExecdEndpoint string          `json:"execd_endpoint,omitempty"`
+	Egress        bool            `json:"egress"`
 	Raw           json.RawMessage `json:"-"`
 }
 
