@@ -1,0 +1,197 @@
+// Package agent is the in-sandbox half of a sandbox: the same binary as the
+// server, started by the runtime with os.Args[1]==runtime.AgentArg. It serves
+// the execd HTTP API (CONTRACT §2) on the listener inherited as fd 3, runs the
+// sandbox's entrypoint as its main process and reports the entrypoint's exit
+// on fd 5, and starts the egress sidecar when a gateway socket is mounted.
+//
+// When the entrypoint exits, execd keeps serving (unlike a Docker container,
+// whose execd dies with it): the lifecycle layer reports Terminated/Failed from
+// the runtime's State, and a harness can still read files and logs.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
+)
+
+// MainIfAgent returns immediately unless this process was started as a
+// sandbox agent; then it runs the agent and exits. Call it first in main()
+// and in TestMain of every package that starts sandboxes.
+func MainIfAgent() {
+	if len(os.Args) < 2 || os.Args[1] != runtime.AgentArg {
+		return
+	}
+	os.Exit(Run())
+}
+
+// Run runs the agent with the inherited file descriptors; it returns the
+// process exit code.
+func Run() int {
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	log.SetPrefix("osb-agent: ")
+	// Never let commands inherit the control descriptors.
+	for _, fd := range []int{runtime.AgentFDListener, runtime.AgentFDConfig, runtime.AgentFDEvents} {
+		syscall.CloseOnExec(fd)
+	}
+	cfgFile := os.NewFile(runtime.AgentFDConfig, "osb-config")
+	raw, err := io.ReadAll(cfgFile)
+	_ = cfgFile.Close()
+	if err != nil {
+		log.Printf("read config: %v", err)
+		return 2
+	}
+	var cfg runtime.AgentConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		log.Printf("parse config: %v", err)
+		return 2
+	}
+	lnFile := os.NewFile(runtime.AgentFDListener, "osb-execd")
+	ln, err := net.FileListener(lnFile)
+	_ = lnFile.Close()
+	if err != nil {
+		log.Printf("execd listener: %v", err)
+		return 2
+	}
+	events := os.NewFile(runtime.AgentFDEvents, "osb-events")
+	a := New(cfg, events)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if cfg.GatewaySocket != "" {
+		if _, err := os.Stat(cfg.GatewaySocket); err == nil {
+			go func() {
+				if err := runSidecar(ctx, cfg.GatewaySocket); err != nil {
+					log.Printf("egress sidecar: %v", err)
+				}
+			}()
+		} else {
+			log.Printf("egress sidecar not started: %v", err)
+		}
+	}
+	go a.runEntrypoint()
+
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Printf("execd: %v", err)
+		return 1
+	}
+	return 0
+}
+
+// Agent is the execd implementation; exported so tests can mount it on any
+// listener.
+type Agent struct {
+	cfg    runtime.AgentConfig
+	events io.Writer
+	evMu   sync.Mutex
+	cmds   *registry
+}
+
+// New builds an agent. events receives one runtime.AgentEvent JSON per line
+// (nil: discarded).
+func New(cfg runtime.AgentConfig, events io.Writer) *Agent {
+	if cfg.Root == "" {
+		cfg.Root = "/"
+	}
+	if cfg.Workspace == "" {
+		cfg.Workspace = "/workspace"
+	}
+	return &Agent{cfg: cfg, events: events, cmds: newRegistry()}
+}
+
+func (a *Agent) report(ev runtime.AgentEvent) {
+	if a.events == nil {
+		return
+	}
+	b, _ := json.Marshal(ev)
+	a.evMu.Lock()
+	defer a.evMu.Unlock()
+	_, _ = a.events.Write(append(b, '\n'))
+}
+
+// runEntrypoint starts the sandbox's main process (exec form, like Docker)
+// and reports how it ended.
+func (a *Agent) runEntrypoint() {
+	ep := a.cfg.Entrypoint
+	if len(ep) == 0 {
+		return
+	}
+	cmd := exec.Command(ep[0], ep[1:]...)
+	cmd.Dir = a.hostPath(a.cfg.Workspace)
+	cmd.Env = os.Environ()
+	cmd.Stdout = os.Stdout
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		a.report(runtime.AgentEvent{Kind: "entrypoint_exit", ExitCode: 127, Error: err.Error(), Time: time.Now().UTC()})
+		return
+	}
+	err := cmd.Wait()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = 128 + int(ws.Signal())
+			}
+		} else {
+			code = 1
+		}
+	}
+	log.Printf("entrypoint exited: code %d (%v)", code, err)
+	a.report(runtime.AgentEvent{Kind: "entrypoint_exit", ExitCode: code, Time: time.Now().UTC()})
+}
+
+// Handler is the execd HTTP API.
+func (a *Agent) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("POST /command", a.handleCommand)
+	mux.HandleFunc("DELETE /command", a.handleInterrupt)
+	mux.HandleFunc("GET /command/status/{id}", a.handleStatus)
+	mux.HandleFunc("GET /command/{id}/logs", a.handleLogs)
+	mux.HandleFunc("GET /metrics", a.handleMetrics)
+	mux.HandleFunc("GET /metrics/watch", a.handleMetricsWatch)
+	mux.HandleFunc("POST /files/upload", a.handleUpload)
+	mux.HandleFunc("GET /files/download", a.handleDownload)
+	mux.HandleFunc("GET /files/info", a.handleInfo)
+	mux.HandleFunc("GET /files/search", a.handleSearch)
+	mux.HandleFunc("DELETE /files", a.handleDeleteFiles)
+	mux.HandleFunc("POST /files/mv", a.handleMove)
+	mux.HandleFunc("POST /files/permissions", a.handlePermissions)
+	mux.HandleFunc("POST /files/replace", a.handleReplace)
+	mux.HandleFunc("GET /directories/list", a.handleListDir)
+	mux.HandleFunc("POST /directories", a.handleMkdir)
+	mux.HandleFunc("DELETE /directories", a.handleRmdir)
+	mux.Handle("/proxy/{port}/", http.HandlerFunc(a.handleProxy))
+	mux.Handle("/proxy/{port}", http.HandlerFunc(a.handleProxy))
+	for _, p := range []string{"/session", "/session/", "/code", "/code/", "/pty", "/pty/"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusNotImplemented, "NOT_SUPPORTED",
+				fmt.Sprintf("%s is not supported by this sandbox agent (sessions, code contexts and pty are not implemented)", r.URL.Path))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "NOT_SUPPORTED", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}

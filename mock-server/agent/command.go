@@ -1,0 +1,408 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// commandRequest is the body of POST /command.
+type commandRequest struct {
+	Command    string            `json:"command"`
+	Cwd        string            `json:"cwd,omitempty"`
+	Background bool              `json:"background,omitempty"`
+	Timeout    int64             `json:"timeout,omitempty"` // milliseconds
+	UID        *uint32           `json:"uid,omitempty"`
+	GID        *uint32           `json:"gid,omitempty"`
+	Envs       map[string]string `json:"envs,omitempty"`
+}
+
+var pingInterval = 3 * time.Second
+
+func (a *Agent) handleCommand(w http.ResponseWriter, r *http.Request) {
+	var req commandRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 8<<20))
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid request body: "+err.Error())
+		return
+	}
+	if req.Command == "" {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "command is required")
+		return
+	}
+	if req.GID != nil && req.UID == nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "gid requires uid")
+		return
+	}
+	if req.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "timeout must be a positive number of milliseconds")
+		return
+	}
+	cwd := a.cfg.Workspace
+	if req.Cwd != "" {
+		cwd = req.Cwd
+	}
+	dir, err := a.resolve(cwd)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid cwd: "+err.Error())
+		return
+	}
+	if st, err := os.Stat(dir); err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("cwd %s does not exist", cwd))
+		return
+	} else if !st.IsDir() {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("cwd %s is not a directory", cwd))
+		return
+	}
+	for k := range req.Envs {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsAny(req.Envs[k], "\x00") {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid environment variable %q", k))
+			return
+		}
+	}
+
+	c := &command{id: newID(), content: req.Command, background: req.Background, started: time.Now().UTC(), done: make(chan struct{})}
+	cmd := exec.Command("/bin/bash", "-c", req.Command)
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		cmd = exec.Command("/bin/sh", "-c", req.Command)
+	}
+	cmd.Dir = dir
+	cmd.Env = mergeEnv(os.Environ(), req.Envs)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if req.UID != nil {
+		gid := uint32(os.Getgid())
+		if req.GID != nil {
+			gid = *req.GID
+		}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *req.UID, Gid: gid, NoSetGroups: true}
+	}
+	c.cmd = cmd
+	a.cmds.add(c)
+
+	stream := newSSE(w)
+	stream.send(event{Type: "init", Text: c.id})
+	if req.Background {
+		if err := a.startBackground(c, cmd, req.Timeout); err != nil {
+			stream.send(spawnError(err))
+			return
+		}
+		stream.send(event{Type: "execution_complete"})
+		return
+	}
+	a.runForeground(r, stream, c, cmd, req.Timeout)
+	if a.cfg.CloseDelay > 0 {
+		time.Sleep(a.cfg.CloseDelay)
+	}
+}
+
+func spawnError(err error) event {
+	return event{Type: "error", Error: &evError{Ename: "CommandExecError", Evalue: err.Error(), Traceback: []string{err.Error()}}}
+}
+
+// mergeEnv overlays extra on base (KEY=VALUE lists), extra winning.
+func mergeEnv(base []string, extra map[string]string) []string {
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k := kv
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				k = kv[:i]
+				break
+			}
+		}
+		if _, over := extra[k]; over {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// pumpOutput reads r into lines until EOF or until stop is closed (then it
+// drains for a moment: a grandchild may keep the pipe open forever).
+func pumpOutput(r *os.File, onLine func(string), stop <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	defer r.Close()
+	sp := &lineSplitter{emit: onLine}
+	go func() {
+		<-stop
+		_ = r.SetReadDeadline(time.Now().Add(outputDrainAfter))
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			sp.write(buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	sp.flush()
+}
+
+// launch starts cmd with its output wired to the given sinks; it returns the
+// pumps' WaitGroup and the channel that, closed, makes pumps drain and stop.
+func launch(cmd *exec.Cmd, sinks []func(string), combined bool) (*sync.WaitGroup, chan struct{}, error) {
+	wg := &sync.WaitGroup{}
+	stop := make(chan struct{})
+	var readers []*os.File
+	var writers []*os.File
+	closeAll := func() {
+		for _, f := range readers {
+			f.Close()
+		}
+		for _, f := range writers {
+			f.Close()
+		}
+	}
+	n := 2
+	if combined {
+		n = 1
+	}
+	for i := 0; i < n; i++ {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		readers = append(readers, pr)
+		writers = append(writers, pw)
+	}
+	cmd.Stdout = writers[0]
+	cmd.Stderr = writers[len(writers)-1]
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	for _, f := range writers {
+		f.Close()
+	}
+	for i, r := range readers {
+		wg.Add(1)
+		go pumpOutput(r, sinks[i], stop, wg)
+	}
+	return wg, stop, nil
+}
+
+func (a *Agent) runForeground(r *http.Request, stream *sseStream, c *command, cmd *exec.Cmd, timeoutMs int64) {
+	out := func(kind string) func(string) {
+		return func(line string) {
+			c.appendLine(line)
+			text := line
+			if text == "" {
+				text = "\n"
+			}
+			stream.send(event{Type: kind, Text: text})
+		}
+	}
+	c.mu.Lock()
+	c.running = true
+	c.mu.Unlock()
+	wg, stop, err := launch(cmd, []func(string){out("stdout"), out("stderr")}, false)
+	if err != nil {
+		a.finish(c, nil, err)
+		stream.send(spawnError(err))
+		return
+	}
+	setOOMScore(cmd.Process.Pid)
+	var timer *time.Timer
+	if timeoutMs > 0 {
+		timer = time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		})
+	}
+	ticker := time.NewTicker(pingInterval)
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	var werr error
+loop:
+	for {
+		select {
+		case werr = <-waitErr:
+			break loop
+		case <-ticker.C:
+			stream.send(event{Type: "ping", Text: "pong"})
+		}
+	}
+	ticker.Stop()
+	if timer != nil {
+		timer.Stop()
+	}
+	close(stop)
+	wg.Wait()
+	a.finish(c, werr, nil)
+	if werr == nil {
+		stream.send(event{Type: "execution_complete", ExecutionTime: time.Since(c.started).Milliseconds()})
+		return
+	}
+	stream.send(exitEvent(werr))
+}
+
+// exitEvent is execd's terminal error event for a failed command.
+func exitEvent(err error) event {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code := ee.ExitCode() // -1 when killed by a signal
+		return event{Type: "error", Error: &evError{Ename: "CommandExecError", Evalue: strconv.Itoa(code), Traceback: []string{ee.Error()}}}
+	}
+	return spawnError(err)
+}
+
+// finish records how a command ended.
+func (a *Agent) finish(c *command, werr, spawnErr error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running = false
+	c.finished = time.Now().UTC()
+	switch {
+	case spawnErr != nil:
+		c.errMsg = spawnErr.Error()
+	case werr == nil:
+		zero := 0
+		c.exitCode = &zero
+	default:
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) {
+			code := ee.ExitCode()
+			c.exitCode = &code
+		}
+		c.errMsg = werr.Error()
+	}
+	select {
+	case <-c.done:
+	default:
+		close(c.done)
+	}
+}
+
+func (a *Agent) startBackground(c *command, cmd *exec.Cmd, timeoutMs int64) error {
+	c.mu.Lock()
+	c.running = true
+	c.mu.Unlock()
+	wg, stop, err := launch(cmd, []func(string){c.appendLine}, true)
+	if err != nil {
+		a.finish(c, nil, err)
+		return err
+	}
+	setOOMScore(cmd.Process.Pid)
+	var timer *time.Timer
+	if timeoutMs > 0 {
+		timer = time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		})
+	}
+	go func() {
+		werr := cmd.Wait()
+		if timer != nil {
+			timer.Stop()
+		}
+		close(stop)
+		wg.Wait()
+		a.finish(c, werr, nil)
+	}()
+	return nil
+}
+
+// setOOMScore makes a command, not the agent, the OOM killer's choice when
+// the sandbox hits its memory limit (best effort).
+func setOOMScore(pid int) {
+	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte("500"), 0)
+}
+
+func (a *Agent) handleInterrupt(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("id")
+	if id == "" {
+		writeError(w, http.StatusBadRequest, "MISSING_QUERY", "missing query parameter: id")
+		return
+	}
+	c := a.cmds.get(id)
+	if c == nil {
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", fmt.Sprintf("command %s not found", id))
+		return
+	}
+	c.mu.Lock()
+	running := c.running
+	cmd := c.cmd
+	if running {
+		c.interrupted = true
+	}
+	c.mu.Unlock()
+	if !running || cmd == nil || cmd.Process == nil {
+		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", fmt.Sprintf("command %s is not running", id))
+		return
+	}
+	pgid := cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-c.done:
+		case <-time.After(interruptGrace):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}()
+	w.WriteHeader(http.StatusOK)
+}
+
+type commandStatus struct {
+	ID         string  `json:"id"`
+	Content    string  `json:"content,omitempty"`
+	Running    bool    `json:"running"`
+	ExitCode   *int    `json:"exit_code,omitempty"`
+	Error      string  `json:"error,omitempty"`
+	StartedAt  string  `json:"started_at"`
+	FinishedAt *string `json:"finished_at,omitempty"`
+}
+
+func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	c := a.cmds.get(id)
+	if c == nil {
+		writeError(w, http.StatusNotFound, "INVALID_REQUEST_BODY", fmt.Sprintf("command %s not found", id))
+		return
+	}
+	c.mu.Lock()
+	st := commandStatus{ID: c.id, Content: c.content, Running: c.running, ExitCode: c.exitCode, Error: c.errMsg,
+		StartedAt: c.started.Format(time.RFC3339)}
+	if !c.finished.IsZero() {
+		f := c.finished.Format(time.RFC3339)
+		st.FinishedAt = &f
+	}
+	c.mu.Unlock()
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	c := a.cmds.get(id)
+	if c == nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("command %s not found", id))
+		return
+	}
+	cursor := 0
+	if s := r.URL.Query().Get("cursor"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "cursor must be a non-negative integer")
+			return
+		}
+		cursor = n
+	}
+	body, next := c.logsFrom(cursor)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("EXECD-COMMANDS-TAIL-CURSOR", strconv.Itoa(next))
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, body)
+}

@@ -1,0 +1,359 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 8<<20)).Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid request body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+type moveItem struct {
+	Src  string `json:"src"`
+	Dest string `json:"dest"`
+}
+
+func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
+	var items []moveItem
+	if !decodeBody(w, r, &items) {
+		return
+	}
+	for _, it := range items {
+		if it.Src == "" || it.Dest == "" {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "src and dest are required")
+			return
+		}
+		src, err1 := a.resolve(it.Src)
+		dst, err2 := a.resolve(it.Dest)
+		if err := errors.Join(err1, err2); err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+			return
+		}
+		if _, err := os.Lstat(src); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found: "+it.Src)
+				return
+			}
+			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			return
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", "destination already exists: "+it.Dest)
+			return
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			writeError(w, fsStatus(err), fsCode(err), "create destination directory: "+err.Error())
+			return
+		}
+		if err := os.Rename(src, dst); err != nil {
+			if errors.Is(err, syscall.EXDEV) {
+				err = copyTree(src, dst)
+				if err == nil {
+					err = os.RemoveAll(src)
+				}
+			}
+			if err != nil {
+				writeError(w, fsStatus(err), fsCode(err), "move: "+err.Error())
+				return
+			}
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// copyTree copies across mounts (/workspace ↔ /tmp are separate bind mounts).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(l, target)
+		case fi.IsDir():
+			return os.MkdirAll(target, fi.Mode().Perm())
+		case fi.Mode().IsRegular():
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			out, err := os.OpenFile(target, os.O_CREATE|os.O_EXCL|os.O_WRONLY, fi.Mode().Perm())
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(out, in); err != nil {
+				out.Close()
+				return err
+			}
+			return out.Close()
+		}
+		return nil
+	})
+}
+
+type permission struct {
+	Owner string `json:"owner,omitempty"`
+	Group string `json:"group,omitempty"`
+	Mode  int    `json:"mode"`
+}
+
+func (a *Agent) handlePermissions(w http.ResponseWriter, r *http.Request) {
+	var req map[string]permission
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	for _, p := range sortedKeys(req) {
+		perm := req[p]
+		host, err := a.resolve(p)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+			return
+		}
+		if _, err := os.Lstat(host); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found: "+p)
+				return
+			}
+			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			return
+		}
+		if err := chownNames(host, perm.Owner, perm.Group); err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("chown %s: %v", p, err))
+			return
+		}
+		if perm.Mode != 0 {
+			m, ok := parseMode(perm.Mode)
+			if !ok {
+				writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid mode %d (octal digits expected, e.g. 644)", perm.Mode))
+				return
+			}
+			if err := os.Chmod(host, m); err != nil {
+				writeError(w, fsStatus(err), fsCode(err), err.Error())
+				return
+			}
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+type replaceItem struct {
+	Old string `json:"old"`
+	New string `json:"new"`
+}
+
+const maxReplaceBytes = 256 << 20
+
+func (a *Agent) handleReplace(w http.ResponseWriter, r *http.Request) {
+	var req map[string]replaceItem
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	verbose, _ := strconv.ParseBool(r.URL.Query().Get("verbose"))
+	counts := map[string]map[string]int{}
+	for _, p := range sortedKeys(req) {
+		it := req[p]
+		if it.Old == "" {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "old must not be empty for "+p)
+			return
+		}
+		host, err := a.resolve(p)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+			return
+		}
+		fi, err := os.Stat(host)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found: "+p)
+				return
+			}
+			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			return
+		}
+		if fi.IsDir() || fi.Size() > maxReplaceBytes {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", p+" is a directory or larger than 256 MiB")
+			return
+		}
+		b, err := os.ReadFile(host)
+		if err != nil {
+			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			return
+		}
+		n := strings.Count(string(b), it.Old)
+		if n > 0 {
+			if err := os.WriteFile(host, []byte(strings.ReplaceAll(string(b), it.Old, it.New)), fi.Mode().Perm()); err != nil {
+				writeError(w, fsStatus(err), fsCode(err), err.Error())
+				return
+			}
+		}
+		counts[p] = map[string]int{"replacedCount": n}
+	}
+	if verbose {
+		writeJSON(w, http.StatusOK, counts)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (a *Agent) handleListDir(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p := q.Get("path")
+	if p == "" {
+		writeError(w, http.StatusBadRequest, "MISSING_QUERY", "missing query parameter: path")
+		return
+	}
+	depth := 1
+	if s := q.Get("depth"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "depth must be a non-negative integer")
+			return
+		}
+		depth = n
+	}
+	root, err := a.resolve(p)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+		return
+	}
+	fi, err := os.Lstat(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "directory not found: "+p)
+			return
+		}
+		writeError(w, fsStatus(err), fsCode(err), err.Error())
+		return
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", p+" is a symbolic link; pass the real directory")
+		return
+	}
+	if !fi.IsDir() {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", p+" is not a directory")
+		return
+	}
+	out := []fileInfo{}
+	var walk func(dir string, level int)
+	walk = func(dir string, level int) {
+		if level > depth || len(out) >= maxSearchResults {
+			return
+		}
+		ents, err := os.ReadDir(dir) // sorted by name
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			full := filepath.Join(dir, e.Name())
+			info, err := e.Info()
+			if err != nil {
+				continue
+			}
+			out = append(out, infoOf(a.clientPath(full), info))
+			if e.IsDir() && info.Mode()&fs.ModeSymlink == 0 {
+				walk(full, level+1)
+			}
+		}
+	}
+	walk(root, 1)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (a *Agent) handleMkdir(w http.ResponseWriter, r *http.Request) {
+	var req map[string]permission
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	for _, p := range sortedKeys(req) {
+		perm := req[p]
+		host, err := a.resolve(p)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+			return
+		}
+		_, statErr := os.Stat(host)
+		existed := statErr == nil
+		if err := os.MkdirAll(host, 0o755); err != nil {
+			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			return
+		}
+		if existed {
+			continue
+		}
+		if perm.Mode != 0 {
+			m, ok := parseMode(perm.Mode)
+			if !ok {
+				writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid mode %d", perm.Mode))
+				return
+			}
+			if err := os.Chmod(host, m); err != nil {
+				writeError(w, fsStatus(err), fsCode(err), err.Error())
+				return
+			}
+		}
+		if err := chownNames(host, perm.Owner, perm.Group); err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("chown %s: %v", p, err))
+			return
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (a *Agent) handleRmdir(w http.ResponseWriter, r *http.Request) {
+	paths := r.URL.Query()["path"]
+	if len(paths) == 0 {
+		writeError(w, http.StatusBadRequest, "MISSING_QUERY", "missing query parameter: path")
+		return
+	}
+	for _, p := range paths {
+		host, err := a.resolve(p)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+			return
+		}
+		if a.clientPath(host) == "/" {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "refusing to remove /")
+			return
+		}
+		if err := os.RemoveAll(host); err != nil {
+			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			return
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}

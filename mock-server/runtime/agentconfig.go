@@ -1,0 +1,41 @@
+package runtime
+
+import "time"
+
+// AgentArg is os.Args[1] of a process started as the in-sandbox agent.
+const AgentArg = "__osb_agent__"
+
+// File descriptors handed to the agent (exec.Cmd.ExtraFiles order).
+const (
+	AgentFDListener = 3 // the execd unix listener created by the host
+	AgentFDConfig   = 4 // read end of a pipe: AgentConfig JSON, then EOF = "go"
+	AgentFDEvents   = 5 // write end of a pipe: one AgentEvent JSON per line
+)
+
+// AgentConfig is what the host tells the agent. It travels over a pipe (fd 4),
+// never through argv, so it does not show in /proc/<pid>/cmdline. The sandbox
+// environment is the agent's own environment (set by bwrap --clearenv/--setenv
+// or, in insecure mode, by exec.Cmd.Env).
+type AgentConfig struct {
+	ID         string   `json:"id"`
+	Entrypoint []string `json:"entrypoint"`
+	// Root is prepended to every path a client names: "/" inside a namespaced
+	// sandbox; the sandbox directory in insecure mode.
+	Root string `json:"root"`
+	// Workspace is the in-sandbox path relative paths are resolved against.
+	Workspace string `json:"workspace"`
+	// GatewaySocket is the in-sandbox path of the egress gateway socket ("" = none).
+	GatewaySocket    string `json:"gateway_socket,omitempty"`
+	MemoryLimitBytes int64  `json:"memory_limit_bytes,omitempty"`
+	// CloseDelay is how long /command keeps the SSE stream open after the
+	// terminal event (real execd: 1 s, ApiGracefulShutdownTimeout).
+	CloseDelay time.Duration `json:"close_delay,omitempty"`
+}
+
+// AgentEvent is reported by the agent on fd 5.
+type AgentEvent struct {
+	Kind     string    `json:"kind"` // "entrypoint_exit"
+	ExitCode int       `json:"exit_code"`
+	Error    string    `json:"error,omitempty"`
+	Time     time.Time `json:"time"`
+}

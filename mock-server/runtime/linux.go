@@ -1,0 +1,225 @@
+//go:build linux
+
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure the Linux runtime.
+type Options struct {
+	// StateDir holds sandboxes/<id>/{workspace,tmp,home,etc,execd.sock,agent.log,meta.json}.
+	StateDir string
+	// AgentPath is the binary started as the in-sandbox agent with
+	// os.Args[1]==AgentArg (default: os.Executable(), i.e. this binary; its
+	// main or TestMain must call agent.MainIfAgent first).
+	AgentPath string
+	// AllowInsecureNoIsolation starts sandboxes as plain host processes (clean
+	// environment and their own directories only) when namespaces are not
+	// available, instead of failing. Isolation() then reports false.
+	AllowInsecureNoIsolation bool
+	// ForceInsecure uses insecure mode even where isolation would work (tests).
+	ForceInsecure bool
+	// ReadyTimeout bounds Create's wait for execd /ping (default 20 s).
+	ReadyTimeout time.Duration
+	// CommandCloseDelay is how long execd keeps an SSE stream open after the
+	// terminal event (real execd: 1 s). Default 0.
+	CommandCloseDelay time.Duration
+}
+
+// Linux is the namespace + bubblewrap + cgroup runtime.
+type Linux struct {
+	opts     Options
+	secure   bool
+	reason   string
+	bwrap    string
+	nsenter  string
+	ip       string
+	cg       *cgroups
+	stateDir string
+
+	mu     sync.Mutex
+	live   map[string]*sandbox
+	closed bool
+}
+
+var _ Runtime = (*Linux)(nil)
+
+// NewLinux checks that this host can isolate sandboxes and returns a runtime.
+// When it cannot, the error says exactly what is missing, unless
+// AllowInsecureNoIsolation is set.
+func NewLinux(opts Options) (*Linux, error) {
+	if opts.StateDir == "" {
+		return nil, errors.New("runtime: StateDir is required")
+	}
+	sd, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.AgentPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("runtime: locate agent binary: %w", err)
+		}
+		opts.AgentPath = exe
+	}
+	if opts.AgentPath, err = filepath.Abs(opts.AgentPath); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(opts.AgentPath); err != nil {
+		return nil, fmt.Errorf("runtime: agent binary: %w", err)
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 20 * time.Second
+	}
+	if err := os.MkdirAll(filepath.Join(sd, "sandboxes"), 0o700); err != nil {
+		return nil, fmt.Errorf("runtime: state dir: %w", err)
+	}
+	l := &Linux{opts: opts, stateDir: sd, live: map[string]*sandbox{}}
+	var missing []string
+	if opts.ForceInsecure {
+		missing = append(missing, "insecure mode forced by configuration")
+	} else {
+		missing = l.probe()
+	}
+	if l.ip == "" {
+		l.ip, _ = exec.LookPath("ip")
+	}
+	l.cg = detectCgroups() // used by sandboxes only when secure; by Reap always
+	if len(missing) == 0 {
+		l.secure = true
+		return l, nil
+	}
+	if !opts.AllowInsecureNoIsolation {
+		return nil, fmt.Errorf("runtime: cannot isolate sandboxes on this host: %s (or start with --insecure-no-isolation to run sandboxes as plain processes)",
+			strings.Join(missing, "; "))
+	}
+	l.reason = "isolation not enforced: " + strings.Join(missing, "; ")
+	return l, nil
+}
+
+// probe returns what prevents isolation on this host (empty = all good).
+func (l *Linux) probe() []string {
+	var missing []string
+	if os.Geteuid() != 0 {
+		missing = append(missing, fmt.Sprintf("not running as root (euid %d): network namespaces and cgroups need root", os.Geteuid()))
+	}
+	var err error
+	if l.bwrap, err = exec.LookPath("bwrap"); err != nil {
+		missing = append(missing, "bubblewrap (bwrap) not found: apt-get install -y bubblewrap")
+	}
+	if l.nsenter, err = exec.LookPath("nsenter"); err != nil {
+		missing = append(missing, "nsenter not found: apt-get install -y util-linux")
+	}
+	if l.ip, err = exec.LookPath("ip"); err != nil {
+		missing = append(missing, "ip not found: apt-get install -y iproute2")
+	}
+	if _, err := exec.LookPath("sysctl"); err != nil {
+		missing = append(missing, "sysctl not found: apt-get install -y procps")
+	}
+	if len(missing) > 0 {
+		return missing
+	}
+	// A real, tiny sandbox: catches kernels or containers that forbid namespaces.
+	out, err := exec.Command(l.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+		"--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+		"--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", "--cap-drop", "ALL",
+		"--", "/usr/bin/true").CombinedOutput()
+	if err != nil {
+		missing = append(missing, fmt.Sprintf("bwrap cannot create namespaces here: %v: %s", err, strings.TrimSpace(string(out))))
+	}
+	name := fmt.Sprintf("osbprobe-%d", os.Getpid())
+	if err := runIP(l.ip, "netns", "add", name); err != nil {
+		missing = append(missing, fmt.Sprintf("cannot create network namespaces: %v", err))
+	} else {
+		_ = deleteNetns(l.ip, name)
+	}
+	return missing
+}
+
+// Isolation reports whether namespaces are enforced, and why not.
+func (l *Linux) Isolation() (bool, string) {
+	if l.secure {
+		return true, ""
+	}
+	return false, l.reason
+}
+
+// Enforced lists which limits and isolation features are really applied.
+func (l *Linux) Enforced() map[string]bool {
+	sec := l.secure
+	return map[string]bool{
+		"filesystem":     sec,
+		"network":        sec,
+		"pid_namespace":  sec,
+		"capabilities":   sec,
+		"memory":         sec && l.cg.has("memory"),
+		"pids":           sec && l.cg.has("pids"),
+		"cpu":            sec && l.cg.has("cpu"),
+		"pause":          true,
+		"pause_freezer":  sec && l.cg.has("freezer"),
+		"clean_env":      true,
+		"entrypoint_run": true,
+	}
+}
+
+// StateDir is the absolute state directory.
+func (l *Linux) StateDir() string { return l.stateDir }
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// Create starts a sandbox and returns once execd answers /ping.
+func (l *Linux) Create(ctx context.Context, spec Spec) (Sandbox, error) {
+	if !idRE.MatchString(spec.ID) {
+		return nil, fmt.Errorf("runtime: invalid sandbox id %q", spec.ID)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, errors.New("runtime: closed")
+	}
+	if _, dup := l.live[spec.ID]; dup {
+		l.mu.Unlock()
+		return nil, fmt.Errorf("runtime: sandbox %s already exists", spec.ID)
+	}
+	s := &sandbox{rt: l, id: spec.ID, dir: filepath.Join(l.stateDir, "sandboxes", spec.ID)}
+	l.live[spec.ID] = s
+	l.mu.Unlock()
+
+	if err := s.start(ctx, spec); err != nil {
+		_ = s.Destroy()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (l *Linux) forget(id string) {
+	l.mu.Lock()
+	delete(l.live, id)
+	l.mu.Unlock()
+}
+
+// Close destroys every live sandbox.
+func (l *Linux) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	var all []*sandbox
+	for _, s := range l.live {
+		all = append(all, s)
+	}
+	l.mu.Unlock()
+	var errs []error
+	for _, s := range all {
+		errs = append(errs, s.Destroy())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,564 @@
+//go:build linux
+
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNotRunning is returned by Pause for a sandbox whose main process has exited.
+var ErrNotRunning = errors.New("sandbox is not running")
+
+// ErrNotPaused is returned by Resume for a sandbox that is not paused.
+var ErrNotPaused = errors.New("sandbox is not paused")
+
+// ErrAlreadyPaused is returned by Pause for a paused sandbox.
+var ErrAlreadyPaused = errors.New("sandbox is already paused")
+
+// meta is written to <dir>/meta.json so Reap can find what a killed server left.
+type meta struct {
+	ID      string    `json:"id"`
+	Netns   string    `json:"netns,omitempty"`
+	Secure  bool      `json:"secure"`
+	Created time.Time `json:"created"`
+}
+
+type sandbox struct {
+	rt  *Linux
+	id  string
+	dir string
+
+	netns    string
+	cg       *sandboxCgroup
+	sockPath string
+	dirFile  *os.File // keeps /proc/self/fd/N/execd.sock valid for long paths
+	cmd      *exec.Cmd
+	evR      *os.File
+	waitDone chan struct{}
+	waitErr  error
+	client   *http.Client
+
+	mu       sync.Mutex
+	paused   bool
+	stopped  []int // SIGSTOPped pids (no freezer)
+	entry    *AgentEvent
+	since    time.Time
+	gone     bool
+	destroyM sync.Mutex
+}
+
+func (s *sandbox) ID() string  { return s.id }
+func (s *sandbox) Dir() string { return s.dir }
+
+// DialExecd connects to the agent's execd listener.
+func (s *sandbox) DialExecd(ctx context.Context) (net.Conn, error) {
+	s.mu.Lock()
+	gone := s.gone
+	s.mu.Unlock()
+	if gone || s.sockPath == "" {
+		return nil, fmt.Errorf("sandbox %s: execd not available", s.id)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", s.sockPath)
+}
+
+func (s *sandbox) start(ctx context.Context, spec Spec) error {
+	rt := s.rt
+	secure := rt.secure
+	ws := filepath.Join(s.dir, "workspace")
+	tmp := filepath.Join(s.dir, "tmp")
+	home := filepath.Join(s.dir, "home")
+	if _, err := os.Stat(s.dir); err == nil {
+		return fmt.Errorf("runtime: sandbox directory %s already exists", s.dir)
+	}
+	for _, d := range []struct {
+		p    string
+		mode os.FileMode
+	}{{s.dir, 0o700}, {ws, 0o755}, {tmp, 0o777 | os.ModeSticky}, {home, 0o700}} {
+		if err := os.MkdirAll(d.p, 0o700); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		if err := os.Chmod(d.p, d.mode); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+	}
+	m := meta{ID: s.id, Secure: secure, Created: time.Now().UTC()}
+	if secure {
+		s.netns = netnsName(s.id)
+		m.Netns = s.netns
+	}
+	if b, err := json.Marshal(m); err == nil {
+		if err := os.WriteFile(filepath.Join(s.dir, "meta.json"), b, 0o600); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+	}
+	sandboxHome, sandboxRoot := "/root", "/"
+	if !secure {
+		sandboxHome, sandboxRoot = home, s.dir
+	}
+	env, err := buildEnv(spec, sandboxHome, secure, tmp)
+	if err != nil {
+		return err
+	}
+	for p, host := range spec.ExtraFiles {
+		if !filepath.IsAbs(p) || strings.ContainsRune(p, 0) {
+			return fmt.Errorf("runtime: extra file path %q must be absolute", p)
+		}
+		if _, err := os.Stat(host); err != nil {
+			return fmt.Errorf("runtime: extra file %s: %w", p, err)
+		}
+	}
+	if spec.GatewaySocket != "" {
+		if _, err := os.Stat(spec.GatewaySocket); err != nil {
+			return fmt.Errorf("runtime: gateway socket: %w", err)
+		}
+	}
+	etc, err := writeEtc(filepath.Join(s.dir, "etc"), sandboxHome)
+	if err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+
+	if secure {
+		if err := createNetns(rt.ip, s.netns); err != nil {
+			return fmt.Errorf("runtime: network namespace: %w", err)
+		}
+		if rt.cg != nil {
+			if s.cg, err = rt.cg.create(s.id, spec.Limits); err != nil {
+				return fmt.Errorf("runtime: %w", err)
+			}
+		}
+	}
+
+	// The execd listener lives on the host; the agent inherits it as fd 3.
+	sock := filepath.Join(s.dir, "execd.sock")
+	if len(sock) > 100 { // sun_path is 108 bytes; go through a directory fd
+		if s.dirFile, err = os.Open(s.dir); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		sock = fmt.Sprintf("/proc/self/fd/%d/execd.sock", s.dirFile.Fd())
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("runtime: execd listener: %w", err)
+	}
+	ln.SetUnlinkOnClose(false)
+	lnFile, err := ln.File()
+	_ = ln.Close()
+	if err != nil {
+		return fmt.Errorf("runtime: execd listener: %w", err)
+	}
+	defer lnFile.Close()
+	_ = os.Chmod(filepath.Join(s.dir, "execd.sock"), 0o600)
+	s.sockPath = sock
+	s.client = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return s.DialExecd(ctx) },
+	}}
+
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer cfgR.Close()
+	defer cfgW.Close()
+	evR, evW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer evW.Close()
+	s.evR = evR
+	logf, err := os.OpenFile(filepath.Join(s.dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+
+	if secure {
+		argv := []string{rt.nsenter, "--net=" + filepath.Join(netnsDir, s.netns), "--", rt.bwrap}
+		argv = append(argv, s.bwrapArgs(spec, env, etc, ws, tmp, home)...)
+		if s.cg != nil {
+			// A wrapper puts itself into the cgroups, then execs nsenter → bwrap,
+			// so every sandbox process is accounted for from its first instruction.
+			script := `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
+			pre := append([]string{"/bin/sh", "-c", script, "osb-cgexec"}, s.cg.procsFiles()...)
+			argv = append(append(pre, "--"), argv...)
+		}
+		s.cmd = exec.Command(argv[0], argv[1:]...)
+		s.cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	} else {
+		s.cmd = exec.Command(rt.opts.AgentPath, AgentArg)
+		s.cmd.Env = envList(env)
+		s.cmd.Dir = ws
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	}
+	s.cmd.ExtraFiles = []*os.File{lnFile, cfgR, evW}
+	s.cmd.Stdout = logf
+	s.cmd.Stderr = logf
+	if err := s.cmd.Start(); err != nil {
+		s.cmd = nil
+		return fmt.Errorf("runtime: start sandbox: %w", err)
+	}
+	s.waitDone = make(chan struct{})
+	s.since = time.Now().UTC()
+	go func() {
+		err := s.cmd.Wait()
+		s.mu.Lock()
+		s.waitErr = err
+		if !s.gone {
+			s.since = time.Now().UTC()
+		}
+		s.mu.Unlock()
+		close(s.waitDone)
+	}()
+	go s.readEvents(evR)
+
+	cfg := AgentConfig{
+		ID:               s.id,
+		Entrypoint:       spec.Entrypoint,
+		Root:             sandboxRoot,
+		Workspace:        "/workspace",
+		MemoryLimitBytes: spec.Limits.MemoryBytes,
+		CloseDelay:       rt.opts.CommandCloseDelay,
+	}
+	if spec.GatewaySocket != "" {
+		cfg.GatewaySocket = "/run/osb/gateway.sock"
+		if !secure {
+			cfg.GatewaySocket = spec.GatewaySocket
+		}
+	}
+	b, _ := json.Marshal(cfg)
+	if _, err := cfgW.Write(b); err != nil {
+		return fmt.Errorf("runtime: send agent config: %w (agent log: %s)", err, s.logTail())
+	}
+	_ = cfgW.Close()
+	return s.waitReady(ctx)
+}
+
+func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]string, ws, tmp, home string) []string {
+	a := []string{
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--hostname", "sandbox", "--die-with-parent",
+		"--ro-bind", "/usr", "/usr",
+	}
+	for _, l := range []string{"bin", "lib", "lib64", "sbin", "lib32", "libx32"} {
+		if _, err := os.Stat("/usr/" + l); err == nil {
+			a = append(a, "--symlink", "usr/"+l, "/"+l)
+		}
+	}
+	for _, p := range hostEtcFiles {
+		a = append(a, "--ro-bind-try", p, p)
+	}
+	names := make([]string, 0, len(etc))
+	for p := range etc {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		a = append(a, "--ro-bind", etc[p], p)
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev",
+		"--bind", ws, "/workspace", "--bind", tmp, "/tmp", "--bind", home, "/root",
+		"--ro-bind", s.rt.opts.AgentPath, "/.osb/agent")
+	if spec.GatewaySocket != "" {
+		a = append(a, "--ro-bind", spec.GatewaySocket, "/run/osb/gateway.sock")
+	}
+	extra := make([]string, 0, len(spec.ExtraFiles))
+	for p := range spec.ExtraFiles {
+		extra = append(extra, p)
+	}
+	sort.Strings(extra)
+	for _, p := range extra {
+		a = append(a, "--ro-bind", spec.ExtraFiles[p], p)
+	}
+	a = append(a, "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
+	for _, kv := range envList(env) {
+		k, v, _ := strings.Cut(kv, "=")
+		a = append(a, "--setenv", k, v)
+	}
+	a = append(a, "--cap-drop", "ALL", "--new-session", "--", "/.osb/agent", AgentArg)
+	return a
+}
+
+// buildEnv is the sandbox environment: a minimal base, the image profile's
+// ENV, then the request's env. Nothing comes from the host.
+func buildEnv(spec Spec, home string, secure bool, tmp string) (map[string]string, error) {
+	env := map[string]string{
+		"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME": home,
+		"LANG": "C.UTF-8",
+	}
+	if !secure {
+		env["TMPDIR"] = tmp
+	}
+	for k, v := range spec.Profile.Env {
+		env[k] = v
+	}
+	for k, v := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("runtime: invalid environment variable %q", k)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *sandbox) readEvents(r *os.File) {
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var ev AgentEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		if ev.Kind == "entrypoint_exit" {
+			s.mu.Lock()
+			e := ev
+			s.entry = &e
+			if ev.Time.IsZero() {
+				e.Time = time.Now().UTC()
+			}
+			s.since = e.Time
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *sandbox) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "agent.log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (s *sandbox) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.rt.opts.ReadyTimeout)
+	defer cancel()
+	for {
+		select {
+		case <-s.waitDone:
+			return fmt.Errorf("runtime: sandbox agent exited before execd was ready (%v); agent log: %s", s.waitErr, s.logTail())
+		default:
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		req, _ := http.NewRequestWithContext(pctx, http.MethodGet, "http://execd/ping", nil)
+		resp, err := s.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				pcancel()
+				return nil
+			}
+		}
+		pcancel()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("runtime: execd not ready: %w (last error: %v); agent log: %s", ctx.Err(), err, s.logTail())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// State maps the entrypoint's fate to CONTRACT §1.6.
+func (s *sandbox) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	agentDead := false
+	if s.waitDone != nil {
+		select {
+		case <-s.waitDone:
+			agentDead = true
+		default:
+		}
+	}
+	switch {
+	case s.paused:
+		return State{State: "Paused", Reason: "CONTAINER_PAUSED", Since: s.since}
+	case s.entry != nil && s.entry.ExitCode == 0 && s.entry.Error == "":
+		return State{State: "Terminated", Reason: "CONTAINER_EXITED", Message: "entrypoint exited with code 0", Since: s.since}
+	case s.entry != nil:
+		msg := fmt.Sprintf("entrypoint exited with code %d", s.entry.ExitCode)
+		if s.entry.Error != "" {
+			msg = "entrypoint failed: " + s.entry.Error
+		}
+		code := s.entry.ExitCode
+		if code == 0 {
+			code = 127
+		}
+		return State{State: "Failed", Reason: "CONTAINER_EXITED_ERROR", Message: msg, ExitCode: code, Since: s.since}
+	case agentDead && !s.gone:
+		return State{State: "Failed", Reason: "CONTAINER_EXITED_ERROR", Message: fmt.Sprintf("sandbox agent exited: %v", s.waitErr), ExitCode: -1, Since: s.since}
+	}
+	return State{State: "Running", Reason: "CONTAINER_RUNNING", Since: s.since}
+}
+
+func (s *sandbox) exited() bool {
+	if s.entry != nil {
+		return true
+	}
+	if s.waitDone != nil {
+		select {
+		case <-s.waitDone:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// Pause freezes every process (cgroup freezer; else SIGSTOP of every pid).
+func (s *sandbox) Pause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return ErrNotRunning
+	}
+	if s.paused {
+		return ErrAlreadyPaused
+	}
+	if s.exited() {
+		return ErrNotRunning
+	}
+	if s.cg != nil && s.cg.canFreeze() {
+		if err := s.cg.freeze(); err != nil {
+			_ = s.cg.thaw()
+			return fmt.Errorf("pause: %w", err)
+		}
+	} else {
+		// Stop from the leaves up is not needed: SIGSTOP cannot be caught.
+		s.stopped = s.pidsLocked()
+		killPids(s.stopped, syscall.SIGSTOP)
+	}
+	s.paused = true
+	s.since = time.Now().UTC()
+	return nil
+}
+
+// Resume thaws what Pause froze.
+func (s *sandbox) Resume() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone {
+		return ErrNotRunning
+	}
+	if !s.paused {
+		return ErrNotPaused
+	}
+	if s.cg != nil && s.cg.canFreeze() {
+		if err := s.cg.thaw(); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+	} else {
+		killPids(s.stopped, syscall.SIGCONT)
+		s.stopped = nil
+	}
+	s.paused = false
+	s.since = time.Now().UTC()
+	return nil
+}
+
+// Pids lists host pids of the sandbox (cgroup members, else the process tree).
+func (s *sandbox) Pids() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pidsLocked()
+}
+
+func (s *sandbox) pidsLocked() []int {
+	if s.cg != nil {
+		return s.cg.pids()
+	}
+	if s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-s.waitDone:
+		return nil
+	default:
+	}
+	return descendants(s.cmd.Process.Pid)
+}
+
+// Destroy kills every process, removes the netns, cgroups and directories.
+func (s *sandbox) Destroy() error {
+	s.destroyM.Lock()
+	defer s.destroyM.Unlock()
+	s.mu.Lock()
+	if s.gone {
+		s.mu.Unlock()
+		return nil
+	}
+	s.gone = true
+	s.mu.Unlock()
+
+	var errs []error
+	if s.cg != nil {
+		if err := s.cg.killAll(5 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		pid := s.cmd.Process.Pid
+		tree := descendants(pid)
+		if !s.rt.secure {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		killPids(tree, syscall.SIGKILL)
+		_ = s.cmd.Process.Kill()
+		select {
+		case <-s.waitDone:
+		case <-time.After(5 * time.Second):
+			errs = append(errs, fmt.Errorf("sandbox %s: process %d did not exit", s.id, pid))
+		}
+	}
+	// Anything else still holding the sandbox's directory (escaped insecure-mode
+	// children, a half-started wrapper).
+	killPids(processesReferencing(s.dir), syscall.SIGKILL)
+	if s.cg != nil {
+		if err := s.cg.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.netns != "" {
+		if err := deleteNetns(s.rt.ip, s.netns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.client != nil {
+		s.client.CloseIdleConnections()
+	}
+	if s.dirFile != nil {
+		_ = s.dirFile.Close()
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		errs = append(errs, err)
+	}
+	s.rt.forget(s.id)
+	if len(errs) > 0 {
+		return fmt.Errorf("destroy %s: %w", s.id, errors.Join(errs...))
+	}
+	return nil
+}
