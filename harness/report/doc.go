@@ -1,0 +1,33 @@
+// Package report writes the run's report bundle into --out as the run goes:
+//
+//	results.jsonl          journal: one rubric.Outcome per line, appended and fsync'd as recorded
+//	run.json               run metadata, written at Open (and rewritten at Finalize)
+//	evidence/<id>/…        transcripts, command outputs, file hashes (Evidence writers)
+//	report.md              for people: verdict, score table, one row per entry with reason,
+//	                       evidence links and a reproduce command, evidence drift
+//	report.json            machine-readable, schema_version "1"
+//	junit.xml              one testcase per criterion/milestone/drill
+//
+// The final writers render only from the journal (and run.json), never from
+// in-memory state, so what they show is exactly what survived on disk: a run
+// that panics, or a process that is killed, loses nothing already measured.
+// Finalize is idempotent and is meant to be deferred; Recover finalizes on a
+// panic; RenderDir re-renders a bundle left by a killed process.
+//
+// cucumber.json is godog's own formatter output; this package does not write it.
+//
+// # Evidence drift
+//
+// Each entry's evidence files are normalised (Normalize: UUIDs, ids, RFC 3339
+// and epoch timestamps, request ids, loopback ports, durations and long hex
+// digests redacted) and matched against a stored baseline with go-snaps, in
+// go-snaps' standalone .snap format:
+//
+//	harness/report/baselines/<target>/<id>_1.snap
+//
+// (the directory is Options.BaselineDir; "_1" is go-snaps' standalone
+// numbering). A grading run never writes baselines: only Options.Update
+// (set from UPDATE_BASELINES=1 by BaselinesFromEnv, used by `make baselines`)
+// does. A mismatch is reported as drift in report.md/report.json — it is not a
+// failed criterion. See drift.go for how go-snaps is driven outside testing.T.
+package report

@@ -1,0 +1,171 @@
+package report
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// SchemaVersion is report.json's schema version.
+const SchemaVersion = "1"
+
+// Document is report.json's shape, and what every writer renders.
+type Document struct {
+	SchemaVersion string         `json:"schema_version"`
+	RunID         string         `json:"run_id"`
+	Verdict       rubric.Overall `json:"verdict"`
+	VerdictReason string         `json:"verdict_reason"`
+	ExitCode      int            `json:"exit_code"`
+	Aborted       string         `json:"aborted,omitempty"`
+	Score         rubric.Score   `json:"score"`
+	Scoring       []ScoringRow   `json:"scoring"`
+	Criteria      []EntryRow     `json:"criteria"`
+	Milestones    []EntryRow     `json:"milestones"`
+	Drills        []EntryRow     `json:"drills"`
+	Drift         []DriftResult  `json:"drift"`
+	// JournalSkipped counts torn journal lines (a crash mid-write).
+	JournalSkipped int `json:"journal_skipped,omitempty"`
+
+	Target     string            `json:"target"`
+	TargetKind rubric.Target     `json:"target_kind"`
+	Subject    string            `json:"subject"`
+	Seed       int64             `json:"seed"`
+	Tags       string            `json:"tags,omitempty"`
+	Versions   map[string]string `json:"versions"`
+	StartedAt  time.Time         `json:"started_at"`
+	EndedAt    time.Time         `json:"ended_at"`
+}
+
+// ScoringRow is one scoring item in report.json.
+type ScoringRow struct {
+	Item     rubric.ID   `json:"item"`
+	Title    string      `json:"title"`
+	Weight   int         `json:"weight"`
+	Earned   float64     `json:"earned"`
+	Measured float64     `json:"measured"`
+	Inputs   []rubric.ID `json:"inputs"`
+}
+
+// EntryRow is one criterion, milestone or drill in report.json.
+type EntryRow struct {
+	ID        rubric.ID       `json:"id"`
+	Title     string          `json:"title"`
+	Verdict   rubric.Verdict  `json:"verdict"`
+	Reason    string          `json:"reason"`
+	Category  rubric.Category `json:"category,omitempty"`
+	Evidence  []string        `json:"evidence"`
+	Reproduce string          `json:"reproduce"`
+	Outcomes  []OutcomeRow    `json:"outcomes"`
+}
+
+// OutcomeRow is one recorded outcome of an entry.
+type OutcomeRow struct {
+	Scenario string          `json:"scenario,omitempty"`
+	Verdict  rubric.Verdict  `json:"verdict"`
+	Category rubric.Category `json:"category,omitempty"`
+	Reason   string          `json:"reason,omitempty"`
+}
+
+// Build evaluates outcomes against reg for the meta's target and assembles
+// the document. drift may be nil.
+func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []DriftResult) (Document, rubric.Summary) {
+	kind := meta.TargetKind
+	if kind == "" {
+		kind = rubric.TargetMock
+	}
+	sum := rubric.Evaluate(reg, kind, outcomes)
+	d := Document{
+		SchemaVersion: SchemaVersion,
+		RunID:         meta.RunID,
+		Verdict:       sum.Verdict,
+		VerdictReason: sum.Why,
+		Aborted:       meta.Aborted,
+		Score:         sum.Score,
+		Drift:         drift,
+		Target:        meta.Target,
+		TargetKind:    kind,
+		Subject:       meta.Subject,
+		Seed:          meta.Seed,
+		Tags:          meta.Tags,
+		Versions:      meta.Versions,
+		StartedAt:     meta.StartedAt.UTC(),
+		EndedAt:       meta.EndedAt.UTC(),
+	}
+	if d.Versions == nil {
+		d.Versions = map[string]string{}
+	}
+	if d.Drift == nil {
+		d.Drift = []DriftResult{}
+	}
+	exit := sum.ExitCode()
+	if meta.Aborted != "" && sum.Verdict == rubric.OverallPassed {
+		// A run that ended early cannot have passed.
+		d.Verdict = rubric.OverallIncomplete
+		d.VerdictReason = "run aborted: " + meta.Aborted
+	}
+	if meta.Aborted != "" && d.Verdict != rubric.OverallNotPassed {
+		exit = rubric.ExitHarnessError
+	}
+	d.ExitCode = exit
+	for _, it := range sum.Scoring {
+		e, _ := reg.Get(it.Item)
+		d.Scoring = append(d.Scoring, ScoringRow{Item: it.Item, Title: e.Title, Weight: it.Weight,
+			Earned: it.Earned, Measured: it.Measured, Inputs: append([]rubric.ID{}, e.Inputs...)})
+	}
+	d.Criteria, d.Milestones, d.Drills = []EntryRow{}, []EntryRow{}, []EntryRow{}
+	for _, id := range sum.Order {
+		e, _ := reg.Get(id)
+		r := sum.Results[id]
+		row := EntryRow{ID: id, Title: e.Title, Verdict: r.Verdict, Reason: r.Reason, Category: r.Category,
+			Evidence: append([]string{}, r.Evidence...), Reproduce: Reproduce(meta, e), Outcomes: []OutcomeRow{}}
+		for _, o := range r.Outcomes {
+			row.Outcomes = append(row.Outcomes, OutcomeRow{Scenario: o.Scenario, Verdict: o.Verdict, Category: o.Category, Reason: o.Reason})
+		}
+		switch e.Kind {
+		case rubric.KindCriterion:
+			d.Criteria = append(d.Criteria, row)
+		case rubric.KindMilestone:
+			d.Milestones = append(d.Milestones, row)
+		case rubric.KindDrill:
+			d.Drills = append(d.Drills, row)
+		}
+	}
+	sort.SliceStable(d.Drift, func(i, j int) bool { return d.Drift[i].ID < d.Drift[j].ID })
+	return d, sum
+}
+
+// Reproduce is the one-line command that re-runs just the scenarios feeding e.
+// The API key is never written: a real target reads it from the environment.
+func Reproduce(meta Meta, e rubric.Entry) string {
+	cmd := meta.Command
+	if cmd == "" {
+		cmd = "acceptance"
+	}
+	target := meta.Target
+	if target == "" {
+		target = string(rubric.TargetMock)
+	}
+	args := []string{cmd, "run", "--target", shellQuote(target)}
+	if meta.TargetKind == rubric.TargetReal {
+		args = append(args, "--api-key", `"$OPEN_SANDBOX_API_KEY"`)
+	}
+	if meta.Subject != "" {
+		args = append(args, "--subject", shellQuote(meta.Subject))
+	}
+	args = append(args, "--seed", strconv.FormatInt(meta.Seed, 10))
+	if tag := e.Tag(); tag != "" {
+		args = append(args, "--tags", shellQuote(tag))
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for POSIX sh unless it is plainly safe.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

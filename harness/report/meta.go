@@ -1,0 +1,81 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// MetaFile is the run metadata's name inside the bundle.
+const MetaFile = "run.json"
+
+// Meta describes the run. Secrets never go here (the API key is not a field).
+type Meta struct {
+	RunID string `json:"run_id"`
+	// Target is what the run graded against: "mock" or the server URL.
+	Target     string        `json:"target"`
+	TargetKind rubric.Target `json:"target_kind"`
+	Subject    string        `json:"subject"`
+	Seed       int64         `json:"seed"`
+	Tags       string        `json:"tags,omitempty"`
+	// Versions names what ran (harness, server, go, python …).
+	Versions  map[string]string `json:"versions,omitempty"`
+	StartedAt time.Time         `json:"started_at"`
+	EndedAt   time.Time         `json:"ended_at,omitzero"`
+	// Command is the harness executable used in reproduce commands; "acceptance" if empty.
+	Command string `json:"command,omitempty"`
+	// Aborted says why the run ended early (a panic, a signal), if it did.
+	Aborted string `json:"aborted,omitempty"`
+}
+
+func writeMeta(dir string, m Meta) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, MetaFile), append(b, '\n'))
+}
+
+func readMeta(dir string) (Meta, error) {
+	var m Meta
+	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	if err != nil {
+		return m, fmt.Errorf("report: read run metadata: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("report: parse run metadata: %w", err)
+	}
+	return m, nil
+}
+
+// writeFileAtomic writes to a temp file in the same dir, syncs, renames.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}

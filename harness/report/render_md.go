@@ -1,0 +1,158 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// WriteMarkdown renders report.md.
+func WriteMarkdown(w io.Writer, d Document) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Acceptance report: %s\n\n", verdictTitle(d.Verdict))
+	fmt.Fprintf(&b, "**Verdict: %s** (exit code %d): %s\n\n", verdictTitle(d.Verdict), d.ExitCode, d.VerdictReason)
+	fmt.Fprintf(&b, "**Score: %s of %s measured (measured %s of %s)**\n\n",
+		rubric.Num(d.Score.Earned), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Total))
+	if d.Aborted != "" {
+		fmt.Fprintf(&b, "> **Run aborted:** %s. Only what was measured before that is reported.\n\n", cell(d.Aborted))
+	}
+	if d.JournalSkipped > 0 {
+		fmt.Fprintf(&b, "> %d torn journal line(s) could not be read (the process died while writing).\n\n", d.JournalSkipped)
+	}
+
+	b.WriteString("| Run | |\n|---|---|\n")
+	fmt.Fprintf(&b, "| Run ID | %s |\n", code(d.RunID))
+	fmt.Fprintf(&b, "| Target | %s (%s) |\n", code(d.Target), d.TargetKind)
+	fmt.Fprintf(&b, "| Subject | %s |\n", code(d.Subject))
+	fmt.Fprintf(&b, "| Seed | %d |\n", d.Seed)
+	if d.Tags != "" {
+		fmt.Fprintf(&b, "| Tags | %s |\n", code(d.Tags))
+	}
+	fmt.Fprintf(&b, "| Started | %s |\n", d.StartedAt.Format("2006-01-02T15:04:05Z07:00"))
+	fmt.Fprintf(&b, "| Ended | %s |\n", d.EndedAt.Format("2006-01-02T15:04:05Z07:00"))
+	if len(d.Versions) > 0 {
+		keys := make([]string, 0, len(d.Versions))
+		for k := range d.Versions {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var vs []string
+		for _, k := range keys {
+			vs = append(vs, k+" "+d.Versions[k])
+		}
+		fmt.Fprintf(&b, "| Versions | %s |\n", cell(strings.Join(vs, ", ")))
+	}
+
+	b.WriteString("\n## Score by scoring item\n\n")
+	b.WriteString("Each item earns weight × passed/inputs and counts weight × measured/inputs as measured; ")
+	b.WriteString("not-measured inputs (timeouts included) are left out of both.\n\n")
+	b.WriteString("| Item | Weight | Measured | Earned | Fed by |\n|---|---:|---:|---:|---|\n")
+	for _, s := range d.Scoring {
+		ins := make([]string, len(s.Inputs))
+		for i, in := range s.Inputs {
+			ins[i] = string(in)
+		}
+		fmt.Fprintf(&b, "| %s: %s | %d | %s | %s | %s |\n", s.Item, cell(s.Title), s.Weight,
+			rubric.Num(s.Measured), rubric.Num(s.Earned), strings.Join(ins, ", "))
+	}
+	fmt.Fprintf(&b, "| **Total** | %s | %s | %s | |\n", rubric.Num(d.Score.Total), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Earned))
+
+	section := func(title string, rows []EntryRow) {
+		fmt.Fprintf(&b, "\n## %s\n\n", title)
+		b.WriteString("| ID | Verdict | Reason | Evidence | Reproduce |\n|---|---|---|---|---|\n")
+		for _, r := range rows {
+			fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s | %s |\n", r.ID, cell(r.Title), verdictCell(r.Verdict, r.Category),
+				cell(r.Reason), evidenceLinks(r.Evidence), code(r.Reproduce))
+		}
+	}
+	section("Acceptance criteria", d.Criteria)
+	section("Milestones", d.Milestones)
+	section("Fault drills", d.Drills)
+
+	b.WriteString("\n## Evidence drift\n\n")
+	if len(d.Drift) == 0 {
+		b.WriteString("No evidence was compared with a baseline.\n")
+	} else {
+		b.WriteString("Drift is informational: it never fails a criterion. It shows where normalised evidence differs from the stored baseline (e.g. after an OpenSandbox upgrade).\n\n")
+		b.WriteString("| ID | Status | Baseline | Detail |\n|---|---|---|---|\n")
+		for _, dr := range d.Drift {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", dr.ID, dr.Status, code(dr.Baseline), cell(dr.Detail))
+		}
+		for _, dr := range d.Drift {
+			if dr.Diff == "" {
+				continue
+			}
+			fmt.Fprintf(&b, "\n<details><summary>%s: diff against the baseline</summary>\n\n```diff\n%s\n```\n\n</details>\n", dr.ID, strings.TrimRight(dr.Diff, "\n"))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func verdictTitle(v rubric.Overall) string {
+	switch v {
+	case rubric.OverallPassed:
+		return "PASSED"
+	case rubric.OverallNotPassed:
+		return "NOT PASSED"
+	case rubric.OverallIncomplete:
+		return "INCOMPLETE"
+	}
+	return strings.ToUpper(string(v))
+}
+
+func verdictCell(v rubric.Verdict, c rubric.Category) string {
+	switch v {
+	case rubric.Passed:
+		return "passed"
+	case rubric.Failed:
+		return "**FAILED**"
+	case rubric.HarnessError:
+		return "**HARNESS ERROR**"
+	case rubric.NotMeasured:
+		if c != "" {
+			return "not measured (" + string(c) + ")"
+		}
+		return "not measured"
+	}
+	return string(v)
+}
+
+func evidenceLinks(ev []string) string {
+	if len(ev) == 0 {
+		return ""
+	}
+	links := make([]string, len(ev))
+	for i, e := range ev {
+		links[i] = fmt.Sprintf("[%s](%s)", cell(path.Base(e)), strings.ReplaceAll(e, " ", "%20"))
+	}
+	return strings.Join(links, "<br>")
+}
+
+// cell makes s safe inside a Markdown table cell.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", "<br>")
+}
+
+// code renders s as inline code inside a table cell.
+func code(s string) string {
+	if s == "" {
+		return ""
+	}
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", `\|`)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if fence != "`" {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
