@@ -167,8 +167,17 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("GET /ping", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("POST /command", a.handleCommand)
 	mux.HandleFunc("DELETE /command", a.handleInterrupt)
-	mux.HandleFunc("GET /command/status/{id}", a.handleStatus)
-	mux.HandleFunc("GET /command/{id}/logs", a.handleLogs)
+	// One pattern: Go's mux rejects /command/status/{id} next to /command/{id}/logs.
+	mux.HandleFunc("GET /command/{a}/{b}", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.PathValue("a") == "status":
+			a.handleStatus(w, r, r.PathValue("b"))
+		case r.PathValue("b") == "logs":
+			a.handleLogs(w, r, r.PathValue("a"))
+		default:
+			writeError(w, http.StatusNotFound, "NOT_SUPPORTED", "no route GET "+r.URL.Path)
+		}
+	})
 	mux.HandleFunc("GET /metrics", a.handleMetrics)
 	mux.HandleFunc("GET /metrics/watch", a.handleMetricsWatch)
 	mux.HandleFunc("POST /files/upload", a.handleUpload)

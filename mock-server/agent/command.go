@@ -366,8 +366,7 @@ type commandStatus struct {
 	FinishedAt *string `json:"finished_at,omitempty"`
 }
 
-func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request, id string) {
 	c := a.cmds.get(id)
 	if c == nil {
 		writeError(w, http.StatusNotFound, "INVALID_REQUEST_BODY", fmt.Sprintf("command %s not found", id))
@@ -384,8 +383,7 @@ func (a *Agent) handleStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request, id string) {
 	c := a.cmds.get(id)
 	if c == nil {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("command %s not found", id))
