@@ -20,8 +20,6 @@ var normalizers = []struct {
 	{regexp.MustCompile(`(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT`), "<http-date>"},
 	// UUIDs.
 	{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "<uuid>"},
-	// Hex digests and random hex ids of 12+ characters (sha256, fingerprints, netns names).
-	{regexp.MustCompile(`(?i)\b[0-9a-f]{12,}\b`), "<hex>"},
 	// Loopback and wildcard host:port pairs → the port is random.
 	{regexp.MustCompile(`\b(127\.\d+\.\d+\.\d+|localhost|0\.0\.0\.0|\[::1\]):\d+`), "${1}:<port>"},
 	// Durations and epoch timestamps in JSON fields and transcript lines.
@@ -29,6 +27,8 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\(\d+ ms\)`), "(<n> ms)"},
 	{regexp.MustCompile(`(?i)\b(duration(?:_ms)?|elapsed(?:_ms)?|took)(\s*[:=]\s*)\d+(\.\d+)?\s*(ms|s|µs)?`), "${1}${2}<n>"},
 	{regexp.MustCompile(`\b1[6-9]\d{11}\b`), "<epoch-ms>"},
+	// Hex digests and random hex ids of 12+ characters (sha256, fingerprints, netns names).
+	{regexp.MustCompile(`(?i)\b[0-9a-f]{12,}\b`), "<hex>"},
 	// Content-Length depends on the ids inside bodies.
 	{regexp.MustCompile(`(?i)(content-length:\s*)\d+`), "${1}<n>"},
 }
