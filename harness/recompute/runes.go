@@ -1,0 +1,5 @@
+package recompute
+
+import "unicode"
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
