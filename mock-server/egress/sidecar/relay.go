@@ -82,20 +82,17 @@ func (s *Sidecar) relayHTTP(c net.Conn, port int) {
 // peekHead returns the bytes up to and including the blank line ending the
 // request head, without consuming them.
 func peekHead(br *bufio.Reader) ([]byte, error) {
-	for n := 1; ; {
-		buf, err := br.Peek(n)
+	for {
+		n := br.Buffered()
+		buf, _ := br.Peek(n)
 		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
 			return buf[:i+4], nil
-		}
-		if err != nil {
-			return nil, err
 		}
 		if n >= peekLimit {
 			return nil, errors.New("request head too large")
 		}
-		n = br.Buffered() + 1
-		if n > peekLimit {
-			n = peekLimit
+		if _, err := br.Peek(n + 1); err != nil { // wait for more bytes
+			return nil, err
 		}
 	}
 }

@@ -174,4 +174,3 @@ func (s *Sidecar) Close() {
 		}
 	})
 }
-
