@@ -25,6 +25,9 @@ type Options struct {
 	Baselines Baselines
 	// Now is the clock (tests); time.Now if nil.
 	Now func() time.Time
+	// Sinks also receive every outcome as it is recorded, after the journal
+	// (e.g. a progress printer).
+	Sinks []rubric.Sink
 }
 
 // Bundle is one run's report directory. Every method is safe for concurrent
@@ -71,7 +74,7 @@ func Open(dir string, reg *rubric.Registry, meta Meta, opts Options) (*Bundle, e
 		return nil, err
 	}
 	b := &Bundle{dir: dir, reg: reg, opts: opts, journal: j, redact: &Redactor{}, evUsed: map[string]bool{}, meta: meta}
-	b.results = rubric.NewResults(reg, j)
+	b.results = rubric.NewResults(reg, append([]rubric.Sink{j}, opts.Sinks...)...)
 	b.results.SetClock(opts.Now)
 	return b, nil
 }

@@ -150,6 +150,10 @@ func firstLine(s string) string {
 	return s
 }
 
+// maxSnapshotFile bounds what one evidence file contributes to a snapshot:
+// bigger files (inputs, artifacts) appear as a placeholder.
+const maxSnapshotFile = 256 << 10
+
 // snapshotText is the normalised evidence of one entry: every evidence file
 // it references that lies inside the bundle, in name order, each under a
 // header. Binary files appear as a placeholder (their bytes are random).
@@ -163,12 +167,21 @@ func snapshotText(bundleDir string, evidence []string) (string, bool) {
 		if !ok {
 			continue
 		}
-		data, err := os.ReadFile(p)
-		if err != nil {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
 		n++
 		fmt.Fprintf(&b, "=== %s\n", Normalize(ref))
+		if fi.Size() > maxSnapshotFile {
+			b.WriteString("<large file>\n")
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.WriteString("<unreadable>\n")
+			continue
+		}
 		if !utf8.Valid(data) || strings.ContainsRune(string(data), 0) {
 			b.WriteString("<binary>\n")
 			continue

@@ -2,8 +2,9 @@ package rubric
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 
@@ -32,22 +33,28 @@ type FeatureIndex struct {
 // ScanFeatures parses every *.feature file in dir with the Gherkin parser.
 // A parse error is returned as an error (the features are broken).
 func ScanFeatures(reg *Registry, dir string) (*FeatureIndex, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.feature"))
+	return ScanFeaturesFS(reg, os.DirFS(dir))
+}
+
+// ScanFeaturesFS is ScanFeatures over a file system, e.g. the embedded
+// features.FS, so `acceptance run` can check the rubric before running.
+func ScanFeaturesFS(reg *Registry, fsys fs.FS) (*FeatureIndex, error) {
+	files, err := fs.Glob(fsys, "*.feature")
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(files)
 	idx := &FeatureIndex{Files: files, Covered: map[ID][]string{}}
 	for _, f := range files {
-		if err := idx.scanFile(reg, f); err != nil {
+		if err := idx.scanFile(reg, fsys, f); err != nil {
 			return nil, err
 		}
 	}
 	return idx, nil
 }
 
-func (idx *FeatureIndex) scanFile(reg *Registry, path string) error {
-	fh, err := os.Open(path)
+func (idx *FeatureIndex) scanFile(reg *Registry, fsys fs.FS, name string) error {
+	fh, err := fsys.Open(name)
 	if err != nil {
 		return err
 	}
@@ -55,9 +62,9 @@ func (idx *FeatureIndex) scanFile(reg *Registry, path string) error {
 	ids := &messages.Incrementing{}
 	doc, err := gherkin.ParseGherkinDocument(fh, ids.NewId)
 	if err != nil {
-		return fmt.Errorf("rubric: parse %s: %w", path, err)
+		return fmt.Errorf("rubric: parse %s: %w", name, err)
 	}
-	base := filepath.Base(path)
+	base := path.Base(name)
 	for _, t := range docTags(doc) {
 		if _, _, err := reg.ParseTag(t.Name); err != nil {
 			line := int64(0)
@@ -70,7 +77,7 @@ func (idx *FeatureIndex) scanFile(reg *Registry, path string) error {
 	if doc.Feature == nil {
 		return nil
 	}
-	for _, p := range gherkin.Pickles(*doc, path, ids.NewId) {
+	for _, p := range gherkin.Pickles(*doc, name, ids.NewId) {
 		for _, t := range p.Tags {
 			if id, ok, err := reg.ParseTag(t.Name); ok && err == nil {
 				idx.Covered[id] = append(idx.Covered[id], base+": "+p.Name)
@@ -161,8 +168,13 @@ func CheckRegistry(reg *Registry) []string {
 // no runnable scenario carries its tag. Entries that are reviewer judgment
 // only (measurable on no target) need no feature.
 func Check(reg *Registry, dir string) ([]string, *FeatureIndex, error) {
+	return CheckFS(reg, os.DirFS(dir))
+}
+
+// CheckFS is Check over a file system (e.g. the embedded features.FS).
+func CheckFS(reg *Registry, fsys fs.FS) ([]string, *FeatureIndex, error) {
 	probs := CheckRegistry(reg)
-	idx, err := ScanFeatures(reg, dir)
+	idx, err := ScanFeaturesFS(reg, fsys)
 	if err != nil {
 		return probs, nil, err
 	}

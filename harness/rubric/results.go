@@ -42,9 +42,12 @@ func (r *Results) SetClock(now func() time.Time) {
 func (r *Results) Registry() *Registry { return r.reg }
 
 // Record validates and stores an outcome, stamps Seq and (if zero) Time, and
-// forwards it to the sinks. An unknown or scoring ID, or a malformed outcome,
-// is rejected with an error and not stored. A sink error is returned, but the
-// outcome stays recorded in memory.
+// forwards it to the sinks. An unknown or scoring ID is rejected with an error
+// and not stored. A malformed outcome (e.g. not_measured without a category)
+// is stored repaired (see repair) — a measurement is never silently dropped
+// and a failure never turns into something milder — and the validation error
+// is returned. A sink error is
+// returned, but the outcome stays recorded in memory.
 func (r *Results) Record(o Outcome) error {
 	e, ok := r.reg.Get(o.ID)
 	if !ok {
@@ -53,8 +56,9 @@ func (r *Results) Record(o Outcome) error {
 	if e.Kind == KindScoring {
 		return fmt.Errorf("rubric: record: %q is a scoring item; record its inputs instead", o.ID)
 	}
-	if err := o.Validate(); err != nil {
-		return err
+	invalid := o.Validate()
+	if invalid != nil {
+		o = repair(o, invalid)
 	}
 	o.Evidence = append([]string(nil), o.Evidence...)
 	r.mu.Lock()
@@ -71,7 +75,7 @@ func (r *Results) Record(o Outcome) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(append([]error{invalid}, errs...)...)
 }
 
 // Pass records a passing measurement.
@@ -122,4 +126,29 @@ func (r *Results) Outcomes() []Outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Outcome(nil), r.out...)
+}
+
+// repair keeps a malformed outcome's meaning as far as it is known: a valid
+// verdict is kept (a stray category is dropped, a missing reason is filled
+// in, a not_measured without a valid category becomes precondition_unmet);
+// an unknown verdict becomes harness_error. The reason says what was wrong.
+func repair(o Outcome, err error) Outcome {
+	note := fmt.Sprintf("[harness recorded an invalid outcome: %v]", err)
+	switch o.Verdict {
+	case Passed, Failed, HarnessError:
+		o.Category = CategoryNone
+	case NotMeasured:
+		if !o.Category.Valid() {
+			o.Category = CategoryPreconditionUnmet
+		}
+	default:
+		o.Reason = fmt.Sprintf("verdict %q, category %q, reason %q", o.Verdict, o.Category, o.Reason)
+		o.Verdict, o.Category = HarnessError, CategoryNone
+	}
+	if o.Reason == "" {
+		o.Reason = note
+	} else {
+		o.Reason += " " + note
+	}
+	return o
 }

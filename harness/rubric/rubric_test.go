@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,7 +132,23 @@ func TestRecordValidation(t *testing.T) {
 	assert.ErrorContains(t, r.NotMeasured(Network, "s", CategoryTimeout, ""), "needs a reason")
 	assert.ErrorContains(t, r.Fail(Network, "s", ""), "needs a reason")
 	assert.ErrorContains(t, r.Record(Outcome{ID: Network, Verdict: Failed, Category: CategoryTimeout, Reason: "x"}), "must not carry")
-	assert.Empty(t, r.Outcomes())
+	assert.ErrorContains(t, r.Record(Outcome{ID: Network, Verdict: "meh", Reason: "x"}), "unknown verdict")
+	// Unknown IDs are not stored; malformed outcomes are kept, repaired,
+	// without ever weakening a failure.
+	outs := r.Outcomes()
+	require.Len(t, outs, 5)
+	want := []struct {
+		v Verdict
+		c Category
+	}{{NotMeasured, CategoryPreconditionUnmet}, {NotMeasured, CategoryTimeout}, {Failed, ""}, {Failed, ""}, {HarnessError, ""}}
+	for i, o := range outs {
+		assert.Equal(t, want[i].v, o.Verdict, i)
+		assert.Equal(t, want[i].c, o.Category, i)
+		assert.Contains(t, o.Reason, "harness recorded an invalid outcome", i)
+	}
+	s := Evaluate(Course, TargetMock, outs)
+	assert.Equal(t, Failed, s.Results[Network].Verdict)
+	assert.Equal(t, ExitGradedFail, s.ExitCode())
 }
 
 func TestAggregate(t *testing.T) {
@@ -333,4 +350,13 @@ func TestResultsConcurrent(t *testing.T) {
 	for i, s := range sink.seq {
 		assert.Equal(t, int64(i+1), s, "sink sees outcomes in sequence order")
 	}
+}
+
+func TestCheckFS(t *testing.T) {
+	fsys := fstest.MapFS{"a.feature": {Data: []byte("@drill:D9\nFeature: f\n  Scenario: s\n    Given x\n")}}
+	probs, _, err := CheckFS(Course, fsys)
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(probs, "\n"), `a.feature:1: rubric: tag "@drill:D9" names unknown ID "D9"`)
+	_, _, err = CheckFS(Course, fstest.MapFS{"b.feature": {Data: []byte("Feature: f\n  Scenario: s\n    Given x\n  Examples oops\n")}})
+	assert.Error(t, err, "a broken feature file is an error, not a silent pass")
 }
