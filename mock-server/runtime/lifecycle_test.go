@@ -1,0 +1,324 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
+)
+
+func TestMemoryLimitKillsAllocation(t *testing.T) {
+	rt := newRuntime(t)
+	if !rt.Enforced()["memory"] {
+		t.Skip("memory cgroup not available on this host (Enforced()[memory]=false)")
+	}
+	sb := newSandbox(t, rt, withLimits(runtime.Limits{MemoryBytes: 96 << 20}))
+	small := sh(t, sb, `python3 -c "b = bytearray(16 << 20); print(len(b))"`)
+	if !small.ok() {
+		t.Fatalf("16 MiB allocation under a 96 MiB limit failed: %s", small.Raw)
+	}
+	big := sh(t, sb, `python3 -c "
+b = []
+for i in range(64):
+    b.append(bytearray(16 << 20))
+print('allocated', len(b) * 16, 'MiB')"`)
+	if big.ok() || strings.Contains(string(big.Raw), "allocated 1024 MiB") {
+		t.Fatalf("1 GiB allocation under a 96 MiB limit succeeded: %s", big.Raw)
+	}
+	last := big.last()
+	t.Logf("over-limit allocation ended with %+v", last.Error)
+	if last.Error == nil || (last.Error.Evalue != "-1" && last.Error.Evalue != "1") {
+		t.Errorf("expected OOM kill (-1) or MemoryError (1), got %+v", last)
+	}
+	// The agent survived: execd still answers.
+	if r := sh(t, sb, "echo alive"); strings.Join(r.stdout(), "") != "alive" {
+		t.Fatalf("execd gone after OOM: %s", r.Raw)
+	}
+}
+
+func TestPidsLimitStopsForkBomb(t *testing.T) {
+	rt := newRuntime(t)
+	if !rt.Enforced()["pids"] {
+		t.Skip("pids cgroup not available on this host (Enforced()[pids]=false)")
+	}
+	sb := newSandbox(t, rt, withLimits(runtime.Limits{Pids: 48}))
+	// A bounded bomb: at most 200 children, each sleeping, then all killed.
+	r := run(t, sb, map[string]any{"timeout": 30000, "command": `python3 -c "
+import os, time, signal
+pids = []
+err = None
+for i in range(200):
+    try:
+        p = os.fork()
+    except OSError as e:
+        err = e.errno
+        break
+    if p == 0:
+        time.sleep(30)
+        os._exit(0)
+    pids.append(p)
+for p in pids:
+    os.kill(p, signal.SIGKILL)
+    os.waitpid(p, 0)
+print(len(pids), err)"`})
+	out := strings.Fields(strings.Join(r.stdout(), " "))
+	if len(out) != 2 {
+		t.Fatalf("fork probe output %s", r.Raw)
+	}
+	n, _ := strconv.Atoi(out[0])
+	t.Logf("forked %d children before errno %s", n, out[1])
+	if n >= 48 || out[1] == "None" {
+		t.Fatalf("forked %d children (errno %s) under a pids limit of 48", n, out[1])
+	}
+	if r := sh(t, sb, "echo alive"); strings.Join(r.stdout(), "") != "alive" {
+		t.Fatalf("execd unusable after fork bomb: %s", r.Raw)
+	}
+}
+
+func TestPauseStopsProgressResumeRestarts(t *testing.T) {
+	rt := newRuntime(t)
+	sb := newSandbox(t, rt)
+	run(t, sb, map[string]any{"command": "while true; do echo x >> /workspace/counter; sleep 0.05; done", "background": true})
+	counter := filepath.Join(sb.Dir(), "workspace", "counter")
+	size := func() int64 {
+		fi, err := os.Stat(counter)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if size() == 0 {
+		t.Fatal("counter not growing before pause")
+	}
+	if err := sb.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if st := sb.State(); st.State != "Paused" || st.Reason != "CONTAINER_PAUSED" {
+		t.Errorf("state while paused %+v", st)
+	}
+	if err := sb.Pause(); !errors.Is(err, runtime.ErrAlreadyPaused) {
+		t.Errorf("second pause: %v", err)
+	}
+	s1 := size()
+	time.Sleep(700 * time.Millisecond)
+	if s2 := size(); s2 != s1 {
+		t.Fatalf("counter grew while paused: %d → %d", s1, s2)
+	}
+	if err := sb.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Resume(); !errors.Is(err, runtime.ErrNotPaused) {
+		t.Errorf("second resume: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if s3 := size(); s3 <= s1 {
+		t.Fatalf("counter did not grow after resume: %d → %d", s1, s3)
+	}
+	if st := sb.State(); st.State != "Running" {
+		t.Errorf("state after resume %+v", st)
+	}
+	if r := sh(t, sb, "echo back"); strings.Join(r.stdout(), "") != "back" {
+		t.Errorf("execd after resume: %s", r.Raw)
+	}
+}
+
+// leftovers lists what remains of a sandbox on the host.
+func leftovers(id, dir string, pids []int) []string {
+	var out []string
+	for _, p := range pids {
+		if err := syscall.Kill(p, 0); err == nil {
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat"); !strings.Contains(string(b), ") Z ") {
+				out = append(out, "process "+strconv.Itoa(p))
+			}
+		}
+	}
+	if _, err := os.Stat("/run/netns/osb-" + id[:12]); err == nil {
+		out = append(out, "netns osb-"+id[:12])
+	}
+	for _, c := range []string{"memory", "pids", "cpu", "freezer"} {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "osb", id)); err == nil {
+			out = append(out, "cgroup "+c)
+		}
+	}
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/osb", id)); err == nil {
+		out = append(out, "cgroup v2")
+	}
+	if _, err := os.Stat(dir); err == nil {
+		out = append(out, "dir "+dir)
+	}
+	return out
+}
+
+func TestDestroyLeavesNothing(t *testing.T) {
+	rt := newRuntime(t)
+	sb := newSandbox(t, rt, withLimits(runtime.Limits{MemoryBytes: 256 << 20, Pids: 128, CPUMilli: 500}))
+	run(t, sb, map[string]any{"command": "sleep 300 & sleep 300 & setsid sleep 300 & wait", "background": true})
+	time.Sleep(200 * time.Millisecond)
+	pids := sb.Pids()
+	if len(pids) < 4 {
+		t.Fatalf("expected agent, entrypoint and sleeps, got pids %v", pids)
+	}
+	if err := sb.Pause(); err != nil { // destroying a frozen sandbox must work too
+		t.Fatal(err)
+	}
+	if left := leftovers(sb.ID(), sb.Dir(), nil); len(left) == 0 || left[len(left)-1] != "dir "+sb.Dir() {
+		t.Fatalf("probe broken: %v", left)
+	}
+	if err := sb.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(sb.ID(), sb.Dir(), pids); len(left) > 0 {
+		t.Fatalf("leaked after Destroy: %v", left)
+	}
+	if err := sb.Destroy(); err != nil {
+		t.Errorf("second Destroy: %v", err)
+	}
+}
+
+func TestReapCleansKilledServerLeftovers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root (euid %d)", os.Geteuid())
+	}
+	state := t.TempDir()
+	old, err := runtime.NewLinux(runtime.Options{StateDir: state})
+	if err != nil {
+		t.Skipf("isolation unavailable: %v", err)
+	}
+	// The "killed" server: its sandbox is abandoned, never destroyed.
+	prof, _ := runtime.ProfileFor("debian")
+	id := uuid.NewString()
+	sb, err := old.Create(context.Background(), runtime.Spec{ID: id, Profile: prof, Entrypoint: []string{"sleep", "600"},
+		Limits: runtime.Limits{Pids: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := sb.Pids()
+	dir := sb.Dir()
+	if len(leftovers(id, dir, pids)) < 3 {
+		t.Fatalf("probe broken: %v", leftovers(id, dir, pids))
+	}
+	fresh, err := runtime.NewLinux(runtime.Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := fresh.Reap()
+	if err != nil {
+		t.Fatalf("reap: %v (removed %v)", err, removed)
+	}
+	joined := strings.Join(removed, "\n")
+	for _, want := range []string{"process ", "netns osb-" + id[:12], "cgroup ", "dir " + dir} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("Reap did not report %q: %v", want, removed)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(leftovers(id, dir, pids)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := leftovers(id, dir, pids); len(left) > 0 {
+		t.Fatalf("left after Reap: %v", left)
+	}
+	if again, _ := fresh.Reap(); len(again) != 0 {
+		t.Errorf("second Reap found %v", again)
+	}
+	_ = sb.Destroy() // the abandoned handle: must not fail badly on a reaped sandbox
+}
+
+func TestEntrypointExitState(t *testing.T) {
+	rt := newRuntime(t)
+	cases := []struct {
+		ep     []string
+		state  string
+		reason string
+		code   int
+	}{
+		{[]string{"sh", "-c", "sleep 0.2; exit 0"}, "Terminated", "CONTAINER_EXITED", 0},
+		{[]string{"sh", "-c", "sleep 0.2; exit 3"}, "Failed", "CONTAINER_EXITED_ERROR", 3},
+		{[]string{"/no/such/binary"}, "Failed", "CONTAINER_EXITED_ERROR", 127},
+	}
+	for _, c := range cases {
+		sb := newSandbox(t, rt, withEntrypoint(c.ep...))
+		deadline := time.Now().Add(10 * time.Second)
+		st := sb.State()
+		for st.State == "Running" && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			st = sb.State()
+		}
+		if st.State != c.state || st.Reason != c.reason || st.ExitCode != c.code {
+			t.Errorf("%v → %+v", c.ep, st)
+		}
+		// execd keeps serving after the main process ended (documented choice).
+		if r := sh(t, sb, "echo still"); strings.Join(r.stdout(), "") != "still" {
+			t.Errorf("%v: execd after entrypoint exit: %s", c.ep, r.Raw)
+		}
+		if err := sb.Pause(); !errors.Is(err, runtime.ErrNotRunning) {
+			t.Errorf("pause of an exited sandbox: %v", err)
+		}
+	}
+}
+
+func TestCreateFailsCleanly(t *testing.T) {
+	rt := newRuntime(t)
+	prof, _ := runtime.ProfileFor("debian")
+	for _, spec := range []runtime.Spec{
+		{ID: "../evil", Profile: prof},
+		{ID: uuid.NewString(), Profile: prof, Env: map[string]string{"A=B": "x"}},
+		{ID: uuid.NewString(), Profile: prof, GatewaySocket: "/nonexistent/gw.sock"},
+	} {
+		if _, err := rt.Create(context.Background(), spec); err == nil {
+			t.Errorf("create %+v succeeded", spec)
+		}
+		if spec.ID != "../evil" {
+			if left := leftovers(spec.ID, filepath.Join(rt.StateDir(), "sandboxes", spec.ID), nil); len(left) > 0 {
+				t.Errorf("failed create leaked %v", left)
+			}
+		}
+	}
+}
+
+func TestInsecureModeIsExplicit(t *testing.T) {
+	rt, err := runtime.NewLinux(runtime.Options{StateDir: t.TempDir(), ForceInsecure: true})
+	if err == nil || !strings.Contains(err.Error(), "insecure-no-isolation") {
+		t.Fatalf("forced insecure without permission: %v", err)
+	}
+	rt, err = runtime.NewLinux(runtime.Options{StateDir: t.TempDir(), ForceInsecure: true, AllowInsecureNoIsolation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	if ok, reason := rt.Isolation(); ok || reason == "" {
+		t.Fatalf("Isolation() = %v %q", ok, reason)
+	}
+	if rt.Enforced()["memory"] || rt.Enforced()["network"] {
+		t.Errorf("insecure mode claims enforcement: %v", rt.Enforced())
+	}
+	t.Setenv("OSB_HOST_CANARY", "canary-insecure")
+	sb := newSandbox(t, rt, withEnv(map[string]string{"REQ": "yes"}))
+	r := sh(t, sb, "echo $REQ; env | grep -c OSB_HOST_CANARY; pwd")
+	out := r.stdout()
+	if len(out) != 3 || out[0] != "yes" || out[1] != "0" || out[2] != filepath.Join(sb.Dir(), "workspace") {
+		t.Errorf("insecure command output %q", out)
+	}
+	if resp, body := upload(t, sb, "/workspace/f.txt", []byte("data"), true); resp.StatusCode != 200 {
+		t.Fatalf("upload %d %s", resp.StatusCode, body)
+	}
+	if b, err := os.ReadFile(filepath.Join(sb.Dir(), "workspace", "f.txt")); err != nil || string(b) != "data" {
+		t.Errorf("insecure upload landed elsewhere: %v %q", err, b)
+	}
+	pids := sb.Pids()
+	if err := sb.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if left := leftovers(sb.ID(), sb.Dir(), pids); len(left) > 0 {
+		t.Errorf("insecure leak: %v", left)
+	}
+}
