@@ -14,6 +14,11 @@
 // Finalize is idempotent and is meant to be deferred; Recover finalizes on a
 // panic; RenderDir re-renders a bundle left by a killed process.
 //
+// A run marked aborted (Bundle.Abort, Recover, or RenderDir of a bundle that
+// never finalized) is never "passed": its verdict becomes incomplete and its
+// exit code 2 (harness error), unless graded failures already make it
+// not_passed (exit code 1).
+//
 // cucumber.json is godog's own formatter output; this package does not write it.
 //
 // # Evidence drift
