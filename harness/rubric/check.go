@@ -12,13 +12,6 @@ import (
 	messages "github.com/cucumber/messages/go/v34"
 )
 
-// FeatureTag is one rubric-relevant tag occurrence in a feature file.
-type FeatureTag struct {
-	File string
-	Line int64
-	Tag  string
-}
-
 // FeatureIndex is what the feature files say about the rubric.
 type FeatureIndex struct {
 	Files []string
