@@ -27,6 +27,8 @@ var Deviations = []Deviation{
 		Server: "renewing a sandbox without TTL is 409 DOCKER::INVALID_EXPIRATION", Source: "§1.8"},
 	{ID: "page-size-max", Spec: "pageSize has no maximum",
 		Server: "pageSize above 200 is 422", Source: "§1.7"},
+	{ID: "env-null-values", Spec: "env values are strings",
+		Server: "null env values are accepted and dropped (pydantic Dict[str, Optional[str]])", Source: "§1.4"},
 	{ID: "extra-fields", Spec: "additionalProperties: false on requests",
 		Server: "unknown request fields are ignored", Source: "§1.4"},
 	{ID: "endpoint-format", Spec: "endpoint is {host}/sandboxes/{id}/port/{port}",
