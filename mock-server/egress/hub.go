@@ -170,6 +170,9 @@ func (h *Hub) Attach(sandboxID string, policy Policy, credentialProxy bool) (*At
 	if err != nil {
 		return nil, fmt.Errorf("egress: invalid policy: %w", err)
 	}
+	if p.Egress == nil {
+		p.Egress = []Rule{} // networkPolicy {} reaches the real sidecar as {"egress":[]}
+	}
 	if len(p.Egress) > h.cfg.MaxRules {
 		return nil, fmt.Errorf("egress: policy has %d rules, more than the maximum %d", len(p.Egress), h.cfg.MaxRules)
 	}
