@@ -53,6 +53,12 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = "execd"
 			pr.Out.Host = pr.In.Host
+			// Rewrite drops X-Forwarded-*; pass the caller's through untouched.
+			for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+				if v := pr.In.Header.Values(h); len(v) > 0 {
+					pr.Out.Header[h] = v
+				}
+			}
 		},
 		Transport:     e.transport,
 		FlushInterval: -1,
