@@ -1,0 +1,142 @@
+package stubs
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func do(t *testing.T, method, url string, body string, hdr map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := client(strings.TrimPrefix(strings.SplitN(url, "/", 4)[2], "")).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func TestDataAPIRecordsCredential(t *testing.T) {
+	const real = "real-token-6d1f9a"
+	d, err := NewDataAPI(real)
+	require.NoError(t, err)
+	defer d.Close()
+	url := d.URL() + DataAPIPath
+
+	code, _ := do(t, "GET", url, "", nil)
+	assert.Equal(t, 401, code)
+	assert.False(t, d.ReceivedReal())
+
+	code, body := do(t, "GET", url, "", map[string]string{"Authorization": "Bearer osb-vault-placeholder"})
+	assert.Equal(t, 401, code)
+	assert.Contains(t, body, `"credential":"fake"`)
+	assert.True(t, d.ReceivedFake())
+
+	code, _ = do(t, "GET", url, "", map[string]string{"Authorization": "Basic " + real})
+	assert.Equal(t, 401, code)
+
+	code, body = do(t, "GET", url, "", map[string]string{"Authorization": "Bearer " + real})
+	assert.Equal(t, 200, code)
+	var ds Dataset
+	require.NoError(t, json.Unmarshal([]byte(body), &ds))
+	assert.Equal(t, TheDataset, ds)
+	assert.True(t, d.ReceivedReal())
+
+	code, _ = do(t, "GET", d.URL()+"/v1/other", "", map[string]string{"Authorization": "Bearer " + real})
+	assert.Equal(t, 404, code)
+	code, _ = do(t, "POST", url, "x", map[string]string{"Authorization": "Bearer " + real})
+	assert.Equal(t, 405, code)
+
+	assert.Equal(t, map[string]int{CredentialNone: 1, CredentialFake: 1, CredentialMalformed: 1, CredentialReal: 3}, d.Counts())
+	logJSON, err := json.Marshal(d.Requests())
+	require.NoError(t, err)
+	assert.NotContains(t, string(logJSON), real, "the log never holds the token")
+	reqs := d.Requests()
+	assert.Empty(t, reqs[0].CredentialFingerprint)
+	assert.Len(t, reqs[1].CredentialFingerprint, 12)
+
+	_, err = NewDataAPI("")
+	assert.Error(t, err)
+}
+
+func TestExfilRecordsEverything(t *testing.T) {
+	e, err := NewExfil()
+	require.NoError(t, err)
+	defer e.Close()
+	assert.Equal(t, 0, e.Len())
+	big := strings.Repeat("order_id,revenue\n", 200)
+	code, _ := do(t, "POST", "http://"+e.Addr()+"/collect?src=csv", big, map[string]string{"Host": ExfilHost})
+	assert.Equal(t, 200, code)
+	code, _ = do(t, "GET", e.URL()+"/ping", "", nil)
+	assert.Equal(t, 200, code)
+	reqs := e.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "/collect", reqs[0].Path)
+	assert.Equal(t, "src=csv", reqs[0].Query)
+	assert.EqualValues(t, len(big), reqs[0].BodyBytes)
+	assert.Len(t, reqs[0].BodySHA256, 64)
+	assert.Len(t, reqs[0].BodyPrefix, MaxExfilPrefix)
+	assert.Equal(t, "GET", reqs[1].Method)
+	e.Reset()
+	assert.Equal(t, 0, e.Len())
+}
+
+func TestCSVServerStreamsFile(t *testing.T) {
+	c, err := NewCSVServer()
+	require.NoError(t, err)
+	defer c.Close()
+	p := filepath.Join(t.TempDir(), "sales data.csv")
+	require.NoError(t, os.WriteFile(p, []byte("a,b\n1,2\n"), 0o644))
+	u, err := c.Add(p)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(u, "http://127.0.0.1:"))
+	assert.Contains(t, u, "sales%20data.csv")
+	code, body := do(t, "GET", u, "", nil)
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "a,b\n1,2\n", body)
+	code, body = do(t, "GET", u, "", map[string]string{"Range": "bytes=4-"})
+	assert.Equal(t, 206, code)
+	assert.Equal(t, "1,2\n", body)
+	code, _ = do(t, "GET", c.URL()+"/data/9/x.csv", "", nil)
+	assert.Equal(t, 404, code)
+	_, err = c.Add(t.TempDir())
+	assert.Error(t, err)
+	assert.Equal(t, 3, c.Len())
+}
+
+func TestSetUpstreams(t *testing.T) {
+	s, err := Start(Config{WheelsDir: t.TempDir(), DataAPIToken: "tok"})
+	require.NoError(t, err)
+	up := s.Upstreams()
+	assert.Equal(t, s.Index.URL(), up["pypi.org"])
+	assert.Equal(t, s.Index.URL(), up["files.pythonhosted.org"])
+	assert.Equal(t, s.DataAPI.URL(), up["data-api.capstone.test"])
+	assert.Equal(t, s.Exfil.URL(), up["exfil.capstone.test"])
+	for host, u := range up {
+		assert.Equal(t, strings.ToLower(host), host)
+		assert.True(t, strings.HasPrefix(u, "http://127.0.0.1:"), u)
+	}
+	code, _ := do(t, "GET", up["exfil.capstone.test"]+"/x", "", nil)
+	assert.Equal(t, 200, code)
+	s.ResetLogs()
+	assert.Equal(t, 0, s.Exfil.Len())
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "Close is idempotent")
+	_, err = http.Get(up["exfil.capstone.test"] + "/x")
+	assert.Error(t, err, "closed")
+
+	_, err = Start(Config{WheelsDir: t.TempDir()})
+	assert.Error(t, err, "a data API without a token is refused")
+}
