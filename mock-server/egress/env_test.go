@@ -77,7 +77,7 @@ type stub struct {
 	reqs []*http.Request
 }
 
-func newStub(t *testing.T, name string) *stub {
+func newStub(t testing.TB, name string) *stub {
 	s := &stub{name: name}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -130,7 +130,7 @@ type envOpts struct {
 // newEnv builds a hub with stubs, attaches one sandbox and starts a sidecar
 // for it on loopback high ports. Nothing leaves the machine: every client in
 // these tests dials the sidecar or the gateway by IP literal or unix socket.
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "egt") // short: unix socket paths are limited to 108 bytes
 	require.NoError(t, err)

@@ -216,7 +216,12 @@ func (h *Hub) detach(a *Attachment) {
 // SetDenyOverride makes the platform deny targets (FQDN, *.x, IP, CIDR) for
 // every sandbox, before any sandbox policy (drill D1). Denials it causes are
 // audited with rule "override:<target>"; switching it is audited as KindFault.
+// An empty list clears the override.
 func (h *Hub) SetDenyOverride(targets []string) error {
+	if len(targets) == 0 {
+		h.ClearDenyOverride()
+		return nil
+	}
 	rules := make([]Rule, 0, len(targets))
 	for _, t := range targets {
 		nt, err := NormalizeTarget(t)

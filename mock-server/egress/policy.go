@@ -147,34 +147,75 @@ func (r Rule) Matches(host string) bool {
 }
 
 func targetMatches(target, host string) bool {
-	if host == "" {
+	return newHostKey(host).matches(target)
+}
+
+// hostKey is a normalized host, parsed once per evaluation.
+type hostKey struct {
+	name string
+	ip   netip.Addr
+	isIP bool
+}
+
+func newHostKey(host string) hostKey {
+	k := hostKey{name: host}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		k.ip, k.isIP = ip.Unmap(), true
+	}
+	return k
+}
+
+// matches reports whether a normalized target matches: "*.x" any depth of
+// subdomain but never the apex; IP/CIDR only IP hosts; else exact.
+func (k hostKey) matches(target string) bool {
+	if k.name == "" {
 		return false
 	}
 	if strings.HasPrefix(target, "*.") {
-		return strings.HasSuffix(host, target[1:]) // ".suffix": any depth, never the apex
+		return strings.HasSuffix(k.name, target[1:])
 	}
-	if pfx, err := netip.ParsePrefix(target); err == nil {
-		ip, err := netip.ParseAddr(host)
-		return err == nil && pfx.Contains(ip.Unmap())
+	if target == k.name {
+		return true
 	}
-	if tip, err := netip.ParseAddr(target); err == nil {
-		ip, err := netip.ParseAddr(host)
-		return err == nil && ip.Unmap() == tip.Unmap()
+	if !k.isIP {
+		return false
 	}
-	return target == host
+	if strings.Contains(target, "/") {
+		pfx, err := netip.ParsePrefix(target)
+		return err == nil && pfx.Contains(k.ip)
+	}
+	tip, err := netip.ParseAddr(target)
+	return err == nil && tip.Unmap() == k.ip
+}
+
+// isNormalTarget is a cheap check that a target needs no normalization.
+func isNormalTarget(t string) bool {
+	if t == "" || t[len(t)-1] == '.' || t[0] == ' ' || t[len(t)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; c >= 'A' && c <= 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // Evaluate decides host against the policy: the lowest-index matching rule
-// wins; no match → defaultAction (empty → deny). The policy should be
-// normalized; Evaluate tolerates un-normalized targets by normalizing them.
+// wins; no match → defaultAction (empty → deny). It tolerates an
+// un-normalized policy by normalizing targets and actions as it goes.
 func (p Policy) Evaluate(host string) Decision {
-	h := normalizeHost(host)
+	k := newHostKey(normalizeHost(host))
 	for i, r := range p.Egress {
-		t, err := NormalizeTarget(r.Target)
-		if err != nil {
-			continue
+		t := r.Target
+		if !isNormalTarget(t) {
+			nt, err := NormalizeTarget(t)
+			if err != nil {
+				continue
+			}
+			t = nt
 		}
-		if targetMatches(t, h) {
+		if k.matches(t) {
 			a, err := normalizeAction(r.Action)
 			if err != nil {
 				a = ActionDeny
