@@ -64,7 +64,7 @@ func infoOf(display string, fi fs.FileInfo) fileInfo {
 		ModifiedAt: fi.ModTime().UTC().Format(time.RFC3339)}
 	out.CreatedAt = out.ModifiedAt
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		out.CreatedAt = time.Unix(st.Ctim.Sec, st.Ctim.Nsec).UTC().Format(time.RFC3339)
+		out.CreatedAt = changeTime(st).UTC().Format(time.RFC3339)
 		out.Owner = userName(st.Uid)
 		out.Group = groupName(st.Gid)
 	}

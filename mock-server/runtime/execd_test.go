@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime_test
 
 import (
@@ -280,5 +282,37 @@ func TestProxyRoute(t *testing.T) {
 	var m map[string]any
 	if resp.StatusCode != 200 || json.Unmarshal(body, &m) != nil || m["cpu_count"] == nil || m["mem_used_mib"] == nil || m["timestamp"] == nil {
 		t.Errorf("/metrics → %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestForegroundDoesNotWaitForDetachedChildren(t *testing.T) {
+	sb := newSandbox(t, newRuntime(t))
+	start := time.Now()
+	r := sh(t, sb, "sleep 20 & echo started")
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("foreground command waited %v for a background child holding stdout", el)
+	}
+	if !r.ok() || strings.Join(r.stdout(), "") != "started" {
+		t.Errorf("stream %q", r.Raw)
+	}
+}
+
+func TestPingEveryThreeSeconds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 3.5 s")
+	}
+	sb := newSandbox(t, newRuntime(t))
+	r := sh(t, sb, "sleep 3.5; echo end")
+	pings := 0
+	for _, e := range r.Events {
+		if e.Type == "ping" {
+			pings++
+			if e.Text != "pong" || e.Timestamp == nil {
+				t.Errorf("ping event %+v", e)
+			}
+		}
+	}
+	if pings != 1 || !r.ok() {
+		t.Errorf("%d pings in a 3.5 s command: %q", pings, r.Raw)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime_test
 
 import (
@@ -178,5 +180,23 @@ func TestIsolationSandboxesSeparate(t *testing.T) {
 	// a does see its own process, so the probe is meaningful.
 	if r := sh(t, a, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"); !strings.Contains(string(r.Raw), "osb-marker-a") {
 		t.Errorf("probe broken: a cannot see its own marker process: %s", r.Raw)
+	}
+}
+
+// The python profile is what the capstone needs: pandas and a headless
+// matplotlib writing a PNG into the workspace.
+func TestPythonProfilePandasMatplotlib(t *testing.T) {
+	sb := newSandbox(t, newRuntime(t))
+	r := sh(t, sb, `python3 -c "
+import pandas as pd, matplotlib.pyplot as plt
+df = pd.DataFrame({'x': [1, 2, 3], 'y': [2, 4, 8]})
+df.plot(x='x', y='y'); plt.savefig('/workspace/chart.png')
+print(int(df.y.sum()))"`)
+	if !r.ok() || strings.Join(r.stdout(), "") != "14" {
+		t.Fatalf("pandas/matplotlib: %s", r.Raw)
+	}
+	b, err := os.ReadFile(filepath.Join(sb.Dir(), "workspace", "chart.png"))
+	if err != nil || len(b) < 8 || string(b[1:4]) != "PNG" {
+		t.Fatalf("chart.png: %v (%d bytes)", err, len(b))
 	}
 }

@@ -8,6 +8,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 )
@@ -88,3 +89,14 @@ type ErrUnknownImage struct{ Image string }
 func (e ErrUnknownImage) Error() string {
 	return "image " + e.Image + " has no host profile here (known: python:3.x, python, debian, ubuntu, bash)"
 }
+
+// Errors of Sandbox.Pause/Resume (the lifecycle layer maps them to 409/400-style
+// service errors; they are client mistakes, never 500s).
+var (
+	// ErrNotRunning: Pause or Resume of a sandbox whose main process (or agent) has exited, or that was destroyed.
+	ErrNotRunning = errors.New("sandbox is not running")
+	// ErrNotPaused: Resume of a sandbox that is not paused.
+	ErrNotPaused = errors.New("sandbox is not paused")
+	// ErrAlreadyPaused: Pause of a paused sandbox.
+	ErrAlreadyPaused = errors.New("sandbox is already paused")
+)

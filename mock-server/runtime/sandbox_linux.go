@@ -20,15 +20,6 @@ import (
 	"time"
 )
 
-// ErrNotRunning is returned by Pause for a sandbox whose main process has exited.
-var ErrNotRunning = errors.New("sandbox is not running")
-
-// ErrNotPaused is returned by Resume for a sandbox that is not paused.
-var ErrNotPaused = errors.New("sandbox is not paused")
-
-// ErrAlreadyPaused is returned by Pause for a paused sandbox.
-var ErrAlreadyPaused = errors.New("sandbox is already paused")
-
 // meta is written to <dir>/meta.json so Reap can find what a killed server left.
 type meta struct {
 	ID      string    `json:"id"`
