@@ -32,6 +32,7 @@ const (
 	StatusMatch        = "match"
 	StatusMismatch     = "mismatch"
 	StatusUnverifiable = "unverifiable" // the name is outside the convention or cannot be computed
+	StatusNotClaimed   = "not_claimed"  // a metric the harness always checks (rows) was not claimed
 )
 
 // Comparison is one claimed metric against the harness's recomputation.
@@ -73,6 +74,11 @@ func (s *Stats) CompareOne(name string, claimed float64) Comparison {
 		if errors.Is(err, ErrUnknownMetric) {
 			c.Hint += "; name metrics as in harness/recompute (rows, mean_<col>, sum_<col>_by_<cat>_<value>, …)"
 		}
+		return c
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		c.Status = StatusUnverifiable
+		c.Hint = fmt.Sprintf("the recomputed value is not finite (%v)", v)
 		return c
 	}
 	c.Recomputed = &v

@@ -69,6 +69,14 @@
 // or |a-b| <= 1e-6 * max(|a|,|b|) (relative), see Equal. Sums use
 // compensated (Neumaier) summation.
 //
+// # Verification
+//
+// Stats.Verify(metrics, reportText) is the whole accuracy check: every
+// claimed metric compared (Compare), "rows" always checked even when not
+// claimed (StatusNotClaimed counts as a failure), every claimed number looked
+// for in report.md (CheckReport). Unverifiable names are listed separately;
+// Verification.OK() needs no failure and at least two matched numbers.
+//
 // # Numbers in report.md
 //
 // InReport accepts a claimed number printed in the report text with common

@@ -1,6 +1,7 @@
 package recompute
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -110,4 +111,33 @@ func TestInReport(t *testing.T) {
 	assert.True(t, ok, "an exact zero is printed as 0")
 	ok, _ = InReport("value 0", 0.004)
 	assert.False(t, ok, "0 does not stand for 0.004")
+}
+
+func TestVerify(t *testing.T) {
+	st := writeCSV(t, "region,v\nN,1\nS,NA\nN,5\n")
+	good := st.Verify(map[string]float64{"rows": 3, "mean_v": 3, "sum_v_by_region_n": 6},
+		"# Report\n3 rows; mean v = 3.00; North total 6.\n")
+	assert.True(t, good.OK(), "%v", good.Failures)
+	assert.Equal(t, 3, good.Matched)
+
+	// A wrong subject: claims a number it did not compute, omits it from the report.
+	bad := st.Verify(map[string]float64{"rows": 3, "mean_v": 2, "median_v": 3}, "3 rows")
+	assert.False(t, bad.OK())
+	// mean_v: mismatch, and absent from the report.
+	assert.Len(t, bad.Failures, 2, "%v", bad.Failures)
+	assert.Len(t, bad.Unverifiable, 1)
+
+	noRows := st.Verify(map[string]float64{"mean_v": 3, "sum_v": 6}, "mean 3, sum 6")
+	assert.False(t, noRows.OK())
+	assert.Contains(t, noRows.Failures[0], "rows not claimed")
+	_, err := json.Marshal(noRows)
+	assert.NoError(t, err, "JSON-safe")
+}
+
+func TestStatsJSONSafe(t *testing.T) {
+	st := writeCSV(t, "a,b,c\nx,1,NA\ny,2,NA\n")
+	b, err := json.Marshal(st)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"min":null`)
+	assert.Contains(t, string(b), `"group_rows":{"x":1,"y":1}`)
 }

@@ -70,6 +70,21 @@ func (t Template) IsReference() bool { return t.reference }
 // Uses reports whether the template contains the placeholder (e.g. "{csv_url}").
 func (t Template) Uses(placeholder string) bool { return t.used[placeholder] }
 
+// Unused lists the placeholders the template does not contain (for a
+// warning: a template without {out} cannot know where to write).
+func (t Template) Unused() []string {
+	if t.reference {
+		return nil
+	}
+	var out []string
+	for _, p := range Placeholders {
+		if !t.used[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Expand substitutes the inputs, each shell-quoted. It fails for the
 // reference subject (use Argv) and when a value contains a NUL byte, which
 // cannot be passed through a command line.

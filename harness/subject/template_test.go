@@ -57,6 +57,8 @@ func TestExpandSubstitutesOnceAndLeavesOtherBraces(t *testing.T) {
 	assert.Equal(t, `python3 -c 'd={}' '/a b.csv' 'http://127.0.0.1:1/x.csv' '{out}' '/o' {unknown}`, got)
 	assert.True(t, tpl.Uses("{csv_url}"))
 	assert.False(t, MustParse("run {csv}").Uses("{csv_url}"))
+	assert.Equal(t, []string{"{csv_url}", "{question}", "{out}"}, MustParse("run {csv}").Unused())
+	assert.Empty(t, tpl.Unused())
 }
 
 func TestParse(t *testing.T) {
