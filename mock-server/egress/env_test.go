@@ -149,17 +149,29 @@ func newEnv(t testing.TB, o envOpts) *env {
 	require.NoError(t, err)
 	e.att, err = e.hub.Attach("sbx-test-1", p, o.credentialProxy)
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	e.sc, err = sidecar.Start(ctx, sidecar.Config{
-		GatewaySocket: e.att.SocketPath(),
-		DNSAddr:       "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
-	})
-	require.NoError(t, err)
-	t.Cleanup(e.sc.Close)
+	e.sc = startSidecar(t, e.att)
 	e.pool = x509.NewCertPool()
 	require.True(t, e.pool.AppendCertsFromPEM(e.hub.CACertPEM()))
 	return e
+}
+
+// startSidecar runs a sidecar for att on loopback high ports.
+func startSidecar(t testing.TB, att *Attachment) *sidecar.Sidecar {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	sc, err := sidecar.Start(ctx, sidecar.Config{
+		GatewaySocket: att.SocketPath(),
+		DNSAddr:       "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", ProxyAddr: "127.0.0.1:0",
+	})
+	require.NoError(t, err)
+	t.Cleanup(sc.Close)
+	return sc
+}
+
+func splitPort(t testing.TB, addr string) (string, string) {
+	h, p, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	return h, p
 }
 
 // relayClient behaves like a program in the sandbox whose DNS answered
