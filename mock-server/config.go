@@ -40,7 +40,7 @@ type Config struct {
 	// Egress enforces networkPolicy. Nil: a create with networkPolicy gets 400,
 	// like a real server without [egress].image.
 	Egress EgressHub
-	// ProfileFor maps an image URI to a host profile. Nil: DefaultProfileFor.
+	// ProfileFor maps an image URI to a host profile. Nil: runtime.ProfileFor.
 	// An error fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED.
 	ProfileFor func(image string) (runtime.Profile, error)
 	// Logger receives operational logs; default discards.

@@ -44,7 +44,7 @@ func newEnv(t *testing.T, opts ...envOption) *testEnv {
 	clock := newFakeClock()
 	dir := t.TempDir()
 	cfg := Config{APIKey: testKey, AdminToken: testAdmin, StateDir: dir, MaxTimeout: 24 * time.Hour,
-		Clock: clock, Runtime: rt, ProfileFor: DefaultProfileFor}
+		Clock: clock, Runtime: rt}
 	for _, o := range opts {
 		o(&cfg)
 	}

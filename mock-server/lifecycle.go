@@ -50,8 +50,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	sb, code, err := s.provision(req, profile, redactBody(body))
 	if err != nil {
-		s.log.Warn("create failed", "err", err)
-		writeError(w, http.StatusInternalServerError, code, err.Error())
+		status := http.StatusInternalServerError
+		if code == "SANDBOX::INVALID_PARAMETER" {
+			status = http.StatusBadRequest
+		} else {
+			s.log.Warn("create failed", "err", err)
+		}
+		writeError(w, status, code, err.Error())
 		return
 	}
 	setCreatedID(r, sb.id)
@@ -153,6 +158,9 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		metadata: req.Metadata, output: newOutputLog(outputLogLimit)}
 	if req.NetworkPolicy != nil {
 		att, err := s.cfg.Egress.Attach(id, req.NetworkPolicy, req.CredentialProxy)
+		if err != nil && isInvalidPolicy(err) {
+			return nil, "SANDBOX::INVALID_PARAMETER", err
+		}
 		if err != nil {
 			return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start egress sidecar for sandbox %s: %v", id, err)
 		}
@@ -279,6 +287,11 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := sb.rt.Pause(); err != nil {
+		if st := s.statusOf(sb); st.State != "Running" {
+			writeError(w, http.StatusConflict, "DOCKER::SANDBOX_NOT_RUNNING",
+				fmt.Sprintf("Sandbox %s is not running (state %s); only a running sandbox can be paused.", id, st.State))
+			return
+		}
 		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_PAUSE_FAILED", fmt.Sprintf("Failed to pause sandbox %s: %v", id, err))
 		return
 	}
@@ -305,6 +318,11 @@ func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := sb.rt.Resume(); err != nil {
+		if st := s.statusOf(sb); st.State != "Paused" && st.State != "Running" {
+			writeError(w, http.StatusConflict, "DOCKER::SANDBOX_NOT_PAUSED",
+				fmt.Sprintf("Sandbox %s is not paused (state %s); only a paused sandbox can be resumed.", id, st.State))
+			return
+		}
 		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_RESUME_FAILED", fmt.Sprintf("Failed to resume sandbox %s: %v", id, err))
 		return
 	}

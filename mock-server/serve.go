@@ -34,7 +34,7 @@ type EgressOptions struct {
 // Wiring hooks for ServeMain (set by wire.go to runtime.NewLinux /
 // egress.NewHub; tests may replace them). NewEgress may be nil: the server
 // then runs without egress (networkPolicy → 400). ProfileFor nil →
-// DefaultProfileFor.
+// runtime.ProfileFor.
 var (
 	NewRuntime func(RuntimeOptions) (runtime.Runtime, error)
 	NewEgress  func(EgressOptions) (EgressHub, io.Closer, error)
@@ -59,6 +59,13 @@ func (u upstreamFlag) Set(v string) error {
 // the base URL, once the server accepts requests, and runs until SIGINT or
 // SIGTERM, then kills and removes every sandbox. Returns the exit code.
 func ServeMain(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveMain(ctx, args, stdout, stderr)
+}
+
+// serveMain is ServeMain until ctx is done.
+func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve-mock", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "lifecycle API address (loopback unless you say otherwise)")
@@ -141,7 +148,7 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	pf := ProfileFor
 	if pf == nil {
-		pf = DefaultProfileFor
+		pf = runtime.ProfileFor
 	}
 	srv, err = New(Config{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken, StateDir: dir,
 		MaxTimeout: *maxTimeout, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: logger})
@@ -149,8 +156,6 @@ func ServeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := srv.Start(context.Background()); err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
 		return 1

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
 // ErrNotFound is returned by Go API calls naming an unknown (or already
@@ -53,7 +54,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Clock = RealClock{}
 	}
 	if cfg.ProfileFor == nil {
-		cfg.ProfileFor = DefaultProfileFor
+		cfg.ProfileFor = runtime.ProfileFor
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -1,0 +1,190 @@
+package mockserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/mock-server/egress"
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
+)
+
+// syncBuffer is a goroutine-safe bytes.Buffer.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func withFakeWiring(t *testing.T) *fakeRuntime {
+	rt := &fakeRuntime{t: t}
+	oldRT, oldEg := NewRuntime, NewEgress
+	NewRuntime = func(RuntimeOptions) (runtime.Runtime, error) { return rt, nil }
+	NewEgress = func(EgressOptions) (EgressHub, io.Closer, error) {
+		return newFakeEgress(), io.NopCloser(nil), nil
+	}
+	t.Cleanup(func() { NewRuntime, NewEgress = oldRT, oldEg })
+	return rt
+}
+
+// startServe runs serve-mock and returns its printed URL.
+func startServe(t *testing.T, run func(stdout, stderr io.Writer) int) (string, chan int, *syncBuffer) {
+	pr, pw := io.Pipe()
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		code := run(pw, stderr)
+		_ = pw.Close()
+		done <- code
+	}()
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	select {
+	case url, ok := <-lines:
+		require.True(t, ok, "serve-mock printed nothing; stderr: %s", stderr.String())
+		return url, done, stderr
+	case <-time.After(10 * time.Second):
+		t.Fatalf("serve-mock did not print its URL; stderr: %s", stderr.String())
+	}
+	return "", nil, nil
+}
+
+func TestServeMainPrintsURLAndStopsCleanly(t *testing.T) {
+	rt := withFakeWiring(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	dir := t.TempDir()
+	url, done, stderr := startServe(t, func(o, e io.Writer) int {
+		return serveMain(ctx, []string{"--listen", "127.0.0.1:0", "--api-key", "k1", "--admin-token", "a1",
+			"--state-dir", dir, "--max-timeout", "1h", "--upstream", "pypi.org=http://127.0.0.1:1"}, o, e)
+	})
+	assert.Regexp(t, `^http://127\.0\.0\.1:\d+$`, url)
+
+	b, _ := json.Marshal(validCreate())
+	req, _ := http.NewRequest("POST", url+"/v1/sandboxes", bytes.NewReader(b))
+	req.Header.Set(headerAPIKey, "k1")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusAccepted, res.StatusCode)
+	// max-timeout is honoured
+	m := validCreate()
+	m["timeout"] = 7200
+	b, _ = json.Marshal(m)
+	req, _ = http.NewRequest("POST", url+"/v1/sandboxes", bytes.NewReader(b))
+	req.Header.Set(headerAPIKey, "k1")
+	res, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, res.StatusCode)
+	req, _ = http.NewRequest("GET", url+"/_mock/info", nil)
+	req.Header.Set(headerAdminToken, "a1")
+	res, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, "stderr: %s", stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve-mock did not stop")
+	}
+	require.Len(t, rt.sandboxes, 1)
+	assert.True(t, rt.sandboxes[0].isDestroyed(), "every sandbox removed on shutdown")
+	raw, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), `"k1"`)
+	assert.Contains(t, string(raw), Fingerprint("k1"))
+}
+
+func TestServeMainStopsOnSIGTERM(t *testing.T) {
+	rt := withFakeWiring(t)
+	url, done, stderr := startServe(t, func(o, e io.Writer) int {
+		return ServeMain([]string{"--listen", "127.0.0.1:0", "--api-key", "k1"}, o, e)
+	})
+	b, _ := json.Marshal(validCreate())
+	req, _ := http.NewRequest("POST", url+"/v1/sandboxes", bytes.NewReader(b))
+	req.Header.Set(headerAPIKey, "k1")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, "stderr: %s", stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve-mock ignored SIGTERM")
+	}
+	require.Len(t, rt.sandboxes, 1)
+	assert.True(t, rt.sandboxes[0].isDestroyed())
+}
+
+func TestServeMainBadFlags(t *testing.T) {
+	withFakeWiring(t)
+	for _, args := range [][]string{
+		{"--listen", "127.0.0.1:0"},                    // no key
+		{"--api-key", "k", "--listen", "nonsense"},     // bad address
+		{"--api-key", "k", "--upstream", "pypi.org"},   // bad upstream
+		{"--api-key", "k", "extra"},                    // stray argument
+		{"--api-key", "k", "--max-timeout", "forever"}, // bad duration
+	} {
+		var out, errb bytes.Buffer
+		code := serveMain(context.Background(), args, &out, &errb)
+		assert.NotEqual(t, 0, code, "%v", args)
+		assert.Empty(t, out.String(), "nothing on stdout for %v", args)
+		assert.NotEmpty(t, strings.TrimSpace(errb.String()), "%v", args)
+	}
+}
+
+func TestEgressAdapterRejectsInvalidPolicy(t *testing.T) {
+	hub, err := egress.NewHub(egress.HubConfig{StateDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hub.Close() })
+	e := newEnv(t, func(c *Config) { c.Egress = EgressAdapter{Hub: hub} })
+	r := e.call("POST", "/v1/sandboxes", func() map[string]any {
+		m := validCreate()
+		m["networkPolicy"] = map[string]any{"defaultAction": "deny", "egress": []any{map[string]string{"action": "allow", "target": ""}}}
+		return m
+	}(), nil)
+	assert.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
+	assert.Equal(t, "SANDBOX::INVALID_PARAMETER", r.JSON(t)["code"])
+	id := e.create(func(m map[string]any) {
+		m["networkPolicy"] = map[string]any{"defaultAction": "deny", "egress": []any{map[string]string{"action": "allow", "target": "pypi.org"}}}
+	})
+	ep := e.call("GET", "/v1/sandboxes/"+id+"/endpoints/18080", nil, nil).JSON(t)
+	assert.NotEmpty(t, ep["headers"])
+	spec := e.rt.byID(id).spec
+	assert.FileExists(t, spec.GatewaySocket)
+}
