@@ -27,8 +27,9 @@ func wheelsDir() string {
 // the wheels dir has tabulate.
 func pipIndex(t *testing.T) *PackageIndex {
 	t.Helper()
-	if out, err := exec.Command("python3", "-m", "pip", "--version").CombinedOutput(); err != nil {
-		t.Skipf("python3 -m pip not available: %v: %s", err, strings.TrimSpace(string(out)))
+	if pipPython() == "" {
+		out, err := exec.Command("python3", "-m", "pip", "--version").CombinedOutput()
+		t.Skipf("python3 -m pip not available (tried python3, /usr/bin/python3): %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	idx, err := NewPackageIndex(wheelsDir())
 	require.NoError(t, err)
@@ -38,6 +39,16 @@ func pipIndex(t *testing.T) *PackageIndex {
 		t.Skipf("no tabulate distribution in %s (%s); run `make deps`", wheelsDir(), reason)
 	}
 	return idx
+}
+
+// pipPython is the first of python3 (PATH) and /usr/bin/python3 with pip.
+func pipPython() string {
+	for _, py := range []string{"python3", "/usr/bin/python3"} {
+		if exec.Command(py, "-m", "pip", "--version").Run() == nil {
+			return py
+		}
+	}
+	return ""
 }
 
 // pipEnv is a clean environment: no user pip config, no proxies, no find-links.
@@ -51,7 +62,7 @@ func runPip(t *testing.T, args ...string) (string, string) {
 	dest := t.TempDir()
 	base := []string{"-m", "pip", "--isolated", "download", "--no-deps", "--no-cache-dir", "--timeout", "15",
 		"--retries", "0", "-d", dest}
-	cmd := exec.Command("python3", append(base, args...)...)
+	cmd := exec.Command(pipPython(), append(base, args...)...)
 	cmd.Env = pipEnv(t)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "pip output:\n%s", out)
@@ -121,7 +132,7 @@ func TestPipThroughHostForwardingGateway(t *testing.T) {
 // from a policy denial.
 func TestPipUnknownProjectIs404(t *testing.T) {
 	idx := pipIndex(t)
-	cmd := exec.Command("python3", "-m", "pip", "--isolated", "download", "--no-deps", "--no-cache-dir",
+	cmd := exec.Command(pipPython(), "-m", "pip", "--isolated", "download", "--no-deps", "--no-cache-dir",
 		"--retries", "0", "-d", t.TempDir(), "--index-url", idx.SimpleURL(), "--trusted-host", "127.0.0.1",
 		"no-such-package-osb")
 	cmd.Env = pipEnv(t)
