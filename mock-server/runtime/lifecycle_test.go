@@ -169,6 +169,16 @@ func TestDestroyLeavesNothing(t *testing.T) {
 	if len(pids) < 4 {
 		t.Fatalf("expected agent, entrypoint and sleeps, got pids %v", pids)
 	}
+	for file, want := range map[string]string{
+		"memory/osb/" + sb.ID() + "/memory.limit_in_bytes": "268435456",
+		"pids/osb/" + sb.ID() + "/pids.max":                "128",
+		"cpu/osb/" + sb.ID() + "/cpu.cfs_quota_us":         "50000",
+	} {
+		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", file))
+		if err == nil && strings.TrimSpace(string(b)) != want {
+			t.Errorf("%s = %q, want %s", file, b, want)
+		}
+	}
 	if err := sb.Pause(); err != nil { // destroying a frozen sandbox must work too
 		t.Fatal(err)
 	}
@@ -183,6 +193,9 @@ func TestDestroyLeavesNothing(t *testing.T) {
 	}
 	if err := sb.Destroy(); err != nil {
 		t.Errorf("second Destroy: %v", err)
+	}
+	if st := sb.State(); st.State != "Terminated" {
+		t.Errorf("state after Destroy %+v", st)
 	}
 }
 
@@ -322,5 +335,41 @@ func TestInsecureModeIsExplicit(t *testing.T) {
 	}
 	if left := leftovers(sb.ID(), sb.Dir(), pids); len(left) > 0 {
 		t.Errorf("insecure leak: %v", left)
+	}
+}
+
+func TestIDsSharingAPrefixGetTheirOwnNetns(t *testing.T) {
+	rt := newRuntime(t)
+	prof, _ := runtime.ProfileFor("debian")
+	suffix := strconv.FormatInt(time.Now().UnixNano()%1e6, 10)
+	var sbs []runtime.Sandbox
+	for _, n := range []string{"1", "2"} {
+		sb, err := rt.Create(context.Background(), runtime.Spec{ID: "prefixclash-" + suffix + "-" + n, Profile: prof, Entrypoint: []string{"sleep", "600"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sb.Destroy() })
+		sbs = append(sbs, sb)
+	}
+	// b listens on a port inside its namespace; a must not reach it.
+	run(t, sbs[1], map[string]any{"command": "python3 -m http.server 8099 --bind 127.0.0.1", "background": true})
+	time.Sleep(500 * time.Millisecond)
+	probe := `python3 -c "
+import socket; s = socket.socket(); s.settimeout(2)
+try:
+    s.connect(('127.0.0.1', 8099)); print('open')
+except Exception:
+    print('closed')"`
+	if r := sh(t, sbs[1], probe); strings.Join(r.stdout(), "") != "open" {
+		t.Fatalf("probe broken: b cannot reach its own server: %s", r.Raw)
+	}
+	if r := sh(t, sbs[0], probe); strings.Join(r.stdout(), "") != "closed" {
+		t.Fatalf("sandboxes share a network namespace: %s", r.Raw)
+	}
+	if err := sbs[0].Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if r := sh(t, sbs[1], probe); strings.Join(r.stdout(), "") != "open" {
+		t.Fatalf("destroying a broke b's network: %s", r.Raw)
 	}
 }

@@ -4,6 +4,8 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -206,6 +208,22 @@ func (l *Linux) forget(id string) {
 	l.mu.Lock()
 	delete(l.live, id)
 	l.mu.Unlock()
+}
+
+// claimNetns picks the sandbox's namespace name: osb-<first 12 of id>, plus a
+// hash of the whole id when a live sandbox of this runtime already uses that
+// name (ids sharing their first 12 characters).
+func (l *Linux) claimNetns(id string) string {
+	name := netnsName(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for other, s := range l.live {
+		if other != id && s.netns == name {
+			sum := sha256.Sum256([]byte(id))
+			return name + "-" + hex.EncodeToString(sum[:4])
+		}
+	}
+	return name
 }
 
 // Close destroys every live sandbox.

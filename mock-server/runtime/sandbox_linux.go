@@ -89,7 +89,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	}
 	m := meta{ID: s.id, Secure: secure, Created: time.Now().UTC()}
 	if secure {
-		s.netns = netnsName(s.id)
+		s.netns = rt.claimNetns(s.id)
 		m.Netns = s.netns
 	}
 	if b, err := json.Marshal(m); err == nil {
@@ -386,6 +386,8 @@ func (s *sandbox) State() State {
 		}
 	}
 	switch {
+	case s.gone:
+		return State{State: "Terminated", Reason: "CONTAINER_EXITED", Message: "sandbox destroyed", Since: s.since}
 	case s.paused:
 		return State{State: "Paused", Reason: "CONTAINER_PAUSED", Since: s.since}
 	case s.entry != nil && s.entry.ExitCode == 0 && s.entry.Error == "":
@@ -400,7 +402,7 @@ func (s *sandbox) State() State {
 			code = 127
 		}
 		return State{State: "Failed", Reason: "CONTAINER_EXITED_ERROR", Message: msg, ExitCode: code, Since: s.since}
-	case agentDead && !s.gone:
+	case agentDead:
 		return State{State: "Failed", Reason: "CONTAINER_EXITED_ERROR", Message: fmt.Sprintf("sandbox agent exited: %v", s.waitErr), ExitCode: -1, Since: s.since}
 	}
 	return State{State: "Running", Reason: "CONTAINER_RUNNING", Since: s.since}
