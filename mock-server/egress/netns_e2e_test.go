@@ -55,8 +55,14 @@ func TestNetnsEndToEnd(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
 	run("ip", "-n", ns, "link", "set", "lo", "up")
 	etc := filepath.Join("/etc/netns", ns)
+	_, statErr := os.Stat("/etc/netns")
 	require.NoError(t, os.MkdirAll(etc, 0o755))
-	t.Cleanup(func() { _ = os.RemoveAll(etc) })
+	t.Cleanup(func() {
+		_ = os.RemoveAll(etc)
+		if os.IsNotExist(statErr) {
+			_ = os.Remove("/etc/netns") // only if we created it (and it is empty)
+		}
+	})
 	require.NoError(t, os.WriteFile(filepath.Join(etc, "resolv.conf"), []byte("nameserver 127.0.0.1\n"), 0o644))
 
 	index := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
