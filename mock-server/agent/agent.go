@@ -59,6 +59,12 @@ func Run() int {
 		log.Printf("parse config: %v", err)
 		return 2
 	}
+	if cfg.Env != nil {
+		os.Clearenv()
+		for k, v := range cfg.Env {
+			_ = os.Setenv(k, v)
+		}
+	}
 	lnFile := os.NewFile(runtime.AgentFDListener, "osb-execd")
 	ln, err := net.FileListener(lnFile)
 	_ = lnFile.Close()

@@ -13,12 +13,14 @@ const (
 )
 
 // AgentConfig is what the host tells the agent. It travels over a pipe (fd 4),
-// never through argv, so it does not show in /proc/<pid>/cmdline. The sandbox
-// environment is the agent's own environment (set by bwrap --clearenv/--setenv
-// or, in insecure mode, by exec.Cmd.Env).
+// never through argv, so neither it nor the sandbox environment shows in any
+// host-visible command line (bwrap only gets --setenv for PATH, HOME, LANG).
 type AgentConfig struct {
 	ID         string   `json:"id"`
 	Entrypoint []string `json:"entrypoint"`
+	// Env is the complete sandbox environment (base + profile + request); the
+	// agent replaces its own environment with it before starting anything.
+	Env map[string]string `json:"env"`
 	// Root is prepended to every path a client names: "/" inside a namespaced
 	// sandbox; the sandbox directory in insecure mode.
 	Root string `json:"root"`

@@ -200,3 +200,18 @@ print(int(df.y.sum()))"`)
 		t.Fatalf("chart.png: %v (%d bytes)", err, len(b))
 	}
 }
+
+// Request env values never appear on a host-visible command line.
+func TestRequestEnvNotOnHostCommandLines(t *testing.T) {
+	sb := newSandbox(t, newRuntime(t), withEnv(map[string]string{"API_TOKEN": "tok-5e3cret-91"}))
+	if r := sh(t, sb, "echo $API_TOKEN"); strings.Join(r.stdout(), "") != "tok-5e3cret-91" {
+		t.Fatalf("env not delivered: %s", r.Raw)
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), "tok-5e3cret-91") {
+			t.Errorf("pid %s shows the secret in its command line: %q", e.Name(), b)
+		}
+	}
+}

@@ -220,6 +220,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	cfg := AgentConfig{
 		ID:               s.id,
 		Entrypoint:       spec.Entrypoint,
+		Env:              env,
 		Root:             sandboxRoot,
 		Workspace:        "/workspace",
 		MemoryLimitBytes: spec.Limits.MemoryBytes,
@@ -276,9 +277,10 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 		a = append(a, "--ro-bind", spec.ExtraFiles[p], p)
 	}
 	a = append(a, "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
-	for _, kv := range envList(env) {
-		k, v, _ := strings.Cut(kv, "=")
-		a = append(a, "--setenv", k, v)
+	// Only the non-secret basics go on the (host-visible) command line; the
+	// full environment reaches the agent through the config pipe.
+	for _, k := range []string{"PATH", "HOME", "LANG"} {
+		a = append(a, "--setenv", k, env[k])
 	}
 	a = append(a, "--cap-drop", "ALL", "--new-session", "--", "/.osb/agent", AgentArg)
 	return a
