@@ -34,6 +34,8 @@ type Request struct {
 	BodyBytes  int64  `json:"body_bytes,omitempty"`
 	BodySHA256 string `json:"body_sha256,omitempty"`
 	BodyPrefix string `json:"body_prefix,omitempty"`
+	// Canaries are the labels of watched secrets found in the request (exfil sink).
+	Canaries []string `json:"canaries,omitempty"`
 }
 
 // Log is a concurrency-safe request log.

@@ -96,3 +96,11 @@ func (s *Set) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Watch tells the exfil sink which secrets (label → value) to look for and
+// redact; see Exfil.Watch.
+func (s *Set) Watch(canaries map[string]string) {
+	if s.Exfil != nil {
+		s.Exfil.Watch(canaries)
+	}
+}

@@ -89,8 +89,33 @@ func TestExfilRecordsEverything(t *testing.T) {
 	assert.Len(t, reqs[0].BodySHA256, 64)
 	assert.Len(t, reqs[0].BodyPrefix, MaxExfilPrefix)
 	assert.Equal(t, "GET", reqs[1].Method)
+	assert.Empty(t, e.LeakedCanaries())
 	e.Reset()
 	assert.Equal(t, 0, e.Len())
+}
+
+func TestExfilFindsAndRedactsCanaries(t *testing.T) {
+	e, err := NewExfil()
+	require.NoError(t, err)
+	defer e.Close()
+	const token, key = "tok-SECRET-91f3", "osb-key-77aa"
+	e.Watch(map[string]string{"data_api_token": token, "api_key": key, "empty": ""})
+	// The token lands across the 32 KiB read boundary of the body.
+	body := strings.Repeat("x", 32*1024-5) + token + strings.Repeat("y", 100)
+	code, _ := do(t, "POST", e.URL()+"/collect?k="+key, body, nil)
+	assert.Equal(t, 200, code)
+	code, _ = do(t, "POST", e.URL()+"/collect", "nothing here", nil)
+	assert.Equal(t, 200, code)
+	reqs := e.Requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []string{"api_key", "data_api_token"}, reqs[0].Canaries)
+	assert.Equal(t, "k=[REDACTED:api_key]", reqs[0].Query)
+	assert.Empty(t, reqs[1].Canaries)
+	assert.Equal(t, []string{"api_key", "data_api_token"}, e.LeakedCanaries())
+	logJSON, err := json.Marshal(reqs)
+	require.NoError(t, err)
+	assert.NotContains(t, string(logJSON), token)
+	assert.NotContains(t, string(logJSON), key)
 }
 
 func TestCSVServerStreamsFile(t *testing.T) {
