@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
@@ -60,7 +61,7 @@ func (a *Attachment) start() error {
 		return fmt.Errorf("egress: gateway socket: %w", err)
 	}
 	a.ln = ln
-	a.srv = &http.Server{Handler: a.gatewayHandler(), ReadHeaderTimeout: 30e9}
+	a.srv = &http.Server{Handler: a.gatewayHandler(), ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = a.srv.Serve(ln) }()
 	return nil
 }

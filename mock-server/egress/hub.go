@@ -285,10 +285,7 @@ func (h *Hub) upstreamFor(host string) *url.URL {
 
 func (h *Hub) record(ev audit.Event) {
 	if h.cfg.Audit != nil {
-		if ev.Time.IsZero() {
-			ev.Time = time.Now().UTC()
-		}
-		h.cfg.Audit.Record(ev)
+		h.cfg.Audit.Record(ev) // the recorder fills in Seq and Time
 	}
 }
 
