@@ -165,11 +165,20 @@ func (t *tapWriter) code() int {
 	return t.status
 }
 
+// readSmallBody returns the request body for inspection when it is at most
+// maxBodyBytes (nil otherwise) and leaves r.Body intact for the proxy: a
+// larger body is streamed on unchanged and simply not inspected.
 func readSmallBody(r *http.Request) []byte {
-	b, _ := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes))
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if len(b) > maxBodyBytes || err != nil {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+		return nil
+	}
 	_ = r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(b))
-	r.ContentLength = int64(len(b))
 	return b
 }
 

@@ -23,7 +23,7 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
-func postJSON(t *testing.T, url string, body any, hdr map[string]string) *http.Response {
+func postJSON(t testing.TB, url string, body any, hdr map[string]string) *http.Response {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequest("POST", url, bytes.NewReader(b))

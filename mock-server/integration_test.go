@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 }
 
 // realEnv starts the server on the real Linux runtime and egress hub.
-func realEnv(t *testing.T) (*Server, runtime.Runtime) {
+func realEnv(t testing.TB) (*Server, runtime.Runtime) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("real runtime: skipped in -short mode")
@@ -55,7 +55,7 @@ func realEnv(t *testing.T) (*Server, runtime.Runtime) {
 	return srv, rt
 }
 
-func apiDo(t *testing.T, srv *Server, method, path string, body any) (int, map[string]any) {
+func apiDo(t testing.TB, srv *Server, method, path string, body any) (int, map[string]any) {
 	t.Helper()
 	var rdr io.Reader
 	if body != nil {
@@ -74,7 +74,7 @@ func apiDo(t *testing.T, srv *Server, method, path string, body any) (int, map[s
 }
 
 // runCommand runs a command over the execd endpoint and returns stdout lines and the exit code.
-func runCommand(t *testing.T, base, command string) ([]string, *int) {
+func runCommand(t testing.TB, base, command string) ([]string, *int) {
 	t.Helper()
 	res := postJSON(t, base+"/command", map[string]any{"command": command}, nil)
 	defer res.Body.Close()
