@@ -300,6 +300,26 @@ func TestCreateFailsCleanly(t *testing.T) {
 	}
 }
 
+func TestCreateRefusesLeftoverDirWithoutTouchingIt(t *testing.T) {
+	rt := newRuntime(t)
+	id := uuid.NewString()
+	dir := filepath.Join(rt.StateDir(), "sandboxes", id)
+	if err := os.MkdirAll(filepath.Join(dir, "workspace"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	prof, _ := runtime.ProfileFor("debian")
+	if _, err := rt.Create(context.Background(), runtime.Spec{ID: id, Profile: prof}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("create over a leftover: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspace")); err != nil {
+		t.Fatalf("failed create removed a directory it did not own: %v", err)
+	}
+	removed, err := rt.Reap()
+	if err != nil || len(removed) == 0 {
+		t.Fatalf("Reap: %v %v", removed, err)
+	}
+}
+
 func TestInsecureModeIsExplicit(t *testing.T) {
 	rt, err := runtime.NewLinux(runtime.Options{StateDir: t.TempDir(), ForceInsecure: true})
 	if err == nil || !strings.Contains(err.Error(), "insecure-no-isolation") {

@@ -49,6 +49,7 @@ type sandbox struct {
 	entry    *AgentEvent
 	since    time.Time
 	gone     bool
+	ownsDir  bool // false when start found the directory already there
 	destroyM sync.Mutex
 }
 
@@ -74,8 +75,12 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	tmp := filepath.Join(s.dir, "tmp")
 	home := filepath.Join(s.dir, "home")
 	if _, err := os.Stat(s.dir); err == nil {
-		return fmt.Errorf("runtime: sandbox directory %s already exists", s.dir)
+		return fmt.Errorf("runtime: sandbox directory %s already exists (a leftover? call Reap)", s.dir)
 	}
+	if err := os.Mkdir(s.dir, 0o700); err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	s.ownsDir = true
 	for _, d := range []struct {
 		p    string
 		mode os.FileMode
@@ -531,7 +536,9 @@ func (s *sandbox) Destroy() error {
 	}
 	// Anything else still holding the sandbox's directory (escaped insecure-mode
 	// children, a half-started wrapper).
-	killPids(processesReferencing(s.dir), syscall.SIGKILL)
+	if s.ownsDir {
+		killPids(processesReferencing(s.dir), syscall.SIGKILL)
+	}
 	if s.cg != nil {
 		if err := s.cg.remove(); err != nil {
 			errs = append(errs, err)
@@ -548,8 +555,10 @@ func (s *sandbox) Destroy() error {
 	if s.dirFile != nil {
 		_ = s.dirFile.Close()
 	}
-	if err := os.RemoveAll(s.dir); err != nil {
-		errs = append(errs, err)
+	if s.ownsDir {
+		if err := os.RemoveAll(s.dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	s.rt.forget(s.id)
 	if len(errs) > 0 {
