@@ -164,11 +164,12 @@ type grouping struct {
 	key    string // normalised grouping name: column, or column + "_month"
 	col    *Column
 	groups map[string]*Group
+	cap    int
 }
 
 func (g grouping) find(normVal string) (*Group, error) {
 	if g.groups == nil {
-		return nil, fmt.Errorf("grouping %q: %w (more than %d distinct values)", g.col.Name, ErrNotGroupable, DefaultGroupCap)
+		return nil, fmt.Errorf("grouping %q: %w (more than %d distinct values)", g.col.Name, ErrNotGroupable, g.cap)
 	}
 	var found *Group
 	for v, grp := range g.groups {
@@ -198,9 +199,9 @@ func (g grouping) values() []string {
 func (s *Stats) groupings() []grouping {
 	var out []grouping
 	for _, c := range s.Columns {
-		out = append(out, grouping{key: Normalize(c.Name), col: c, groups: c.Groups})
+		out = append(out, grouping{key: Normalize(c.Name), col: c, groups: c.Groups, cap: s.GroupCap})
 		if c.Months != nil {
-			out = append(out, grouping{key: Normalize(c.Name) + "_month", col: c, groups: c.Months})
+			out = append(out, grouping{key: Normalize(c.Name) + "_month", col: c, groups: c.Months, cap: s.GroupCap})
 		}
 	}
 	return out
