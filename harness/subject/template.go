@@ -25,7 +25,7 @@ type Inputs struct {
 	CSV      string // path of the input CSV on the host
 	CSVURL   string // the same data on a loopback URL
 	Question string // one-sentence analysis requirement
-	Out      string // empty output directory
+	Out      string // output directory: must not exist (it is created) or be empty
 }
 
 // Parse parses a subject command string. "reference" (surrounding spaces
