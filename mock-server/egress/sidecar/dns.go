@@ -57,15 +57,23 @@ func (h *dnsHandler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 // startDNS binds UDP and TCP on the same address (TCP takes the port UDP
 // got, so ":0" works in tests).
 func startDNS(addr string, h dns.Handler) (udp, tcp *dns.Server, bound string, err error) {
-	pc, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	bound = pc.LocalAddr().String()
-	ln, err := net.Listen("tcp", bound)
-	if err != nil {
+	var pc net.PacketConn
+	var ln net.Listener
+	// With port 0 the TCP side may find the UDP port taken; retry a few times.
+	for attempt := 0; ; attempt++ {
+		pc, err = net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		bound = pc.LocalAddr().String()
+		ln, err = net.Listen("tcp", bound)
+		if err == nil {
+			break
+		}
 		_ = pc.Close()
-		return nil, nil, "", err
+		if _, port, _ := net.SplitHostPort(addr); port != "0" || attempt >= 20 {
+			return nil, nil, "", err
+		}
 	}
 	started := make(chan struct{}, 2)
 	notify := func() { started <- struct{}{} }
