@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime_test
 
 import (
@@ -9,5 +11,8 @@ import (
 
 func TestMain(m *testing.M) {
 	agent.MainIfAgent() // this test binary is also the in-sandbox agent
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHelper())
+	}
 	os.Exit(m.Run())
 }
