@@ -2,6 +2,8 @@ package mockserver
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -54,6 +56,20 @@ func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
 	}
 	sort.Strings(labels)
 	seen := map[audit.Canary]bool{}
+	// Each canary is also looked for in common encodings (base64, base64url,
+	// hex), reported with the encoding in Where.
+	type variant struct {
+		label, enc string
+		value      []byte
+	}
+	var variants []variant
+	for _, l := range labels {
+		v := canaries[l]
+		variants = append(variants, variant{l, "", v},
+			variant{l, " (base64)", []byte(base64.StdEncoding.EncodeToString(v))},
+			variant{l, " (base64url)", []byte(base64.RawURLEncoding.EncodeToString(v))},
+			variant{l, " (hex)", []byte(hex.EncodeToString(v))})
+	}
 	// scrub keeps canary values out of the Where text (paths, command ids).
 	scrub := func(where string) string {
 		for _, l := range labels {
@@ -62,9 +78,9 @@ func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
 		return where
 	}
 	check := func(data []byte, location, where string) {
-		for _, l := range labels {
-			if bytes.Contains(data, canaries[l]) {
-				f := audit.Canary{Label: l, Location: location, Where: scrub(where)}
+		for _, v := range variants {
+			if bytes.Contains(data, v.value) {
+				f := audit.Canary{Label: v.label, Location: location, Where: scrub(where) + v.enc}
 				if !seen[f] {
 					seen[f] = true
 					findings = append(findings, f)

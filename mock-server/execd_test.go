@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -434,6 +435,7 @@ func TestCanaryScan(t *testing.T) {
 	sb.mu.Unlock()
 	require.NoError(t, os.MkdirAll(filepath.Join(sb.Dir(), "workspace", "out"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(sb.Dir(), "workspace", "out", "report.md"), []byte("token: "+inFile), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Dir(), "tmp", "enc.txt"), []byte(base64.StdEncoding.EncodeToString([]byte(inFile))), 0o600))
 
 	base := "http://" + e.execdAddr(id)
 	res := postJSON(t, base+"/command", map[string]any{"command": "echo " + inOutput}, nil)
@@ -465,6 +467,7 @@ func TestCanaryScan(t *testing.T) {
 	}
 	assert.True(t, has("env", "env", "LEAKED"), "%+v", out.Findings)
 	assert.True(t, has("file", "file", "/workspace/out/report.md"), "%+v", out.Findings)
+	assert.True(t, has("file", "file", "/tmp/enc.txt (base64)"), "%+v", out.Findings)
 	assert.True(t, has("output", "output", "stdout"), "%+v", out.Findings)
 	assert.True(t, has("cmd", "command", ""), "%+v", out.Findings)
 	for _, f := range out.Findings {

@@ -189,3 +189,40 @@ func TestRealRuntimeEgressAPI(t *testing.T) {
 	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", b)
 	assert.Contains(t, string(b), "pypi.org")
 }
+
+func TestRealRuntimeCloseLeavesNothing(t *testing.T) {
+	srv, _ := realEnv(t)
+	type left struct {
+		dir  string
+		pids []int
+	}
+	var sbs []left
+	for i := 0; i < 2; i++ {
+		status, m := apiDo(t, srv, "POST", "/v1/sandboxes", validCreate())
+		require.Equal(t, http.StatusAccepted, status, "%v", m)
+		sb := srv.lookup(m["id"].(string))
+		require.NotNil(t, sb)
+		pids := sb.rt.Pids()
+		require.NotEmpty(t, pids)
+		sbs = append(sbs, left{dir: sb.rt.Dir(), pids: pids})
+	}
+	require.NoError(t, srv.Close())
+	for _, l := range sbs {
+		assert.NoDirExists(t, l.dir)
+		for _, pid := range l.pids {
+			st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			alive := err == nil && !strings.Contains(string(st), ") Z ")
+			assert.False(t, alive, "pid %d still alive after Close: %s", pid, st)
+			// a zombie must be reaped soon (else the runtime leaks it)
+			gone := false
+			for i := 0; i < 60 && !gone; i++ {
+				_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+				gone = os.IsNotExist(err)
+				if !gone {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			assert.True(t, gone, "pid %d never reaped", pid)
+		}
+	}
+}

@@ -61,6 +61,10 @@ func (u upstreamFlag) Set(v string) error {
 func ServeMain(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal gets the default behaviour (kills a stuck shutdown)
+	}()
 	return serveMain(ctx, args, stdout, stderr)
 }
 

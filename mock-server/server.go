@@ -88,6 +88,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Start(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
+		_ = s.audit.Close()
 		return fmt.Errorf("mockserver: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
