@@ -17,6 +17,31 @@ import (
 	"time"
 )
 
+// How a sandbox is built (see design.md "Process model"):
+//
+//   - <StateDir>/sandboxes/<id>/ holds workspace/, tmp/, home/ (bound at
+//     /workspace, /tmp, /root), etc/ (generated passwd, group, hosts,
+//     resolv.conf, nsswitch.conf, hostname), execd.sock, agent.log, meta.json.
+//   - A named netns osb-<first 12 of id> (loopback only; unprivileged ports
+//     from 0), cgroups <ctrl>/osb/<id> (v1 memory, pids, cpu, freezer; pure v2
+//     supported but untested here).
+//   - /bin/sh writes its own pid into the cgroups, then execs nsenter → bwrap →
+//     /.osb/agent __osb_agent__ (the agent binary bound read-only).
+//   - fd 3: the execd listener (created on the host, never mounted inside);
+//     fd 4: AgentConfig JSON then EOF (also the "go" signal, so nothing runs
+//     before it is in the cgroups); fd 5: AgentEvent lines (entrypoint exit).
+//     None of them is inherited by commands (close-on-exec in the agent).
+//   - Only PATH, HOME and LANG are on bwrap's command line; the rest of the
+//     sandbox environment travels in AgentConfig, so host `ps` shows no secrets.
+//   - When the entrypoint exits, State() becomes Terminated (0) or Failed
+//     (≠0, CONTAINER_EXITED_ERROR) while execd keeps serving, so files and logs
+//     stay readable until the sandbox is deleted. A dead agent is Failed too.
+//   - Insecure mode (AllowInsecureNoIsolation when isolation is impossible, or
+//     ForceInsecure): the agent runs as a plain host process with a clean
+//     environment and client paths mapped under the sandbox directory; no
+//     netns, no cgroups (Pause uses SIGSTOP). Commands that name /workspace
+//     literally do not work there.
+
 // Options configure the Linux runtime.
 type Options struct {
 	// StateDir holds sandboxes/<id>/{workspace,tmp,home,etc,execd.sock,agent.log,meta.json}.
