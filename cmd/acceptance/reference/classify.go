@@ -104,9 +104,19 @@ func evidenceLine(s string, i int) string {
 	} else {
 		end += i
 	}
-	line := strings.TrimSpace(s[start:end])
-	if len(line) > 200 {
-		line = line[:runeFloor(line, 200)] + "…"
+	// keep at most 200 bytes of the line, starting a little before the match
+	if end-start > 200 {
+		from := max(start, i-60)
+		from = runeCeil(s, from)
+		to := runeFloor(s, min(end, from+200))
+		prefix, suffix := "", ""
+		if from > start {
+			prefix = "…"
+		}
+		if to < end {
+			suffix = "…"
+		}
+		return prefix + strings.TrimSpace(s[from:to]) + suffix
 	}
-	return line
+	return strings.TrimSpace(s[start:end])
 }
