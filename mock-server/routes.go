@@ -3,7 +3,6 @@ package mockserver
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -164,17 +163,17 @@ func authExempt(r *http.Request) bool {
 
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.APIKey == "" || authExempt(r) {
+		key := r.Header.Get(headerAPIKey)
+		if off, _ := s.keyOK(""); off || authExempt(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		key := r.Header.Get(headerAPIKey)
 		if key == "" {
 			writeError(w, http.StatusUnauthorized, "MISSING_API_KEY",
 				"Authentication credentials are missing. Provide API key via OPEN-SANDBOX-API-KEY header.")
 			return
 		}
-		if subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) != 1 {
+		if _, ok := s.keyOK(key); !ok {
 			writeError(w, http.StatusUnauthorized, "INVALID_API_KEY",
 				"Authentication credentials are invalid. Check your API key and try again.")
 			return

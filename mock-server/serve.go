@@ -76,7 +76,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	apiKey := fs.String("api-key", "", "OPEN-SANDBOX-API-KEY value (required)")
 	adminToken := fs.String("admin-token", "", "X-Mock-Admin-Token for the /_mock admin API (empty: admin API disabled)")
 	stateDir := fs.String("state-dir", "", "state directory (sandboxes, audit.jsonl); default a temporary directory removed on exit")
-	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout (0 = unlimited)")
+	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout")
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
 	upstreams := upstreamFlag{}
 	fs.Var(upstreams, "upstream", "host=http://127.0.0.1:port mapping for the egress gateway (repeatable)")
@@ -101,73 +101,17 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "serve-mock: warning: listening on non-loopback address %s\n", *listen)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if NewRuntime == nil {
-		fmt.Fprintln(stderr, "serve-mock: no runtime wired (mockserver.NewRuntime is nil)")
-		return 1
-	}
-	dir := *stateDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "osb-mock-")
-		if err != nil {
-			fmt.Fprintf(stderr, "serve-mock: %v\n", err)
-			return 1
-		}
-		dir = d
-		defer os.RemoveAll(d)
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		fmt.Fprintf(stderr, "serve-mock: state dir: %v\n", err)
-		return 1
-	}
-
-	rt, err := NewRuntime(RuntimeOptions{StateDir: dir, AllowInsecureNoIsolation: *insecure})
+	b, err := StartBundled(context.Background(), BundledConfig{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken,
+		StateDir: *stateDir, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
 		return 1
 	}
-	defer rt.Close()
-	if removed, err := rt.Reap(); err != nil {
-		logger.Warn("reaping leftovers of a previous run", "err", err)
-	} else if len(removed) > 0 {
-		logger.Info("reaped leftovers of a previous run", "removed", removed)
-	}
-	if ok, reason := rt.Isolation(); !ok {
-		logger.Warn("sandbox isolation NOT enforced", "reason", reason)
-	}
-
-	var srv *Server
-	var hub EgressHub
-	if NewEgress != nil {
-		rec := audit.RecorderFunc(func(ev audit.Event) {
-			if srv != nil {
-				srv.audit.Record(ev)
-			}
-		})
-		h, closer, err := NewEgress(EgressOptions{StateDir: dir, Upstreams: upstreams, Audit: rec})
-		if err != nil {
-			fmt.Fprintf(stderr, "serve-mock: egress: %v\n", err)
-			return 1
-		}
-		defer closer.Close()
-		hub = h
-	}
-	pf := ProfileFor
-	if pf == nil {
-		pf = runtime.ProfileFor
-	}
-	srv, err = New(Config{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken, StateDir: dir,
-		MaxTimeout: *maxTimeout, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: logger})
-	if err != nil {
-		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
-		return 1
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
-		return 1
-	}
+	srv := b.Server
 	fmt.Fprintln(stdout, srv.URL())
 	<-ctx.Done()
 	logger.Info("shutting down: removing every sandbox")
-	if err := srv.Close(); err != nil {
+	if err := b.Close(); err != nil {
 		logger.Warn("shutdown", "err", err)
 		return 1
 	}

@@ -188,3 +188,55 @@ func TestEgressAdapterRejectsInvalidPolicy(t *testing.T) {
 	spec := e.rt.byID(id).spec
 	assert.FileExists(t, spec.GatewaySocket)
 }
+
+func TestStartBundledAndAddAPIKey(t *testing.T) {
+	rt := withFakeWiring(t)
+	b, err := StartBundled(context.Background(), BundledConfig{APIKey: "harness-key", AdminToken: "adm"})
+	require.NoError(t, err)
+	srv := b.Server
+	require.NoError(t, srv.AddAPIKey("subject-key"))
+	assert.Error(t, srv.AddAPIKey(""))
+	do := func(key string) int {
+		req, _ := http.NewRequest("GET", srv.URL()+"/v1/sandboxes", nil)
+		req.Header.Set(headerAPIKey, key)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, do("harness-key"))
+	assert.Equal(t, http.StatusOK, do("subject-key"))
+	assert.Equal(t, http.StatusUnauthorized, do("other"))
+	fps := map[string]bool{}
+	for _, ev := range srv.Audit() {
+		if ev.Lifecycle != nil {
+			fps[ev.Lifecycle.KeyFingerprint] = true
+		}
+	}
+	assert.True(t, fps[Fingerprint("harness-key")] && fps[Fingerprint("subject-key")])
+
+	b2, err := StartBundled(context.Background(), BundledConfig{})
+	assert.Error(t, err, "an API key is required")
+	assert.Nil(t, b2)
+
+	tmp := b.tmpDir
+	assert.DirExists(t, tmp)
+	b3 := e2eCreate(t, srv, "harness-key")
+	require.NoError(t, b.Close())
+	require.NoError(t, b.Close())
+	assert.NoDirExists(t, tmp)
+	assert.True(t, rt.byID(b3).isDestroyed())
+}
+
+func e2eCreate(t *testing.T, srv *Server, key string) string {
+	b, _ := json.Marshal(validCreate())
+	req, _ := http.NewRequest("POST", srv.URL()+"/v1/sandboxes", bytes.NewReader(b))
+	req.Header.Set(headerAPIKey, key)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusAccepted, res.StatusCode)
+	var m map[string]any
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&m))
+	return m["id"].(string)
+}

@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +38,7 @@ type Server struct {
 	sandboxes map[string]*sandbox
 	records   []*SandboxInfo // every sandbox created this run, in creation order
 	canaries  map[string]string
+	apiKeys   [][]byte // accepted keys: cfg.APIKey plus AddAPIKey
 	closed    bool
 	stopWatch chan struct{}
 	wg        sync.WaitGroup
@@ -76,8 +78,39 @@ func New(cfg Config) (*Server, error) {
 		canaries:  map[string]string{},
 		stopWatch: make(chan struct{}),
 	}
+	if cfg.APIKey != "" {
+		s.apiKeys = [][]byte{[]byte(cfg.APIKey)}
+	}
 	s.handler = s.buildHandler()
 	return s, nil
+}
+
+// AddAPIKey makes another OPEN-SANDBOX-API-KEY valid (e.g. one per subject,
+// so the audit's key fingerprints tell the harness's calls from a subject's).
+func (s *Server) AddAPIKey(key string) error {
+	if key == "" {
+		return errors.New("mockserver: empty API key")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apiKeys = append(s.apiKeys, []byte(key))
+	return nil
+}
+
+// keyOK compares key against every accepted key in constant time; with no
+// key configured at all, auth is off (as the real server with no api_key).
+func (s *Server) keyOK(key string) (authOff, ok bool) {
+	s.mu.Lock()
+	keys := s.apiKeys
+	s.mu.Unlock()
+	if len(keys) == 0 {
+		return true, true
+	}
+	match := 0
+	for _, k := range keys {
+		match |= subtle.ConstantTimeCompare([]byte(key), k)
+	}
+	return false, match == 1
 }
 
 // Handler is the lifecycle+admin HTTP handler (for embedding in tests).
