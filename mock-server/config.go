@@ -1,9 +1,3 @@
-// Package mockserver is the bundled OpenSandbox-compatible lifecycle server:
-// the /v1 lifecycle API (CONTRACT §1) with auth, error shapes, TTL, endpoints
-// and the server proxy, a per-sandbox execd endpoint that reverse-proxies to
-// the in-sandbox agent while recording an audit trail, and the /_mock admin API
-// (a documented mock extension). Sandboxes themselves come from a
-// runtime.Runtime; network policy from an EgressHub.
 package mockserver
 
 import (

@@ -1,0 +1,54 @@
+// Package mockserver is the bundled OpenSandbox-compatible server: the
+// lifecycle API of OpenSandbox 1.1.1 as implemented (CONTRACT §1), a
+// per-sandbox execd endpoint that reverse-proxies to the in-sandbox agent
+// while recording an audit trail, and the /_mock admin API. Sandboxes come
+// from a runtime.Runtime (the Linux namespace runtime in production, a fake in
+// unit tests); networkPolicy is enforced by an EgressHub (package egress).
+//
+// # Embedding
+//
+//	b, err := mockserver.StartBundled(ctx, mockserver.BundledConfig{APIKey: key, AdminToken: tok, Upstreams: ups})
+//	defer b.Close()                 // every sandbox killed and removed
+//	b.Server.Domain()               // "127.0.0.1:41234" = OPEN_SANDBOX_DOMAIN
+//
+// or, with your own runtime: New(Config{...}) then Start(ctx). The command
+// `acceptance serve-mock` is ServeMain.
+//
+// # Lifecycle API
+//
+// Every route of CONTRACT §1.3 at /v1 and at the root. Create is synchronous
+// and answers 202 with state Running. Request-validation errors are 422 with
+// FastAPI's {"detail":[…]} body; service errors are {code,message}; every
+// error has a non-empty JSON body. Snapshots are NOT implemented (every
+// snapshot route answers 501 SNAPSHOT::NOT_IMPLEMENTED, create with a
+// snapshotId 404 SNAPSHOT::NOT_FOUND); pools answer 501 as on Docker;
+// diagnostics with scope answer 501 as the real server. The deliberate
+// differences from the OpenAPI spec are listed in Deviations.
+//
+// Endpoints use the Docker bridge form: port 44772 → 127.0.0.1:<execd port>,
+// any other port → 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves
+// and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
+// use_server_proxy=true → <host>/sandboxes/<id>/proxy/<port>.
+//
+// # Admin API (documented mock extension)
+//
+// Prefix /_mock, header X-Mock-Admin-Token (its own token; without a
+// configured token the admin API is disabled and answers 401):
+//
+//	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"not_implemented","egress":bool}
+//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ]  {"events":[audit.Event…]}
+//	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
+//	POST   /_mock/faults/egress-deny {"targets":[…]}   204; DELETE clears (409 without an egress hub)
+//	PUT    /_mock/canaries {"canaries":{label:value}}  204
+//	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
+//	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
+//
+// # Audit
+//
+// Every lifecycle call (method, path, status, request id, API-key
+// fingerprint, create/renew/patch bodies with env values fingerprinted), every
+// execd command (command, cwd, timeout, exit code parsed from the SSE stream,
+// duration, output bytes), every file transfer (path, size, sha256, streamed)
+// and file operation, every state change with its reason, faults and canary
+// findings. Kept in memory and appended to <StateDir>/audit.jsonl.
+package mockserver
