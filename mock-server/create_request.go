@@ -36,7 +36,9 @@ func decodeObject(body []byte) (map[string]json.RawMessage, any, *validationItem
 	var generic any
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()
-	if err := dec.Decode(&generic); err != nil || dec.More() {
+	err := dec.Decode(&generic)
+	generic = safeNumbers(generic)
+	if err != nil || dec.More() {
 		msg := "JSON decode error"
 		it := validationItem{Type: "json_invalid", Loc: []any{"body", 0}, Msg: msg, Input: map[string]any{},
 			Ctx: map[string]any{"error": "Expecting value"}}
@@ -60,6 +62,26 @@ func rawValue(raw json.RawMessage) any {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	_ = dec.Decode(&v)
+	return safeNumbers(v)
+}
+
+// safeNumbers turns numbers no float64 can hold (1e999) into strings so an
+// echoed "input" stays decodable by every JSON client.
+func safeNumbers(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		if _, err := t.Float64(); err != nil {
+			return t.String()
+		}
+	case map[string]any:
+		for k, x := range t {
+			t[k] = safeNumbers(x)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = safeNumbers(x)
+		}
+	}
 	return v
 }
 
