@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 const jsSDKScript = `
 import { ConnectionConfig, Sandbox, SandboxManager } from "SDK_ENTRY";
 const out = {};
-const config = new ConnectionConfig({ domain: process.env.OPEN_SANDBOX_DOMAIN, apiKey: process.env.OPEN_SANDBOX_API_KEY });
+const config = new ConnectionConfig({ domain: process.env.OPEN_SANDBOX_DOMAIN, apiKey: process.env.OPEN_SANDBOX_API_KEY,
+  useServerProxy: process.env.USE_SERVER_PROXY === "1" });
 try {
   const sb = await Sandbox.create({ connectionConfig: config, image: "python:3.11", timeoutSeconds: 600,
     entrypoint: ["tail", "-f", "/dev/null"], resource: { cpu: "1", memory: "1Gi" } });
@@ -67,13 +69,19 @@ func TestOfficialJSSDK(t *testing.T) {
 	if err != nil {
 		t.Skipf("official JS SDK not measured: node not found: %v", err)
 	}
+	for _, proxy := range []string{"0", "1"} {
+		t.Run("use_server_proxy="+proxy, func(t *testing.T) { runJSSDK(t, node, entry, proxy) })
+	}
+}
+
+func runJSSDK(t *testing.T, node, entry, useProxy string) {
 	srv, _ := realEnv(t)
 	script := filepath.Join(t.TempDir(), "sdk.mjs")
 	require.NoError(t, os.WriteFile(script, bytes.ReplaceAll([]byte(jsSDKScript), []byte("SDK_ENTRY"), []byte("file://"+entry)), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPEN_SANDBOX_DOMAIN=" + srv.Domain(), "OPEN_SANDBOX_API_KEY=" + testKey}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPEN_SANDBOX_DOMAIN=" + srv.Domain(), "OPEN_SANDBOX_API_KEY=" + testKey, "USE_SERVER_PROXY=" + useProxy}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
@@ -109,4 +117,15 @@ func TestOfficialJSSDK(t *testing.T) {
 	assert.GreaterOrEqual(t, len(files), 4)
 	cmds := srv.AuditQuery(audit.Query{SandboxID: out.ID, Kind: audit.KindCommand})
 	assert.Len(t, cmds, 2)
+	proxied := 0
+	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: out.ID, Kind: audit.KindLifecycle}) {
+		if strings.Contains(ev.Lifecycle.Path, "/proxy/") {
+			proxied++
+		}
+	}
+	if useProxy == "1" {
+		assert.Greater(t, proxied, 0, "execd traffic went through the server proxy")
+	} else {
+		assert.Zero(t, proxied)
+	}
 }
