@@ -217,6 +217,11 @@ func Write(path string, s *Summary) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("summary: %w", err)
 	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes 0600; graders may run as another user
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("summary: %w", err)
+	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("summary: %w", err)

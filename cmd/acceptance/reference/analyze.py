@@ -69,10 +69,10 @@ def slug(name, i=0):
     return s or "col%d" % i
 
 
-def md_cell(v):
+def md_cell(v, limit=60):
     """Cell text as inert Markdown: no pipes, no newlines, bounded length."""
     s = str(v).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
-    return s if len(s) <= 60 else s[:57] + "..."
+    return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
 def file_sha256(path):
@@ -423,7 +423,7 @@ def main():
     # --- report ------------------------------------------------------------------
     out = []
     out.append("# Data analysis report\n")
-    out.append(("**Question:** %s\n" % md_cell(question)) if question else "**Question:** (none given)\n")
+    out.append(("**Question:** %s\n" % md_cell(question, 500)) if question else "**Question:** (none given)\n")
     out.append("## Conclusion\n")
     out.append(conclusion + "\n")
     out.append("## Key numbers\n")

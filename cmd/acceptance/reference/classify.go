@@ -39,6 +39,8 @@ var signatures = []signature{
 		summary.ClassNetworkPolicy, "the connection was refused or unroutable: the target is not reachable from the sandbox", false},
 	{regexp.MustCompile(`(?i)read timed out|readtimeouterror|connection reset by peer|connection aborted|remote end closed connection|incompleteread|http error 5\d\d|\b50[234]\b.*(server|gateway|unavailable)`),
 		summary.ClassPlatformError, "a transient network error talking to the package index", true},
+	{regexp.MustCompile(`(?i)connection broken by '(SSLError|ProtocolError|RemoteDisconnected)|SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`),
+		summary.ClassPlatformError, "the connection to the package index was cut before any answer (TLS EOF/disconnect in the egress layer); the index never answered", false},
 	{regexp.MustCompile(`(?i)newconnectionerror|failed to establish a new connection|max retries exceeded`),
 		summary.ClassNetworkPolicy, "no connection could be established to the package index", false},
 	{regexp.MustCompile(`(?i)no matching distribution found|could not find a version that satisfies`),

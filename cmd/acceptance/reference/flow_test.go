@@ -40,6 +40,7 @@ type fakeOSB struct {
 	// hang makes commands block until the client goes away.
 	installAttempts int
 	vaultBody       map[string]any
+	analyzeEnv      map[string]string
 	srv             *httptest.Server
 }
 
@@ -226,6 +227,9 @@ func (f *fakeOSB) routes() http.Handler {
 			f.install(s, n)
 		case req.Command == AnalyzeCommand:
 			f.log("analyze")
+			f.mu.Lock()
+			f.analyzeEnv = req.Envs
+			f.mu.Unlock()
 			f.analyze(f, s, r)
 		default:
 			f.log("command:" + req.Command)
@@ -550,11 +554,6 @@ func nonNil(s []string) []string {
 
 func TestFlowDataAPIUsesVaultNotSandbox(t *testing.T) {
 	f := newFake(t)
-	var seenEnv map[string]string
-	f.analyze = func(f *fakeOSB, s *sse, r *http.Request) {
-		cannedAnalysis(f, s, r)
-	}
-	_ = seenEnv
 	res, out := runFlow(t, f, func(c *Config) {
 		c.DataAPIURL = "https://data.capstone.test/v1/rates"
 		c.DataAPIToken = "real-secret-token-XYZ"
@@ -572,6 +571,12 @@ func TestFlowDataAPIUsesVaultNotSandbox(t *testing.T) {
 	assert.Contains(t, string(vb), "real-secret-token-XYZ", "the token goes to the vault")
 	assert.Contains(t, string(vb), `"hosts":["data.capstone.test"]`)
 	assertOrder(t, f.callLog(), "create", "endpoint:44772", "ping", "endpoint:18080", "vault", "upload", "install", "analyze")
+	f.mu.Lock()
+	env := f.analyzeEnv
+	f.mu.Unlock()
+	assert.Equal(t, "https://data.capstone.test/v1/rates", env["DATA_API_URL"])
+	assert.NotEmpty(t, env["DATA_API_TOKEN"])
+	assert.NotEqual(t, "real-secret-token-XYZ", env["DATA_API_TOKEN"], "the sandbox only gets a placeholder")
 	for _, name := range []string{"summary.json", "evidence.json", filepath.Join("evidence", "transcript.jsonl"), filepath.Join("evidence", "run.log")} {
 		b, err := os.ReadFile(filepath.Join(out, name))
 		require.NoError(t, err)
