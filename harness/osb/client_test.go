@@ -318,9 +318,19 @@ func TestLifecycleStatusesNeverHidden(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 202, p.Status)
 
+	// resume and metadata patch (a nil value is sent as JSON null = delete)
+	rs, err := c.ResumeSandbox(ctx, "sb-1")
+	require.NoError(t, err)
+	assert.Equal(t, 404, rs.Status, "the fake has no resume route: the 404 is reported, not hidden")
+	v := "x"
+	pm, err := c.PatchMetadata(ctx, "sb-1", map[string]*string{"keep": &v, "drop": nil})
+	require.NoError(t, err)
+	assert.Equal(t, 404, pm.Status)
+
 	// the transcript has every exchange, and the key never appears
 	ex := tr.Exchanges()
-	require.Len(t, ex, 7)
+	require.Len(t, ex, 9)
+	assert.Equal(t, `{"drop":null,"keep":"x"}`, ex[8].RequestBody)
 	for _, e := range ex {
 		s := e.String()
 		assert.NotContains(t, s, testKey)
@@ -397,6 +407,11 @@ func TestExecdRunThroughPathEndpoint(t *testing.T) {
 	f.mu.Unlock()
 	ex := tr.Exchanges()
 	assert.Equal(t, "execd", ex[len(ex)-1].Target)
+
+	bg, err := e.Run(ctx, CommandRequest{Command: "sleep 1", Background: true})
+	require.NoError(t, err)
+	assert.Equal(t, "c1", bg.Value.ID)
+	assert.Nil(t, bg.Value.ExitCode, "a background run has no exit code in its stream")
 
 	st, err := e.CommandStatus(ctx, "c1")
 	require.NoError(t, err)

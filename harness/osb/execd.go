@@ -61,6 +61,8 @@ type CommandRequest struct {
 }
 
 // Run calls POST /command and consumes the SSE stream into an Execution.
+// With Background set, the stream ends right after init and ExitCode stays
+// nil: poll CommandStatus and CommandLogs with Execution.ID.
 // A non-200 reply (e.g. 400 for a bad cwd) is returned with Decoded=false and
 // its body in Meta.Body. For a 200 stream, Meta.Body holds the first MaxBody
 // bytes of the raw stream. If the stream breaks (context cancelled, sandbox
@@ -88,6 +90,11 @@ func (e *Execd) Run(ctx context.Context, req CommandRequest) (*Result[Execution]
 	if m.Status == 200 {
 		res.Meta.Body = raw.buf.Bytes()
 		res.Meta.BodyTruncated = raw.n > int64(raw.buf.Len())
+		if req.Background && ex.Error == nil {
+			// execution_complete only means "started"; the exit status
+			// comes from CommandStatus (CONTRACT §2.3, §5.4).
+			ex.ExitCode = nil
+		}
 		res.Value = *ex
 		res.Decoded = err == nil
 	}

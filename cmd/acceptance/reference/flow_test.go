@@ -678,3 +678,73 @@ func question(t *testing.T, file string) string {
 	}
 	return "What is the total revenue by category?"
 }
+
+// panicOnce panics the first time a request matches, like a bug deep in a
+// call; Run must still destroy the sandbox and write summary.json.
+type panicOnce struct {
+	match string
+	done  bool
+	mu    sync.Mutex
+}
+
+func (p *panicOnce) RoundTrip(r *http.Request) (*http.Response, error) {
+	p.mu.Lock()
+	hit := !p.done && strings.Contains(r.URL.RawQuery, p.match)
+	if hit {
+		p.done = true
+	}
+	p.mu.Unlock()
+	if hit {
+		panic("simulated bug while downloading")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestFlowPanicStillCleansUp(t *testing.T) {
+	f := newFake(t)
+	res, out := runFlow(t, f, func(c *Config) {
+		c.HTTPClient = &http.Client{Transport: &panicOnce{match: "chart.png"}}
+	})
+	s := loadSummary(t, out)
+	assert.Equal(t, 1, res.ExitCode)
+	assert.Equal(t, StopInternalError, s.StopReason)
+	assert.Equal(t, summary.ClassPlatformError, s.Error.Class)
+	assert.Contains(t, s.Error.Message, "simulated bug")
+	assertOrder(t, f.callLog(), "download:report.md", "delete", "get:404")
+}
+
+func TestFlowPerCommandTimeout(t *testing.T) {
+	f := newFake(t)
+	// execd enforces the command timeout itself: it kills the process group
+	// and reports evalue -1 (CONTRACT §2.3).
+	f.analyze = func(f *fakeOSB, s *sse, r *http.Request) {
+		time.Sleep(1500 * time.Millisecond)
+		s.out("stderr", "")
+		s.ev(map[string]any{"type": "error", "error": map[string]any{"ename": "CommandExecError", "evalue": "-1", "traceback": []string{"signal: killed"}}})
+	}
+	res, out := runFlow(t, f, func(c *Config) { c.CommandTimeout = 1500 * time.Millisecond })
+	s := loadSummary(t, out)
+	assert.Equal(t, 1, res.ExitCode)
+	assert.Equal(t, StopAnalysisFailed, s.StopReason)
+	assert.Equal(t, summary.ClassTimeout, s.Error.Class)
+	assert.Equal(t, -1, *s.Steps[1].ExitCode)
+	assertOrder(t, f.callLog(), "analyze", "get:200", "delete", "get:404")
+}
+
+func TestMainUsage(t *testing.T) {
+	var out, errb strings.Builder
+	assert.Equal(t, 2, Main([]string{"--csv", "x.csv"}, &out, &errb))
+	assert.Contains(t, errb.String(), "missing [--question --out]")
+	errb.Reset()
+	assert.Equal(t, 2, Main([]string{"--csv", "x", "--question", "q", "--out", t.TempDir(), "--ttl", "10s"}, &out, &errb))
+	assert.Contains(t, errb.String(), "--ttl must be")
+	assert.Equal(t, 2, Main([]string{"--bogus"}, &out, &errb))
+
+	// a full run through Main: exit 1 and summary.json when the CSV is missing
+	dir := t.TempDir()
+	code := Main([]string{"--csv", filepath.Join(dir, "none.csv"), "--question", "q", "--out", dir, "--domain", "127.0.0.1:1"}, &out, &errb)
+	assert.Equal(t, 1, code)
+	s := loadSummary(t, dir)
+	assert.Equal(t, summary.ClassInputError, s.Error.Class)
+	assert.Contains(t, out.String(), "error [input_error]")
+}
