@@ -53,6 +53,7 @@ func NewStore(path string, now func() time.Time) (*Store, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("audit: create dir: %w", err)
 		}
+		s.seq = lastSeq(path)
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("audit: open %s: %w", path, err)
@@ -127,3 +128,25 @@ func (s *Store) Close() error {
 }
 
 var _ Recorder = (*Store)(nil)
+
+// lastSeq is the highest Seq already in an existing JSONL file, so a server
+// restarted on the same state dir keeps Seq strictly increasing in the file.
+func lastSeq(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var max int64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var ev struct {
+			Seq int64 `json:"seq"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Seq > max {
+			max = ev.Seq
+		}
+	}
+	return max
+}

@@ -64,3 +64,19 @@ func TestStoreMemoryOnly(t *testing.T) {
 	assert.Equal(t, int64(1), s.LastSeq())
 	require.NoError(t, s.Close())
 }
+
+func TestStoreContinuesSeqAcrossRestarts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	s, err := NewStore(path, nil)
+	require.NoError(t, err)
+	s.Record(Event{Kind: KindState, State: &State{To: "Running", Reason: "created"}})
+	s.Record(Event{Kind: KindState, State: &State{To: "Deleted", Reason: "deleted by API"}})
+	require.NoError(t, s.Close())
+	s2, err := NewStore(path, nil)
+	require.NoError(t, err)
+	s2.Record(Event{Kind: KindFault, Fault: &Fault{Name: "x"}})
+	require.NoError(t, s2.Close())
+	evs := s2.Events(Query{})
+	require.Len(t, evs, 1)
+	assert.Equal(t, int64(3), evs[0].Seq)
+}
