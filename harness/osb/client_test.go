@@ -376,6 +376,9 @@ func TestExecdRunThroughPathEndpoint(t *testing.T) {
 	p, err := e.Ping(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 200, p.Status)
+	ok, rd := e.WaitReady(ctx, 10*time.Millisecond, time.Second)
+	assert.True(t, ok)
+	assert.Equal(t, 1, rd.Attempts)
 
 	r, err := e.Run(ctx, CommandRequest{Command: `python3 -c "print(1+1)"`, TimeoutMs: 5000})
 	require.NoError(t, err)
@@ -399,11 +402,11 @@ func TestExecdRunThroughPathEndpoint(t *testing.T) {
 
 	// endpoint headers on every execd request, never the API key
 	f.mu.Lock()
-	for _, req := range f.seen[1:] {
+	for _, req := range f.seen[2:] {
 		assert.Equal(t, "r1", req.Header.Get("X-Route"), req.URL.Path)
 		assert.Empty(t, req.Header.Get(HeaderAPIKey), req.URL.Path)
 	}
-	assert.Equal(t, "text/event-stream", f.seen[2].Header.Get("Accept"))
+	assert.Equal(t, "text/event-stream", f.seen[3].Header.Get("Accept"))
 	f.mu.Unlock()
 	ex := tr.Exchanges()
 	assert.Equal(t, "execd", ex[len(ex)-1].Target)
@@ -609,4 +612,20 @@ func TestTransportErrorAndDecodeError(t *testing.T) {
 	res, err = c.CreateSandbox(context.Background(), CreateSandboxRequest{})
 	require.Error(t, err)
 	assert.Equal(t, 0, res.Status)
+}
+
+func TestWaitReadyTimesOut(t *testing.T) {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		w.WriteHeader(502)
+	}))
+	defer srv.Close()
+	c, _ := New("127.0.0.1:1", "")
+	e, err := c.ExecdAt(strings.TrimPrefix(srv.URL, "http://"), nil)
+	require.NoError(t, err)
+	ok, rd := e.WaitReady(context.Background(), 20*time.Millisecond, 200*time.Millisecond)
+	assert.False(t, ok)
+	assert.GreaterOrEqual(t, rd.Attempts, 3)
+	assert.Equal(t, 502, rd.Last.Status)
 }

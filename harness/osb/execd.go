@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // Execd is a client for one sandbox's execd API, reached through the endpoint
@@ -179,4 +180,39 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// Readiness is what WaitReady observed.
+type Readiness struct {
+	Attempts int
+	Elapsed  time.Duration
+	// Last is the last ping's result (nil if none completed).
+	Last *Result[Empty]
+	// LastErr is the last transport error, if any.
+	LastErr error
+}
+
+// WaitReady polls GET /ping every interval until a 2xx or until timeout, the
+// way the Python and JS SDKs do after create (200 ms, 30 s; CONTRACT §5.2).
+// ready is false on timeout or when ctx ends; the Readiness says what was seen.
+func (e *Execd) WaitReady(ctx context.Context, interval, timeout time.Duration) (ready bool, r Readiness) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		r.Attempts++
+		res, err := e.Ping(ctx)
+		r.Last, r.LastErr = res, err
+		r.Elapsed = time.Since(start)
+		if err == nil && res.OK() {
+			return true, r
+		}
+		if ctx.Err() != nil || time.Now().Add(interval).After(deadline) {
+			return false, r
+		}
+		select {
+		case <-time.After(interval):
+		case <-ctx.Done():
+			return false, r
+		}
+	}
 }

@@ -340,26 +340,16 @@ func (r *runner) waitReady(ctx context.Context) error {
 	if err != nil {
 		return fail(StopSandboxNotReady, summary.ClassPlatformError, "bad execd endpoint %q: %v", ep.Value.Endpoint, err)
 	}
-	deadline := time.Now().Add(r.cfg.ReadyTimeout)
-	var last string
-	for {
-		res, err := r.execd.Ping(ctx)
-		if err == nil && res.OK() {
-			r.logf("execd ready at %s", r.execd.BaseURL())
-			return nil
-		}
-		last = errOrStatus(err, metaOf(res))
-		if ce := r.ctxErr(ctx, "readiness"); ce != nil {
-			return ce
-		}
-		if time.Now().After(deadline) {
-			return r.goneOr(ctx, fail(StopSandboxNotReady, summary.ClassPlatformError, "execd did not answer /ping within %s (last: %s)", r.cfg.ReadyTimeout, last))
-		}
-		select {
-		case <-time.After(200 * time.Millisecond):
-		case <-ctx.Done():
-		}
+	ready, rd := r.execd.WaitReady(ctx, 200*time.Millisecond, r.cfg.ReadyTimeout)
+	if ready {
+		r.logf("execd ready at %s after %d ping(s)", r.execd.BaseURL(), rd.Attempts)
+		return nil
 	}
+	if ce := r.ctxErr(ctx, "readiness"); ce != nil {
+		return ce
+	}
+	return r.goneOr(ctx, fail(StopSandboxNotReady, summary.ClassPlatformError, "execd did not answer /ping within %s (%d attempts, last: %s)",
+		r.cfg.ReadyTimeout, rd.Attempts, errOrStatus(rd.LastErr, metaOf(rd.Last))))
 }
 
 // setupVault posts the data API token to the sandbox's credential vault so
