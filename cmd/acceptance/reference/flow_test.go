@@ -41,6 +41,7 @@ type fakeOSB struct {
 	installAttempts int
 	vaultBody       map[string]any
 	analyzeEnv      map[string]string
+	pingStatus      int // 0 = 200
 	srv             *httptest.Server
 }
 
@@ -177,7 +178,14 @@ func (f *fakeOSB) routes() http.Handler {
 			h(w, r)
 		}
 	}
-	mux.HandleFunc("GET /execd/ping", execd(func(w http.ResponseWriter, r *http.Request) { f.log("ping"); w.WriteHeader(200) }))
+	mux.HandleFunc("GET /execd/ping", execd(func(w http.ResponseWriter, r *http.Request) {
+		f.log("ping")
+		if f.pingStatus != 0 {
+			w.WriteHeader(f.pingStatus)
+			return
+		}
+		w.WriteHeader(200)
+	}))
 	mux.HandleFunc("POST /execd/files/upload", execd(func(w http.ResponseWriter, r *http.Request) {
 		mr, err := r.MultipartReader()
 		require.NoError(f.t, err)
@@ -747,4 +755,17 @@ func TestMainUsage(t *testing.T) {
 	s := loadSummary(t, dir)
 	assert.Equal(t, summary.ClassInputError, s.Error.Class)
 	assert.Contains(t, out.String(), "error [input_error]")
+}
+
+func TestFlowSandboxNeverReady(t *testing.T) {
+	f := newFake(t)
+	f.pingStatus = 502
+	res, out := runFlow(t, f, func(c *Config) { c.ReadyTimeout = 600 * time.Millisecond })
+	s := loadSummary(t, out)
+	assert.Equal(t, 1, res.ExitCode)
+	assert.Equal(t, StopSandboxNotReady, s.StopReason)
+	assert.Equal(t, summary.ClassPlatformError, s.Error.Class)
+	assert.Contains(t, s.Error.Message, "502")
+	assert.Empty(t, s.Steps)
+	assertOrder(t, f.callLog(), "create", "ping", "ping", "get:200", "delete", "get:404")
 }
