@@ -467,11 +467,17 @@ func TestUploadDownloadRoundTrip(t *testing.T) {
 	assert.Zero(t, buf.Len())
 	assert.Equal(t, "FILE_NOT_FOUND", dl.APIError().Code)
 
+	raw, err := e.Do(ctx, RawRequest{Method: "GET", Path: "/files/info", Query: map[string][]string{"path": {"/a"}}, Headers: map[string]string{"X-Extra": "1"}})
+	require.NoError(t, err)
+	assert.Equal(t, 200, raw.Status)
+	assert.JSONEq(t, `{"/a":{"path":"/a","type":"file","size":3,"mode":644}}`, string(raw.Value))
+
 	info, err := e.Info(ctx, "/workspace/input.csv")
 	require.NoError(t, err)
 	assert.Equal(t, 644, info.Value["/workspace/input.csv"].Mode)
 
 	ex := tr.Exchanges()
+	assert.Equal(t, "execd", ex[3].Target)
 	assert.Contains(t, ex[0].RequestBody, "/workspace/input.csv")
 	assert.NotContains(t, ex[0].RequestBody, "a,b", "upload bytes are not copied into the transcript")
 	assert.Contains(t, ex[1].ResponseBody, "bytes streamed")
@@ -524,6 +530,11 @@ func TestEgressAndVault(t *testing.T) {
 	pr, err := g.PatchPolicy(ctx, []NetworkRule{{Action: "deny", Target: "pypi.org"}})
 	require.NoError(t, err)
 	assert.Equal(t, 200, pr.Status)
+
+	raw, err := g.Do(ctx, RawRequest{Method: "GET", Path: "/policy"})
+	require.NoError(t, err)
+	assert.Equal(t, 200, raw.Status)
+	assert.Contains(t, string(raw.Value), `"enforcing"`)
 
 	un, err := g.WithHeaders(nil).GetPolicy(ctx)
 	require.NoError(t, err)

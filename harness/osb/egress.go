@@ -50,6 +50,12 @@ type PolicyStatus struct {
 	Policy          *NetworkPolicy `json:"policy,omitempty"`
 }
 
+// Do sends a raw egress request (e.g. POST /policy, PATCH /credential-vault);
+// the endpoint headers are sent, plus r.Headers.
+func (g *Egress) Do(ctx context.Context, r RawRequest) (*Result[[]byte], error) {
+	return g.c.doRaw(ctx, g.call(r.Method, r.Path, r.Query), r)
+}
+
 // Healthz calls GET /healthz (200 "ok").
 func (g *Egress) Healthz(ctx context.Context) (*Result[Empty], error) {
 	return doJSON[Empty](ctx, g.c, g.call("GET", "/healthz", nil), nil, false)

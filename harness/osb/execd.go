@@ -45,6 +45,12 @@ func (e *Execd) call(method, path string, q url.Values) call {
 	return call{target: "execd", method: method, url: joinURL(e.base, path, q), headers: copyMap(e.headers)}
 }
 
+// Do sends a raw execd request (routes without a typed method, odd bodies);
+// the endpoint headers are sent, plus r.Headers.
+func (e *Execd) Do(ctx context.Context, r RawRequest) (*Result[[]byte], error) {
+	return e.c.doRaw(ctx, e.call(r.Method, r.Path, r.Query), r)
+}
+
 // Ping calls GET /ping (200 with an empty body).
 func (e *Execd) Ping(ctx context.Context) (*Result[Empty], error) {
 	return doJSON[Empty](ctx, e.c, e.call("GET", "/ping", nil), nil, false)

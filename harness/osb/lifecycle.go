@@ -218,14 +218,16 @@ func (c *Client) GetEndpoint(ctx context.Context, id string, port int, useServer
 // cannot express (invalid shapes, explicit nulls) or routes they lack.
 type RawRequest struct {
 	Method string
-	// Path is appended to the server root, e.g. "/v1/sandboxes" or "/health".
+	// Path is appended to the base URL: the server root for Client.Do (e.g.
+	// "/v1/sandboxes", "/health"), the endpoint for Execd.Do and Egress.Do
+	// (e.g. "/files/search", "/policy").
 	Path  string
 	Query url.Values
 	// Body, if non-nil, is sent as is with ContentType (default application/json).
 	Body        []byte
 	ContentType string
 	Headers     map[string]string
-	// NoAPIKey suppresses the client's API key for this request.
+	// NoAPIKey suppresses the client's API key for this request (lifecycle only).
 	NoAPIKey bool
 }
 
@@ -235,6 +237,11 @@ func (c *Client) Do(ctx context.Context, r RawRequest) (*Result[[]byte], error) 
 	if r.NoAPIKey {
 		delete(cl.headers, HeaderAPIKey)
 	}
+	return c.doRaw(ctx, cl, r)
+}
+
+// doRaw sends r on top of the prepared call (target, URL, default headers).
+func (c *Client) doRaw(ctx context.Context, cl call, r RawRequest) (*Result[[]byte], error) {
 	for k, v := range r.Headers {
 		cl.headers[k] = v
 	}
