@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what the suite needs on Debian, as root; idempotent and quiet when all is present.
+# Says exactly what is missing when it cannot install it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v bwrap >/dev/null || need_apt+=(bubblewrap)
+command -v nsenter >/dev/null || need_apt+=(util-linux)
+command -v ip >/dev/null || need_apt+=(iproute2)
+/usr/bin/python3 -c 'import pandas' 2>/dev/null || need_apt+=(python3-pandas)
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need_apt+=(python3-matplotlib)
+/usr/bin/python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || need_apt+=(ca-certificates)
+command -v node >/dev/null || need_apt+=(nodejs)
+command -v npm >/dev/null || need_apt+=(npm)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "missing: ${need_apt[*]} (install them with: apt-get install -y ${need_apt[*]})" >&2
+    exit 1
+  fi
+  echo "deps: apt-get install -y ${need_apt[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# The wheel the stub package index serves to sandboxes (the reference pipeline installs it).
+wheels=.cache/wheels
+if ! ls "$wheels"/tabulate-*.whl >/dev/null 2>&1; then
+  mkdir -p "$wheels"
+  echo "deps: downloading the stub index's wheel (tabulate==0.9.0) into $wheels"
+  /usr/bin/python3 -m pip download -q --no-deps --only-binary=:all: -d "$wheels" 'tabulate==0.9.0' \
+    || { echo "could not download tabulate==0.9.0 from the package registry; the stub index will be empty and install steps will fail" >&2; }
+fi
+
+# The official JavaScript SDK, pinned, for the SDK compatibility test.
+if [ -f mock-server/sdktest/package.json ] && [ ! -d mock-server/sdktest/node_modules ]; then
+  echo "deps: npm ci in mock-server/sdktest"
+  (cd mock-server/sdktest && npm ci --no-audit --no-fund --loglevel=error)
+fi

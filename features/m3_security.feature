@@ -1,0 +1,31 @@
+@milestone:M3
+Feature: M3 · Security hardening
+  The course: create with default deny, allowing only the package source and the APIs the task needs;
+  show that a non-allowed host is denied; keep real keys out of the sandbox (Credential Vault); no keys
+  or full environment in what the agent sees. Acceptance: each verification is documented by evidence;
+  anything that can only be "explained verbally" does not pass.
+
+  @criterion:network
+  Scenario: The subject asks for default deny and the smallest allow list
+    When the subject is run on fixture "sales"
+    Then the subject's create request set networkPolicy defaultAction "deny"
+    And every host its policy allows is a package index host or the data API host
+
+  @criterion:network
+  Scenario: Under the subject's own policy a non-allowed host is denied and an allowed one is reached
+    When the subject is run on fixture "sales"
+    And I create a probe sandbox with the subject's network policy
+    Then from the probe sandbox "exfil.capstone.test" cannot be resolved or reached
+    And the denial of "exfil.capstone.test" is recorded in the audit
+    And from the probe sandbox the package index at "pypi.org" answers
+
+  @criterion:credential
+  Scenario: The data API gets the real credential while the sandbox never holds it
+    When the subject is run on fixture "sales"
+    Then no planted secret appears in the subject's sandbox
+    And if the subject called the data API, the API received the real token through the vault
+
+  @criterion:credential
+  Scenario: No key appears in what the subject writes or prints
+    When the subject is run on fixture "sales"
+    Then no planted secret appears in the subject's outputs, logs or summary

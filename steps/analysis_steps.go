@@ -1,0 +1,313 @@
+package steps
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/osb-capstone/acceptance/harness/recompute"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// M2 accuracy and the evidence chain: the harness's own recomputation, and
+// (bundled server) the subject's claims checked against the audit trail.
+
+func registerAnalysisSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^the subject claims at least (\d+) key numbers$`, claimsAtLeast)
+	sc.Step(`^the claimed row count matches the host recomputation$`, rowCountMatches)
+	sc.Step(`^every number the subject claims matches the host recomputation$`, claimsMatch)
+	sc.Step(`^every number the subject claims appears in report\.md$`, claimsInReport)
+	sc.Step(`^the sandbox id in the summary exists in the server's audit$`, sandboxInAudit)
+	sc.Step(`^every step the summary claims ran in that sandbox with the claimed exit code$`, stepsRan)
+	sc.Step(`^the input uploaded to the sandbox has the fixture's sha256$`, inputHashMatches)
+	sc.Step(`^the sandbox was deleted and a later GET answers 404$`, sandboxGone)
+	sc.Step(`^the subject exited non-zero or reported 0 rows$`, failedOrZeroRows)
+	sc.Step(`^if it failed, the summary shows the sandbox's stderr and an error class$`, failureVisible)
+}
+
+// summarized returns the run with a usable summary.json.
+func summarized(ctx context.Context) (*scenario, *subjectRun, error) {
+	s, r, err := ran(ctx)
+	if err != nil {
+		return s, r, err
+	}
+	if r.sum == nil {
+		return s, r, failf("no usable summary.json: %v", r.sumErr)
+	}
+	return s, r, nil
+}
+
+func claimsAtLeast(ctx context.Context, n int) error {
+	_, r, err := summarized(ctx)
+	if err != nil {
+		return err
+	}
+	if len(r.sum.Metrics) < n {
+		return failf("summary.json claims %d key numbers, the course asks for at least %d", len(r.sum.Metrics), n)
+	}
+	return nil
+}
+
+func rowCountMatches(ctx context.Context) error {
+	s, r, err := summarized(ctx)
+	if err != nil {
+		return err
+	}
+	if r.statsErr != nil {
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the harness could not read the input itself: %v", r.statsErr)
+	}
+	claimed, ok := r.sum.Metrics["rows"]
+	if !ok {
+		return failf("summary.json metrics claim no \"rows\"; the row count is the first number the course recomputes")
+	}
+	c := r.stats.CompareOne("rows", claimed)
+	s.addEvidence(writeComparisons(s, r, "rows", []recompute.Comparison{c}))
+	if !c.Match {
+		return failf("claimed rows %v, the harness counts %d (%s)", claimed, r.stats.Rows, c.Hint)
+	}
+	return nil
+}
+
+func claimsMatch(ctx context.Context) error {
+	s, r, err := summarized(ctx)
+	if err != nil {
+		return err
+	}
+	if r.statsErr != nil {
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the harness could not read the input itself: %v", r.statsErr)
+	}
+	cmp := r.stats.Compare(r.sum.Metrics)
+	s.addEvidence(writeComparisons(s, r, "all", cmp))
+	var bad, unverifiable []string
+	verified := 0
+	for _, c := range cmp {
+		switch c.Status {
+		case recompute.StatusMatch:
+			verified++
+		case recompute.StatusMismatch:
+			bad = append(bad, fmt.Sprintf("%s: claimed %v, recomputed %v (%s)", c.Name, c.Claimed, deref(c.Recomputed), c.Hint))
+		default:
+			unverifiable = append(unverifiable, c.Name)
+		}
+	}
+	if len(bad) > 0 {
+		return failf("%d claimed numbers differ from the host recomputation: %s", len(bad), strings.Join(bad, "; "))
+	}
+	if verified < 2 {
+		return failf("only %d claimed numbers could be recomputed (unverifiable: %s); the course needs at least two",
+			verified, strings.Join(unverifiable, ", "))
+	}
+	s.note("%d claims verified", verified)
+	if len(unverifiable) > 0 {
+		s.note("not recomputable: %s", strings.Join(unverifiable, ", "))
+	}
+	return nil
+}
+
+func claimsInReport(ctx context.Context) error {
+	s, r, err := summarized(ctx)
+	if err != nil {
+		return err
+	}
+	text, err := os.ReadFile(filepath.Join(r.outDir, "report.md"))
+	if err != nil {
+		return failf("report.md: %v", err)
+	}
+	checks := recompute.CheckReport(string(text), r.sum.Metrics)
+	b, _ := json.MarshalIndent(checks, "", "  ")
+	s.addEvidence(s.env.writeEvidence("accuracy", "report-numbers-"+r.key+".json", b))
+	var missing []string
+	for _, c := range checks {
+		if !c.Found {
+			missing = append(missing, fmt.Sprintf("%s=%v", c.Name, c.Claimed))
+		}
+	}
+	if len(missing) > 0 {
+		return failf("claimed numbers not found in report.md: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func writeComparisons(s *scenario, r *subjectRun, what string, cmp []recompute.Comparison) string {
+	b, _ := json.MarshalIndent(map[string]any{
+		"input":       map[string]any{"sha256": r.stats.SHA256, "bytes": r.stats.Bytes, "lines": r.stats.Lines, "encoding": r.stats.Encoding, "delimiter": r.stats.Delimiter, "bom": r.stats.BOM},
+		"comparisons": cmp,
+		"tolerance":   "relative 1e-6 or absolute 1e-9 (harness/recompute.Equal)",
+	}, "", "  ")
+	return s.env.writeEvidence("accuracy", "recompute-"+r.key+"-"+what+".json", b)
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return "n/a"
+	}
+	return *p
+}
+
+// audited returns the run with its audit trail, or "not measured" on a real server.
+func audited(ctx context.Context) (*scenario, *subjectRun, error) {
+	s, r, err := summarized(ctx)
+	if err != nil {
+		return s, r, err
+	}
+	if !s.env.mock() {
+		return s, r, notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+			"target %s has no audit trail; checking the subject's claims against what really ran needs the bundled server", s.env.opt.Target.Kind)
+	}
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return s, r, fmt.Errorf("reading the audit trail: %w", err)
+	}
+	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	return s, r, nil
+}
+
+func sandboxInAudit(ctx context.Context) error {
+	_, r, err := audited(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range r.sandboxes {
+		if id == r.sum.SandboxID {
+			return nil
+		}
+	}
+	return failf("summary.json names sandbox %q, but the subject's key created %v", r.sum.SandboxID, r.sandboxes)
+}
+
+func stepsRan(ctx context.Context) error {
+	_, r, err := audited(ctx)
+	if err != nil {
+		return err
+	}
+	if len(r.sum.Steps) == 0 {
+		return failf("summary.json lists no steps")
+	}
+	var bad []string
+	for _, st := range r.sum.Steps {
+		if st.ExitCode == nil {
+			continue // claimed as never finished
+		}
+		found, codes := false, []string{}
+		for _, ev := range r.audit {
+			if ev.Kind != "command" || ev.Command == nil || ev.SandboxID != r.sum.SandboxID || ev.Command.Command != st.Command {
+				continue
+			}
+			codes = append(codes, intPtrString(ev.Command.ExitCode))
+			if ev.Command.ExitCode != nil && *ev.Command.ExitCode == *st.ExitCode {
+				found = true
+			}
+		}
+		if !found {
+			if len(codes) == 0 {
+				bad = append(bad, fmt.Sprintf("step %q (%q) never ran in %s", st.Name, clip(st.Command, 80), r.sum.SandboxID))
+			} else {
+				bad = append(bad, fmt.Sprintf("step %q claims exit %d, the audit saw %s", st.Name, *st.ExitCode, strings.Join(codes, ",")))
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return failf("claims not backed by the audit: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func inputHashMatches(ctx context.Context) error {
+	_, r, err := audited(ctx)
+	if err != nil {
+		return err
+	}
+	if r.stats == nil {
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the harness could not hash the input: %v", r.statsErr)
+	}
+	var seen []string
+	for _, ev := range r.audit {
+		if ev.Kind == "file" && ev.File != nil && ev.File.Op == "upload" {
+			if ev.File.SHA256 == r.stats.SHA256 {
+				return nil
+			}
+			seen = append(seen, ev.File.Path+"="+clip(ev.File.SHA256, 12))
+		}
+	}
+	return failf("no upload had the input's sha256 %s (uploads: %s)", clip(r.stats.SHA256, 12), strings.Join(seen, ", "))
+}
+
+func sandboxGone(ctx context.Context) error {
+	s, r, err := audited(ctx)
+	if err != nil {
+		return err
+	}
+	deleted := false
+	for _, ev := range r.audit {
+		if ev.SandboxID == r.sum.SandboxID && ev.Kind == "lifecycle" && ev.Lifecycle != nil &&
+			ev.Lifecycle.Method == "DELETE" && ev.Lifecycle.Status == 204 {
+			deleted = true
+		}
+	}
+	if !deleted {
+		return failf("the audit shows no successful DELETE of %s by the subject", r.sum.SandboxID)
+	}
+	c, cancel := ctxTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := s.env.client.GetSandbox(c, r.sum.SandboxID)
+	if err != nil {
+		return failf("GET: %v", err)
+	}
+	if res.Status != 404 {
+		return failf("GET of the subject's sandbox answered %d after its delete, want 404", res.Status)
+	}
+	return nil
+}
+
+func failedOrZeroRows(ctx context.Context) error {
+	_, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if r.res.ExitCode != 0 {
+		return nil
+	}
+	if r.sum != nil {
+		if rows, ok := r.sum.Metrics["rows"]; ok && rows == 0 {
+			return nil
+		}
+	}
+	return failf("a header-only CSV has no data rows: the subject must either fail visibly or report 0 rows")
+}
+
+func failureVisible(ctx context.Context) error {
+	_, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if r.res.ExitCode == 0 {
+		return nil
+	}
+	if r.sum == nil {
+		return failf("the subject failed without a usable summary.json: %v", r.sumErr)
+	}
+	if r.sum.Error == nil || r.sum.Error.Class == "" {
+		return failf("the subject failed but summary.json has no error class")
+	}
+	for _, st := range r.sum.Steps {
+		if st.ExitCode != nil && *st.ExitCode != 0 && strings.TrimSpace(st.Stderr) != "" {
+			return nil
+		}
+	}
+	if r.sum.Error.Class == "input_error" && r.sum.Error.Message != "" {
+		return nil // rejected on the host before any sandbox step, with a message
+	}
+	return failf("the subject failed (%s) but no failed step shows the sandbox's stderr", r.sum.Error.Class)
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

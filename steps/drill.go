@@ -1,0 +1,83 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/osb"
+)
+
+// drill is a simulated fault, as data: a name, whether the target can inject
+// it (and why not), and how to switch it on and off around one subject run.
+// Drills that change server-wide behaviour run exclusively (faultMu).
+type drill struct {
+	Name      string
+	Available func(e *Env) (bool, string)
+	Setup     func(ctx context.Context, e *Env) error
+	Teardown  func(ctx context.Context, e *Env)
+	Opts      runOpts
+	log       []string
+}
+
+func (d *drill) logf(format string, args ...any) {
+	d.log = append(d.log, time.Now().UTC().Format(time.RFC3339Nano)+" "+fmt.Sprintf(format, args...))
+}
+
+// mockOnly is the availability of drills that need the bundled server's admin API.
+func mockOnly(e *Env) (bool, string) {
+	if e.mock() {
+		return true, ""
+	}
+	return false, fmt.Sprintf("target %s offers no way to inject this fault; the drill needs the bundled server's admin API", e.opt.Target.Kind)
+}
+
+// runDrill runs the subject once under the scenario's drill, exclusively.
+func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjectRun {
+	d := s.drill
+	e.faultMu.Lock()
+	defer e.faultMu.Unlock()
+	key := fixture + "-" + d.Name + "-" + s.scenarioLabel()
+	if d.Setup != nil {
+		if err := d.Setup(ctx, e); err != nil {
+			return &subjectRun{key: key, fixture: fixture, err: fmt.Errorf("switching on the simulated fault %s: %w", d.Name, err)}
+		}
+		d.logf("fault %s switched on", d.Name)
+	}
+	r := e.runSubject(ctx, key, fixture, d.Opts)
+	if d.Teardown != nil {
+		d.Teardown(context.WithoutCancel(ctx), e)
+		d.logf("fault %s switched off", d.Name)
+	}
+	return r
+}
+
+// whenFirstCommandFinished polls the audit until a command of a sandbox
+// created by the run's key has finished, then calls act with that sandbox.
+func (e *Env) whenFirstCommandFinished(ctx context.Context, r *subjectRun, act func(sandboxID string)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(150 * time.Millisecond):
+		}
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		res, err := e.client.Admin().Audit(c, osb.AuditQuery{})
+		cancel()
+		if err != nil || !res.Decoded {
+			continue
+		}
+		mine := map[string]bool{}
+		for _, ev := range res.Value.Events {
+			if lc := ev.Lifecycle; ev.Kind == "lifecycle" && lc != nil && lc.KeyFingerprint == r.keyFP && lc.Method == "POST" && isCreatePath(lc.Path) {
+				mine[ev.SandboxID] = true
+			}
+		}
+		for _, ev := range res.Value.Events {
+			if ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil && mine[ev.SandboxID] {
+				act(ev.SandboxID)
+				return
+			}
+		}
+	}
+}

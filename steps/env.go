@@ -1,0 +1,182 @@
+// Package steps holds the godog step definitions of the acceptance suite. An
+// Env describes one grading run (target server, subject, report bundle); its
+// InitializeScenario wires the steps into a godog suite. Scenario state lives
+// in each scenario's context, so scenarios can run concurrently.
+//
+// Steps reach the bundled server only over HTTP (lifecycle, execd, and the
+// documented /_mock admin extension) and through the few hooks in Options.
+package steps
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/subject"
+)
+
+// Target is the server being graded against.
+type Target struct {
+	Kind       rubric.Target // mock (bundled, with audit) or real (a URL)
+	Domain     string        // host:port[/path] as in OPEN_SANDBOX_DOMAIN
+	APIKey     string
+	AdminToken string // the bundled server's /_mock token; empty for a real server
+}
+
+// Stubs are the loopback servers standing in for the internet.
+type Stubs struct {
+	DataAPIURL   string // CAPSTONE_DATA_API_URL
+	DataAPIToken string // CAPSTONE_DATA_API_TOKEN (the real credential; a canary)
+	// DataAPIReceived reports how the data API stub saw the token since the
+	// given time: "real", "fake", "none" or "" when it was not called.
+	DataAPIReceived func(since time.Time) string
+	// ExfilRequests counts requests the exfiltration sink received since the given time.
+	ExfilRequests func(since time.Time) int
+	// CSVURL serves a fixture file on a loopback URL ({csv_url}).
+	CSVURL func(path string) (string, error)
+	// PackageIndexAvailable says whether the stub index has the wheel the
+	// reference install step needs, and why not.
+	PackageIndexAvailable func() (bool, string)
+}
+
+// Options configure an Env.
+type Options struct {
+	Target         Target
+	Subject        subject.Template
+	SelfExe        string // the acceptance binary (runs the reference subject)
+	Results        *rubric.Results
+	BundleDir      string // the report bundle (--out); evidence goes under evidence/
+	FixturesDir    string
+	RunID          string
+	SubjectTimeout time.Duration
+	Stubs          Stubs
+	// MintAPIKey returns a fresh API key accepted by the target, so the audit can
+	// tell one subject run's calls from every other's (bundled server only).
+	// Nil: every subject run uses Target.APIKey.
+	MintAPIKey func() (string, error)
+	// Progress receives one line per finished scenario; nil discards.
+	Progress io.Writer
+}
+
+// Env is one grading run's shared environment.
+type Env struct {
+	opt        Options
+	client     *osb.Client // the harness's own client, transcripts to evidence/transcripts.jsonl
+	transcript *os.File
+
+	runsMu sync.Mutex
+	runs   map[string]*subjectRunOnce
+
+	// faultMu serialises scenarios that switch on a server-wide simulated fault
+	// (they take it for writing) against subject runs (for reading).
+	faultMu sync.RWMutex
+
+	progressMu sync.Mutex
+
+	canaryMu sync.Mutex
+	canaries map[string]string // label → value, planted in the bundled server
+}
+
+// NewEnv checks the options and builds the harness client.
+func NewEnv(opt Options) (*Env, error) {
+	if opt.Results == nil {
+		return nil, fmt.Errorf("steps: Options.Results is required")
+	}
+	if opt.BundleDir == "" {
+		return nil, fmt.Errorf("steps: Options.BundleDir is required")
+	}
+	if opt.RunID == "" {
+		opt.RunID = randomHex(6)
+	}
+	if opt.SubjectTimeout <= 0 {
+		opt.SubjectTimeout = 10 * time.Minute
+	}
+	if err := os.MkdirAll(filepath.Join(opt.BundleDir, "evidence"), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(opt.BundleDir, "evidence", "transcripts.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := osb.New(opt.Target.Domain, opt.Target.APIKey,
+		osb.WithAdminToken(opt.Target.AdminToken),
+		osb.WithTranscript(&osb.JSONLTranscript{W: f}),
+		osb.WithSecrets(opt.Stubs.DataAPIToken))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &Env{opt: opt, client: cl, transcript: f, runs: map[string]*subjectRunOnce{}}, nil
+}
+
+// Close releases the Env's files.
+func (e *Env) Close() error { return e.transcript.Close() }
+
+// Client is the harness's own client for the target.
+func (e *Env) Client() *osb.Client { return e.client }
+
+// mock reports whether the target is the bundled server (with its audit trail).
+func (e *Env) mock() bool {
+	return e.opt.Target.Kind == rubric.TargetMock && e.opt.Target.AdminToken != ""
+}
+
+// writeEvidence stores content under evidence/<id>/<name> and returns the path
+// relative to the bundle.
+func (e *Env) writeEvidence(id, name string, content []byte) string {
+	rel := filepath.Join("evidence", sanitize(id), sanitize(name))
+	abs := filepath.Join(e.opt.BundleDir, rel)
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return ""
+	}
+	if err := os.WriteFile(abs, content, 0o644); err != nil {
+		return ""
+	}
+	return rel
+}
+
+func (e *Env) progress(format string, args ...any) {
+	if e.opt.Progress == nil {
+		return
+	}
+	e.progressMu.Lock()
+	defer e.progressMu.Unlock()
+	fmt.Fprintf(e.opt.Progress, format+"\n", args...)
+}
+
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+	s = strings.Trim(s, ".")
+	if len(s) > 100 {
+		s = s[:100]
+	}
+	if s == "" {
+		s = "_"
+	}
+	return s
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ctxTimeout bounds one harness call.
+func ctxTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}

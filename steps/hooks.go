@@ -1,0 +1,91 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cucumber/godog"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// InitializeScenario installs the hooks and every step of the suite.
+func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
+	sc.Before(func(ctx context.Context, p *godog.Scenario) (context.Context, error) {
+		var tags []string
+		for _, t := range p.Tags {
+			tags = append(tags, t.Name)
+		}
+		s := &scenario{env: e, name: p.Name, tags: tags, ids: rubricIDs(tags)}
+		return context.WithValue(ctx, scenarioKey{}, s), nil
+	})
+	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
+		s, _ := ctx.Value(scenarioKey{}).(*scenario)
+		if s == nil {
+			return ctx, nil
+		}
+		s.runCleanups(context.WithoutCancel(ctx))
+		e.recordOutcome(s, err)
+		return ctx, nil
+	})
+	registerContractSteps(sc)
+	registerClosedLoopSteps(sc)
+	registerSubjectSteps(sc)
+	registerAnalysisSteps(sc)
+	registerSecuritySteps(sc)
+	registerDrillSteps(sc)
+	registerEngineeringSteps(sc)
+}
+
+// recordOutcome turns a finished scenario into one outcome per rubric ID it is
+// tagged with: a failed step fails them, a timeout fails them with the reason
+// (a timeout never earns points), a not-measured step records its category and
+// reason, and a scenario whose steps all passed passes them.
+func (e *Env) recordOutcome(s *scenario, err error) {
+	s.mu.Lock()
+	nm := s.notMeasured
+	evidence := append([]string(nil), s.evidence...)
+	notes := strings.Join(s.notes, "; ")
+	s.mu.Unlock()
+
+	o := rubric.Outcome{Scenario: s.name, Evidence: evidence}
+	switch {
+	case err != nil && !errors.Is(err, godog.ErrSkip):
+		o.Verdict = rubric.Failed
+		o.Reason = err.Error()
+		if isTimeout(err) {
+			o.Reason = "timed out: " + o.Reason
+		}
+	case nm != nil:
+		o.Verdict = rubric.NotMeasured
+		o.Category = rubric.Category(nm.Category)
+		o.Reason = nm.Reason
+	case err != nil: // a bare skip without our reason
+		o.Verdict = rubric.NotMeasured
+		o.Category = rubric.CategoryPreconditionUnmet
+		o.Reason = "a step was skipped without a recorded reason: " + err.Error()
+	default:
+		o.Verdict = rubric.Passed
+		o.Reason = notes
+	}
+	if _, rerr := e.opt.Results.RecordTags(s.tags, o); rerr != nil {
+		e.progress("  ! could not record %s: %v", s.name, rerr)
+	}
+	e.progress("%-13s %s  [%s]%s", string(o.Verdict), s.name, strings.Join(s.ids, ", "), reasonSuffix(o))
+}
+
+func reasonSuffix(o rubric.Outcome) string {
+	if o.Verdict == rubric.Passed || o.Reason == "" {
+		return ""
+	}
+	r := o.Reason
+	if len(r) > 160 {
+		r = r[:157] + "..."
+	}
+	return "\n              " + r
+}
+
+// failf is a step failure with a formatted message.
+func failf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -1,0 +1,141 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/cucumber/godog"
+)
+
+// scenarioKey finds the scenario's state in its context. State never lives in
+// globals, so scenarios can run concurrently.
+type scenarioKey struct{}
+
+// scenario is what one scenario's steps share.
+type scenario struct {
+	env  *Env
+	name string
+	tags []string // the pickle's tags (feature tags included)
+	ids  []string // rubric IDs among them, for progress lines
+
+	mu          sync.Mutex
+	cleanups    []func(context.Context)
+	notMeasured *notMeasuredError
+	evidence    []string // evidence paths, relative to the report bundle
+	notes       []string
+
+	// M0 / raw-HTTP state.
+	last        lastResponse
+	sandboxID   string
+	createBody  map[string]any
+	execdBase   string
+	execdHeader map[string]string
+	exchanges   []string
+
+	// M1 state.
+	loops []loopResult
+	label string // metadata value unique to this scenario
+
+	// Subject state.
+	run   *subjectRun
+	probe *probeState
+	drill *drill // a simulated fault for the next subject run
+}
+
+type lastResponse struct {
+	what   string
+	status int
+	body   []byte
+}
+
+func state(ctx context.Context) *scenario {
+	s, _ := ctx.Value(scenarioKey{}).(*scenario)
+	if s == nil {
+		panic("steps: scenario state missing from context (BeforeScenario hook not installed)")
+	}
+	return s
+}
+
+// notMeasuredError is returned by a step that cannot measure what it should.
+// godog only knows "skipped" and drops the reason, so the scenario keeps it and
+// the outcome recorder reports it with its category.
+type notMeasuredError struct {
+	Category string // unsupported_by_target | precondition_unmet | reviewer_judgment | timeout
+	Reason   string
+}
+
+func (e *notMeasuredError) Error() string { return "not measured (" + e.Category + "): " + e.Reason }
+func (e *notMeasuredError) Unwrap() error { return godog.ErrSkip }
+
+// notMeasured records why the scenario cannot be measured and skips its remaining steps.
+func notMeasured(ctx context.Context, category, format string, args ...any) error {
+	s := state(ctx)
+	e := &notMeasuredError{Category: category, Reason: fmt.Sprintf(format, args...)}
+	s.mu.Lock()
+	if s.notMeasured == nil {
+		s.notMeasured = e
+	}
+	s.mu.Unlock()
+	return e
+}
+
+// addEvidence notes an evidence file (relative to the bundle) for this scenario's outcome.
+func (s *scenario) addEvidence(paths ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range paths {
+		if p != "" {
+			s.evidence = append(s.evidence, p)
+		}
+	}
+}
+
+func (s *scenario) note(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
+}
+
+// deferCleanup registers fn to run when the scenario ends, pass or fail.
+func (s *scenario) deferCleanup(fn func(context.Context)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cleanups = append(s.cleanups, fn)
+}
+
+func (s *scenario) runCleanups(ctx context.Context) {
+	s.mu.Lock()
+	fns := s.cleanups
+	s.cleanups = nil
+	s.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i](ctx)
+	}
+}
+
+// rubricIDs extracts the rubric IDs from tags such as @criterion:network,
+// @milestone:M2 and @drill:D1.
+func rubricIDs(tags []string) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, t := range tags {
+		t = strings.TrimPrefix(t, "@")
+		kind, id, ok := strings.Cut(t, ":")
+		if !ok || (kind != "criterion" && kind != "milestone" && kind != "drill") || seen[id] {
+			continue
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// isTimeout reports whether err says a deadline passed: a timeout never earns points.
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errSubjectTimedOut)
+}
+
+var errSubjectTimedOut = errors.New("the subject ran past its wall-clock limit and was killed")

@@ -1,0 +1,300 @@
+package steps
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osb-capstone/acceptance/fixtures"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/recompute"
+	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/harness/summary"
+)
+
+// subjectRun is one run of the subject on one input, with everything the
+// checks need: outputs, the validated summary, the harness's recomputation,
+// and (bundled server) the audit events of the sandboxes it created.
+type subjectRun struct {
+	key      string
+	fixture  string
+	question string
+	csvPath  string
+	dir      string // evidence/subject-<key>/ (absolute)
+	relDir   string
+	outDir   string
+
+	apiKey string
+	keyFP  string
+
+	started, ended time.Time
+	faultAt        time.Time // when a drill's fault hit the run
+	faultSandbox   string
+	res            *subject.Result
+	err            error // the harness could not run the subject at all
+
+	sum     *summary.Summary
+	sumErrs []summary.ValidationError
+	sumErr  error
+
+	stats    *recompute.Stats
+	statsErr error
+
+	auditOnce  sync.Once
+	audit      []osb.AuditEvent
+	sandboxes  []string // created by this run's key, in order
+	createBody map[string]json.RawMessage
+	auditErr   error
+}
+
+type subjectRunOnce struct {
+	once sync.Once
+	run  *subjectRun
+}
+
+// runFixture runs the subject on a committed fixture, once per run and fixture:
+// scenarios that check different aspects of the same run share it.
+func (e *Env) runFixture(ctx context.Context, name string) *subjectRun {
+	e.runsMu.Lock()
+	o := e.runs[name]
+	if o == nil {
+		o = &subjectRunOnce{}
+		e.runs[name] = o
+	}
+	e.runsMu.Unlock()
+	o.once.Do(func() {
+		e.faultMu.RLock()
+		defer e.faultMu.RUnlock()
+		o.run = e.runSubject(ctx, name, name, runOpts{})
+	})
+	return o.run
+}
+
+// during is called once the subject is running (drills use it to inject faults);
+// stop ends the subject (its process group is killed after the run's grace).
+type during func(ctx context.Context, r *subjectRun, stop func())
+
+// runOpts vary one subject run for a drill.
+type runOpts struct {
+	hook  during
+	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
+}
+
+// runSubject runs the subject now, uncached.
+func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *subjectRun {
+	r := &subjectRun{key: key, fixture: fixture}
+	r.relDir = filepath.Join("evidence", "subject-"+sanitize(key))
+	r.dir = filepath.Join(e.opt.BundleDir, r.relDir)
+	r.outDir = filepath.Join(r.dir, "out")
+	if err := os.MkdirAll(filepath.Join(r.dir, "input"), 0o755); err != nil {
+		r.err = err
+		return r
+	}
+	csvPath, question, err := e.materialize(fixture, filepath.Join(r.dir, "input"))
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.csvPath, r.question = csvPath, question
+	r.stats, r.statsErr = recompute.File(csvPath)
+
+	r.apiKey = e.opt.Target.APIKey
+	if e.opt.MintAPIKey != nil {
+		k, err := e.opt.MintAPIKey()
+		if err != nil {
+			r.err = fmt.Errorf("minting an API key for the subject: %w", err)
+			return r
+		}
+		r.apiKey = k
+	}
+	r.keyFP = keyFingerprint(r.apiKey)
+	e.client.AddSecret(r.apiKey)
+	if e.mock() {
+		e.registerCanaries(ctx, r.apiKey)
+	}
+
+	csvURL := ""
+	if e.opt.Subject.Uses("{csv_url}") && e.opt.Stubs.CSVURL != nil {
+		if u, err := e.opt.Stubs.CSVURL(csvPath); err == nil {
+			csvURL = u
+		}
+	}
+	spec := subject.Spec{
+		Template:   e.opt.Subject,
+		Inputs:     subject.Inputs{CSV: csvPath, CSVURL: csvURL, Question: question, Out: r.outDir},
+		Executable: e.opt.SelfExe,
+		WorkDir:    r.dir,
+		Timeout:    e.opt.SubjectTimeout,
+		Env: subject.Env{
+			Domain:       e.opt.Target.Domain,
+			APIKey:       r.apiKey,
+			DataAPIURL:   e.opt.Stubs.DataAPIURL,
+			DataAPIToken: e.opt.Stubs.DataAPIToken,
+			RunID:        e.opt.RunID + "-" + sanitize(key),
+		},
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	spec.Grace = o.grace
+	if o.hook != nil {
+		go o.hook(runCtx, r, cancel)
+	}
+	e.progress("  … running the subject on %s", key)
+	r.started = time.Now()
+	r.res, r.err = subject.Run(runCtx, spec)
+	r.ended = time.Now()
+
+	if _, err := os.Stat(filepath.Join(r.outDir, "summary.json")); err == nil {
+		r.sum, r.sumErrs, r.sumErr = summary.Load(filepath.Join(r.outDir, "summary.json"))
+	} else {
+		r.sumErr = fmt.Errorf("summary.json is missing from the subject's output")
+	}
+	e.writeRunRecord(r)
+	return r
+}
+
+// materialize copies a fixture into dir, or generates the large CSV.
+func (e *Env) materialize(name, dir string) (path, question string, err error) {
+	if name == "large" {
+		return e.generateLarge(dir)
+	}
+	file := name
+	if !strings.HasSuffix(file, ".csv") {
+		file += ".csv"
+	}
+	entry, err := fixtures.Lookup(file)
+	if err != nil {
+		return "", "", err
+	}
+	p, err := fixtures.Materialize(dir, file)
+	if err != nil {
+		return "", "", err
+	}
+	return p, entry.Question, nil
+}
+
+// writeRunRecord stores what the harness saw of the run as evidence.
+func (e *Env) writeRunRecord(r *subjectRun) {
+	rec := map[string]any{
+		"fixture":         r.fixture,
+		"question":        r.question,
+		"api_key_fp":      r.keyFP,
+		"started_at":      r.started.UTC().Format(time.RFC3339Nano),
+		"ended_at":        r.ended.UTC().Format(time.RFC3339Nano),
+		"result":          r.res,
+		"summary_errors":  r.sumErrs,
+		"harness_error":   errString(r.err),
+		"recompute":       r.stats,
+		"recompute_error": errString(r.statsErr),
+	}
+	b, _ := json.MarshalIndent(rec, "", "  ")
+	_ = os.WriteFile(filepath.Join(r.dir, "run.json"), b, 0o644)
+}
+
+// evidence returns the run's evidence paths (relative to the bundle).
+func (r *subjectRun) evidence(names ...string) []string {
+	out := []string{filepath.Join(r.relDir, "run.json")}
+	for _, n := range names {
+		out = append(out, filepath.Join(r.relDir, n))
+	}
+	return out
+}
+
+// usable reports whether the subject ran at all; the error explains why not.
+func (r *subjectRun) usable() error {
+	switch {
+	case r.err != nil:
+		return fmt.Errorf("the harness could not run the subject: %v", r.err)
+	case r.res == nil:
+		return fmt.Errorf("the subject did not run")
+	case r.res.TimedOut:
+		return fmt.Errorf("%w (limit reached after %s)", errSubjectTimedOut, r.res.Duration.Round(time.Second))
+	}
+	return nil
+}
+
+// loadAudit fetches, once, the audit events of every sandbox this run's API key created.
+func (e *Env) loadAudit(ctx context.Context, r *subjectRun) error {
+	r.auditOnce.Do(func() {
+		c, cancel := ctxTimeout(ctx, 30*time.Second)
+		defer cancel()
+		res, err := e.client.Admin().Audit(c, osb.AuditQuery{})
+		if err != nil {
+			r.auditErr = err
+			return
+		}
+		if !res.Decoded {
+			r.auditErr = fmt.Errorf("/_mock/audit answered %d: %s", res.Status, excerpt(res.Body, 200))
+			return
+		}
+		mine := map[string]bool{}
+		r.createBody = map[string]json.RawMessage{}
+		for _, ev := range res.Value.Events {
+			lc := ev.Lifecycle
+			if ev.Kind == "lifecycle" && lc != nil && lc.KeyFingerprint == r.keyFP && lc.Method == "POST" &&
+				isCreatePath(lc.Path) && lc.Status == 202 && ev.SandboxID != "" && !mine[ev.SandboxID] {
+				mine[ev.SandboxID] = true
+				r.sandboxes = append(r.sandboxes, ev.SandboxID)
+				r.createBody[ev.SandboxID] = lc.Body
+			}
+		}
+		for _, ev := range res.Value.Events {
+			if mine[ev.SandboxID] {
+				r.audit = append(r.audit, ev)
+			}
+		}
+		sort.Slice(r.audit, func(i, j int) bool { return r.audit[i].Seq < r.audit[j].Seq })
+		b, _ := json.MarshalIndent(r.audit, "", "  ")
+		_ = os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
+	})
+	return r.auditErr
+}
+
+func isCreatePath(p string) bool {
+	p = strings.TrimSuffix(strings.SplitN(p, "?", 2)[0], "/")
+	return p == "/v1/sandboxes" || p == "/sandboxes"
+}
+
+// keyFingerprint is how the bundled server's audit names an API key: the first
+// 12 hex digits of its sha256 (never the key).
+func keyFingerprint(key string) string {
+	if key == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:])[:12]
+}
+
+// registerCanaries plants the secrets the server must never find in a sandbox.
+func (e *Env) registerCanaries(ctx context.Context, subjectKey string) {
+	c, cancel := ctxTimeout(ctx, 10*time.Second)
+	defer cancel()
+	e.canaryMu.Lock()
+	defer e.canaryMu.Unlock()
+	if e.canaries == nil {
+		e.canaries = map[string]string{}
+		if e.opt.Stubs.DataAPIToken != "" {
+			e.canaries["data_api_token"] = e.opt.Stubs.DataAPIToken
+		}
+		if e.opt.Target.APIKey != "" {
+			e.canaries["platform_api_key"] = e.opt.Target.APIKey
+		}
+	}
+	e.canaries["subject_api_key_"+keyFingerprint(subjectKey)] = subjectKey
+	_, _ = e.client.Admin().PutCanaries(c, e.canaries)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,179 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cucumber/godog"
+
+	"github.com/osb-capstone/acceptance/fixtures"
+)
+
+// Steps that run the subject and check its outputs (M2 function).
+
+func registerSubjectSteps(sc *godog.ScenarioContext) {
+	sc.Step(`^the subject is run on fixture "([^"]*)"$`, runOnFixture)
+	sc.Step(`^the subject is run on a generated CSV of at least 50 MB$`, runOnLarge)
+	sc.Step(`^the subject exited 0$`, subjectExited0)
+	sc.Step(`^the subject exited non-zero$`, subjectExitedNonZero)
+	sc.Step(`^the subject wrote a non-empty report\.md$`, reportNonEmpty)
+	sc.Step(`^the subject's chart\.png decodes as a PNG of sensible size$`, chartIsPNG)
+	sc.Step(`^the subject's summary\.json validates against the schema$`, summaryValid)
+}
+
+func runOnFixture(ctx context.Context, name string) error {
+	s := state(ctx)
+	if s.drill != nil {
+		s.run = s.env.runDrill(ctx, s, name)
+	} else {
+		s.run = s.env.runFixture(ctx, name)
+	}
+	s.addEvidence(s.run.evidence()...)
+	return nil
+}
+
+func runOnLarge(ctx context.Context) error {
+	s := state(ctx)
+	s.run = s.env.runFixture(ctx, "large")
+	s.addEvidence(s.run.evidence()...)
+	return nil
+}
+
+// generateLarge writes the manifest's large CSV (≥ 50 MB, streamed) into dir.
+func (e *Env) generateLarge(dir string) (string, string, error) {
+	m, err := fixtures.Load()
+	if err != nil {
+		return "", "", err
+	}
+	p, _, err := fixtures.GenerateLargeFile(dir)
+	if err != nil {
+		return "", "", err
+	}
+	return p, m.Large.Question, nil
+}
+
+// ran returns the scenario's subject run, or an error saying why there is none.
+func ran(ctx context.Context) (*scenario, *subjectRun, error) {
+	s := state(ctx)
+	if s.run == nil {
+		return s, nil, failf("the subject was not run in this scenario")
+	}
+	if err := s.run.usable(); err != nil {
+		return s, s.run, err
+	}
+	return s, s.run, nil
+}
+
+func subjectExited0(ctx context.Context) error {
+	_, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if r.res.ExitCode != 0 {
+		return failf("the subject exited %d, want 0 (stderr: %s)", r.res.ExitCode, tailFile(r.res.StderrPath, 600))
+	}
+	return nil
+}
+
+func subjectExitedNonZero(ctx context.Context) error {
+	_, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if r.res.ExitCode == 0 {
+		return failf("the subject exited 0; this failure must be a non-zero exit")
+	}
+	return nil
+}
+
+func reportNonEmpty(ctx context.Context) error {
+	s, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(r.outDir, "report.md"))
+	if err != nil {
+		return failf("report.md: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return failf("report.md is empty")
+	}
+	s.addEvidence(filepath.Join(r.relDir, "out", "report.md"))
+	return nil
+}
+
+func chartIsPNG(ctx context.Context) error {
+	s, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(filepath.Join(r.outDir, "chart.png"))
+	if err != nil {
+		return failf("chart.png: %v", err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil {
+		return failf("chart.png does not decode as a PNG: %v", err)
+	}
+	if cfg.Width < 200 || cfg.Height < 150 || cfg.Width > 10000 || cfg.Height > 10000 {
+		return failf("chart.png is %dx%d pixels; a readable chart is between 200x150 and 10000x10000", cfg.Width, cfg.Height)
+	}
+	if _, err := f.Seek(0, 0); err == nil {
+		if _, err := png.Decode(f); err != nil {
+			return failf("chart.png is a truncated or corrupt PNG: %v", err)
+		}
+	}
+	s.addEvidence(filepath.Join(r.relDir, "out", "chart.png"))
+	s.note("chart %dx%d", cfg.Width, cfg.Height)
+	return nil
+}
+
+func summaryValid(ctx context.Context) error {
+	s, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if r.sumErr != nil {
+		return failf("summary.json: %v", r.sumErr)
+	}
+	if r.sum == nil || len(r.sumErrs) > 0 {
+		var msgs []string
+		for _, v := range r.sumErrs {
+			msgs = append(msgs, v.String())
+		}
+		if r.sum == nil && len(msgs) == 0 {
+			msgs = append(msgs, "not JSON")
+		}
+		return failf("summary.json does not validate: %s", strings.Join(msgs, "; "))
+	}
+	s.addEvidence(filepath.Join(r.relDir, "out", "summary.json"))
+	return nil
+}
+
+// tailFile returns the last n bytes of a file, for failure messages.
+func tailFile(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := st.Size() - n
+	if off < 0 {
+		off = 0
+	}
+	b := make([]byte, st.Size()-off)
+	_, _ = f.ReadAt(b, off)
+	return strings.TrimSpace(string(b))
+}
+
+var _ = fmt.Sprintf
