@@ -43,10 +43,10 @@ type probeState struct {
 
 // createRequest is the part of a create request the security checks read.
 type createRequest struct {
-	Timeout         *int               `json:"timeout"`
-	NetworkPolicy   *osb.NetworkPolicy `json:"networkPolicy"`
+	Timeout         *int                 `json:"timeout"`
+	NetworkPolicy   *osb.NetworkPolicy   `json:"networkPolicy"`
 	CredentialProxy *osb.CredentialProxy `json:"credentialProxy"`
-	Env             map[string]any     `json:"env"`
+	Env             map[string]any       `json:"env"`
 }
 
 // subjectCreates returns the create requests of the subject's sandboxes

@@ -12,8 +12,8 @@ import (
 	"os"
 
 	"github.com/osb-capstone/acceptance/cmd/acceptance/reference"
-	"github.com/osb-capstone/acceptance/mock-server/agent"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
+	"github.com/osb-capstone/acceptance/mock-server/agent"
 )
 
 // version is stamped by the build; "dev" otherwise.

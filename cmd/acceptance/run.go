@@ -127,8 +127,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		kind, targetName = rubric.TargetReal, cfg.target
 	}
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
-		RunID: runID, Target: targetName, TargetKind: kind, Subject: cfg.subject, Seed: cfg.seed, Tags: cfg.tags,
-		Versions: versions(), StartedAt: time.Now().UTC(), Command: "acceptance " + strings.Join(args, " "),
+		RunID: runID, Target: cfg.target, TargetKind: kind, Subject: cfg.subject, Seed: cfg.seed, Tags: cfg.tags,
+		Versions: versions(), StartedAt: time.Now().UTC(), Command: "acceptance",
 	}, report.Options{Baselines: report.BaselinesFromEnv(cfg.baselines)})
 	if err != nil {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
@@ -236,8 +236,8 @@ func stubHooks(st *stubs.Set, token string) steps.Stubs {
 			}
 			return got
 		},
-		ExfilRequests: func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
-		CSVURL:        st.CSV.Add,
+		ExfilRequests:         func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		CSVURL:                st.CSV.Add,
 		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
 	}
 }

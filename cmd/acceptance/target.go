@@ -9,9 +9,9 @@ import (
 	"log/slog"
 	"os"
 
-	mockserver "github.com/osb-capstone/acceptance/mock-server"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
+	mockserver "github.com/osb-capstone/acceptance/mock-server"
 	"github.com/osb-capstone/acceptance/steps"
 )
 
