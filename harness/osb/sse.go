@@ -109,19 +109,22 @@ func decodeEvent(s string) (Event, bool) {
 	if !strings.HasPrefix(s, "{") {
 		return Event{}, false
 	}
-	var ev Event
+	var aux struct {
+		Event
+		TS *int64 `json:"timestamp"`
+	}
 	dec := json.NewDecoder(strings.NewReader(s))
-	if err := dec.Decode(&ev); err != nil {
+	if err := dec.Decode(&aux); err != nil {
 		return Event{}, false
 	}
 	if dec.More() { // trailing content: not one object
 		return Event{}, false
 	}
-	ev.Raw = json.RawMessage(s)
-	var probe map[string]json.RawMessage
-	if json.Unmarshal([]byte(s), &probe) == nil {
-		_, ev.HasTimestamp = probe["timestamp"]
+	ev := aux.Event
+	if aux.TS != nil {
+		ev.Timestamp, ev.HasTimestamp = *aux.TS, true
 	}
+	ev.Raw = json.RawMessage(s)
 	return ev, true
 }
 
