@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -40,6 +41,12 @@ func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
 	if sb == nil {
 		return nil, ErrNotFound
 	}
+	return s.scanCanaries(id, sb), nil
+}
+
+// scanCanaries is CanaryScan for a sandbox the caller holds (also one that is
+// being removed and is no longer in the table).
+func (s *Server) scanCanaries(id string, sb *sandbox) []audit.Canary {
 	s.mu.Lock()
 	canaries := make(map[string][]byte, len(s.canaries))
 	for k, v := range s.canaries {
@@ -48,7 +55,7 @@ func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
 	s.mu.Unlock()
 	findings := []audit.Canary{}
 	if len(canaries) == 0 {
-		return findings, nil
+		return findings
 	}
 	labels := make([]string, 0, len(canaries))
 	for l := range canaries {
@@ -134,5 +141,66 @@ func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
 		f := findings[i]
 		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCanary, Canary: &f})
 	}
-	return findings, nil
+	return findings
+}
+
+// maxManifestEntries bounds the final workspace manifest recorded at removal.
+const maxManifestEntries = 500
+
+// finalRecord is taken just before a sandbox is destroyed, while its
+// processes and files still exist: a canary scan (when canaries are planted),
+// recorded as findings plus one Canary event with Location "scan" saying the
+// scan happened; and the manifest of /workspace and /tmp as File events with
+// Op "final-manifest" (path, size, sha256), so a grader can prove what was, or
+// was not, left in the sandbox after the subject's last command.
+func (s *Server) finalRecord(id string, sb *sandbox) {
+	s.mu.Lock()
+	planted := len(s.canaries)
+	s.mu.Unlock()
+	if planted > 0 {
+		n := len(s.scanCanaries(id, sb))
+		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCanary, Canary: &audit.Canary{
+			Location: "scan", Where: fmt.Sprintf("%d canaries, %d findings, before removal", planted, n)}})
+	}
+	entries := 0
+	for _, sub := range []string{"workspace", "tmp"} {
+		root := filepath.Join(sb.rt.Dir(), sub)
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			if entries >= maxManifestEntries {
+				return fs.SkipAll
+			}
+			entries++
+			rel, _ := filepath.Rel(root, path)
+			f := audit.File{Op: "final-manifest", Path: "/" + sub + "/" + filepath.ToSlash(rel)}
+			if info, err := d.Info(); err == nil {
+				f.Size = info.Size()
+			}
+			if d.Type().IsRegular() {
+				f.SHA256 = fileSHA256(path, canaryMaxFile)
+			}
+			s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFile, File: &f})
+			return nil
+		})
+	}
+	if entries >= maxManifestEntries {
+		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFile, File: &audit.File{Op: "final-manifest",
+			Path: fmt.Sprintf("(manifest cut at %d entries)", maxManifestEntries)}})
+	}
+}
+
+// fileSHA256 hashes up to limit bytes of a file ("" when unreadable).
+func fileSHA256(path string, limit int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(f, limit)); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

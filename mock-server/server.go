@@ -283,6 +283,7 @@ func (s *Server) remove(id, to, reason string, expired bool) error {
 	s.mu.Unlock()
 
 	from := s.statusOf(sb).State
+	s.finalRecord(id, sb)
 	err := sb.destroy()
 	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState,
 		State: &audit.State{From: from, To: to, Reason: reason}})
