@@ -8,7 +8,6 @@ BIN       := bin/acceptance
 WHEELS    := .cache/wheels
 # The one package the reference pipeline's install step asks the (stub) package index for.
 WHEEL_PKG := tabulate==0.9.0
-APT_PKGS  := bubblewrap python3-pandas python3-matplotlib python3-pip iproute2 util-linux ca-certificates nodejs npm
 ARGS      ?=
 
 .PHONY: all deps build acceptance test test-short bench update-baselines clean
@@ -24,9 +23,12 @@ build:
 acceptance: deps build
 	./$(BIN) run $(ARGS)
 
+# The SDK compatibility tests find the pinned official SDKs that make deps installs.
+SDK_ENV := OSB_JS_SDK_DIR=$(CURDIR)/mock-server/testdata/sdk OSB_PY_SDK_PYTHON=$(CURDIR)/.cache/py-sdk/bin/python
+
 test: deps
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 40m ./...
+	$(SDK_ENV) $(GO) test -count=1 -timeout 40m ./...
 
 test-short:
 	$(GO) test -count=1 -short ./...

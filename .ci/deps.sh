@@ -14,6 +14,8 @@ command -v ip >/dev/null || need_apt+=(iproute2)
 [ -f /etc/ssl/certs/ca-certificates.crt ] || need_apt+=(ca-certificates)
 command -v node >/dev/null || need_apt+=(nodejs)
 command -v npm >/dev/null || need_apt+=(npm)
+/usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+command -v sysctl >/dev/null || need_apt+=(procps)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
@@ -34,8 +36,15 @@ if ! ls "$wheels"/tabulate-*.whl >/dev/null 2>&1; then
     || { echo "could not download tabulate==0.9.0 from the package registry; the stub index will be empty and install steps will fail" >&2; }
 fi
 
-# The official JavaScript SDK, pinned, for the SDK compatibility test.
-if [ -f mock-server/sdktest/package.json ] && [ ! -d mock-server/sdktest/node_modules ]; then
-  echo "deps: npm ci in mock-server/sdktest"
-  (cd mock-server/sdktest && npm ci --no-audit --no-fund --loglevel=error)
+# The official SDKs, pinned, for the SDK compatibility tests (mock-server/jssdk_test.go, pysdk_test.go).
+sdk=mock-server/testdata/sdk
+if [ ! -f "$sdk/node_modules/@alibaba-group/opensandbox/package.json" ]; then
+  echo "deps: npm ci in $sdk (@alibaba-group/opensandbox 0.1.11)"
+  (cd "$sdk" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi
+if ! .cache/py-sdk/bin/python -c 'import opensandbox' 2>/dev/null; then
+  echo "deps: venv .cache/py-sdk with opensandbox==1.1.1"
+  rm -rf .cache/py-sdk
+  /usr/bin/python3 -m venv .cache/py-sdk
+  .cache/py-sdk/bin/pip install -q --disable-pip-version-check -r "$sdk/requirements.txt"
 fi

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,15 +60,15 @@ console.log(JSON.stringify(out));
 func TestOfficialJSSDK(t *testing.T) {
 	dir := os.Getenv("OSB_JS_SDK_DIR")
 	if dir == "" {
-		t.Skip("official JS SDK not measured: set OSB_JS_SDK_DIR to a directory with node_modules/@alibaba-group/opensandbox (npm install @alibaba-group/opensandbox@0.1.11)")
+		sdkUnavailable(t, "official JS SDK not measured: set OSB_JS_SDK_DIR to a directory with node_modules/@alibaba-group/opensandbox (npm install @alibaba-group/opensandbox@0.1.11)")
 	}
 	entry := filepath.Join(dir, "node_modules", "@alibaba-group", "opensandbox", "dist", "index.js")
 	if _, err := os.Stat(entry); err != nil {
-		t.Skipf("official JS SDK not measured: %v", err)
+		sdkUnavailable(t, fmt.Sprintf("official JS SDK not measured: %v", err))
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skipf("official JS SDK not measured: node not found: %v", err)
+		sdkUnavailable(t, fmt.Sprintf("official JS SDK not measured: node not found: %v", err))
 	}
 	for _, proxy := range []string{"0", "1"} {
 		t.Run("use_server_proxy="+proxy, func(t *testing.T) { runJSSDK(t, node, entry, proxy) })
@@ -128,4 +129,15 @@ func runJSSDK(t *testing.T, node, entry, useProxy string) {
 	} else {
 		assert.Zero(t, proxied)
 	}
+}
+
+// sdkUnavailable skips an official-SDK test with its reason, or fails it when
+// OSB_SDK_REQUIRED=1 (make test sets it after make deps installed the SDKs, so
+// a broken install can never pass as a skip).
+func sdkUnavailable(t *testing.T, reason string) {
+	t.Helper()
+	if os.Getenv("OSB_SDK_REQUIRED") == "1" {
+		t.Fatal(reason + " (OSB_SDK_REQUIRED=1)")
+	}
+	t.Skip(reason)
 }

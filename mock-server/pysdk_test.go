@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,10 +66,10 @@ print(json.dumps(out))
 func TestOfficialPythonSDK(t *testing.T) {
 	py := os.Getenv("OSB_PY_SDK_PYTHON")
 	if py == "" {
-		t.Skip("official Python SDK not measured: set OSB_PY_SDK_PYTHON to a python with opensandbox==1.1.1 installed")
+		sdkUnavailable(t, "official Python SDK not measured: set OSB_PY_SDK_PYTHON to a python with opensandbox==1.1.1 installed")
 	}
 	if err := exec.Command(py, "-c", "import opensandbox").Run(); err != nil {
-		t.Skipf("official Python SDK not measured: %s cannot import opensandbox: %v", py, err)
+		sdkUnavailable(t, fmt.Sprintf("official Python SDK not measured: %s cannot import opensandbox: %v", py, err))
 	}
 	for _, proxy := range []string{"0", "1"} {
 		t.Run("use_server_proxy="+proxy, func(t *testing.T) {
