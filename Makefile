@@ -24,7 +24,7 @@ acceptance: deps build
 	./$(BIN) run $(ARGS)
 
 # The SDK compatibility tests find the pinned official SDKs that make deps installs.
-SDK_ENV := OSB_JS_SDK_DIR=$(CURDIR)/mock-server/testdata/sdk OSB_PY_SDK_PYTHON=$(CURDIR)/.cache/py-sdk/bin/python
+SDK_ENV := OSB_SDK_REQUIRED=1 OSB_JS_SDK_DIR=$(CURDIR)/mock-server/testdata/sdk OSB_PY_SDK_PYTHON=$(CURDIR)/.cache/py-sdk/bin/python
 
 test: deps
 	$(GO) vet ./...
