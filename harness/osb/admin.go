@@ -2,6 +2,7 @@ package osb
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"strconv"
@@ -63,6 +64,26 @@ type AuditLifecycle struct {
 	RequestID      string          `json:"request_id"`
 	KeyFingerprint string          `json:"key_fingerprint,omitempty"`
 	Body           json.RawMessage `json:"body,omitempty"`
+}
+
+// UnmarshalJSON accepts Body both as raw JSON and as the base64 string the
+// server's []byte field produces, and always leaves the JSON itself in Body.
+func (l *AuditLifecycle) UnmarshalJSON(b []byte) error {
+	type plain AuditLifecycle
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	if len(p.Body) > 0 && p.Body[0] == '"' {
+		var s string
+		if err := json.Unmarshal(p.Body, &s); err == nil {
+			if dec, err := base64.StdEncoding.DecodeString(s); err == nil && json.Valid(dec) {
+				p.Body = dec
+			}
+		}
+	}
+	*l = AuditLifecycle(p)
+	return nil
 }
 
 // AuditCommand is a recorded execd command.

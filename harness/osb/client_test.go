@@ -201,7 +201,12 @@ func (f *fake) handler() http.Handler {
 		case r.URL.Path == "/_mock/info":
 			writeJSON(w, 200, map[string]any{"version": "t", "isolation": map[string]any{"enforced": true}, "limits": map[string]bool{"memory": true}, "snapshots": "not_implemented"})
 		case r.URL.Path == "/_mock/audit":
-			writeJSON(w, 200, map[string]any{"events": []any{map[string]any{"seq": 1, "time": "2026-11-29T06:48:55Z", "sandbox_id": "sb-1", "kind": "command", "command": map[string]any{"id": "c1", "command": "echo", "exit_code": 0, "started_at": "2026-11-29T06:48:55Z"}}}})
+			writeJSON(w, 200, map[string]any{"events": []any{
+				map[string]any{"seq": 0, "kind": "lifecycle", "lifecycle": map[string]any{"method": "POST", "path": "/v1/sandboxes", "status": 202,
+					"body": []byte(`{"image":{"uri":"python:3.12"}}`)}}, // a Go []byte: base64 on the wire
+				map[string]any{"seq": 0, "kind": "lifecycle", "lifecycle": map[string]any{"method": "POST", "path": "/v1/sandboxes", "status": 202,
+					"body": json.RawMessage(`{"image":{"uri":"x"}}`)}},
+				map[string]any{"seq": 1, "time": "2026-11-29T06:48:55Z", "sandbox_id": "sb-1", "kind": "command", "command": map[string]any{"id": "c1", "command": "echo", "exit_code": 0, "started_at": "2026-11-29T06:48:55Z"}}}})
 		case strings.HasSuffix(r.URL.Path, "/canary-scan"):
 			writeJSON(w, 200, map[string]any{"findings": []any{map[string]string{"label": "k", "location": "env", "where": "TOKEN"}}})
 		case r.URL.Path == "/_mock/sandboxes":
@@ -572,8 +577,10 @@ func TestAdmin(t *testing.T) {
 
 	au, err := a.Audit(ctx, AuditQuery{SandboxID: "sb-1", Kind: "command", Since: 5})
 	require.NoError(t, err)
-	require.Len(t, au.Value.Events, 1)
-	assert.Equal(t, "c1", au.Value.Events[0].Command.ID)
+	require.Len(t, au.Value.Events, 3)
+	assert.JSONEq(t, `{"image":{"uri":"python:3.12"}}`, string(au.Value.Events[0].Lifecycle.Body), "base64 body decoded to its JSON")
+	assert.JSONEq(t, `{"image":{"uri":"x"}}`, string(au.Value.Events[1].Lifecycle.Body), "raw JSON body kept")
+	assert.Equal(t, "c1", au.Value.Events[2].Command.ID)
 	f.mu.Lock()
 	assert.Equal(t, "kind=command&sandbox_id=sb-1&since=5", f.seen[1].URL.RawQuery)
 	f.mu.Unlock()
