@@ -36,7 +36,7 @@ const IndexURL = "https://pypi.org/simple"
 // its timeout to 20 s so a denied index fails in seconds, not minutes; the
 // pipeline decides about retrying, not pip.
 const InstallCommand = `if python3 -c 'import pandas, matplotlib' 2>/dev/null; then extra=''; else extra='pandas matplotlib'; fi; ` +
-	`python3 -m pip install -q --user --disable-pip-version-check --no-input --retries 1 --timeout 20 ` +
+	`python3 -m pip install -q --user --disable-pip-version-check --no-input --no-warn-script-location --root-user-action=ignore --retries 1 --timeout 20 ` +
 	`--index-url ` + IndexURL + ` ` + InstallPackage + ` $extra`
 
 // AnalyzeCommand runs the analysis.
