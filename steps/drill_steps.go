@@ -155,11 +155,14 @@ func expireAfterFirstCommand(ctx context.Context) error {
 	}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
 		s.env.whenFirstCommandFinished(ctx, r, func(id string) {
-			c, cancel := ctxTimeout(ctx, 10*time.Second)
+			// The subject may notice the expiry and exit before the admin call
+			// returns, which cancels ctx: the fault must not depend on it.
+			c, cancel := ctxTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
+			at := time.Now()
 			res, err := s.env.client.Admin().Expire(c, id)
 			if err == nil && res.OK() {
-				r.faultAt = time.Now()
+				r.faultAt = at
 				r.faultSandbox = id
 			}
 		})

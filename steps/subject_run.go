@@ -142,15 +142,21 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 		},
 	}
 	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	spec.Grace = o.grace
+	var hookDone sync.WaitGroup
 	if o.hook != nil {
-		go o.hook(runCtx, r, cancel)
+		hookDone.Add(1)
+		go func() {
+			defer hookDone.Done()
+			o.hook(runCtx, r, cancel)
+		}()
 	}
 	e.progress("  … running the subject on %s", key)
 	r.started = time.Now()
 	r.res, r.err = subject.Run(runCtx, spec)
 	r.ended = time.Now()
+	cancel()
+	hookDone.Wait() // the hook's writes to r happen before anyone reads them
 
 	if _, err := os.Stat(filepath.Join(r.outDir, "summary.json")); err == nil {
 		r.sum, r.sumErrs, r.sumErr = summary.Load(filepath.Join(r.outDir, "summary.json"))

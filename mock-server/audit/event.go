@@ -4,7 +4,10 @@
 // in the state dir. Secrets never enter it: API keys appear only as fingerprints.
 package audit
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Kind names what an Event records.
 type Kind string
@@ -48,7 +51,7 @@ type Lifecycle struct {
 	// Body is the request body for create/renew/patch calls (JSON, with env
 	// values replaced by their sha256 fingerprints), so a grader can see the
 	// policy a subject asked for.
-	Body []byte `json:"body,omitempty"`
+	Body json.RawMessage `json:"body,omitempty"`
 }
 
 // Command records one execd command, foreground or background.
