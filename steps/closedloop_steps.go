@@ -69,7 +69,7 @@ func runLoops(ctx context.Context, n int, inject bool) error {
 	s.mu.Lock()
 	text := strings.Join(s.exchanges, "\n\n") + "\n"
 	s.mu.Unlock()
-	s.addEvidence(s.env.writeEvidence("M1", "closed-loop-"+label+".txt", []byte(text)))
+	s.addEvidence(s.env.writeEvidence("M1", "closed-loop-"+s.slug()+".txt", []byte(text)))
 	return nil
 }
 
@@ -264,7 +264,7 @@ func noneLeft(ctx context.Context) error {
 	for _, it := range res.Value.Items {
 		alive = append(alive, it.ID+" ("+it.Status.State+")")
 	}
-	s.addEvidence(s.env.writeEvidence(firstID(s), "residual-list-"+s.scenarioLabel()+".txt",
+	s.addEvidence(s.env.writeEvidence(firstID(s), "residual-list-"+s.slug()+".txt",
 		[]byte(fmt.Sprintf("%s → %s\n%s\n", res.RequestLine, res.StatusLine, string(res.Body)))))
 	if len(alive) > 0 {
 		return failf("sandboxes of this scenario still listed: %s", strings.Join(alive, ", "))

@@ -37,7 +37,7 @@ func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjec
 	d := s.drill
 	e.faultMu.Lock()
 	defer e.faultMu.Unlock()
-	key := fixture + "-" + d.Name + "-" + s.scenarioLabel()
+	key := fixture + "-" + d.Name
 	if d.Setup != nil {
 		if err := d.Setup(ctx, e); err != nil {
 			return &subjectRun{key: key, fixture: fixture, err: fmt.Errorf("switching on the simulated fault %s: %w", d.Name, err)}

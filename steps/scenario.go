@@ -116,6 +116,11 @@ func (s *scenario) runCleanups(ctx context.Context) {
 	}
 }
 
+// slug names the scenario's evidence files: stable across runs (baselines
+// compare them by name) and unique per scenario (outline examples have their
+// own names).
+func (s *scenario) slug() string { return sanitize(strings.ToLower(strings.ReplaceAll(s.name, " ", "-"))) }
+
 // rubricIDs extracts the rubric IDs from tags such as @criterion:network,
 // @milestone:M2 and @drill:D1.
 func rubricIDs(tags []string) []string {

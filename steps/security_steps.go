@@ -166,7 +166,7 @@ func createProbe(ctx context.Context) error {
 	}
 	s.probe = &probeState{sandboxID: id, execd: ex, policy: pol}
 	b, _ := json.MarshalIndent(pol, "", "  ")
-	s.addEvidence(s.env.writeEvidence("network", "probe-policy-"+s.scenarioLabel()+".json", b))
+	s.addEvidence(s.env.writeEvidence("network", "probe-policy-"+s.slug()+".json", b))
 	return nil
 }
 
@@ -183,7 +183,7 @@ func probeRun(ctx context.Context, s *scenario, name, cmd string) (*osb.Executio
 	}
 	ex := res.Value
 	text := fmt.Sprintf("$ %s\nexit: %s\n--- stdout\n%s\n--- stderr\n%s\n", cmd, intPtrString(ex.ExitCode), ex.StdoutText(), ex.StderrText())
-	s.addEvidence(s.env.writeEvidence("network", "probe-"+sanitize(name)+"-"+s.scenarioLabel()+".txt", []byte(text)))
+	s.addEvidence(s.env.writeEvidence("network", "probe-"+sanitize(name)+"-"+s.slug()+".txt", []byte(text)))
 	return &ex, nil
 }
 
@@ -221,7 +221,7 @@ func denialAudited(ctx context.Context, host string) error {
 		return failf("audit query failed: %v", err)
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
-	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.scenarioLabel()+".json", b))
+	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
 	for _, ev := range res.Value.Events {
 		if ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), host) {
 			if ev.Egress.Decision == "allow" {

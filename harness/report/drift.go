@@ -186,7 +186,11 @@ func snapshotText(bundleDir string, evidence []string) (string, bool) {
 			b.WriteString("<binary>\n")
 			continue
 		}
-		b.WriteString(strings.TrimRight(Normalize(string(data)), "\n"))
+		text := string(data)
+		if abs, err := filepath.Abs(bundleDir); err == nil {
+			text = strings.ReplaceAll(text, abs, "<bundle>") // evidence may name files by absolute path
+		}
+		b.WriteString(strings.TrimRight(Normalize(text), "\n"))
 		b.WriteString("\n")
 	}
 	return b.String(), n > 0

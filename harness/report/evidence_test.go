@@ -85,6 +85,7 @@ func TestNormalize(t *testing.T) {
 		"Date: Sun, 29 Nov 2026 07:31:02 GMT",
 		"Content-Length: 311",
 		"duration_ms: 88",
+		"GET /v1/sandboxes?metadata=capstone-run%3D20261129T074846Z-f55a18",
 	}, "\r\n")
 	want := strings.Join([]string{
 		"< X-Request-Id: <request-id>",
@@ -96,6 +97,7 @@ func TestNormalize(t *testing.T) {
 		"Date: <http-date>",
 		"Content-Length: <n>",
 		"duration_ms: <n>",
+		"GET /v1/sandboxes?metadata=capstone-run%3D<run-id>",
 	}, "\n")
 	assert.Equal(t, want, Normalize(in))
 	assert.Equal(t, Normalize(Normalize(in)), Normalize(in), "idempotent")

@@ -11,6 +11,8 @@ var normalizers = []struct {
 	re   *regexp.Regexp
 	repl string
 }{
+	// Run ids of `acceptance run` (20261129T074846Z-f55a18), also inside URL-encoded queries.
+	{regexp.MustCompile(`\d{8}T\d{6}Z-[0-9a-f]{6}\b`), "<run-id>"},
 	// Request ids: headers and JSON fields (before uuid/hex rules eat them).
 	{regexp.MustCompile(`(?i)(x-request-id:\s*)\S+`), "${1}<request-id>"},
 	{regexp.MustCompile(`(?i)("request_?id"\s*:\s*)"[^"]*"`), `${1}"<request-id>"`},
@@ -25,7 +27,7 @@ var normalizers = []struct {
 	// Durations and epoch timestamps in JSON fields and transcript lines.
 	{regexp.MustCompile(`(?i)("(?:[a-z_]*duration[a-z_]*|[a-z_]*_ms|execution_time|timestamp|elapsed[a-z_]*|time)"\s*:\s*)-?\d+(\.\d+)?`), "${1}<n>"},
 	{regexp.MustCompile(`\(\d+ ms\)`), "(<n> ms)"},
-	{regexp.MustCompile(`(?i)\b(duration(?:_ms)?|elapsed(?:_ms)?|took)(\s*[:=]\s*)\d+(\.\d+)?\s*(ms|s|µs)?`), "${1}${2}<n>"},
+	{regexp.MustCompile(`(?i)\b(duration(?:_ms)?|elapsed(?:_ms)?|took)([ \t]*[:=][ \t]*)\d+(\.\d+)?[ \t]*(ms|s|µs)?`), "${1}${2}<n>"},
 	{regexp.MustCompile(`\b1[6-9]\d{11}\b`), "<epoch-ms>"},
 	// Hex digests and random hex ids of 12+ characters (sha256, fingerprints, netns names).
 	{regexp.MustCompile(`(?i)\b[0-9a-f]{12,}\b`), "<hex>"},
