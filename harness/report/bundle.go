@@ -53,6 +53,11 @@ func Open(dir string, reg *rubric.Registry, meta Meta, opts Options) (*Bundle, e
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	// A bundle belongs to one run: outcomes of an earlier run in the same
+	// directory would be mixed into this run's verdict.
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("report: %s already holds files (%s, …); a report bundle needs an empty or new directory", dir, entries[0].Name())
+	}
 	if err := os.MkdirAll(filepath.Join(dir, EvidenceDir), 0o755); err != nil {
 		return nil, fmt.Errorf("report: create bundle: %w", err)
 	}

@@ -202,3 +202,18 @@ func TestBundleConcurrentRecordsAndEvidence(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, entryRow(d, rubric.M1).Evidence, 20)
 }
+
+// A bundle belongs to one run: reusing a directory that already holds a run
+// would mix two runs' outcomes into one verdict.
+func TestOpenRefusesNonEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte("{}\n"), 0o644))
+	_, err := Open(dir, rubric.Course, Meta{RunID: "x"}, Options{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "already holds files")
+
+	empty := t.TempDir()
+	b, err := Open(empty, rubric.Course, Meta{RunID: "y"}, Options{})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+}

@@ -31,6 +31,11 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\b1[6-9]\d{11}\b`), "<epoch-ms>"},
 	// Hex digests and random hex ids of 12+ characters (sha256, fingerprints, netns names).
 	{regexp.MustCompile(`(?i)\b[0-9a-f]{12,}\b`), "<hex>"},
+	// DNS query types arrive concurrently (A and AAAA), in either order.
+	{regexp.MustCompile(`qtype=[A-Z]+`), "qtype=<type>"},
+	// Temporary directories (os.MkdirTemp suffixes) and output byte counts vary run to run.
+	{regexp.MustCompile(`\b(home|tmp|osb-mock|osb)-\d{6,}\b`), "${1}-<n>"},
+	{regexp.MustCompile(`("(?:stdout|stderr)_bytes"\s*:\s*)\d+`), "${1}<n>"},
 	// Content-Length depends on the ids inside bodies.
 	{regexp.MustCompile(`(?i)(content-length:\s*)\d+`), "${1}<n>"},
 }
