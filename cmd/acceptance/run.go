@@ -105,6 +105,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	if err := checkURLTarget(context.Background(), cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
+		return 2
+	}
+
 	runID := time.Now().UTC().Format("20060102T150405Z") + "-" + randomHex(3)
 	out := cfg.out
 	if out == "" {

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
@@ -25,7 +28,7 @@ type target struct {
 // describes the real server at --target URL.
 func startTarget(ctx context.Context, cfg *runConfig, st *stubs.Set, stderr io.Writer) (target, func(), error) {
 	if cfg.target != "mock" {
-		return target{Target: steps.Target{Kind: rubric.TargetReal, Domain: cfg.target, APIKey: cfg.apiKey}}, func() {}, nil
+		return target{Target: steps.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(cfg.target), APIKey: cfg.apiKey}}, func() {}, nil
 	}
 	apiKey := "osb-" + randomHex(16)
 	admin := "admin-" + randomHex(16)
@@ -52,6 +55,45 @@ func startTarget(ctx context.Context, cfg *runConfig, st *stubs.Set, stderr io.W
 		},
 	}
 	return t, func() { _ = b.Close() }, nil
+}
+
+// urlTargetDomain turns --target URL into the domain the steps and the
+// subject's OPEN_SANDBOX_DOMAIN expect: host:port[/path], no scheme. An https
+// URL keeps its scheme (a domain alone cannot say https; the harness's client
+// understands it).
+func urlTargetDomain(u string) string {
+	d := strings.TrimRight(u, "/")
+	if rest, ok := strings.CutPrefix(d, "http://"); ok {
+		return rest
+	}
+	return d
+}
+
+// checkURLTarget makes sure a --target URL answers and accepts the API key
+// before anything is graded: an unreachable server or a rejected key is the
+// command line's mistake (exit 2), not the subject's failure.
+func checkURLTarget(ctx context.Context, cfg *runConfig) error {
+	if cfg.target == "mock" {
+		return nil
+	}
+	base := strings.TrimSuffix(strings.TrimRight(cfg.target, "/"), "/v1")
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/sandboxes?pageSize=1", nil)
+	if err != nil {
+		return fmt.Errorf("--target %s: %v", cfg.target, err)
+	}
+	req.Header.Set("OPEN-SANDBOX-API-KEY", cfg.apiKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("--target %s is not reachable: %v", cfg.target, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return fmt.Errorf("--target %s rejects the API key: GET /v1/sandboxes answered %s", cfg.target, resp.Status)
+	}
+	return nil
 }
 
 func randomHex(n int) string {
