@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/stubs"
+	mockserver "github.com/osb-capstone/acceptance/mock-server"
+)
+
+// Integration tests of `acceptance run`: each starts the bundled server with
+// real sandboxes (or drives one as a URL target) and grades the reference
+// subject, then checks every output of the report bundle.
+
+// TestRunM0M1EndToEnd runs the M0 and M1 features against the bundled server
+// (issue 3: "an integration test that runs the M0/M1 features end to end").
+func TestRunM0M1EndToEnd(t *testing.T) {
+	requireSandboxes(t)
+	gradingEnv(t)
+	out := filepath.Join(t.TempDir(), "bundle")
+	var stdout, stderr bytes.Buffer
+	code := runMain(runArgs(t, out, "--tags", "@milestone:M0,@milestone:M1", "--seed", "7"), &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+
+	// Only M0 and M1 ran: everything else the bundled server could measure was
+	// not, so the run is incomplete — not passed, not failed.
+	require.Equal(t, rubric.ExitIncomplete, code, "exit code")
+	b := readBundle(t, out)
+	assert.Equal(t, rubric.OverallIncomplete, b.doc.Verdict)
+	assert.Equal(t, rubric.ExitIncomplete, b.doc.ExitCode)
+	assert.Empty(t, b.doc.Aborted)
+	assert.Equal(t, rubric.TargetMock, b.doc.TargetKind)
+	assert.Equal(t, int64(7), b.doc.Seed)
+
+	for _, id := range []string{"M0", "M1", "isolation"} {
+		r := b.row(t, id)
+		assert.Equal(t, rubric.Passed, r.Verdict, "%s: %s", id, r.Reason)
+		b.requireEvidenceFiles(t, r)
+	}
+	// The M0 record names request lines and status codes (the course: without
+	// this record it is not complete).
+	m0, err := os.ReadFile(filepath.Join(out, "evidence", "M0", "contract-requests.txt"))
+	require.NoError(t, err)
+	for _, want := range []string{"POST /v1/sandboxes", "202", "204", "401", "404"} {
+		assert.Contains(t, string(m0), want, "M0 evidence")
+	}
+	// Score: only measured weight counts, and some was measured.
+	assert.Greater(t, b.doc.Score.Measured, 0.0)
+	assert.Less(t, b.doc.Score.Measured, 100.0)
+	assert.Equal(t, 100.0, b.doc.Score.Total)
+	assert.Contains(t, stdout.String(), fmt.Sprintf("measured %s of 100", rubric.Num(b.doc.Score.Measured)), "last line shows the measured weight")
+	assert.Contains(t, lastLine(stdout.String()), "verdict: incomplete")
+
+	// junit.xml: one testcase per criterion, milestone and drill.
+	reg := rubric.Course
+	wantCases := len(b.doc.Criteria) + len(b.doc.Milestones) + len(b.doc.Drills)
+	assert.Equal(t, 10+6+5, wantCases, "the registry's ten criteria, six milestones and five drills")
+	assert.Equal(t, wantCases, b.junitCaseCount())
+	assert.Equal(t, wantCases, b.junit.Tests)
+	_ = reg
+	for _, id := range []string{"M0", "M1", "isolation"} {
+		_, f, e, s := b.junitCase(t, id)
+		assert.True(t, f == nil && e == nil && s == nil, "%s passed: no failure/error/skipped in junit", id)
+	}
+	_, f, e, s := b.junitCase(t, "D1")
+	assert.Nil(t, f)
+	assert.Nil(t, e)
+	require.NotNil(t, s, "D1 was not run: skipped in junit")
+
+	// cucumber.json: godog's record of exactly the two selected features.
+	var uris []string
+	for _, f := range b.cucumber {
+		uris = append(uris, f.URI)
+		for _, el := range f.Elements {
+			for _, st := range el.Steps {
+				assert.Equal(t, "passed", st.Result.Status, "%s / %s / %s", f.URI, el.Name, st.Name)
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{"m0_contract.feature", "m1_closed_loop.feature"}, uris)
+
+	// results.jsonl: one line per outcome, in order, each a valid outcome.
+	require.NotEmpty(t, b.results)
+	assert.Equal(t, b.outcomeCount(), len(b.results), "results.jsonl has one line per outcome")
+	for i, o := range b.results {
+		assert.NoError(t, o.Validate(), "results.jsonl line %d", i+1)
+		assert.Equal(t, int64(i+1), o.Seq, "results.jsonl line %d is in order", i+1)
+	}
+
+	requireNoLeaks(t, sandboxIDsIn(t, out))
+}
+
+// TestRunFullSuiteReference grades the reference subject on every feature.
+// It is also issue 3's "a scenario whose step returns not measured shows up as
+// not measured with its reason in every output": D3 (unsupported by the
+// bundled server) and maintainability (reviewer judgment) are checked in
+// report.json, report.md, junit.xml and results.jsonl.
+func TestRunFullSuiteReference(t *testing.T) {
+	requireSandboxes(t)
+	gradingEnv(t)
+	out := filepath.Join(t.TempDir(), "bundle")
+	state := shortStateDir(t)
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := runMain(runArgs(t, out, "--state-dir", state), &stdout, &stderr)
+	t.Logf("full suite: %s\nstdout:\n%s\nstderr:\n%s", time.Since(start).Round(time.Second), stdout.String(), stderr.String())
+
+	require.Equal(t, rubric.ExitPassed, code, "exit code")
+	b := readBundle(t, out)
+	assert.Equal(t, rubric.OverallPassed, b.doc.Verdict, b.doc.VerdictReason)
+	assert.Empty(t, b.doc.Aborted)
+	assert.Greater(t, b.doc.Score.Measured, 0.0)
+	assert.Greater(t, b.doc.Score.Earned, 0.0)
+	assert.LessOrEqual(t, b.doc.Score.Earned, b.doc.Score.Measured)
+	assert.Equal(t, 100.0, b.doc.Score.Total)
+	assert.Contains(t, lastLine(stdout.String()), "verdict: passed")
+
+	for _, r := range b.rows() {
+		switch r.Verdict {
+		case rubric.Passed:
+			b.requireEvidenceFiles(t, r)
+		case rubric.NotMeasured:
+			assert.NotEmpty(t, strings.TrimSpace(r.Reason), "%s is not measured without a reason", r.ID)
+			assert.True(t, r.Category.Valid(), "%s is not measured with category %q", r.ID, r.Category)
+		default:
+			t.Errorf("%s: verdict %s (%s) in a run that passed", r.ID, r.Verdict, r.Reason)
+		}
+	}
+	// The security criteria were measured, not skipped: a passed verdict on
+	// the bundled server needs them.
+	for _, id := range []string{"network", "credential", "injection", "isolation"} {
+		assert.Equal(t, rubric.Passed, b.row(t, id).Verdict, id)
+	}
+
+	d3 := b.row(t, "D3")
+	require.Equal(t, rubric.NotMeasured, d3.Verdict)
+	assert.Equal(t, rubric.CategoryUnsupportedByTarget, d3.Category)
+	maint := b.row(t, "maintainability")
+	require.Equal(t, rubric.NotMeasured, maint.Verdict)
+	assert.Equal(t, rubric.CategoryReviewerJudgment, maint.Category)
+
+	for _, r := range []struct {
+		id     string
+		reason string
+		cat    rubric.Category
+	}{{"D3", d3.Reason, d3.Category}, {"maintainability", maint.Reason, maint.Category}} {
+		require.NotEmpty(t, r.reason)
+		// report.md: the row carries the verdict, the category and the reason.
+		var mdRow string
+		for _, line := range strings.Split(b.md, "\n") {
+			if strings.HasPrefix(line, "| **"+r.id+"**") {
+				mdRow = line
+			}
+		}
+		require.NotEmpty(t, mdRow, "report.md has a row for %s", r.id)
+		assert.Contains(t, mdRow, "not measured")
+		assert.Contains(t, mdRow, string(r.cat))
+		assert.Contains(t, mdRow, mdEscape(r.reason), "report.md shows %s's reason", r.id)
+		// junit.xml: <skipped message="…reason…">, never a failure or an error.
+		_, f, e, s := b.junitCase(t, r.id)
+		assert.Nil(t, f, "%s is not a junit failure", r.id)
+		assert.Nil(t, e, "%s is not a junit error", r.id)
+		require.NotNil(t, s, "%s is a junit <skipped>", r.id)
+		assert.Contains(t, s.Message, r.reason)
+		assert.Contains(t, s.Message, string(r.cat))
+		// results.jsonl: the step's own record (godog drops skip reasons).
+		found := false
+		for _, o := range b.results {
+			if string(o.ID) == r.id && o.Verdict == rubric.NotMeasured && strings.Contains(r.reason, strings.TrimSpace(o.Reason)) {
+				found = true
+			}
+		}
+		assert.True(t, found, "results.jsonl records %s as not measured with its reason", r.id)
+	}
+	assert.Equal(t, 0, strings.Count(b.junitRaw, "<failure"), "no junit failures in a passed run")
+	assert.Equal(t, 0, strings.Count(b.junitRaw, "<error"), "no junit errors in a passed run")
+	nm := 0
+	for _, r := range b.rows() {
+		if r.Verdict == rubric.NotMeasured {
+			nm++
+		}
+	}
+	assert.Equal(t, nm, b.junit.Skipped, "every not-measured row and only those are junit skips")
+	assert.Equal(t, b.outcomeCount(), len(b.results), "results.jsonl has one line per outcome")
+
+	requireNoLeaks(t, sandboxIDsIn(t, out), state)
+}
+
+// TestRunAgainstURLTarget grades a server given by URL. The bundled server is
+// started without an admin token, so it is just another OpenSandbox server to
+// the harness: no audit trail, no fault injection. What needs the audit must be
+// not measured with its reason, never passed.
+func TestRunAgainstURLTarget(t *testing.T) {
+	requireSandboxes(t)
+	gradingEnv(t)
+	// A real server installs packages from the real index; here the package
+	// hosts map to a loopback stub index the server's egress reaches.
+	st, err := stubs.Start(stubs.Config{WheelsDir: filepath.Join(repoRoot(t), ".cache", "wheels"), DataAPIToken: "unused-" + randomHex(8)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	key := "url-target-" + randomHex(8)
+	state := shortStateDir(t)
+	srv, err := mockserver.StartBundled(context.Background(), mockserver.BundledConfig{
+		APIKey: key, StateDir: state, Upstreams: st.Upstreams(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+
+	target := "http://" + srv.Server.Domain()
+	out := filepath.Join(t.TempDir(), "bundle")
+	var stdout, stderr bytes.Buffer
+	code := runMain(runArgs(t, out, "--target", target, "--api-key", key,
+		"--tags", "@milestone:M0,@milestone:M1,@milestone:M2"), &stdout, &stderr)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+
+	b := readBundle(t, out)
+	assert.Equal(t, b.doc.ExitCode, code)
+	assert.Equal(t, rubric.TargetReal, b.doc.TargetKind)
+	assert.Equal(t, target, b.doc.Target)
+	assert.NotContains(t, b.junitRaw+b.md, key, "the API key never appears in the report")
+
+	for _, id := range []string{"M0", "M1"} {
+		r := b.row(t, id)
+		assert.Equal(t, rubric.Passed, r.Verdict, "%s: %s", id, r.Reason)
+		b.requireEvidenceFiles(t, r)
+	}
+
+	// The audit-chain scenario cannot run without the audit: not measured,
+	// unsupported by this target, and the reason says the audit is missing.
+	var auditOutcomes []rubric.Outcome
+	for _, o := range b.results {
+		if strings.Contains(strings.ToLower(o.Scenario), "audit") {
+			auditOutcomes = append(auditOutcomes, o)
+		}
+	}
+	require.NotEmpty(t, auditOutcomes, "the audit-chain scenario left no outcome")
+	for _, o := range auditOutcomes {
+		assert.Equal(t, rubric.NotMeasured, o.Verdict, "%s/%s: %s", o.ID, o.Scenario, o.Reason)
+		assert.Equal(t, rubric.CategoryUnsupportedByTarget, o.Category, "%s/%s", o.ID, o.Scenario)
+		assert.Contains(t, strings.ToLower(o.Reason), "audit", "%s/%s: the reason names the missing audit", o.ID, o.Scenario)
+	}
+	// Honesty: no outcome whose evidence is the server's audit can pass here.
+	for _, o := range b.results {
+		if o.Verdict != rubric.Passed {
+			continue
+		}
+		for _, ev := range o.Evidence {
+			assert.NotContains(t, ev, "audit", "%s passed on audit evidence against a target without an audit: %s", o.ID, o.Scenario)
+		}
+	}
+	// Nothing the bundled server alone can measure is claimed.
+	for _, id := range []string{"D1", "D2", "D5"} {
+		assert.NotEqual(t, rubric.Passed, b.row(t, id).Verdict, id)
+	}
+	// The run is not passed: the tags left measurable entries unmeasured.
+	assert.NotEqual(t, rubric.OverallPassed, b.doc.Verdict, b.doc.VerdictReason)
+	assert.NotEqual(t, rubric.ExitPassed, code)
+	m2 := b.row(t, "M2")
+	t.Logf("M2: %s (%s) %s", m2.Verdict, m2.Category, m2.Reason)
+	if m2.Verdict == rubric.Passed {
+		assert.Contains(t, m2.Reason, "not measured", "M2 passed only partly measured must say so")
+	}
+
+	requireNoLeaks(t, sandboxIDsIn(t, out), state)
+}
+
+// TestRunUsageErrors: command-line mistakes exit 2 with a clear message and
+// leave no report bundle behind. None of them starts a sandbox.
+func TestRunUsageErrors(t *testing.T) {
+	t.Setenv("OPEN_SANDBOX_API_KEY", "")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}, "flag provided but not defined"},
+		{"stray argument", []string{"extra"}, "unexpected arguments"},
+		{"bad concurrency", []string{"--concurrency", "0"}, "--concurrency must be at least 1"},
+		{"bad seed", []string{"--seed", "abc"}, "invalid value"},
+		{"target not a URL", []string{"--target", "localhost:8080", "--api-key", "k"}, `--target must be "mock" or an http(s) URL`},
+		{"target bad scheme", []string{"--target", "ftp://127.0.0.1:21", "--api-key", "k"}, `--target must be "mock" or an http(s) URL`},
+		{"target without host", []string{"--target", "http://", "--api-key", "k"}, `--target must be "mock" or an http(s) URL`},
+		{"URL target without key", []string{"--target", "http://127.0.0.1:1"}, "needs --api-key"},
+		{"subject with a NUL byte", []string{"--subject", "run\x00{out}"}, "--subject"},
+		{"empty subject", []string{"--subject", ""}, "--subject"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "bundle")
+			var stdout, stderr bytes.Buffer
+			code := runMain(append([]string{"--out", out}, tc.args...), &stdout, &stderr)
+			assert.Equal(t, rubric.ExitHarnessError, code, "stderr: %s", stderr.String())
+			assert.Contains(t, stderr.String(), tc.want)
+			assert.NotContains(t, stderr.String(), "panic")
+			_, err := os.Stat(out)
+			assert.True(t, os.IsNotExist(err), "a usage error leaves no bundle behind (stat: %v)", err)
+		})
+	}
+	// A URL target is checked before anything is graded: an unreachable
+	// server or a rejected key is the command line's mistake, not the
+	// subject's failure.
+	rejecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"code":"INVALID_API_KEY","message":"Authentication credentials were not provided or are invalid."}`)
+	}))
+	defer rejecting.Close()
+	for _, tc := range []struct {
+		name, target, want string
+	}{
+		{"unreachable target", "http://127.0.0.1:1", "is not reachable"},
+		{"key rejected", rejecting.URL, "rejects the API key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "bundle")
+			var stdout, stderr bytes.Buffer
+			code := runMain([]string{"--out", out, "--target", tc.target, "--api-key", "wrong-key-123"}, &stdout, &stderr)
+			assert.Equal(t, rubric.ExitHarnessError, code, "stderr: %s", stderr.String())
+			assert.Contains(t, stderr.String(), tc.want)
+			assert.NotContains(t, stderr.String(), "wrong-key-123", "the key is never printed")
+			_, err := os.Stat(out)
+			assert.True(t, os.IsNotExist(err), "a bad target leaves no bundle behind (stat: %v)", err)
+		})
+	}
+	t.Run("help", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 0, runMain([]string{"-h"}, &stdout, &stderr))
+		assert.Contains(t, stderr.String(), "-target")
+	})
+	t.Run("unknown command", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, dispatch([]string{"rnu"}, &stdout, &stderr))
+		assert.Contains(t, stderr.String(), `unknown command "rnu"`)
+	})
+}
+
+func TestURLTargetDomain(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:8080":     "127.0.0.1:8080",
+		"http://127.0.0.1:8080/":    "127.0.0.1:8080",
+		"http://10.0.0.5:80/osb/v1": "10.0.0.5:80/osb/v1",
+		"https://osb.internal:443":  "https://osb.internal:443",
+	} {
+		assert.Equal(t, want, urlTargetDomain(in), in)
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+// mdEscape is how report.md escapes a table cell.
+func mdEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
+}
