@@ -134,7 +134,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
 		RunID: runID, Target: cfg.target, TargetKind: kind, Subject: cfg.subject, Seed: cfg.seed, Tags: cfg.tags,
 		Versions: versions(), StartedAt: time.Now().UTC(), Command: "acceptance",
-	}, report.Options{Baselines: report.BaselinesFromEnv(cfg.baselines)})
+	}, report.Options{Baselines: baselines(cfg.baselines)})
 	if err != nil {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
 		return 2
@@ -265,4 +265,13 @@ func versions() map[string]string {
 		}
 	}
 	return v
+}
+
+// baselines configures drift detection. A subject's own evidence directory
+// (its outputs, logs and the audit of its calls) is left out: drift reports
+// changes of the platform's contract, not of a subject's behaviour.
+func baselines(dir string) report.Baselines {
+	b := report.BaselinesFromEnv(dir)
+	b.Exclude = func(ref string) bool { return strings.HasPrefix(filepath.ToSlash(ref), "evidence/subject-") }
+	return b
 }

@@ -42,6 +42,11 @@ type Baselines struct {
 	// Update writes (creates or replaces) baselines instead of reporting drift.
 	// Only `UPDATE_BASELINES=1` (make baselines) sets it; a grading run never does.
 	Update bool
+	// Exclude, when set, leaves evidence files out of snapshots: drift is about
+	// the platform's contract, and some evidence records a subject's own
+	// behaviour (its outputs, the order of its concurrent calls), which no
+	// OpenSandbox upgrade explains.
+	Exclude func(ref string) bool
 }
 
 // DefaultBaselineDir is the baselines' place in the repository.
@@ -157,8 +162,13 @@ const maxSnapshotFile = 256 << 10
 // snapshotText is the normalised evidence of one entry: every evidence file
 // it references that lies inside the bundle, in name order, each under a
 // header. Binary files appear as a placeholder (their bytes are random).
-func snapshotText(bundleDir string, evidence []string) (string, bool) {
-	refs := append([]string(nil), evidence...)
+func snapshotText(bundleDir string, evidence []string, exclude func(string) bool) (string, bool) {
+	var refs []string
+	for _, r := range evidence {
+		if exclude == nil || !exclude(r) {
+			refs = append(refs, r)
+		}
+	}
 	sort.Strings(refs)
 	var b strings.Builder
 	n := 0
@@ -212,7 +222,7 @@ func insideBundle(bundleDir, ref string) (string, bool) {
 func (b Baselines) CheckDrift(bundleDir string, target rubric.Target, sum rubric.Summary) []DriftResult {
 	var out []DriftResult
 	for _, id := range sum.Order {
-		text, ok := snapshotText(bundleDir, sum.Results[id].Evidence)
+		text, ok := snapshotText(bundleDir, sum.Results[id].Evidence, b.Exclude)
 		if !ok {
 			continue
 		}

@@ -217,3 +217,21 @@ func TestOpenRefusesNonEmptyDir(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 }
+
+func TestSnapshotExclude(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "evidence", "subject-x"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "evidence", "M0"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "M0", "a.txt"), []byte("contract"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "subject-x", "audit.json"), []byte("subject"), 0o644))
+	refs := []string{"evidence/M0/a.txt", "evidence/subject-x/audit.json"}
+	all, ok := snapshotText(dir, refs, nil)
+	require.True(t, ok)
+	assert.Contains(t, all, "subject")
+	some, ok := snapshotText(dir, refs, func(r string) bool { return strings.HasPrefix(r, "evidence/subject-") })
+	require.True(t, ok)
+	assert.Contains(t, some, "contract")
+	assert.NotContains(t, some, "subject")
+	_, ok = snapshotText(dir, refs[1:], func(string) bool { return true })
+	assert.False(t, ok, "nothing left to snapshot")
+}

@@ -31,6 +31,10 @@ var normalizers = []struct {
 	{regexp.MustCompile(`\b1[6-9]\d{11}\b`), "<epoch-ms>"},
 	// Hex digests and random hex ids of 12+ characters (sha256, fingerprints, netns names).
 	{regexp.MustCompile(`(?i)\b[0-9a-f]{12,}\b`), "<hex>"},
+	// How many canaries were planted depends on how many subject runs came before.
+	{regexp.MustCompile(`\d+ canaries, `), "<n> canaries, "},
+	// Audit sequence numbers depend on what else ran concurrently.
+	{regexp.MustCompile(`("seq"\s*:\s*)\d+`), "${1}<n>"},
 	// DNS query types arrive concurrently (A and AAAA), in either order.
 	{regexp.MustCompile(`qtype=[A-Z]+`), "qtype=<type>"},
 	// Temporary directories (os.MkdirTemp suffixes) and output byte counts vary run to run.
