@@ -19,6 +19,9 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 			tags = append(tags, t.Name)
 		}
 		s := &scenario{env: e, name: p.Name, tags: tags, ids: rubricIDs(tags)}
+		// An interrupted run (SIGINT/SIGTERM cancels godog's default context)
+		// still walks every remaining scenario; none of them can measure anything.
+		s.interruptedBeforeStart = ctx.Err() != nil
 		return context.WithValue(ctx, scenarioKey{}, s), nil
 	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
@@ -27,7 +30,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 			return ctx, nil
 		}
 		s.runCleanups(context.WithoutCancel(ctx))
-		e.recordOutcome(s, err)
+		e.recordOutcome(s, err, ctx.Err())
 		return ctx, nil
 	})
 	registerContractSteps(sc)
@@ -42,8 +45,11 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 // recordOutcome turns a finished scenario into one outcome per rubric ID it is
 // tagged with: a failed step fails them, a timeout fails them with the reason
 // (a timeout never earns points), a not-measured step records its category and
-// reason, and a scenario whose steps all passed passes them.
-func (e *Env) recordOutcome(s *scenario, err error) {
+// reason, and a scenario whose steps all passed passes them. When the run was
+// interrupted (runErr, the run context's error), a scenario that did not start
+// or whose step failed is not measured: the interrupt is never blamed on the
+// subject.
+func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 	s.mu.Lock()
 	nm := s.notMeasured
 	evidence := append([]string(nil), s.evidence...)
@@ -52,6 +58,14 @@ func (e *Env) recordOutcome(s *scenario, err error) {
 
 	o := rubric.Outcome{Scenario: s.name, Evidence: evidence}
 	switch {
+	case runErr != nil && s.interruptedBeforeStart:
+		o.Verdict = rubric.NotMeasured
+		o.Category = rubric.CategoryPreconditionUnmet
+		o.Reason = "the run was interrupted before this scenario started"
+	case runErr != nil && err != nil && !errors.Is(err, godog.ErrSkip):
+		o.Verdict = rubric.NotMeasured
+		o.Category = rubric.CategoryPreconditionUnmet
+		o.Reason = "the run was interrupted while this scenario ran (" + err.Error() + ")"
 	case err != nil && !errors.Is(err, godog.ErrSkip):
 		o.Verdict = rubric.Failed
 		o.Reason = err.Error()

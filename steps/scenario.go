@@ -26,6 +26,8 @@ type scenario struct {
 	notMeasured *notMeasuredError
 	evidence    []string // evidence paths, relative to the report bundle
 	notes       []string
+	// interruptedBeforeStart: the run was already cancelled when the scenario began.
+	interruptedBeforeStart bool
 
 	// M0 / raw-HTTP state.
 	last        lastResponse
@@ -119,7 +121,9 @@ func (s *scenario) runCleanups(ctx context.Context) {
 // slug names the scenario's evidence files: stable across runs (baselines
 // compare them by name) and unique per scenario (outline examples have their
 // own names).
-func (s *scenario) slug() string { return sanitize(strings.ToLower(strings.ReplaceAll(s.name, " ", "-"))) }
+func (s *scenario) slug() string {
+	return sanitize(strings.ToLower(strings.ReplaceAll(s.name, " ", "-")))
+}
 
 // rubricIDs extracts the rubric IDs from tags such as @criterion:network,
 // @milestone:M2 and @drill:D1.
