@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -219,11 +222,13 @@ func TestRunAgainstURLTarget(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 
+	// The 50 MB input (@large) is left to the full-suite test: it adds half a
+	// minute and nothing about the target's kind.
 	target := "http://" + srv.Server.Domain()
 	out := filepath.Join(t.TempDir(), "bundle")
 	var stdout, stderr bytes.Buffer
 	code := runMain(runArgs(t, out, "--target", target, "--api-key", key,
-		"--tags", "@milestone:M0,@milestone:M1,@milestone:M2"), &stdout, &stderr)
+		"--tags", "@milestone:M0,@milestone:M1,@milestone:M2 && ~@large"), &stdout, &stderr)
 	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 
 	b := readBundle(t, out)
@@ -345,6 +350,83 @@ func TestRunUsageErrors(t *testing.T) {
 		assert.Equal(t, 2, dispatch([]string{"rnu"}, &stdout, &stderr))
 		assert.Contains(t, stderr.String(), `unknown command "rnu"`)
 	})
+}
+
+// TestRunInterruptedKeepsReport interrupts a run (SIGINT, as Ctrl-C would)
+// while the reference subject is at work in its sandbox: the report is still
+// written, says the run was interrupted, is not passed, blames nothing on the
+// subject, and no sandbox survives. The run is a child process (this test
+// binary; TestMain dispatches "run").
+func TestRunInterruptedKeepsReport(t *testing.T) {
+	requireSandboxes(t)
+	out := filepath.Join(t.TempDir(), "bundle")
+	state := shortStateDir(t)
+	cmd := exec.Command(os.Args[0], append([]string{"run"},
+		runArgs(t, out, "--state-dir", state, "--seed", "11", "--tags", "@milestone:M2 && ~@large")...)...)
+	cmd.Env = append(os.Environ(), "UPDATE_BASELINES=", "UPDATE_SNAPS=", "ACCEPTANCE_DEBUG=")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	var stdout syncBuffer
+	firstScenario := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for n := 0; sc.Scan(); n++ {
+			line := sc.Text()
+			_, _ = stdout.Write([]byte(line + "\n"))
+			if n > 0 { // line 0 is the run's header
+				select {
+				case firstScenario <- line:
+				default:
+				}
+			}
+		}
+		done <- cmd.Wait()
+	}()
+	t.Cleanup(func() { // never leave the child behind, whatever happens
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+
+	select {
+	case line := <-firstScenario:
+		t.Logf("first scenario line: %s", line)
+	case err := <-done:
+		t.Fatalf("the run ended (%v) before its first scenario reported:\n%s\n%s", err, stdout.String(), stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no scenario reported within 60s:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	// Let the subject get into its sandbox (create, upload, pip) first.
+	time.Sleep(2 * time.Second)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the run did not stop within 30s of SIGINT:\n%s\n%s", stdout.String(), stderr.String())
+	}
+	t.Logf("exit: %v\nstdout:\n%s\nstderr:\n%s", waitErr, stdout.String(), stderr.String())
+	code := cmd.ProcessState.ExitCode()
+
+	b := readBundle(t, out)
+	assert.NotEqual(t, rubric.OverallPassed, b.doc.Verdict)
+	assert.Contains(t, b.doc.Aborted, "interrupted")
+	assert.Contains(t, b.md, "interrupted", "report.md says the run was interrupted")
+	assert.Equal(t, b.doc.ExitCode, code, "exit code is the report's")
+	assert.NotEqual(t, rubric.ExitPassed, code)
+	// What was measured before the signal is kept; the interrupt itself is
+	// never blamed on the subject.
+	for _, r := range b.rows() {
+		assert.NotEqual(t, rubric.Failed, r.Verdict, "%s failed in an interrupted run of the reference: %s", r.ID, r.Reason)
+	}
+	for _, o := range b.results {
+		t.Logf("recorded: %s %s %s: %s", o.ID, o.Verdict, o.Category, o.Reason)
+	}
+	requireNoLeaks(t, sandboxIDsIn(t, out), state)
 }
 
 func TestURLTargetDomain(t *testing.T) {
