@@ -1,0 +1,125 @@
+package steps
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/osb-capstone/acceptance/harness/report"
+	mockserver "github.com/osb-capstone/acceptance/mock-server"
+)
+
+// Unit tests of the steps' pure helpers.
+
+func TestRubricIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tags []string
+		want []string
+	}{
+		{"none", nil, nil},
+		{"criterion milestone drill", []string{"@criterion:network", "@milestone:M2", "@drill:D1"}, []string{"network", "M2", "D1"}},
+		{"without @", []string{"criterion:credential"}, []string{"credential"}},
+		{"other tags ignored", []string{"@large", "@wip", "@target:mock", "@criterion:budget"}, []string{"budget"}},
+		{"duplicates once, first order kept", []string{"@milestone:M1", "@criterion:isolation", "@milestone:M1", "@criterion:isolation"}, []string{"M1", "isolation"}},
+		{"same id under two kinds counted once", []string{"@criterion:x", "@drill:x"}, []string{"x"}},
+		{"unknown kind", []string{"@scoring:security", "@criteria:network"}, nil},
+		{"no colon", []string{"@criterion"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, rubricIDs(tc.tags))
+		})
+	}
+}
+
+func TestIsPackageHost(t *testing.T) {
+	for _, h := range []string{
+		"pypi.org", "PyPI.org", "pypi.org.", "files.pythonhosted.org", "FILES.PYTHONHOSTED.ORG",
+		"test.pypi.org", "a.b.pythonhosted.org",
+	} {
+		assert.True(t, isPackageHost(h), h)
+	}
+	for _, h := range []string{
+		"", "org", "pythonhosted.org.evil", "evilpypi.org", "pypi.org.evil.test", "notpythonhosted.org",
+		"exfil.capstone.test", "data-api.capstone.test", "pypi.com", "files.pythonhosted.org.attacker.test",
+	} {
+		assert.False(t, isPackageHost(h), h)
+	}
+}
+
+func TestKeyFingerprint(t *testing.T) {
+	assert.Equal(t, "", keyFingerprint(""), "no key, no fingerprint")
+	for _, key := range []string{"osb-0123456789abcdef", "k", "a key with spaces and ünïcode"} {
+		sum := sha256.Sum256([]byte(key))
+		want := hex.EncodeToString(sum[:])[:12]
+		got := keyFingerprint(key)
+		assert.Equal(t, want, got, key)
+		assert.Len(t, got, 12)
+		assert.NotContains(t, got, key)
+		// The fingerprint the steps look for is the one the bundled server's
+		// audit writes and the one the report's redactor prints.
+		assert.Equal(t, mockserver.Fingerprint(key), got, "the audit's fingerprint")
+		assert.Equal(t, report.Fingerprint(key), got, "the redactor's fingerprint")
+	}
+	// A known value: sha256("abc") = ba7816bf8f01cfea414140de5dae2223…
+	assert.Equal(t, "ba7816bf8f01", keyFingerprint("abc"))
+}
+
+func TestNetworkDenial(t *testing.T) {
+	// What a denied name or connection looks like from inside a sandbox, as
+	// pip, python, urllib, requests and curl print it.
+	denied := map[string]string{
+		"pip, NXDOMAIN (seen in a D1 run)": "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by " +
+			"'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f8aeaaf2410>: Failed to establish a new connection: " +
+			"[Errno -2] Name or service not known')': /simple/tabulate/\nERROR: Could not find a version that satisfies the requirement tabulate " +
+			"(from versions: none)\nERROR: No matching distribution found for tabulate\n",
+		"python getaddrinfo (seen in an M3 probe)": "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n" +
+			"  File \"/usr/lib/python3.11/socket.py\", line 962, in getaddrinfo\n    for res in _socket.getaddrinfo(host, port, family, type, proto, flags):\n" +
+			"socket.gaierror: [Errno -2] Name or service not known\n",
+		"python, no resolver":        "socket.gaierror: [Errno -3] Temporary failure in name resolution",
+		"urllib":                     "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>",
+		"requests, refused":          "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='exfil.capstone.test', port=443): Max retries exceeded with url: /collect (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f0c>: Failed to establish a new connection: [Errno 111] Connection refused'))",
+		"pip through a proxy":        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))': /simple/pandas/",
+		"curl":                       "curl: (6) Could not resolve host: pypi.org",
+		"unreachable":                "OSError: [Errno 101] Network is unreachable",
+		"macOS resolver":             "socket.gaierror: [Errno 8] nodename nor servname provided, or not known",
+		"windows resolver":           "socket.gaierror: [Errno 11001] getaddrinfo failed",
+		"egress sidecar":             "HTTP/1.1 403 Forbidden: egress denied by policy",
+		"upper-case from some tools": "ERROR: COULD NOT RESOLVE HOST",
+	}
+	for name, stderr := range denied {
+		assert.True(t, networkDenial.MatchString(stderr), "%s: %q", name, stderr)
+	}
+	// Failures that are not a network denial must not be taken for one.
+	other := map[string]string{
+		"missing module":         "Traceback (most recent call last):\n  File \"/workspace/analyze.py\", line 3, in <module>\n    import pandas as pd\nModuleNotFoundError: No module named 'pandas'",
+		"pip, package not found": "ERROR: Could not find a version that satisfies the requirement tabulatee (from versions: none)\nERROR: No matching distribution found for tabulatee",
+		"pip 404":                "ERROR: HTTP error 404 while getting https://files.pythonhosted.org/packages/xx/tabulate-0.9.0-py3-none-any.whl",
+		"empty csv":              "pandas.errors.EmptyDataError: No columns to parse from file",
+		"key error":              "KeyError: 'revenue'",
+		"permission":             "PermissionError: [Errno 13] Permission denied: '/usr/lib/python3/dist-packages/x'",
+		"disk":                   "OSError: [Errno 28] No space left on device",
+		"killed":                 "Killed",
+		"timeout":                "subprocess.TimeoutExpired: Command 'python3 analyze.py' timed out after 60 seconds",
+		"unicode":                "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 10: invalid continuation byte",
+		"empty":                  "",
+	}
+	for name, stderr := range other {
+		assert.False(t, networkDenial.MatchString(stderr), "%s: %q matched %q", name, stderr, networkDenial.FindString(stderr))
+	}
+}
+
+func TestIsCreatePath(t *testing.T) {
+	for _, p := range []string{"/v1/sandboxes", "/sandboxes", "/v1/sandboxes/", "/sandboxes/", "/v1/sandboxes?x=1", "/sandboxes/?page=2"} {
+		assert.True(t, isCreatePath(p), p)
+	}
+	for _, p := range []string{
+		"", "/", "/v1", "/v1/sandboxes/abc", "/v1/sandboxes/abc/pause", "/sandboxes/abc/renew-expiration",
+		"/v2/sandboxes", "/v1/sandboxesx", "/api/v1/sandboxes", "/v1/sandboxes/abc/proxy/44772/command",
+		"v1/sandboxes",
+	} {
+		assert.False(t, isCreatePath(p), p)
+	}
+}
