@@ -198,8 +198,10 @@ func (g *gradedRun) requireNotPassed(t *testing.T) {
 
 // assertNoSandboxLeft reads every sandbox id from the bundled server's audit
 // (<state-dir>/audit.jsonl) and checks that none of their network namespaces
-// (osb-<first 12 of id>) remains. Only this run's ids are considered, so
-// sandboxes of other test processes on the machine do not interfere.
+// (osb-<first 12 of id>, from `ip netns list`), cgroups or state directories
+// remains. Only this run's ids are considered: other test processes on the
+// machine (go test ./... runs packages in parallel) create osb-* namespaces
+// of their own at the same time.
 func assertNoSandboxLeft(t *testing.T, stateDir string) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(stateDir, "audit.jsonl"))
@@ -233,6 +235,18 @@ func assertNoSandboxLeft(t *testing.T, stateDir string) {
 			}
 		}
 	}
-	require.Empty(t, left, "network namespaces of this run's sandboxes remain after runMain returned")
-	t.Logf("%d sandbox(es) in the audit, none left (no osb-* netns of theirs)", len(ids))
+	// Their cgroups (cgroup v1: <ctrl>/osb/<id>) and state directories are gone too.
+	for id := range ids {
+		for _, ctrl := range []string{"memory", "pids", "cpu", "freezer"} {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", ctrl, "osb", id)); err == nil {
+				left = append(left, "cgroup "+ctrl+"/osb/"+id)
+			}
+		}
+	}
+	dirs, _ := os.ReadDir(filepath.Join(stateDir, "sandboxes"))
+	for _, d := range dirs {
+		left = append(left, "state directory sandboxes/"+d.Name())
+	}
+	require.Empty(t, left, "this run's sandboxes left traces after runMain returned")
+	t.Logf("%d sandbox(es) in the audit, none left (no netns, cgroup or state directory of theirs)", len(ids))
 }

@@ -41,6 +41,20 @@ func TestStudentSubjectPassesM2M3(t *testing.T) {
 	}
 }
 
+// TestStudentSubjectDrills: the good submission classifies a denied package
+// index as network_policy after one attempt (D1), stops with sandbox_gone
+// when its sandbox expires mid-run (D2), and treats injected text as data (D4).
+func TestStudentSubjectDrills(t *testing.T) {
+	e := requireSubjectEnv(t)
+	g := gradeStudent(t, e, "", "@drill:D1,@drill:D2,@drill:D4")
+
+	assert.NotEqual(t, "not_passed", g.report.Verdict, "verdict reason: %s", g.report.VerdictReason)
+	for _, id := range []string{"D1", "D2", "D4", "injection"} {
+		en := g.entry(t, id)
+		assert.Equal(t, "passed", en.Verdict, "%s: %s %v", id, en.Reason, en.failedReasons())
+	}
+}
+
 // TestStudentFlawWrongNumber: rows+1 and a wrong mean fail `accuracy`, with
 // the claimed and the recomputed row count in the reason.
 func TestStudentFlawWrongNumber(t *testing.T) {
