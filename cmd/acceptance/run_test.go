@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
@@ -198,6 +199,13 @@ func TestRunFullSuiteReference(t *testing.T) {
 	}
 	assert.Equal(t, nm, b.junit.Skipped, "every not-measured row and only those are junit skips")
 	assert.Equal(t, b.outcomeCount(), len(b.results), "results.jsonl has one line per outcome")
+	// Drift against the committed baselines is reported, not graded; log it so
+	// a changed contract is visible in the test output too.
+	for _, d := range b.doc.Drift {
+		if d.Status != report.DriftMatch {
+			t.Logf("evidence drift %s: %s %s", d.ID, d.Status, d.Detail)
+		}
+	}
 
 	requireNoLeaks(t, sandboxIDsIn(t, out), state)
 }
