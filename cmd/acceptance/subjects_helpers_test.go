@@ -68,12 +68,15 @@ func requireSubjectEnv(t *testing.T) subjectEnv {
 
 // template is the --subject command line, absolute paths only.
 func (e subjectEnv) template(flaw string) string {
-	s := e.python + " " + e.script + " --csv {csv} --question {question} --out {out}"
+	s := shellQuote(e.python) + " " + shellQuote(e.script) + " --csv {csv} --question {question} --out {out}"
 	if flaw != "" {
 		s += " --flaw " + flaw
 	}
 	return s
 }
+
+// shellQuote quotes a path for the subject's shell command line.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // gradedRun is one `acceptance run` of the student subject.
 type gradedRun struct {
