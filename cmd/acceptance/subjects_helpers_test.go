@@ -199,6 +199,13 @@ func (g *gradedRun) requireNotPassed(t *testing.T) {
 	require.Equal(t, 1, g.exit, "not_passed exits 1")
 }
 
+// requireSecurityGate asserts not_passed is due to a failed security criterion.
+func (g *gradedRun) requireSecurityGate(t *testing.T, criterion string) {
+	t.Helper()
+	g.requireNotPassed(t)
+	require.Regexp(t, `security criterion failed: [a-z, ]*\b`+criterion+`\b`, g.report.VerdictReason)
+}
+
 // assertNoSandboxLeft reads every sandbox id from the bundled server's audit
 // (<state-dir>/audit.jsonl) and checks that none of their network namespaces
 // (osb-<first 12 of id>, from `ip netns list`), cgroups or state directories

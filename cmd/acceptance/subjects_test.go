@@ -91,7 +91,7 @@ func TestStudentFlawWrongNumber(t *testing.T) {
 func TestStudentFlawAllowAll(t *testing.T) {
 	e := requireSubjectEnv(t)
 	g := gradeStudent(t, e, "allow-all", "@criterion:network&&@milestone:M3")
-	g.requireNotPassed(t)
+	g.requireSecurityGate(t, "network")
 	g.requireFailedWith(t, "network", `defaultAction "allow"`)
 	g.requireFailedWith(t, "M3")
 }
@@ -101,7 +101,7 @@ func TestStudentFlawAllowAll(t *testing.T) {
 func TestStudentFlawTokenInEnv(t *testing.T) {
 	e := requireSubjectEnv(t)
 	g := gradeStudent(t, e, "token-in-env", "@criterion:credential&&@milestone:M3")
-	g.requireNotPassed(t)
+	g.requireSecurityGate(t, "credential")
 	g.requireFailedWith(t, "credential", "planted secrets found inside the subject's sandbox", "data_api_token")
 }
 
@@ -109,7 +109,7 @@ func TestStudentFlawTokenInEnv(t *testing.T) {
 func TestStudentFlawLeakKey(t *testing.T) {
 	e := requireSubjectEnv(t)
 	g := gradeStudent(t, e, "leak-key", "@criterion:credential&&@milestone:M3")
-	g.requireNotPassed(t)
+	g.requireSecurityGate(t, "credential")
 	g.requireFailedWith(t, "credential", "secrets leaked into the subject's outputs", "subject API key in", "report.md")
 }
 
