@@ -24,6 +24,11 @@ type BundledConfig struct {
 	Upstreams           map[string]string
 	InsecureNoIsolation bool
 	Logger              *slog.Logger
+	// DenyWebhook receives every egress denial (CONTRACT §3.4 payload); empty: none.
+	DenyWebhook string
+	// EgressPassThrough lets the gateway dial allowed hosts that have no
+	// Upstreams mapping. Off by default: an unmapped allowed host fails closed.
+	EgressPassThrough bool
 }
 
 // Bundled is a running bundled server.
@@ -88,7 +93,8 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 				srv.audit.Record(ev)
 			}
 		})
-		h, closer, err := NewEgress(EgressOptions{StateDir: dir, Upstreams: cfg.Upstreams, Audit: rec})
+		h, closer, err := NewEgress(EgressOptions{StateDir: dir, Upstreams: cfg.Upstreams, Audit: rec,
+			DenyWebhook: cfg.DenyWebhook, PassThrough: cfg.EgressPassThrough})
 		if err != nil {
 			return fail(fmt.Errorf("egress: %w", err))
 		}

@@ -26,9 +26,11 @@ type RuntimeOptions struct {
 
 // EgressOptions is what ServeMain hands to NewEgress.
 type EgressOptions struct {
-	StateDir  string
-	Upstreams map[string]string // lower-case host (or *.suffix) → http://127.0.0.1:port
-	Audit     audit.Recorder
+	StateDir    string
+	Upstreams   map[string]string // lower-case host (or *.suffix) → http://127.0.0.1:port
+	Audit       audit.Recorder
+	DenyWebhook string // URL for the deny-webhook payload; empty: none
+	PassThrough bool   // dial allowed hosts without a mapping (real use only)
 }
 
 // Wiring hooks for ServeMain (set by wire.go to runtime.NewLinux /
@@ -80,6 +82,8 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
 	upstreams := upstreamFlag{}
 	fs.Var(upstreams, "upstream", "host=http://127.0.0.1:port mapping for the egress gateway (repeatable)")
+	denyWebhook := fs.String("deny-webhook", "", "URL that receives each egress denial as OpenSandbox's deny-webhook payload {hostname,timestamp,source,sandboxId}")
+	passThrough := fs.Bool("egress-pass-through", false, "let the gateway dial allowed hosts that have no --upstream mapping (real use only: sandboxes then reach the real internet; never used by the tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -102,7 +106,8 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b, err := StartBundled(context.Background(), BundledConfig{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken,
-		StateDir: *stateDir, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger})
+		StateDir: *stateDir, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger,
+		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough})
 	if err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
 		return 1

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"io"
 	"net/http"
 	"os"
@@ -239,4 +240,17 @@ func e2eCreate(t *testing.T, srv *Server, key string) string {
 	var m map[string]any
 	require.NoError(t, json.NewDecoder(res.Body).Decode(&m))
 	return m["id"].(string)
+}
+
+// The production egress wiring passes the deny webhook and the pass-through
+// switch to the hub, which refuses a webhook off the loopback range.
+func TestEgressWiringPassesWebhook(t *testing.T) {
+	rec := audit.RecorderFunc(func(audit.Event) {})
+	_, _, err := NewEgress(EgressOptions{StateDir: t.TempDir(), Audit: rec, DenyWebhook: "http://192.0.2.1/hook"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not loopback")
+	hub, closer, err := NewEgress(EgressOptions{StateDir: t.TempDir(), Audit: rec, DenyWebhook: "http://127.0.0.1:9/hook", PassThrough: true})
+	require.NoError(t, err)
+	require.NotNil(t, hub)
+	require.NoError(t, closer.Close())
 }

@@ -17,7 +17,8 @@ func init() {
 		return runtime.NewLinux(runtime.Options{StateDir: o.StateDir, AllowInsecureNoIsolation: o.AllowInsecureNoIsolation})
 	}
 	NewEgress = func(o EgressOptions) (EgressHub, io.Closer, error) {
-		h, err := egress.NewHub(egress.HubConfig{Upstreams: o.Upstreams, StateDir: o.StateDir, Audit: o.Audit})
+		h, err := egress.NewHub(egress.HubConfig{Upstreams: o.Upstreams, StateDir: o.StateDir, Audit: o.Audit,
+			DenyWebhook: o.DenyWebhook, PassThrough: o.PassThrough})
 		if err != nil {
 			return nil, nil, err
 		}
