@@ -274,64 +274,61 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	sb := s.lookup(id)
-	if sb == nil {
-		notFound(w, id)
-		return
-	}
-	st := s.statusOf(sb)
-	if st.State != "Running" {
-		writeError(w, http.StatusConflict, "DOCKER::SANDBOX_NOT_RUNNING",
-			fmt.Sprintf("Sandbox %s is not running (state %s); only a running sandbox can be paused.", id, st.State))
-		return
-	}
-	if err := sb.rt.Pause(); err != nil {
-		if st := s.statusOf(sb); st.State != "Running" {
-			writeError(w, http.StatusConflict, "DOCKER::SANDBOX_NOT_RUNNING",
-				fmt.Sprintf("Sandbox %s is not running (state %s); only a running sandbox can be paused.", id, st.State))
-			return
-		}
-		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_PAUSE_FAILED", fmt.Sprintf("Failed to pause sandbox %s: %v", id, err))
-		return
-	}
-	sb.stMu.Lock()
-	sb.paused = true
-	sb.changedAt = s.clock.Now().UTC()
-	sb.lastState = "Paused"
-	sb.stMu.Unlock()
-	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState, State: &audit.State{From: "Running", To: "Paused", Reason: "paused"}})
-	w.WriteHeader(http.StatusAccepted)
+	s.transition(w, r, pauseResume{to: "Paused", need: "Running", verb: "pause", past: "paused",
+		conflict: "DOCKER::SANDBOX_NOT_RUNNING", failed: "DOCKER::SANDBOX_PAUSE_FAILED", paused: true,
+		conflictText: "is not running (state %s); only a running sandbox can be paused."})
 }
 
 func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
+	s.transition(w, r, pauseResume{need: "Paused", to: "Running", raced: "Running", verb: "resume", past: "resumed",
+		conflict: "DOCKER::SANDBOX_NOT_PAUSED", failed: "DOCKER::SANDBOX_RESUME_FAILED", paused: false,
+		conflictText: "is not paused (state %s); only a paused sandbox can be resumed."})
+}
+
+// pauseResume describes one of the two synchronous transitions (CONTRACT §1.12).
+type pauseResume struct {
+	need, to, verb, past string
+	raced                string // a state that, reached while the runtime call failed, is not a conflict
+	conflict, failed     string // error codes: wrong state, runtime failure
+	conflictText         string // after "Sandbox <id> ", with the state
+	paused               bool   // the sandbox's paused flag afterwards
+}
+
+// transition pauses or resumes: 409 unless the sandbox is in the needed
+// state (also when it left that state while the runtime call failed), 500
+// when the runtime fails, else 202 with an empty body and a state event.
+func (s *Server) transition(w http.ResponseWriter, r *http.Request, t pauseResume) {
 	id := r.PathValue("id")
 	sb := s.lookup(id)
 	if sb == nil {
 		notFound(w, id)
 		return
 	}
-	st := s.statusOf(sb)
-	if st.State != "Paused" {
-		writeError(w, http.StatusConflict, "DOCKER::SANDBOX_NOT_PAUSED",
-			fmt.Sprintf("Sandbox %s is not paused (state %s); only a paused sandbox can be resumed.", id, st.State))
+	conflict := func(state string) {
+		writeError(w, http.StatusConflict, t.conflict, fmt.Sprintf("Sandbox %s "+t.conflictText, id, state))
+	}
+	if st := s.statusOf(sb); st.State != t.need {
+		conflict(st.State)
 		return
 	}
-	if err := sb.rt.Resume(); err != nil {
-		if st := s.statusOf(sb); st.State != "Paused" && st.State != "Running" {
-			writeError(w, http.StatusConflict, "DOCKER::SANDBOX_NOT_PAUSED",
-				fmt.Sprintf("Sandbox %s is not paused (state %s); only a paused sandbox can be resumed.", id, st.State))
+	op := sb.rt.Pause
+	if !t.paused {
+		op = sb.rt.Resume
+	}
+	if err := op(); err != nil {
+		if st := s.statusOf(sb); st.State != t.need && (t.raced == "" || st.State != t.raced) {
+			conflict(st.State)
 			return
 		}
-		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_RESUME_FAILED", fmt.Sprintf("Failed to resume sandbox %s: %v", id, err))
+		writeError(w, http.StatusInternalServerError, t.failed, fmt.Sprintf("Failed to %s sandbox %s: %v", t.verb, id, err))
 		return
 	}
 	sb.stMu.Lock()
-	sb.paused = false
+	sb.paused = t.paused
 	sb.changedAt = s.clock.Now().UTC()
-	sb.lastState = "Running"
+	sb.lastState = t.to
 	sb.stMu.Unlock()
-	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState, State: &audit.State{From: "Paused", To: "Running", Reason: "resumed"}})
+	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState, State: &audit.State{From: t.need, To: t.to, Reason: t.past}})
 	w.WriteHeader(http.StatusAccepted)
 }
 
