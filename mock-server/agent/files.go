@@ -190,18 +190,13 @@ func (a *Agent) handleDownload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "MISSING_QUERY", "missing query parameter: path")
 		return
 	}
-	host, err := a.resolve(p)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+	host, ok := a.resolveOr400(w, p)
+	if !ok {
 		return
 	}
 	f, err := os.Open(host)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found: "+p)
-			return
-		}
-		writeError(w, fsStatus(err), fsCode(err), err.Error())
+		writeStatError(w, err, "file", p)
 		return
 	}
 	defer f.Close()
@@ -340,18 +335,13 @@ func (a *Agent) downloadLines(w http.ResponseWriter, f *os.File, offS, limS stri
 func (a *Agent) handleInfo(w http.ResponseWriter, r *http.Request) {
 	out := map[string]fileInfo{}
 	for _, p := range r.URL.Query()["path"] {
-		host, err := a.resolve(p)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+		host, ok := a.resolveOr400(w, p)
+		if !ok {
 			return
 		}
 		fi, err := lstatInfo(host, a.clientPath(host))
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found: "+p)
-				return
-			}
-			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			writeStatError(w, err, "file", p)
 			return
 		}
 		out[p] = fi
@@ -384,18 +374,13 @@ func (a *Agent) handleSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid pattern %q: %v", pattern, err))
 		return
 	}
-	root, err := a.resolve(p)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+	root, ok := a.resolveOr400(w, p)
+	if !ok {
 		return
 	}
 	st, err := os.Stat(root)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "directory not found: "+p)
-			return
-		}
-		writeError(w, fsStatus(err), fsCode(err), err.Error())
+		writeStatError(w, err, "directory", p)
 		return
 	}
 	if !st.IsDir() {
@@ -428,9 +413,8 @@ func (a *Agent) handleDeleteFiles(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, p := range paths {
-		host, err := a.resolve(p)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+		host, ok := a.resolveOr400(w, p)
+		if !ok {
 			return
 		}
 		fi, err := os.Lstat(host)
@@ -451,4 +435,24 @@ func (a *Agent) handleDeleteFiles(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// resolveOr400 maps a sandbox path to the agent's view of it, or answers 400.
+func (a *Agent) resolveOr400(w http.ResponseWriter, p string) (string, bool) {
+	host, err := a.resolve(p)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+		return "", false
+	}
+	return host, true
+}
+
+// writeStatError answers a failed stat or open of p: 404 FILE_NOT_FOUND
+// ("<what> not found") when it does not exist, else the file-system error.
+func writeStatError(w http.ResponseWriter, err error, what, p string) {
+	if errors.Is(err, fs.ErrNotExist) {
+		writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", what+" not found: "+p)
+		return
+	}
+	writeError(w, fsStatus(err), fsCode(err), err.Error())
 }

@@ -139,17 +139,12 @@ func (a *Agent) handlePermissions(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, p := range sortedKeys(req) {
 		perm := req[p]
-		host, err := a.resolve(p)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+		host, ok := a.resolveOr400(w, p)
+		if !ok {
 			return
 		}
 		if _, err := os.Lstat(host); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found: "+p)
-				return
-			}
-			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			writeStatError(w, err, "file", p)
 			return
 		}
 		if err := chownNames(host, perm.Owner, perm.Group); err != nil {
@@ -191,18 +186,13 @@ func (a *Agent) handleReplace(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "old must not be empty for "+p)
 			return
 		}
-		host, err := a.resolve(p)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+		host, ok := a.resolveOr400(w, p)
+		if !ok {
 			return
 		}
 		fi, err := os.Stat(host)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "file not found: "+p)
-				return
-			}
-			writeError(w, fsStatus(err), fsCode(err), err.Error())
+			writeStatError(w, err, "file", p)
 			return
 		}
 		if fi.IsDir() || fi.Size() > maxReplaceBytes {
@@ -246,18 +236,13 @@ func (a *Agent) handleListDir(w http.ResponseWriter, r *http.Request) {
 		}
 		depth = n
 	}
-	root, err := a.resolve(p)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+	root, ok := a.resolveOr400(w, p)
+	if !ok {
 		return
 	}
 	fi, err := os.Lstat(root)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			writeError(w, http.StatusNotFound, "FILE_NOT_FOUND", "directory not found: "+p)
-			return
-		}
-		writeError(w, fsStatus(err), fsCode(err), err.Error())
+		writeStatError(w, err, "directory", p)
 		return
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
@@ -301,9 +286,8 @@ func (a *Agent) handleMkdir(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, p := range sortedKeys(req) {
 		perm := req[p]
-		host, err := a.resolve(p)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+		host, ok := a.resolveOr400(w, p)
+		if !ok {
 			return
 		}
 		_, statErr := os.Stat(host)
@@ -341,9 +325,8 @@ func (a *Agent) handleRmdir(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, p := range paths {
-		host, err := a.resolve(p)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "invalid path: "+err.Error())
+		host, ok := a.resolveOr400(w, p)
+		if !ok {
 			return
 		}
 		if a.clientPath(host) == "/" {
