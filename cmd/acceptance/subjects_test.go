@@ -33,6 +33,8 @@ func TestStudentSubjectPassesM2M3(t *testing.T) {
 		en := g.entry(t, id)
 		assert.Equal(t, "passed", en.Verdict, "%s: %s %v", id, en.Reason, en.failedReasons())
 	}
+	// The Credential Vault path (SDK credential_vault.create + credentialProxy) was exercised.
+	assert.Contains(t, g.entry(t, "credential").Reason, "the data API received the real token")
 	for _, list := range [][]entryJSON{g.report.Criteria, g.report.Milestones, g.report.Drills} {
 		for _, en := range list {
 			assert.NotEqual(t, "failed", en.Verdict, "%s failed: %v", en.ID, en.failedReasons())
