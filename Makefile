@@ -23,8 +23,9 @@ build:
 acceptance: deps build
 	./$(BIN) run $(ARGS)
 
-# The SDK compatibility tests find the pinned official SDKs that make deps installs.
-SDK_ENV := OSB_SDK_REQUIRED=1 OSB_JS_SDK_DIR=$(CURDIR)/mock-server/testdata/sdk OSB_PY_SDK_PYTHON=$(CURDIR)/.cache/py-sdk/bin/python
+# The SDK compatibility tests find the pinned official SDKs that make deps installs; the egress
+# end-to-end test (its own network namespace, real pip/python clients) runs too.
+SDK_ENV := OSB_SDK_REQUIRED=1 OSB_EGRESS_NETNS_E2E=1 OSB_JS_SDK_DIR=$(CURDIR)/mock-server/testdata/sdk OSB_PY_SDK_PYTHON=$(CURDIR)/.cache/py-sdk/bin/python
 
 test: deps
 	$(GO) vet ./...
