@@ -161,8 +161,12 @@ func sanitize(s string) string {
 		return '_'
 	}, s)
 	s = strings.Trim(s, ".")
-	if len(s) > 100 {
-		s = s[:100]
+	if len(s) > 100 { // keep the extension: the report links by name, viewers open by extension
+		ext := filepath.Ext(s)
+		if len(ext) > 10 {
+			ext = ""
+		}
+		s = s[:100-len(ext)] + ext
 	}
 	if s == "" {
 		s = "_"

@@ -122,8 +122,15 @@ func (s *scenario) runCleanups(ctx context.Context) {
 // compare them by name) and unique per scenario (outline examples have their
 // own names).
 func (s *scenario) slug() string {
-	return sanitize(strings.ToLower(strings.ReplaceAll(s.name, " ", "-")))
+	slug := sanitize(strings.ToLower(strings.ReplaceAll(s.name, " ", "-")))
+	if len(slug) > maxSlug {
+		slug = strings.TrimRight(slug[:maxSlug], "-_.")
+	}
+	return slug
 }
+
+// maxSlug keeps evidence file names readable in the report.
+const maxSlug = 60
 
 // rubricIDs extracts the rubric IDs from tags such as @criterion:network,
 // @milestone:M2 and @drill:D1.
