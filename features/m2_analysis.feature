@@ -17,8 +17,8 @@ Feature: M2 · Analysis pipeline
   Scenario: The claimed key numbers match the harness's own recomputation
     When the subject is run on fixture "sales"
     Then the subject claims at least 2 key numbers
-    And the claimed row count matches the host recomputation
     And every number the subject claims matches the host recomputation
+    And the claimed row count matches the host recomputation
     And every number the subject claims appears in report.md
 
   @criterion:accuracy @criterion:observability
@@ -33,8 +33,8 @@ Feature: M2 · Analysis pipeline
   Scenario Outline: Awkward inputs are read correctly: <fixture>
     When the subject is run on fixture "<fixture>"
     Then the subject exited 0
-    And the claimed row count matches the host recomputation
     And every number the subject claims matches the host recomputation
+    And the claimed row count matches the host recomputation
 
     Examples:
       | fixture        |

@@ -102,6 +102,9 @@ func installStderrShowsDenial(ctx context.Context) error {
 	return failf("no failed step's stderr identifies a network denial (looked for NXDOMAIN-style and connection errors)")
 }
 
+// pipInstall matches a command that installs packages with pip (pip, pip3, python -m pip).
+var pipInstall = regexp.MustCompile(`\bpip[0-9.]*\s+(?:[^|;&]*\s)?install\b`)
+
 func boundedRetries(ctx context.Context, maxAttempts, maxAsks int) error {
 	s, r, err := audited(ctx)
 	if err != nil {
@@ -109,7 +112,7 @@ func boundedRetries(ctx context.Context, maxAttempts, maxAsks int) error {
 	}
 	attempts, asks := 0, 0
 	for _, ev := range r.audit {
-		if ev.Kind == "command" && ev.Command != nil && strings.Contains(ev.Command.Command, "pip") {
+		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
 			attempts++
 		}
 		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {

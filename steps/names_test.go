@@ -24,3 +24,17 @@ func TestSlugIsShortAndStable(t *testing.T) {
 	assert.False(t, strings.HasSuffix(s.slug(), "-"))
 	assert.Equal(t, "a-run-that-fails-midway-still-cleans-up", (&scenario{name: "A run that fails midway still cleans up"}).slug())
 }
+
+func TestPipInstallMatches(t *testing.T) {
+	for _, c := range []string{
+		"python3 -m pip install -q --user tabulate",
+		"pip install pandas",
+		"pip3 install --retries 1 x",
+		"if python3 -c 'import pandas' ; then :; fi; python3 -m pip install -q --user --index-url https://pypi.org/simple tabulate $extra",
+	} {
+		assert.True(t, pipInstall.MatchString(c), c)
+	}
+	for _, c := range []string{"python3 -m pip --version", "pip list", "cd /workspace && python3 analyze.py", "echo pipeline install"} {
+		assert.False(t, pipInstall.MatchString(c), c)
+	}
+}

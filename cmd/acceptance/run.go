@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/signal"
@@ -62,6 +63,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err := checkTags(c.tags); err != nil {
+		return nil, err
 	}
 	if c.concurrency < 1 {
 		return nil, fmt.Errorf("--concurrency must be at least 1")
@@ -274,4 +278,49 @@ func baselines(dir string) report.Baselines {
 	b := report.BaselinesFromEnv(dir)
 	b.Exclude = func(ref string) bool { return strings.HasPrefix(filepath.ToSlash(ref), "evidence/subject-") }
 	return b
+}
+
+// checkTags validates a godog tag expression (terms joined by "," for or and
+// "&&" for and, "~" negates) and that every tag it names exists in the
+// features: godog panics on an empty term, and a mistyped tag would silently
+// select nothing.
+func checkTags(expr string) error {
+	if strings.TrimSpace(expr) == "" {
+		return nil
+	}
+	known := featureTags()
+	for _, or := range strings.Split(expr, ",") {
+		for _, term := range strings.Split(or, "&&") {
+			t := strings.TrimPrefix(strings.TrimSpace(term), "~")
+			if !strings.HasPrefix(t, "@") || len(t) < 2 || strings.ContainsAny(t[1:], " \t~@") {
+				return fmt.Errorf("--tags %q: %q is not a tag (want @name, ~@name, joined by \",\" or \"&&\")", expr, strings.TrimSpace(term))
+			}
+			if !known[t] {
+				return fmt.Errorf("--tags %q: no feature or scenario is tagged %s", expr, t)
+			}
+		}
+	}
+	return nil
+}
+
+// featureTags lists every tag used in the embedded features.
+func featureTags() map[string]bool {
+	tags := map[string]bool{}
+	entries, _ := fs.ReadDir(features.FS, ".")
+	for _, e := range entries {
+		b, err := fs.ReadFile(features.FS, e.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "@") {
+				continue
+			}
+			for _, t := range strings.Fields(line) {
+				tags[t] = true
+			}
+		}
+	}
+	return tags
 }
