@@ -24,10 +24,10 @@ Feature: M2 · Analysis pipeline
   @criterion:accuracy @criterion:observability
   Scenario: The subject's claims are backed by the server's audit trail
     When the subject is run on fixture "sales"
-    Then the sandbox id in the summary exists in the server's audit
+    Then the sandbox id in the summary is one the subject created
+    And the sandbox was deleted and a later GET answers 404
     And every step the summary claims ran in that sandbox with the claimed exit code
     And the input uploaded to the sandbox has the fixture's sha256
-    And the sandbox was deleted and a later GET answers 404
 
   @criterion:accuracy
   Scenario Outline: Awkward inputs are read correctly: <fixture>

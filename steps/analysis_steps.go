@@ -23,7 +23,7 @@ func registerAnalysisSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the claimed row count matches the host recomputation$`, rowCountMatches)
 	sc.Step(`^every number the subject claims matches the host recomputation$`, claimsMatch)
 	sc.Step(`^every number the subject claims appears in report\.md$`, claimsInReport)
-	sc.Step(`^the sandbox id in the summary exists in the server's audit$`, sandboxInAudit)
+	sc.Step(`^the sandbox id in the summary is one the subject created$`, sandboxInAudit)
 	sc.Step(`^every step the summary claims ran in that sandbox with the claimed exit code$`, stepsRan)
 	sc.Step(`^the input uploaded to the sandbox has the fixture's sha256$`, inputHashMatches)
 	sc.Step(`^the sandbox was deleted and a later GET answers 404$`, sandboxGone)
@@ -167,8 +167,23 @@ func audited(ctx context.Context) (*scenario, *subjectRun, error) {
 	return s, r, nil
 }
 
+// lifecycleSeen returns the run with the lifecycle calls its sandboxes saw:
+// from the bundled server's audit, or from the harness's recording proxy in
+// front of a server without one.
+func lifecycleSeen(ctx context.Context) (*scenario, *subjectRun, error) {
+	s, r, err := summarized(ctx)
+	if err != nil {
+		return s, r, err
+	}
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return s, r, fmt.Errorf("reading the audit trail: %w", err)
+	}
+	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	return s, r, nil
+}
+
 func sandboxInAudit(ctx context.Context) error {
-	_, r, err := audited(ctx)
+	_, r, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
@@ -177,7 +192,7 @@ func sandboxInAudit(ctx context.Context) error {
 			return nil
 		}
 	}
-	return failf("summary.json names sandbox %q, but the subject's key created %v", r.sum.SandboxID, r.sandboxes)
+	return failf("summary.json names sandbox %q, but the subject created %v", r.sum.SandboxID, r.sandboxes)
 }
 
 func stepsRan(ctx context.Context) error {
@@ -238,7 +253,7 @@ func inputHashMatches(ctx context.Context) error {
 }
 
 func sandboxGone(ctx context.Context) error {
-	s, r, err := audited(ctx)
+	s, r, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
@@ -250,7 +265,7 @@ func sandboxGone(ctx context.Context) error {
 		}
 	}
 	if !deleted {
-		return failf("the audit shows no successful DELETE of %s by the subject", r.sum.SandboxID)
+		return failf("no successful DELETE of %s by the subject was seen", r.sum.SandboxID)
 	}
 	c, cancel := ctxTimeout(ctx, 30*time.Second)
 	defer cancel()

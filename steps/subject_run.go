@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/fixtures"
+	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/subject"
@@ -48,6 +49,7 @@ type subjectRun struct {
 	stats    *recompute.Stats
 	statsErr error
 
+	observed   []observe.Call // a real target's lifecycle calls, seen by the recording proxy
 	auditOnce  sync.Once
 	audit      []osb.AuditEvent
 	sandboxes  []string // created by this run's key, in order
@@ -141,6 +143,16 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 			RunID:        e.opt.RunID + "-" + sanitize(key),
 		},
 	}
+	// A server without an audit trail: the subject talks to it through the
+	// harness's recording proxy, so its lifecycle calls are on record.
+	var rec *observe.Proxy
+	if !e.mock() {
+		if rec, err = observe.Start(e.targetURL()); err != nil {
+			r.err = fmt.Errorf("starting the recording proxy: %w", err)
+			return r
+		}
+		spec.Env.Domain = rec.Domain()
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	spec.Grace = o.grace
 	var hookDone sync.WaitGroup
@@ -157,6 +169,10 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	r.ended = time.Now()
 	cancel()
 	hookDone.Wait() // the hook's writes to r happen before anyone reads them
+	if rec != nil {
+		r.observed = rec.Calls()
+		_ = rec.Close()
+	}
 
 	if _, err := os.Stat(filepath.Join(r.outDir, "summary.json")); err == nil {
 		r.sum, r.sumErrs, r.sumErr = summary.Load(filepath.Join(r.outDir, "summary.json"))
@@ -227,8 +243,14 @@ func (r *subjectRun) usable() error {
 	return nil
 }
 
-// loadAudit fetches, once, the audit events of every sandbox this run's API key created.
+// loadAudit fetches, once, the audit events of every sandbox this run's API
+// key created. Against a server without an audit trail it uses what the
+// recording proxy saw instead: lifecycle calls only, in the same shape.
 func (e *Env) loadAudit(ctx context.Context, r *subjectRun) error {
+	if !e.mock() {
+		r.auditOnce.Do(func() { r.fromObserved() })
+		return nil
+	}
 	r.auditOnce.Do(func() {
 		c, cancel := ctxTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -303,4 +325,29 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// fromObserved turns the recording proxy's calls into lifecycle audit events.
+func (r *subjectRun) fromObserved() {
+	r.createBody = map[string]json.RawMessage{}
+	for _, c := range r.observed {
+		ev := osb.AuditEvent{Time: c.Time, SandboxID: c.SandboxID, Kind: "lifecycle", Lifecycle: &osb.AuditLifecycle{
+			Method: c.Method, Path: c.Path, Status: c.Status, KeyFingerprint: c.KeyFingerprint, Body: c.Body}}
+		r.audit = append(r.audit, ev)
+		if c.Method == "POST" && isCreatePath(c.Path) && c.Status == 202 && c.SandboxID != "" {
+			r.sandboxes = append(r.sandboxes, c.SandboxID)
+			r.createBody[c.SandboxID] = c.Body
+		}
+	}
+	b, _ := json.MarshalIndent(r.audit, "", "  ")
+	_ = os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
+}
+
+// targetURL is the target as a URL (a domain without a scheme is http).
+func (e *Env) targetURL() string {
+	d := e.opt.Target.Domain
+	if !strings.Contains(d, "://") {
+		d = "http://" + d
+	}
+	return d
 }
