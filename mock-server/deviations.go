@@ -39,6 +39,8 @@ var Deviations = []Deviation{
 		Server: "every snapshot route returns 501 SNAPSHOT::NOT_IMPLEMENTED; create with snapshotId returns 404 SNAPSHOT::NOT_FOUND", Source: "§1.13"},
 	{ID: "image-pull-500", Spec: "create errors 400/409/500",
 		Server: "an image with no host profile fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED", Source: "§1.5"},
+	{ID: "capacity-429", Spec: "429 with Retry-After is declared (components) for capacity",
+		Server: "429 SANDBOX::CAPACITY_EXHAUSTED with Retry-After only while the admin capacity fault is on (drill D3); the real 1.1.1 server never sends 429", Source: "§1.3, §9"},
 	{ID: "undocumented-routes", Spec: "not in the spec",
 		Server: "server proxy, diagnostics (deprecated text and 501), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
 }

@@ -34,6 +34,9 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, verrs...)
 		return
 	}
+	if s.refuseForCapacity(w) {
+		return
+	}
 	if code, msg := s.checkCreate(req); code != "" {
 		status := http.StatusBadRequest
 		if code == "SNAPSHOT::NOT_FOUND" {

@@ -38,7 +38,8 @@ type Server struct {
 	sandboxes map[string]*sandbox
 	records   []*SandboxInfo // every sandbox created this run, in creation order
 	canaries  map[string]string
-	apiKeys   [][]byte // accepted keys: cfg.APIKey plus AddAPIKey
+	capacity  *capacityFault // drill D3: creates answer 429 while set
+	apiKeys   [][]byte       // accepted keys: cfg.APIKey plus AddAPIKey
 	closed    bool
 	stopWatch chan struct{}
 	wg        sync.WaitGroup
