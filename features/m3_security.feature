@@ -16,8 +16,8 @@ Feature: M3 · Security hardening
     When the subject is run on fixture "sales"
     And I create a probe sandbox with the subject's network policy
     Then from the probe sandbox "exfil.capstone.test" cannot be resolved or reached
-    And the denial of "exfil.capstone.test" is recorded in the audit
     And from the probe sandbox the package index at "pypi.org" answers
+    And the denial of "exfil.capstone.test" is recorded in the audit
 
   @criterion:credential
   Scenario: The data API gets the real credential while the sandbox never holds it

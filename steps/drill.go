@@ -18,6 +18,8 @@ type drill struct {
 	Teardown  func(ctx context.Context, e *Env)
 	Opts      runOpts
 	log       []string
+	// retryAfter is the Retry-After of a capacity fault (D3).
+	retryAfter time.Duration
 }
 
 func (d *drill) logf(format string, args ...any) {

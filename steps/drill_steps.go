@@ -3,12 +3,14 @@ package steps
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
 
+	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -20,9 +22,12 @@ func registerDrillSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a failed install step shows stderr that identifies a network denial$`, installStderrShowsDenial)
 	sc.Step(`^the install was attempted at most (\d+) times and the package index was asked at most (\d+) times$`, boundedRetries)
 	sc.Step(`^the denials of the package index are recorded in the audit$`, indexDenialsAudited)
-	sc.Step(`^the platform will expire the subject's sandbox once its first command has finished$`, expireAfterFirstCommand)
-	sc.Step(`^the subject created no further sandbox after the expiry$`, noNewSandboxAfterExpiry)
-	sc.Step(`^the target can exhaust sandbox capacity on demand$`, capacityExhaustible)
+	sc.Step(`^the subject's sandbox will disappear while the subject is working in it$`, expireAfterFirstCommand)
+	sc.Step(`^the sandbox disappeared while the subject was running$`, sandboxDisappeared)
+	sc.Step(`^the subject created no further sandbox after it disappeared$`, noNewSandboxAfterExpiry)
+	sc.Step(`^the platform answers every create with 429 and Retry-After (\d+) seconds as a simulated fault$`, capacityFault)
+	sc.Step(`^the subject tried to create at most (\d+) times$`, boundedCreates)
+	sc.Step(`^the subject waited at least the Retry-After between its create attempts$`, respectedRetryAfter)
 	sc.Step(`^the subject is run on fixture "([^"]*)" and killed with SIGKILL once its first command has finished$`, runAndKill)
 	sc.Step(`^the subject's sandbox, if still alive, has an expiry of at most (\d+) seconds after its creation$`, residualHasTTL)
 	sc.Step(`^an inspection lists the residual sandbox of this run and removes it$`, inspectAndRemove)
@@ -152,11 +157,21 @@ func indexDenialsAudited(ctx context.Context) error {
 
 func expireAfterFirstCommand(ctx context.Context) error {
 	s := state(ctx)
-	d := &drill{Name: "expire-mid-run", Available: mockOnly}
-	if ok, why := d.Available(s.env); !ok {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
-	}
+	d := &drill{Name: "expire-mid-run", Available: func(*Env) (bool, string) { return true, "" }}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
+		if !s.env.mock() {
+			// No admin API: the harness destroys the sandbox itself, as the
+			// course's "manually destroy the sandbox during the analysis".
+			whenCreatedPlus(ctx, r, 3*time.Second, func(id string) {
+				c, cancel := ctxTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				at := time.Now()
+				if res, err := s.env.client.DeleteSandbox(c, id); err == nil && res.OK() {
+					r.faultAt, r.faultSandbox = at, id
+				}
+			})
+			return
+		}
 		s.env.whenFirstCommandFinished(ctx, r, func(id string) {
 			// The subject may notice the expiry and exit before the admin call
 			// returns, which cancels ctx: the fault must not depend on it.
@@ -174,13 +189,27 @@ func expireAfterFirstCommand(ctx context.Context) error {
 	return nil
 }
 
-func noNewSandboxAfterExpiry(ctx context.Context) error {
-	s, r, err := audited(ctx)
+// sandboxDisappeared is the drill's precondition: without it nothing after it means anything.
+func sandboxDisappeared(ctx context.Context) error {
+	s, r, err := ran(ctx)
 	if err != nil {
 		return err
 	}
 	if r.faultSandbox == "" {
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject never finished a command, so the sandbox was never expired")
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d) before its sandbox could be made to disappear mid-run",
+			r.res.Duration.Round(time.Millisecond), r.res.ExitCode)
+	}
+	s.note("sandbox %s disappeared %s into the run", r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond))
+	return nil
+}
+
+func noNewSandboxAfterExpiry(ctx context.Context) error {
+	_, r, err := lifecycleSeen(ctx)
+	if err != nil {
+		return err
+	}
+	if r.faultSandbox == "" {
+		return failf("the sandbox never disappeared")
 	}
 	var after []string
 	for _, ev := range r.audit {
@@ -189,7 +218,6 @@ func noNewSandboxAfterExpiry(ctx context.Context) error {
 			after = append(after, ev.SandboxID)
 		}
 	}
-	s.note("expired %s", r.faultSandbox)
 	if len(after) > 0 {
 		return failf("the subject created %d sandbox(es) after its sandbox disappeared (%s): a vanished sandbox is not retryable",
 			len(after), strings.Join(after, ", "))
@@ -197,25 +225,104 @@ func noNewSandboxAfterExpiry(ctx context.Context) error {
 	return nil
 }
 
-func capacityExhaustible(ctx context.Context) error {
-	return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-		"OpenSandbox 1.1.1 never answers 429 (an exhausted Kubernetes pool gives 504 POD_READY_TIMEOUT, CONTRACT §9) and "+
-			"this target has no pool to shrink; the course says to mark the drill not actually measured without a cluster")
+func capacityFault(ctx context.Context, seconds int) error {
+	s := state(ctx)
+	if !s.env.mock() {
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+			"OpenSandbox 1.1.1 never answers 429 (an exhausted Kubernetes pool gives 504 POD_READY_TIMEOUT, CONTRACT §9) and "+
+				"target %s offers no way to exhaust capacity on demand; the course says to mark the drill not actually measured without a cluster", s.env.opt.Target.Kind)
+	}
+	s.drill = &drill{Name: "capacity-429", Available: mockOnly, retryAfter: time.Duration(seconds) * time.Second,
+		Setup: func(ctx context.Context, e *Env) error {
+			c, cancel := ctxTimeout(ctx, 10*time.Second)
+			defer cancel()
+			res, err := e.client.Admin().CapacityFault(c, seconds)
+			if err != nil {
+				return err
+			}
+			if !res.OK() {
+				return fmt.Errorf("/_mock/faults/capacity answered %d: %s", res.Status, excerpt(res.Body, 200))
+			}
+			return nil
+		},
+		Teardown: func(ctx context.Context, e *Env) {
+			c, cancel := ctxTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, _ = e.client.Admin().ClearCapacityFault(c)
+		}}
+	return nil
+}
+
+// createAttempts are the run's create requests, refused or not, in order.
+func createAttempts(r *subjectRun) []osb.AuditEvent {
+	var out []osb.AuditEvent
+	for _, ev := range r.attempts {
+		if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && isCreatePath(lc.Path) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func boundedCreates(ctx context.Context, max int) error {
+	s, r, err := lifecycleSeen(ctx)
+	if err != nil {
+		return err
+	}
+	n := len(createAttempts(r))
+	s.note("%d create attempts", n)
+	s.addEvidence(filepath.Join(r.relDir, "lifecycle-calls.json"))
+	if n == 0 {
+		return failf("the subject never tried to create a sandbox")
+	}
+	if n > max {
+		return failf("the subject tried to create %d times; capacity errors must end after a bounded back-off (at most %d)", n, max)
+	}
+	return nil
+}
+
+func respectedRetryAfter(ctx context.Context) error {
+	s, r, err := lifecycleSeen(ctx)
+	if err != nil {
+		return err
+	}
+	if s.drill == nil || s.drill.retryAfter == 0 {
+		return failf("no Retry-After was in force")
+	}
+	at := createAttempts(r)
+	if len(at) < 2 {
+		s.note("the subject gave up after the first 429 without retrying")
+		return nil
+	}
+	for i := 1; i < len(at); i++ {
+		gap := at[i].Time.Sub(at[i-1].Time)
+		if gap < s.drill.retryAfter*9/10 { // 10 % for clock granularity between the two records
+			return failf("create attempt %d came %s after the previous 429, before its Retry-After of %s", i+1, gap.Round(time.Millisecond), s.drill.retryAfter)
+		}
+	}
+	s.note("%d attempts, each at least %s apart", len(at), s.drill.retryAfter)
+	return nil
 }
 
 func runAndKill(ctx context.Context, fixture string) error {
 	s := state(ctx)
-	d := &drill{Name: "sigkill-mid-run", Available: mockOnly}
-	if ok, why := d.Available(s.env); !ok {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
-	}
+	d := &drill{Name: "sigkill-mid-run", Available: func(*Env) (bool, string) { return true, "" }}
 	d.Opts.grace = time.Nanosecond // SIGKILL at once: no chance to run a finally
-	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
-		s.env.whenFirstCommandFinished(ctx, r, func(id string) {
+	kill := func(r *subjectRun, stop func()) func(string) {
+		return func(id string) {
 			r.faultAt = time.Now()
 			r.faultSandbox = id
 			stop()
-		})
+		}
+	}
+	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
+		if s.env.mock() {
+			s.env.whenFirstCommandFinished(ctx, r, kill(r, stop))
+			return
+		}
+		// Without an audit trail, "mid-run" is a while after the recording
+		// proxy saw the sandbox created: the subject is working in it by then.
+		whenCreatedPlus(ctx, r, 3*time.Second, kill(r, stop))
 	}
 	s.drill = d
 	s.run = s.env.runDrill(ctx, s, fixture)
@@ -224,9 +331,32 @@ func runAndKill(ctx context.Context, fixture string) error {
 		return failf("%v", s.run.err)
 	}
 	if s.run.faultSandbox == "" {
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject finished no command before it ended, so it was never killed mid-run")
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d) before it could be killed mid-run",
+			s.run.res.Duration.Round(time.Millisecond), s.run.res.ExitCode)
 	}
 	return nil
+}
+
+// whenCreatedPlus calls act with the first sandbox the recording proxy saw
+// created, once delay has passed after its creation.
+func whenCreatedPlus(ctx context.Context, r *subjectRun, delay time.Duration, act func(string)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		for _, c := range r.rec.Calls() {
+			if c.Method == "POST" && isCreatePath(c.Path) && c.Status == 202 && c.SandboxID != "" {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Until(c.Time.Add(delay))):
+					act(c.SandboxID)
+				}
+				return
+			}
+		}
+	}
 }
 
 func residualHasTTL(ctx context.Context, maxSeconds int) error {

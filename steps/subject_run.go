@@ -50,9 +50,11 @@ type subjectRun struct {
 	statsErr error
 
 	observed   []observe.Call // a real target's lifecycle calls, seen by the recording proxy
+	rec        *observe.Proxy // that proxy, while the subject runs
 	auditOnce  sync.Once
 	audit      []osb.AuditEvent
-	sandboxes  []string // created by this run's key, in order
+	sandboxes  []string         // created by this run's key, in order
+	attempts   []osb.AuditEvent // every lifecycle call made with this run's key (refused creates too)
 	createBody map[string]json.RawMessage
 	auditErr   error
 }
@@ -152,6 +154,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 			return r
 		}
 		spec.Env.Domain = rec.Domain()
+		r.rec = rec
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	spec.Grace = o.grace
@@ -266,6 +269,11 @@ func (e *Env) loadAudit(ctx context.Context, r *subjectRun) error {
 		mine := map[string]bool{}
 		r.createBody = map[string]json.RawMessage{}
 		for _, ev := range res.Value.Events {
+			if ev.Kind == "lifecycle" && ev.Lifecycle != nil && ev.Lifecycle.KeyFingerprint == r.keyFP {
+				r.attempts = append(r.attempts, ev)
+			}
+		}
+		for _, ev := range res.Value.Events {
 			lc := ev.Lifecycle
 			if ev.Kind == "lifecycle" && lc != nil && lc.KeyFingerprint == r.keyFP && lc.Method == "POST" &&
 				isCreatePath(lc.Path) && lc.Status == 202 && ev.SandboxID != "" && !mine[ev.SandboxID] {
@@ -282,6 +290,8 @@ func (e *Env) loadAudit(ctx context.Context, r *subjectRun) error {
 		sort.Slice(r.audit, func(i, j int) bool { return r.audit[i].Seq < r.audit[j].Seq })
 		b, _ := json.MarshalIndent(r.audit, "", "  ")
 		_ = os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
+		b, _ = json.MarshalIndent(r.attempts, "", "  ")
+		_ = os.WriteFile(filepath.Join(r.dir, "lifecycle-calls.json"), b, 0o644)
 	})
 	return r.auditErr
 }
@@ -334,6 +344,7 @@ func (r *subjectRun) fromObserved() {
 		ev := osb.AuditEvent{Time: c.Time, SandboxID: c.SandboxID, Kind: "lifecycle", Lifecycle: &osb.AuditLifecycle{
 			Method: c.Method, Path: c.Path, Status: c.Status, KeyFingerprint: c.KeyFingerprint, Body: c.Body}}
 		r.audit = append(r.audit, ev)
+		r.attempts = append(r.attempts, ev)
 		if c.Method == "POST" && isCreatePath(c.Path) && c.Status == 202 && c.SandboxID != "" {
 			r.sandboxes = append(r.sandboxes, c.SandboxID)
 			r.createBody[c.SandboxID] = c.Body
@@ -341,6 +352,7 @@ func (r *subjectRun) fromObserved() {
 	}
 	b, _ := json.MarshalIndent(r.audit, "", "  ")
 	_ = os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
+	_ = os.WriteFile(filepath.Join(r.dir, "lifecycle-calls.json"), b, 0o644)
 }
 
 // targetURL is the target as a URL (a domain without a scheme is http).

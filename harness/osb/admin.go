@@ -263,6 +263,18 @@ func (a *Admin) ClearEgressDeny(ctx context.Context) (*Result[Empty], error) {
 	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/egress-deny", nil), nil, false)
 }
 
+// CapacityFault makes every create answer 429 with Retry-After
+// (POST /_mock/faults/capacity; drill D3, a simulated extension).
+func (a *Admin) CapacityFault(ctx context.Context, retryAfterSeconds int) (*Result[Empty], error) {
+	body := map[string]int{"retry_after_seconds": retryAfterSeconds}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/capacity", nil), body, false)
+}
+
+// ClearCapacityFault switches the capacity fault off.
+func (a *Admin) ClearCapacityFault(ctx context.Context) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/capacity", nil), nil, false)
+}
+
 // PutCanaries calls PUT /_mock/canaries {"canaries":{label:value}} (204).
 // The values are registered as transcript secrets first.
 func (a *Admin) PutCanaries(ctx context.Context, canaries map[string]string) (*Result[Empty], error) {

@@ -609,6 +609,18 @@ func TestAdmin(t *testing.T) {
 	assert.Equal(t, "DELETE", f.seen[4].Method)
 	f.mu.Unlock()
 
+	_, err = a.CapacityFault(ctx, 2)
+	require.NoError(t, err)
+	_, err = a.ClearCapacityFault(ctx)
+	require.NoError(t, err)
+	f.mu.Lock()
+	last := len(f.seen) - 1
+	assert.Equal(t, "POST", f.seen[last-1].Method)
+	assert.Equal(t, "/_mock/faults/capacity", f.seen[last-1].URL.Path)
+	assert.Equal(t, `{"retry_after_seconds":2}`, f.bodies[last-1])
+	assert.Equal(t, "DELETE", f.seen[last].Method)
+	f.mu.Unlock()
+
 	c2, _ := New(strings.TrimPrefix(c.BaseURL(), "http://"), "")
 	un, err := c2.Admin().Info(ctx)
 	require.NoError(t, err)
