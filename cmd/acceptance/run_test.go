@@ -109,9 +109,9 @@ func TestRunM0M1EndToEnd(t *testing.T) {
 
 // TestRunFullSuiteReference grades the reference subject on every feature.
 // It is also issue 3's "a scenario whose step returns not measured shows up as
-// not measured with its reason in every output": D3 (unsupported by the
-// bundled server) and maintainability (reviewer judgment) are checked in
-// report.json, report.md, junit.xml and results.jsonl.
+// not measured with its reason in every output": cost and maintainability
+// (reviewer judgment) are checked in report.json, report.md, junit.xml and
+// results.jsonl (TestRunAgainstURLTarget covers unsupported_by_target).
 func TestRunFullSuiteReference(t *testing.T) {
 	requireSandboxes(t)
 	gradingEnv(t)
@@ -149,9 +149,11 @@ func TestRunFullSuiteReference(t *testing.T) {
 		assert.Equal(t, rubric.Passed, b.row(t, id).Verdict, id)
 	}
 
-	d3 := b.row(t, "D3")
-	require.Equal(t, rubric.NotMeasured, d3.Verdict)
-	assert.Equal(t, rubric.CategoryUnsupportedByTarget, d3.Category)
+	// D3's 429 is simulated by the bundled server, so the drill is measured here.
+	assert.Equal(t, rubric.Passed, b.row(t, "D3").Verdict, b.row(t, "D3").Reason)
+	cost := b.row(t, "cost")
+	require.Equal(t, rubric.NotMeasured, cost.Verdict)
+	assert.Equal(t, rubric.CategoryReviewerJudgment, cost.Category)
 	maint := b.row(t, "maintainability")
 	require.Equal(t, rubric.NotMeasured, maint.Verdict)
 	assert.Equal(t, rubric.CategoryReviewerJudgment, maint.Category)
@@ -160,7 +162,7 @@ func TestRunFullSuiteReference(t *testing.T) {
 		id     string
 		reason string
 		cat    rubric.Category
-	}{{"D3", d3.Reason, d3.Category}, {"maintainability", maint.Reason, maint.Category}} {
+	}{{"cost", cost.Reason, cost.Category}, {"maintainability", maint.Reason, maint.Category}} {
 		require.NotEmpty(t, r.reason)
 		// report.md: the row carries the verdict, the category and the reason.
 		var mdRow string
