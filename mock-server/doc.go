@@ -39,6 +39,7 @@
 //	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ]  {"events":[audit.Event…]}
 //	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
 //	POST   /_mock/faults/egress-deny {"targets":[…]}   204; DELETE clears (409 without an egress hub)
+//	POST   /_mock/faults/capacity {"retry_after_seconds":N}  204: every create answers 429 + Retry-After; DELETE clears
 //	PUT    /_mock/canaries {"canaries":{label:value}}  204
 //	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
@@ -50,5 +51,8 @@
 // execd command (command, cwd, timeout, exit code parsed from the SSE stream,
 // duration, output bytes), every file transfer (path, size, sha256, streamed)
 // and file operation, every state change with its reason, faults and canary
-// findings. Kept in memory and appended to <StateDir>/audit.jsonl.
+// findings; before a sandbox is removed, a canary scan (a Canary event with
+// Location "scan" says it ran) and the manifest of its /workspace and /tmp
+// (File events with Op "final-manifest"). Kept in memory and appended to
+// <StateDir>/audit.jsonl.
 package mockserver
