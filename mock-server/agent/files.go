@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
 type uploadMeta struct {
@@ -138,8 +140,20 @@ func (a *Agent) storeUpload(m uploadMeta, src io.Reader) (int, string, string) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	if _, err := io.Copy(tmp, src); err != nil {
+	limit := a.cfg.MaxUploadBytes
+	if limit <= 0 {
+		limit = runtime.DefaultMaxUploadBytes
+	}
+	n, err := io.Copy(tmp, io.LimitReader(src, limit+1))
+	if err != nil {
+		if status := fsStatus(err); status != http.StatusInternalServerError {
+			return status, fsCode(err), "store file: " + err.Error() // e.g. the sandbox's disk is full
+		}
 		return http.StatusBadRequest, "INVALID_FILE_CONTENT", "read file part: " + err.Error()
+	}
+	if n > limit {
+		return http.StatusRequestEntityTooLarge, "INVALID_FILE_CONTENT",
+			fmt.Sprintf("%s: the file is larger than the upload limit of %d bytes; nothing was stored", m.Path, limit)
 	}
 	if err := tmp.Close(); err != nil {
 		return http.StatusInternalServerError, "RUNTIME_ERROR", err.Error()
@@ -165,6 +179,8 @@ func fsStatus(err error) int {
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, fs.ErrExist), isErrno(err, "read-only file system"),
 		isErrno(err, "not a directory"), isErrno(err, "is a directory"):
 		return http.StatusBadRequest
+	case isErrno(err, "no space left on device"), isErrno(err, "disk quota exceeded"):
+		return http.StatusInsufficientStorage
 	}
 	return http.StatusInternalServerError
 }

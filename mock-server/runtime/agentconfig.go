@@ -15,6 +15,9 @@ const (
 // AgentConfig is what the host tells the agent. It travels over a pipe (fd 4),
 // never through argv, so neither it nor the sandbox environment shows in any
 // host-visible command line (bwrap only gets --setenv for PATH, HOME, LANG).
+// DefaultMaxUploadBytes is the largest file one upload may carry by default.
+const DefaultMaxUploadBytes = 2 << 30
+
 type AgentConfig struct {
 	ID         string   `json:"id"`
 	Entrypoint []string `json:"entrypoint"`
@@ -27,8 +30,11 @@ type AgentConfig struct {
 	// Workspace is the in-sandbox path relative paths are resolved against.
 	Workspace string `json:"workspace"`
 	// GatewaySocket is the in-sandbox path of the egress gateway socket ("" = none).
-	GatewaySocket    string `json:"gateway_socket,omitempty"`
-	MemoryLimitBytes int64  `json:"memory_limit_bytes,omitempty"`
+	GatewaySocket string `json:"gateway_socket,omitempty"`
+	// MaxUploadBytes caps one uploaded file (0 = DefaultMaxUploadBytes); a
+	// larger one is refused with 413 and nothing of it is kept.
+	MaxUploadBytes   int64 `json:"max_upload_bytes,omitempty"`
+	MemoryLimitBytes int64 `json:"memory_limit_bytes,omitempty"`
 	// CloseDelay is how long /command keeps the SSE stream open after the
 	// terminal event (real execd: 1 s, ApiGracefulShutdownTimeout).
 	CloseDelay time.Duration `json:"close_delay,omitempty"`
