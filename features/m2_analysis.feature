@@ -45,10 +45,16 @@ Feature: M2 · Analysis pipeline
       | latin1         |
 
   @criterion:observability
-  Scenario: A failing analysis is a visible failure, not a silent success
-    When the subject is run on fixture "header_only"
+  Scenario Outline: A broken input is a visible failure, not a silent success: <fixture>
+    When the subject is run on fixture "<fixture>"
     Then the subject exited non-zero or reported 0 rows
     And if it failed, the summary shows the sandbox's stderr and an error class
+
+    Examples:
+      | fixture     |
+      | header_only |
+      | empty       |
+      | malformed   |
 
   @criterion:function @large
   Scenario: A 50 MB input goes through
