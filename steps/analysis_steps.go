@@ -91,6 +91,10 @@ func claimsMatch(ctx context.Context) error {
 		case recompute.StatusMatch:
 			verified++
 		case recompute.StatusMismatch:
+			if c.Name == "rows" { // the number the course recomputes first, worded as the row-count step words it
+				bad = append([]string{fmt.Sprintf("claimed rows %v, the harness counts %d (%s)", c.Claimed, r.stats.Rows, c.Hint)}, bad...)
+				continue
+			}
 			bad = append(bad, fmt.Sprintf("%s: claimed %v, recomputed %v (%s)", c.Name, c.Claimed, deref(c.Recomputed), c.Hint))
 		default:
 			unverifiable = append(unverifiable, c.Name)
