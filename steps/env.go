@@ -94,6 +94,11 @@ func NewEnv(opt Options) (*Env, error) {
 	if opt.BundleDir == "" {
 		return nil, fmt.Errorf("steps: Options.BundleDir is required")
 	}
+	abs, err := filepath.Abs(opt.BundleDir)
+	if err != nil {
+		return nil, err
+	}
+	opt.BundleDir = abs // subjects run in their own working directory
 	if opt.RunID == "" {
 		opt.RunID = randomHex(6)
 	}

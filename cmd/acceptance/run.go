@@ -119,6 +119,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if out == "" {
 		out = filepath.Join("reports", runID)
 	}
+	// Absolute: subjects run in their own working directory, and {csv}/{out} must still name the bundle's files.
+	if out, err = filepath.Abs(out); err != nil {
+		fmt.Fprintf(stderr, "acceptance run: --out: %v\n", err)
+		return 2
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
 		return 2
