@@ -91,20 +91,15 @@ func (s *Stats) CompareOne(name string, claimed float64) Comparison {
 	return c
 }
 
-// hint explains a mismatch. Specific diagnoses come first, then the
-// course's order of suspicion: encoding, delimiter, header, then the script.
+// hint explains a mismatch: first what the numbers themselves point to (a
+// header counted as data, physical lines counted as rows, a wrong delimiter
+// giving one column, missing cells averaged as 0); then, in the course's
+// order of suspicion, the file's own traits a reader must handle (encoding,
+// BOM, delimiter) — named as things to check, since the file has them
+// whether or not they caused this mismatch; then the script.
 func (s *Stats) hint(name string, claimed, recomputed float64) string {
 	var why []string
 	n := Normalize(name)
-	if s.Encoding != EncodingUTF8 {
-		why = append(why, fmt.Sprintf("encoding: the file is %s, not UTF-8 (read it with encoding=%q)", s.Encoding, pandasEncoding(s.Encoding)))
-	}
-	if s.BOM {
-		why = append(why, "encoding: the file starts with a UTF-8 BOM; a reader that keeps it names the first column \"\\ufeff"+firstOr(s.Header)+"\"")
-	}
-	if s.Delimiter != "," {
-		why = append(why, fmt.Sprintf("delimiter: the file is delimited by %q, not ','", s.Delimiter))
-	}
 	switch n {
 	case "rows":
 		switch {
@@ -125,6 +120,15 @@ func (s *Stats) hint(name string, claimed, recomputed float64) string {
 			Equal(claimed, c.Sum/float64(s.Rows)) {
 			why = append(why, "missing values: the mean was divided by all rows, i.e. missing cells counted as 0")
 		}
+	}
+	if s.Encoding != EncodingUTF8 {
+		why = append(why, fmt.Sprintf("check the encoding: the file is %s, not UTF-8 (read it with encoding=%q)", s.Encoding, pandasEncoding(s.Encoding)))
+	}
+	if s.BOM {
+		why = append(why, "check the encoding: the file starts with a UTF-8 BOM; a reader that keeps it names the first column \"\\ufeff"+firstOr(s.Header)+"\"")
+	}
+	if s.Delimiter != "," {
+		why = append(why, fmt.Sprintf("check the delimiter: the file is delimited by %q, not ','", s.Delimiter))
 	}
 	why = append(why, fmt.Sprintf("claimed %s, recomputed %s; check the reading first (encoding %s, delimiter %q, header row %q), then the analysis script",
 		fmtNum(claimed), fmtNum(recomputed), s.Encoding, s.Delimiter, strings.Join(s.Header, s.Delimiter)))

@@ -176,7 +176,7 @@ func TestLatin1Decoded(t *testing.T) {
 	assert.Contains(t, st.GroupValues("city"), "Montréal")
 	assert.Contains(t, st.GroupValues("client"), "Café Lumière")
 	c := st.CompareOne("rows", 29)
-	assert.Contains(t, c.Hint, "encoding: the file is iso-8859-1")
+	assert.Contains(t, c.Hint, "check the encoding: the file is iso-8859-1")
 	assert.Contains(t, c.Hint, `encoding="latin-1"`)
 }
 
