@@ -242,93 +242,72 @@ func (v *vault) mutate(req vaultMutationRequest, p Policy) (*vault, error) {
 	next := v.clone()
 	next.revision = v.revision + 1
 	if c := req.Credentials; c != nil {
-		seen := map[string]bool{}
-		for _, name := range c.Delete {
-			name = strings.TrimSpace(name)
-			if name == "" || seen[name] {
-				return nil, badRequest("credential delete name %q is blank or mentioned twice", name)
-			}
-			seen[name] = true
-			if _, ok := next.creds[name]; !ok {
-				return nil, badRequest("credential %q does not exist", name)
-			}
-			delete(next.creds, name)
-		}
-		for _, in := range c.Replace {
+		if err := applyOps("credential", next.creds, c.Delete, c.Replace, c.Add, func(in credentialIn) (string, credRecord, error) {
 			rec, err := normalizeCredential(in, next.revision)
-			if err != nil {
-				return nil, err
-			}
-			if seen[rec.name] {
-				return nil, badRequest("credential %q mentioned by multiple operations", rec.name)
-			}
-			seen[rec.name] = true
-			if _, ok := next.creds[rec.name]; !ok {
-				return nil, badRequest("credential %q does not exist", rec.name)
-			}
-			next.creds[rec.name] = rec
-		}
-		for _, in := range c.Add {
-			rec, err := normalizeCredential(in, next.revision)
-			if err != nil {
-				return nil, err
-			}
-			if seen[rec.name] {
-				return nil, badRequest("credential %q mentioned by multiple operations", rec.name)
-			}
-			seen[rec.name] = true
-			if _, ok := next.creds[rec.name]; ok {
-				return nil, badRequest("credential %q already exists", rec.name)
-			}
-			next.creds[rec.name] = rec
+			return rec.name, rec, err
+		}); err != nil {
+			return nil, err
 		}
 	}
 	if b := req.Bindings; b != nil {
-		seen := map[string]bool{}
-		for _, name := range b.Delete {
-			name = strings.TrimSpace(name)
-			if name == "" || seen[name] {
-				return nil, badRequest("binding delete name %q is blank or mentioned twice", name)
-			}
-			seen[name] = true
-			if _, ok := next.bindings[name]; !ok {
-				return nil, badRequest("binding %q does not exist", name)
-			}
-			delete(next.bindings, name)
-		}
-		for _, in := range b.Replace {
+		if err := applyOps("binding", next.bindings, b.Delete, b.Replace, b.Add, func(in bindingSpec) (string, bindingRecord, error) {
 			nb, err := normalizeBinding(in)
-			if err != nil {
-				return nil, err
-			}
-			if seen[nb.Name] {
-				return nil, badRequest("binding %q mentioned by multiple operations", nb.Name)
-			}
-			seen[nb.Name] = true
-			if _, ok := next.bindings[nb.Name]; !ok {
-				return nil, badRequest("binding %q does not exist", nb.Name)
-			}
-			next.bindings[nb.Name] = bindingRecord{spec: nb, revision: next.revision}
-		}
-		for _, in := range b.Add {
-			nb, err := normalizeBinding(in)
-			if err != nil {
-				return nil, err
-			}
-			if seen[nb.Name] {
-				return nil, badRequest("binding %q mentioned by multiple operations", nb.Name)
-			}
-			seen[nb.Name] = true
-			if _, ok := next.bindings[nb.Name]; ok {
-				return nil, badRequest("binding %q already exists", nb.Name)
-			}
-			next.bindings[nb.Name] = bindingRecord{spec: nb, revision: next.revision}
+			return nb.Name, bindingRecord{spec: nb, revision: next.revision}, err
+		}); err != nil {
+			return nil, err
 		}
 	}
 	if err := next.validate(p); err != nil {
 		return nil, err
 	}
 	return next, nil
+}
+
+// applyOps applies one kind's delete, replace and add lists of a PATCH to m,
+// in that order. A name may appear once per patch; delete and replace need an
+// existing entry, add a new one. norm validates an entry and names it.
+func applyOps[In, Rec any](kind string, m map[string]Rec, del []string, replace, add []In, norm func(In) (string, Rec, error)) error {
+	seen := map[string]bool{}
+	for _, name := range del {
+		name = strings.TrimSpace(name)
+		if name == "" || seen[name] {
+			return badRequest("%s delete name %q is blank or mentioned twice", kind, name)
+		}
+		seen[name] = true
+		if _, ok := m[name]; !ok {
+			return badRequest("%s %q does not exist", kind, name)
+		}
+		delete(m, name)
+	}
+	put := func(in In, mustExist bool) error {
+		name, rec, err := norm(in)
+		if err != nil {
+			return err
+		}
+		if seen[name] {
+			return badRequest("%s %q mentioned by multiple operations", kind, name)
+		}
+		seen[name] = true
+		if _, exists := m[name]; exists != mustExist {
+			if mustExist {
+				return badRequest("%s %q does not exist", kind, name)
+			}
+			return badRequest("%s %q already exists", kind, name)
+		}
+		m[name] = rec
+		return nil
+	}
+	for _, in := range replace {
+		if err := put(in, true); err != nil {
+			return err
+		}
+	}
+	for _, in := range add {
+		if err := put(in, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func normalizeCredential(c credentialIn, rev int64) (credRecord, error) {

@@ -62,6 +62,10 @@ func TestVaultRoutesAndCodes(t *testing.T) {
 	assertTextError(t, e.api(t, "PATCH", "/credential-vault", `{"credentials":{"delete":["data-token"]}}`), 400, "unknown credential")
 	assertTextError(t, e.api(t, "PATCH", "/credential-vault", `{"credentials":{"add":[{"name":"key","source":{"value":"v"}}]}}`), 400, "already exists")
 	assertTextError(t, e.api(t, "PATCH", "/credential-vault", `{"credentials":{"replace":[{"name":"ghost","source":{"value":"v"}}]}}`), 400, "does not exist")
+	assertTextError(t, e.api(t, "PATCH", "/credential-vault", `{"credentials":{"delete":[" "]}}`), 400, "blank or mentioned twice")
+	assertTextError(t, e.api(t, "PATCH", "/credential-vault", `{"credentials":{"delete":["key"],"add":[{"name":"key","source":{"value":"v"}}]}}`), 400, "mentioned by multiple operations")
+	assertTextError(t, e.api(t, "PATCH", "/credential-vault", `{"bindings":{"delete":["ghost"]}}`), 400, `binding "ghost" does not exist`)
+	assertTextError(t, e.api(t, "PATCH", "/credential-vault", `{"bindings":{"delete":["wild","wild"]}}`), 400, "blank or mentioned twice")
 	assertTextError(t, e.api(t, "PATCH", "/credential-vault", `{"bindings":{"delete":["wild"]}}`, "RemoteAddr", "[2001:db8::1]:9"), 426, "loopback")
 
 	w = e.api(t, "PATCH", "/credential-vault", `{"expectedRevision":1,"credentials":{"replace":[{"name":"key","source":{"value":"ROTATED-KEY-1"}}]},"bindings":{"delete":["wild"]}}`)
