@@ -28,6 +28,7 @@ acceptance: deps build
 SDK_ENV := OSB_SDK_REQUIRED=1 OSB_EGRESS_NETNS_E2E=1 OSB_JS_SDK_DIR=$(CURDIR)/mock-server/testdata/sdk OSB_PY_SDK_PYTHON=$(CURDIR)/.cache/py-sdk/bin/python
 
 test: deps
+	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(SDK_ENV) $(GO) test -count=1 -timeout 40m ./...; s=$$?; bash .ci/leakcheck.sh || s=1; exit $$s
 
