@@ -154,6 +154,7 @@ const maxManifestEntries = 500
 // Op "final-manifest" (path, size, sha256), so a grader can prove what was, or
 // was not, left in the sandbox after the subject's last command.
 func (s *Server) finalRecord(id string, sb *sandbox) {
+	s.finishBackground(id, sb)
 	s.mu.Lock()
 	planted := len(s.canaries)
 	s.mu.Unlock()

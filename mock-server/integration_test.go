@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -225,4 +226,37 @@ func TestRealRuntimeCloseLeavesNothing(t *testing.T) {
 			assert.True(t, gone, "pid %d never reaped", pid)
 		}
 	}
+}
+
+// A background command's exit code reaches the audit when the sandbox is
+// removed; one still running then is recorded as killed.
+func TestRealRuntimeBackgroundOutcomeAudited(t *testing.T) {
+	srv, _ := realEnv(t)
+	status, m := apiDo(t, srv, "POST", "/v1/sandboxes", validCreate())
+	require.Equal(t, http.StatusAccepted, status, "%v", m)
+	id := m["id"].(string)
+	_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
+	base := "http://" + ep["endpoint"].(string)
+
+	for _, c := range []string{"exit 7", "sleep 60"} {
+		body, _ := json.Marshal(map[string]any{"command": c, "background": true})
+		res, err := http.Post(base+"/command", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
+	}
+	time.Sleep(500 * time.Millisecond) // let `exit 7` finish
+	require.NoError(t, srv.ExpireNow(id))
+
+	outcome := map[string]*int{}
+	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+		if ev.Command.ExitCode != nil {
+			outcome[ev.Command.Command] = ev.Command.ExitCode
+		}
+	}
+	require.NotNil(t, outcome["exit 7"], "the finished background command's exit code is audited")
+	assert.Equal(t, 7, *outcome["exit 7"])
+	require.NotNil(t, outcome["sleep 60"], "the running one is audited as killed")
+	assert.Equal(t, -1, *outcome["sleep 60"])
 }
