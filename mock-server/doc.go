@@ -51,7 +51,8 @@
 // execd command (command, cwd, timeout, exit code parsed from the SSE stream,
 // duration, output bytes), every file transfer (path, size, sha256, streamed)
 // and file operation, every state change with its reason, faults and canary
-// findings; before a sandbox is removed, a canary scan (a Canary event with
+// findings; before a sandbox is removed, the outcome of its background
+// commands (a second Command event with the same id), a canary scan (a Canary event with
 // Location "scan" says it ran) and the manifest of its /workspace and /tmp
 // (File events with Op "final-manifest"). Kept in memory and appended to
 // <StateDir>/audit.jsonl.
