@@ -151,16 +151,8 @@ func (a *Agent) handlePermissions(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("chown %s: %v", p, err))
 			return
 		}
-		if perm.Mode != 0 {
-			m, ok := parseMode(perm.Mode)
-			if !ok {
-				writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid mode %d (octal digits expected, e.g. 644)", perm.Mode))
-				return
-			}
-			if err := os.Chmod(host, m); err != nil {
-				writeError(w, fsStatus(err), fsCode(err), err.Error())
-				return
-			}
+		if !applyMode(w, host, perm.Mode) {
+			return
 		}
 	}
 	w.WriteHeader(http.StatusOK)
@@ -299,16 +291,8 @@ func (a *Agent) handleMkdir(w http.ResponseWriter, r *http.Request) {
 		if existed {
 			continue
 		}
-		if perm.Mode != 0 {
-			m, ok := parseMode(perm.Mode)
-			if !ok {
-				writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid mode %d", perm.Mode))
-				return
-			}
-			if err := os.Chmod(host, m); err != nil {
-				writeError(w, fsStatus(err), fsCode(err), err.Error())
-				return
-			}
+		if !applyMode(w, host, perm.Mode) {
+			return
 		}
 		if err := chownNames(host, perm.Owner, perm.Group); err != nil {
 			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("chown %s: %v", p, err))
@@ -339,4 +323,22 @@ func (a *Agent) handleRmdir(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// applyMode chmods host to mode (octal digits as a decimal int, CONTRACT §2.5;
+// 0 skips the chmod), or answers the error and returns false.
+func applyMode(w http.ResponseWriter, host string, mode int) bool {
+	if mode == 0 {
+		return true
+	}
+	m, ok := parseMode(mode)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid mode %d (octal digits expected, e.g. 644)", mode))
+		return false
+	}
+	if err := os.Chmod(host, m); err != nil {
+		writeError(w, fsStatus(err), fsCode(err), err.Error())
+		return false
+	}
+	return true
 }
