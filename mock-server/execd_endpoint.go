@@ -17,6 +17,7 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
@@ -130,24 +131,59 @@ type tapWriter struct {
 	http.ResponseWriter
 	status int
 	onData func([]byte)
+	// final, when set, records the exchange in the audit. It runs once, before
+	// the client can act on the response: at WriteHeader (a client may go on
+	// as soon as it has the status line) unless recordsBody says the record
+	// needs the body (a download's hash), then just before a Content-Length
+	// body's last bytes are written, else at finish after the proxy returns
+	// (a chunked body ends only after the handler returns). A client that
+	// reads the audit right after its response finds the exchange, in order.
+	final       func()
+	recordsBody func(status int) bool
+	finalOnce   sync.Once
+	remaining   int64 // bytes of a Content-Length body still to write; -1 unknown
 }
 
 func (t *tapWriter) WriteHeader(code int) {
 	if t.status == 0 {
 		t.status = code
+		t.remaining = -1
+		if cl, err := strconv.ParseInt(t.Header().Get("Content-Length"), 10, 64); err == nil && code >= 200 {
+			t.remaining = cl
+		}
+		if t.remaining == 0 || t.recordsBody == nil || !t.recordsBody(code) {
+			t.finish()
+		}
 	}
 	t.ResponseWriter.WriteHeader(code)
 }
 
 func (t *tapWriter) Write(b []byte) (int, error) {
 	if t.status == 0 {
-		t.status = http.StatusOK
+		t.WriteHeader(http.StatusOK)
+	}
+	last := t.remaining >= 0 && int64(len(b)) >= t.remaining
+	if last {
+		if t.onData != nil {
+			t.onData(b)
+		}
+		t.finish()
 	}
 	n, err := t.ResponseWriter.Write(b)
-	if n > 0 && t.onData != nil {
+	if t.remaining > 0 {
+		t.remaining -= int64(n)
+	}
+	if !last && n > 0 && t.onData != nil {
 		t.onData(b[:n])
 	}
 	return n, err
+}
+
+// finish runs final, once.
+func (t *tapWriter) finish() {
+	if t.final != nil {
+		t.finalOnce.Do(t.final)
+	}
 }
 
 func (t *tapWriter) Flush() {
@@ -378,9 +414,12 @@ func (e *execdEndpoint) serveUpload(w http.ResponseWriter, r *http.Request) {
 	boundary := params["boundary"]
 	if err != nil || !strings.HasPrefix(mt, "multipart/") || boundary == "" {
 		tap := &tapWriter{ResponseWriter: w}
+		tap.final = func() {
+			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
+				File: &audit.File{Op: "upload", Status: tap.code()}})
+		}
 		e.proxy.ServeHTTP(tap, r)
-		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
-			File: &audit.File{Op: "upload", Status: tap.code()}})
+		tap.finish()
 		return
 	}
 	pr, pw := io.Pipe()
@@ -392,18 +431,23 @@ func (e *execdEndpoint) serveUpload(w http.ResponseWriter, r *http.Request) {
 	}()
 	r.Body = &pipeTee{src: r.Body, pw: pw}
 	tap := &tapWriter{ResponseWriter: w}
+	// By the time execd answers, the proxy has passed it the whole body, and
+	// every byte went through the tee into the scanner.
+	tap.final = func() {
+		_ = pw.Close()
+		parts := <-done
+		_ = pr.Close()
+		if len(parts) == 0 {
+			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
+				File: &audit.File{Op: "upload", Status: tap.code()}})
+		}
+		for _, p := range parts {
+			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
+				File: &audit.File{Op: "upload", Path: p.path, Size: p.size, SHA256: p.sum, Status: tap.code()}})
+		}
+	}
 	e.proxy.ServeHTTP(tap, r)
-	_ = pw.Close()
-	parts := <-done
-	_ = pr.Close()
-	if len(parts) == 0 {
-		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
-			File: &audit.File{Op: "upload", Status: tap.code()}})
-	}
-	for _, p := range parts {
-		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
-			File: &audit.File{Op: "upload", Path: p.path, Size: p.size, SHA256: p.sum, Status: tap.code()}})
-	}
+	tap.finish()
 }
 
 func (e *execdEndpoint) serveDownload(w http.ResponseWriter, r *http.Request) {
@@ -416,13 +460,17 @@ func (e *execdEndpoint) serveDownload(w http.ResponseWriter, r *http.Request) {
 			n += int64(len(b))
 		}
 	}
-	e.proxy.ServeHTTP(tap, r)
-	f := &audit.File{Op: "download", Path: r.URL.Query().Get("path"), Status: tap.code()}
-	if f.Status == http.StatusOK || f.Status == http.StatusPartialContent {
-		f.Size = n
-		f.SHA256 = hex.EncodeToString(h.Sum(nil))
+	tap.recordsBody = func(status int) bool { return status == http.StatusOK || status == http.StatusPartialContent }
+	tap.final = func() {
+		f := &audit.File{Op: "download", Path: r.URL.Query().Get("path"), Status: tap.code()}
+		if f.Status == http.StatusOK || f.Status == http.StatusPartialContent {
+			f.Size = n
+			f.SHA256 = hex.EncodeToString(h.Sum(nil))
+		}
+		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile, File: f})
 	}
-	e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile, File: f})
+	e.proxy.ServeHTTP(tap, r)
+	tap.finish()
 }
 
 func (e *execdEndpoint) serveFileOp(w http.ResponseWriter, r *http.Request) {
@@ -452,13 +500,16 @@ func (e *execdEndpoint) serveFileOp(w http.ResponseWriter, r *http.Request) {
 			targets = append(targets, target{op: op, path: k})
 		}
 	}
-	tap := &tapWriter{ResponseWriter: w}
-	e.proxy.ServeHTTP(tap, r)
 	if len(targets) == 0 {
 		targets = append(targets, target{op: strings.TrimPrefix(p, "/")})
 	}
-	for _, t := range targets {
-		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
-			File: &audit.File{Op: t.op, Path: t.path, Dest: t.dest, Status: tap.code()}})
+	tap := &tapWriter{ResponseWriter: w}
+	tap.final = func() {
+		for _, t := range targets {
+			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
+				File: &audit.File{Op: t.op, Path: t.path, Dest: t.dest, Status: tap.code()}})
+		}
 	}
+	e.proxy.ServeHTTP(tap, r)
+	tap.finish()
 }
