@@ -37,6 +37,14 @@ type Document struct {
 	Versions   map[string]string `json:"versions"`
 	StartedAt  time.Time         `json:"started_at"`
 	EndedAt    time.Time         `json:"ended_at"`
+
+	// Final is the score after a reviewer's judgement (review.json), merged
+	// at render time; never part of report.json, whose measured content a
+	// review leaves byte-identical.
+	Final *Final `json:"-"`
+	// Runs are the subject runs' timelines (from evidence/subject-*/), read
+	// at render time for report.html.
+	Runs []SubjectRun `json:"-"`
 }
 
 // ScoringRow is one scoring item in report.json.

@@ -61,6 +61,10 @@ func WriteMarkdown(w io.Writer, d Document) error {
 	}
 	fmt.Fprintf(&b, "| **Total** | %s | %s | %s | |\n", rubric.Num(d.Score.Total), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Earned))
 
+	if d.Final != nil {
+		writeFinalMarkdown(&b, d.Final)
+	}
+
 	section := func(title string, rows []EntryRow) {
 		fmt.Fprintf(&b, "\n## %s\n\n", title)
 		b.WriteString("| ID | Verdict | Reason | Evidence | Reproduce |\n|---|---|---|---|---|\n")
