@@ -37,11 +37,11 @@ type ClassStudent struct {
 
 // ClassEntry is one rubric entry's tally across the class.
 type ClassEntry struct {
-	ID                                     rubric.ID
-	Title                                  string
-	Passed, Failed, NotMeasured, Errored   int
-	PassRate                               float64 // passed / (passed + failed); 0 when nothing was measured
-	Measured                               int     // passed + failed
+	ID                                   rubric.ID
+	Title                                string
+	Passed, Failed, NotMeasured, Errored int
+	PassRate                             float64 // passed / (passed + failed); 0 when nothing was measured
+	Measured                             int     // passed + failed
 }
 
 // ClassReason is a failure reason and how many submissions it hit.
