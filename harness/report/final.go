@@ -272,7 +272,7 @@ func ComputeFinal(d Document, j *Judgments) *Final {
 			if r.ID == rubric.M5 {
 				qs, pts, pending := computeQuestions(w.Weight*DefenseFraction, j)
 				f.Questions = qs
-				fe.Points = round2(fe.Points + pts)
+				fe.Points += pts
 				if pending > 0 {
 					f.Pending = append(f.Pending, pluralQ(pending))
 				}
@@ -289,6 +289,7 @@ func ComputeFinal(d Document, j *Judgments) *Final {
 				fe.Provenance = ProvNone
 			}
 		}
+		raw := fe.Points // sums use unrounded points: 6 × 25/6 is 25, not 25.02
 		fe.Points = round2(fe.Points)
 		finalVerdict[r.ID], finalCat[r.ID] = fe.Verdict, fe.Category
 		if !feeds {
@@ -296,15 +297,15 @@ func ComputeFinal(d Document, j *Judgments) *Final {
 		}
 		switch fe.Provenance {
 		case ProvMeasured:
-			f.MeasuredPoints += fe.Points
+			f.MeasuredPoints += raw
 		case ProvJudged:
-			f.JudgedPoints += fe.Points
+			f.JudgedPoints += raw
 		case ProvOverride:
-			f.OverridePoints += fe.Points
+			f.OverridePoints += raw
 		}
 		for i, it := range w.Items {
 			if w.Weight > 0 {
-				itemPoints[it] += fe.Points * w.Shares[i] / w.Weight
+				itemPoints[it] += raw * w.Shares[i] / w.Weight
 			}
 		}
 		f.Entries = append(f.Entries, fe)
@@ -394,7 +395,7 @@ func clamp(p, w float64) float64 {
 	if p < 0 || math.IsNaN(p) {
 		return 0
 	}
-	if p > w+0.005 {
+	if p > w {
 		return w
 	}
 	return p

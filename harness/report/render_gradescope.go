@@ -43,7 +43,7 @@ type gsTest struct {
 // 0 until then and say so). A test passes only when it earned all its points
 // from a passed verdict; not-measured entries (a timeout included) score 0
 // and explain why in their output and extra_data. The top-level score is the
-// sum of the tests' scores.
+// final score (the tests' scores, unrounded).
 func WriteGradescope(w io.Writer, d Document) error {
 	f := d.Final
 	reviewed := f != nil
@@ -59,7 +59,6 @@ func WriteGradescope(w io.Writer, d Document) error {
 	if !d.StartedAt.IsZero() && d.EndedAt.After(d.StartedAt) {
 		res.ExecutionTime = int64(d.EndedAt.Sub(d.StartedAt).Seconds())
 	}
-	var total float64
 	for i, fe := range f.Entries {
 		r := rows[fe.ID]
 		t := gsTest{Score: fe.Points, MaxScore: fe.Weight, Status: "failed", Name: string(fe.ID) + ": " + fe.Title,
@@ -84,10 +83,11 @@ func WriteGradescope(w io.Writer, d Document) error {
 		}
 		t.ExtraData = extra
 		t.Output = gsOutput(r, fe)
-		total += t.Score
 		res.Tests = append(res.Tests, t)
 	}
-	res.Score = round2(total)
+	// The exact final score: the tests' scores are rounded to 2 decimals each
+	// (six shares of 25/6 show as 4.17 but add up to 25).
+	res.Score = f.Score
 	res.ExtraData = map[string]any{
 		"max_score": f.Total, "verdict": string(f.Verdict), "verdict_reason": f.VerdictReason,
 		"measured_verdict": string(d.Verdict), "measured_points": f.MeasuredPoints, "judged_points": f.JudgedPoints,
