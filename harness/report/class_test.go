@@ -24,7 +24,7 @@ func classFixture(t *testing.T) (root string, bundles []string) {
 	var b bytes.Buffer
 	require.NoError(t, WriteJSON(&b, fixtureDoc(t)))
 	require.NoError(t, os.WriteFile(filepath.Join(alice, JSONFile), b.Bytes(), 0o644))
-	for name, src := range map[string]string{"bob": "testdata/bundles/m0m5-a", "carol": "testdata/bundles/m0m5-b"} {
+	for name, src := range map[string]string{"bob": "testdata/bundles/m0m5-a", "carol": "testdata/bundles/m0m5-c"} {
 		require.NoError(t, os.Rename(copyBundle(t, src), filepath.Join(root, name)))
 	}
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "dave"), 0o755))
