@@ -3,6 +3,9 @@
 //	acceptance run         grade a subject (the reference pipeline or a submission) against a server
 //	acceptance serve-mock  run the bundled OpenSandbox-compatible server in the foreground
 //	acceptance reference   run the reference capstone pipeline once
+//	acceptance review      record a reviewer's judgement; the final score out of 100
+//	acceptance diff        compare two report bundles (the upgrade check)
+//	acceptance render      re-render a bundle's reports from its journal
 //	acceptance version     print versions
 package main
 
@@ -37,6 +40,12 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return mockserver.ServeMain(args[1:], stdout, stderr)
 	case "reference":
 		return reference.Main(args[1:], stdout, stderr)
+	case "review":
+		return reviewMain(args[1:], os.Stdin, stdout, stderr)
+	case "diff":
+		return diffMain(args[1:], stdout, stderr)
+	case "render":
+		return renderMain(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "acceptance %s (OpenSandbox contract 1.1.1)\n", version)
 		return 0
@@ -57,6 +66,9 @@ commands:
   run         grade a subject against a server and write a report bundle
   serve-mock  run the bundled OpenSandbox-compatible server in the foreground
   reference   run the reference capstone pipeline once
+  review      record a reviewer's judgement of a bundle; prints the final score out of 100
+  diff        compare two bundles; exit 1 on a regression (the upgrade check)
+  render      re-render a bundle's reports from its results.jsonl (e.g. after a killed run)
   version     print the version
 
 Run "acceptance <command> -h" for a command's flags.
