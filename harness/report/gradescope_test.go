@@ -120,6 +120,11 @@ func TestGradescopeRejectsBadShapes(t *testing.T) {
 	}
 }
 
+// The fallback results.json of the README's run_autograder is valid too.
+func TestGradescopeFallbackValid(t *testing.T) {
+	validateGradescope(t, gradescopeSchema(t), []byte(`{"score": 0, "output": "the acceptance suite could not grade this submission; see the autograder output", "tests": []}`))
+}
+
 func TestGoldenGradescope(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteGradescope(&b, fixtureDoc(t)))
