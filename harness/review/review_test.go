@@ -109,6 +109,7 @@ func TestReviewFromFileReaches100(t *testing.T) {
 	assert.Contains(t, md, "| cost | 7.5 | 7.5 | judged | passed | estimate table matches the measured figures |")
 	html := read(t, filepath.Join(dir, report.HTMLFile))
 	assert.Contains(t, html, `id="score">100 / 100<`)
+	assert.Contains(t, read(t, filepath.Join(dir, report.JUnitFile)), `<property name="final_score" value="100 of 100 (measured 80, judged 20, overrides 0; reviewer Rita Reviewer)">`)
 	gs := read(t, filepath.Join(dir, report.GradescopeFile))
 	assert.Contains(t, gs, `"score": 100,`)
 	validGradescope(t, gs)
