@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"image"
+	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -283,7 +284,7 @@ func dedupeMarkers(ms []Marker) []Marker {
 	return out
 }
 
-// thumbnail scales a PNG chart down (nearest neighbour, at most
+// thumbnail scales a PNG chart down (box filter, at most
 // maxThumbW×maxThumbH) and returns it as a data URI; "" when there is no
 // chart, it is not a sane PNG, or the thumbnail would be too large.
 func thumbnail(path string) string {
@@ -311,9 +312,19 @@ func thumbnail(path string) string {
 	scale := min(float64(maxThumbW)/float64(b.Dx()), float64(maxThumbH)/float64(b.Dy()), 1)
 	w, h := max(1, int(float64(b.Dx())*scale)), max(1, int(float64(b.Dy())*scale))
 	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	// Box filter: each thumbnail pixel averages the source pixels it covers.
 	for y := 0; y < h; y++ {
+		y0, y1 := b.Min.Y+y*b.Dy()/h, b.Min.Y+(y+1)*b.Dy()/h
 		for x := 0; x < w; x++ {
-			dst.Set(x, y, src.At(b.Min.X+int(float64(x)/scale), b.Min.Y+int(float64(y)/scale)))
+			x0, x1 := b.Min.X+x*b.Dx()/w, b.Min.X+(x+1)*b.Dx()/w
+			var r, g, bl, a, n uint64
+			for sy := y0; sy < max(y1, y0+1); sy++ {
+				for sx := x0; sx < max(x1, x0+1); sx++ {
+					cr, cg, cb, ca := src.At(sx, sy).RGBA()
+					r, g, bl, a, n = r+uint64(cr), g+uint64(cg), bl+uint64(cb), a+uint64(ca), n+1
+				}
+			}
+			dst.SetRGBA64(x, y, color.RGBA64{R: uint16(r / n), G: uint16(g / n), B: uint16(bl / n), A: uint16(a / n)})
 		}
 	}
 	var buf bytes.Buffer
