@@ -157,8 +157,35 @@ func (d Document) AllEntries() []EntryRow {
 	return append(out, d.Drills...)
 }
 
-// HasReviewerPart reports whether a reviewer judges (part of) the entry:
-// something recorded it as reviewer_judgment.
+// ReviewerEntries are the entries the course leaves to a person: the cost
+// estimate, whether another person can reproduce the run from the README,
+// and M5's demonstration and defense questions.
+var ReviewerEntries = []rubric.ID{rubric.Cost, rubric.Maintainability, rubric.M5}
+
+// Reviewable reports whether a reviewer judges the entry in this bundle:
+// something recorded a reviewer_judgment outcome for it, and it is one of
+// ReviewerEntries or nothing else measured it. An entry the harness measured
+// that merely also carries a reviewer note (e.g. M4, whose README scenario
+// is judged as maintainability) keeps its measured verdict.
+func (r EntryRow) Reviewable() bool {
+	if !r.HasReviewerPart() {
+		return false
+	}
+	for _, id := range ReviewerEntries {
+		if r.ID == id {
+			return true
+		}
+	}
+	for _, o := range r.Outcomes {
+		if o.Category != rubric.CategoryReviewerJudgment {
+			return false
+		}
+	}
+	return true
+}
+
+// HasReviewerPart reports whether something recorded a reviewer_judgment
+// outcome for the entry.
 func (r EntryRow) HasReviewerPart() bool {
 	if r.Category == rubric.CategoryReviewerJudgment {
 		return true
@@ -238,7 +265,7 @@ func ComputeFinal(d Document, j *Judgments) *Final {
 	for _, r := range d.AllEntries() {
 		w, feeds := weights[r.ID]
 		fe := FinalEntry{ID: r.ID, Title: r.Title, Items: w.Items, Weight: round2(w.Weight), MeasuredVerdict: r.Verdict,
-			Category: r.Category, Reason: r.Reason, Reviewable: r.HasReviewerPart()}
+			Category: r.Category, Reason: r.Reason, Reviewable: r.Reviewable()}
 		if fe.Items == nil {
 			fe.Items = []rubric.ID{}
 		}

@@ -49,14 +49,14 @@ func Covers(id rubric.ID) string {
 }
 
 // Items lists what a reviewer judges in this bundle, in report order: every
-// entry with a reviewer part (recorded as reviewer_judgment) that feeds the
-// score, and after M5 the 15 defense questions.
+// reviewable entry (report.EntryRow.Reviewable) that feeds the score, and
+// after M5 the 15 defense questions.
 func Items(d report.Document) []Item {
 	weights := report.EntryWeights(d)
 	var out []Item
 	for _, r := range d.AllEntries() {
 		w, ok := weights[r.ID]
-		if !ok || !r.HasReviewerPart() {
+		if !ok || !r.Reviewable() {
 			continue
 		}
 		mv, mcat, mreason := r.MeasuredPart()

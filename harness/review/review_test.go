@@ -284,3 +284,20 @@ func TestWalkOverrideNeedsReason(t *testing.T) {
 	assert.Equal(t, report.ProvOverride, d1.Provenance)
 	assert.Equal(t, "the drill's fault never switched on (server bug #12)", d1.OverrideReason)
 }
+
+// An entry the harness measured that also carries a reviewer note (the full
+// run records M4's README scenario as reviewer_judgment, judged as
+// maintainability) keeps its measured points and is not asked again.
+func TestMeasuredEntryWithReviewerNoteKeepsMeasuredVerdict(t *testing.T) {
+	dir := referenceBundle(t, rubric.Outcome{ID: rubric.M4, Verdict: rubric.NotMeasured, Category: rubric.CategoryReviewerJudgment,
+		Scenario: "README", Reason: "README reproducibility needs a reviewer"})
+	doc, err := report.ReadDocument(dir)
+	require.NoError(t, err)
+	for _, it := range Items(doc) {
+		assert.NotEqual(t, "entries.M4", it.Key)
+	}
+	f, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
+	require.NoError(t, err)
+	assert.Equal(t, 100.0, f.Score)
+	assert.True(t, f.Complete, f.Pending)
+}
