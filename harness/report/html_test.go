@@ -79,6 +79,10 @@ func TestTimelineFaultMarkers(t *testing.T) {
 		`{"seq":101,"time":"2026-11-30T15:08:49.000Z","sandbox_id":"53811602-9961-43a5-bc02-d3a0dcdd99ef","kind":"state","state":{"from":"Running","to":"Expired","reason":"expired by the admin API"}}]`
 	b = append(bytes.TrimRight(bytes.TrimSpace(b), "]"), []byte(extra)...)
 	require.NoError(t, os.WriteFile(audit, b, 0o644))
+	// Two refused creates (drill D3's 429s) are in lifecycle-calls.json only.
+	calls := `[{"seq":1,"time":"2026-11-30T15:08:46.7Z","kind":"lifecycle","lifecycle":{"method":"POST","path":"/v1/sandboxes","status":429}},` +
+		`{"seq":2,"time":"2026-11-30T15:08:48.8Z","kind":"lifecycle","lifecycle":{"method":"POST","path":"/v1/sandboxes","status":429}}]`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "subject-sales", "lifecycle-calls.json"), []byte(calls), 0o644))
 	runs, err := ReadRuns(dir)
 	require.NoError(t, err)
 	var labels []string
@@ -87,6 +91,18 @@ func TestTimelineFaultMarkers(t *testing.T) {
 	}
 	assert.Contains(t, labels, "fault: egress denied by a simulated fault: pypi.org")
 	assert.Contains(t, labels, "fault: sandbox Expired: expired by the admin API")
+	assert.Contains(t, labels, "fault: create attempt answered 429 (1)")
+	assert.Contains(t, labels, "fault: create attempt answered 429 (2)")
+	assert.Equal(t, "audit", runs[0].StepsFrom)
+
+	// Without an audit the steps are the subject's own account.
+	require.NoError(t, os.Remove(audit))
+	runs, err = ReadRuns(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "summary", runs[0].StepsFrom)
+	assert.False(t, runs[0].HasAudit)
+	require.Len(t, runs[0].Steps, 2)
+	assert.True(t, runs[0].Steps[0].Start.IsZero(), "no start time is invented")
 }
 
 func TestGoldenHTML(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -28,6 +29,12 @@ type SubjectRun struct {
 	Steps        []TimelineStep
 	Sandboxes    []SandboxLife
 	Markers      []Marker
+	// HasAudit and HasSummary say which evidence files the run has;
+	// StepsFrom says where the step bars come from: "audit" (what the server
+	// ran, with start times) or "summary" (the subject's own account, laid
+	// end to end from the start: no audit was saved for this run).
+	HasAudit, HasSummary bool
+	StepsFrom            string
 	// Thumbnail is a small PNG data URI of the run's chart (at most
 	// maxThumbBytes), empty if there is none.
 	Thumbnail string
@@ -151,7 +158,7 @@ func readRun(bundle, rdir string) SubjectRun {
 		if rec.Result != nil {
 			r.ExitCode, r.Signal, r.TimedOut = rec.Result.ExitCode, rec.Result.Signal, rec.Result.TimedOut
 			if rec.Result.Signal != "" {
-				r.Markers = append(r.Markers, Marker{At: rec.EndedAt, Kind: "kill", Label: "subject ended by " + rec.Result.Signal})
+				r.Markers = append(r.Markers, Marker{At: rec.EndedAt, Kind: "kill", Label: "subject process ended by a signal (" + rec.Result.Signal + ")"})
 			}
 			if rec.Result.TimedOut {
 				r.Markers = append(r.Markers, Marker{At: rec.EndedAt, Kind: "kill", Label: "subject timed out"})
@@ -163,12 +170,25 @@ func readRun(bundle, rdir string) SubjectRun {
 	}
 	var events []auditEvent
 	if b, err := os.ReadFile(filepath.Join(rdir, "audit.json")); err == nil {
-		_ = json.Unmarshal(b, &events)
+		r.HasAudit = json.Unmarshal(b, &events) == nil
+	}
+	// Every lifecycle call made with the run's key, refused creates included
+	// (a 429 creates no sandbox, so it is not in audit.json).
+	var calls []auditEvent
+	if b, err := os.ReadFile(filepath.Join(rdir, "lifecycle-calls.json")); err == nil {
+		_ = json.Unmarshal(b, &calls)
+	}
+	n429 := 0
+	for _, ev := range calls {
+		if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && isCreate(lc.Path) && lc.Status == 429 {
+			n429++
+			r.Markers = append(r.Markers, Marker{At: ev.Time, Kind: "fault", Label: fmt.Sprintf("create attempt answered 429 (%d)", n429)})
+		}
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].Seq < events[j].Seq })
 	var sum summaryDoc
 	if b, err := os.ReadFile(filepath.Join(rdir, "out", "summary.json")); err == nil {
-		_ = json.Unmarshal(b, &sum)
+		r.HasSummary = json.Unmarshal(b, &sum) == nil
 	}
 	names := map[string][]string{}
 	for _, s := range sum.Steps {
@@ -194,8 +214,8 @@ func readRun(bundle, rdir string) SubjectRun {
 				if b := box(ev.SandboxID); b.Created.IsZero() {
 					b.Created = ev.Time
 				}
-			case lc.Method == "POST" && isCreate(lc.Path) && lc.Status == 429:
-				r.Markers = append(r.Markers, Marker{At: ev.Time, Kind: "fault", Label: "create answered 429"})
+			case lc.Method == "POST" && isCreate(lc.Path) && lc.Status == 429 && len(calls) == 0:
+				r.Markers = append(r.Markers, Marker{At: ev.Time, Kind: "fault", Label: "create attempt answered 429"})
 			case lc.Method == "DELETE" && ev.SandboxID != "" && lc.Status < 300:
 				box(ev.SandboxID).Deleted = ev.Time
 			case lc.Method == "GET" && lc.Status == 404 && ev.SandboxID != "":
@@ -220,7 +240,7 @@ func readRun(bundle, rdir string) SubjectRun {
 			if ns := names[c.Command]; len(ns) > 0 {
 				st.Name, names[c.Command] = ns[0], ns[1:]
 			} else {
-				st.Name = firstWord(c.Command)
+				st.Name = shortCommand(c.Command)
 			}
 			r.Steps = append(r.Steps, st)
 		case ev.Kind == "egress" && ev.Egress != nil && ev.Egress.Decision == "deny":
@@ -240,8 +260,12 @@ func readRun(bundle, rdir string) SubjectRun {
 	for _, id := range order {
 		r.Sandboxes = append(r.Sandboxes, *boxes[id])
 	}
-	if len(r.Steps) == 0 {
-		// No audit of commands (a real target): the subject's own account.
+	if len(r.Steps) > 0 {
+		r.StepsFrom = "audit"
+	} else if len(sum.Steps) > 0 {
+		// No audit of commands (not saved for this run, or a real target):
+		// the subject's own account.
+		r.StepsFrom = "summary"
 		for _, s := range sum.Steps {
 			r.Steps = append(r.Steps, TimelineStep{Name: s.Name, Command: s.Command, DurationMs: s.DurationMs, ExitCode: s.ExitCode, Truncated: s.Truncated})
 		}
@@ -260,12 +284,16 @@ func isCreate(p string) bool {
 	return p == "/v1/sandboxes" || p == "/sandboxes"
 }
 
-func firstWord(s string) string {
-	f := strings.Fields(s)
-	if len(f) == 0 {
+// shortCommand names a command the subject's summary does not name.
+func shortCommand(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
 		return "command"
 	}
-	return f[0]
+	if r := []rune(s); len(r) > 28 {
+		return string(r[:27]) + "…"
+	}
+	return s
 }
 
 // dedupeMarkers keeps one marker per label and kind (e.g. the A and AAAA
