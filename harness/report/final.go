@@ -341,8 +341,8 @@ func ComputeFinal(d Document, j *Judgments) *Final {
 		f.Items = append(f.Items, FinalItem{Item: s.Item, Title: s.Title, Weight: s.Weight, Points: round2(itemPoints[s.Item])})
 		f.Total += float64(s.Weight)
 	}
-	f.MeasuredPoints, f.JudgedPoints, f.OverridePoints = round2(f.MeasuredPoints), round2(f.JudgedPoints), round2(f.OverridePoints)
 	f.Score = round2(f.MeasuredPoints + f.JudgedPoints + f.OverridePoints)
+	f.MeasuredPoints, f.JudgedPoints, f.OverridePoints = round2(f.MeasuredPoints), round2(f.JudgedPoints), round2(f.OverridePoints)
 	f.Complete = len(f.Pending) == 0
 	f.Verdict, f.VerdictReason = finalOverall(d, finalVerdict, finalCat, f.Pending)
 	return f

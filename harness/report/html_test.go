@@ -225,3 +225,25 @@ func mustRead(t *testing.T, p string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+func reviewedFixtureDoc(t *testing.T) Document {
+	d := fixtureDoc(t)
+	d.Final = ComputeFinal(d, &Judgments{Reviewer: "R. Viewer",
+		Entries: map[rubric.ID]Judgment{
+			rubric.Cost:    {Verdict: rubric.Passed, Points: 6, Note: "estimate table; lifespan not compared"},
+			rubric.Network: {Verdict: rubric.Passed, Points: 4.17, OverrideReason: "probe host was on the course's allow list by mistake"},
+		}})
+	return d
+}
+
+func TestGoldenMarkdownReviewed(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteMarkdown(&b, reviewedFixtureDoc(t)))
+	golden(t, "report-reviewed.md", b.Bytes())
+}
+
+func TestGoldenGradescopeReviewed(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteGradescope(&b, reviewedFixtureDoc(t)))
+	golden(t, "results-reviewed.json", b.Bytes())
+}
