@@ -2,16 +2,18 @@ package osb
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
-// Admin is a client for the bundled server's documented /_mock extension. It
-// is decoded into the harness's own types (the harness never imports the
-// server); fields the harness does not know are kept in Raw where relevant.
+// Admin is a client for the bundled server's documented /_mock extension. The
+// audit is decoded into the shared wire types (mock-server/wire; the harness
+// never imports the server itself); fields the harness does not know are kept
+// in Raw where relevant.
 type Admin struct {
 	c *Client
 }
@@ -40,116 +42,30 @@ type MockInfo struct {
 	Egress bool `json:"egress"`
 }
 
-// AuditEvent mirrors the server's audit event (harness-side copy).
-type AuditEvent struct {
-	Seq       int64           `json:"seq"`
-	Time      time.Time       `json:"time"`
-	SandboxID string          `json:"sandbox_id,omitempty"`
-	Kind      string          `json:"kind"`
-	Lifecycle *AuditLifecycle `json:"lifecycle,omitempty"`
-	Command   *AuditCommand   `json:"command,omitempty"`
-	File      *AuditFile      `json:"file,omitempty"`
-	State     *AuditState     `json:"state,omitempty"`
-	Egress    *AuditEgress    `json:"egress,omitempty"`
-	Vault     *AuditVault     `json:"vault,omitempty"`
-	Fault     *AuditFault     `json:"fault,omitempty"`
-	Canary    *CanaryFinding  `json:"canary,omitempty"`
-}
-
-// AuditLifecycle is a recorded lifecycle request.
-type AuditLifecycle struct {
-	Method         string          `json:"method"`
-	Path           string          `json:"path"`
-	Status         int             `json:"status"`
-	RequestID      string          `json:"request_id"`
-	KeyFingerprint string          `json:"key_fingerprint,omitempty"`
-	Body           json.RawMessage `json:"body,omitempty"`
-}
-
-// UnmarshalJSON accepts Body both as raw JSON and as the base64 string the
-// server's []byte field produces, and always leaves the JSON itself in Body.
-func (l *AuditLifecycle) UnmarshalJSON(b []byte) error {
-	type plain AuditLifecycle
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	if len(p.Body) > 0 && p.Body[0] == '"' {
-		var s string
-		if err := json.Unmarshal(p.Body, &s); err == nil {
-			if dec, err := base64.StdEncoding.DecodeString(s); err == nil && json.Valid(dec) {
-				p.Body = dec
-			}
-		}
-	}
-	*l = AuditLifecycle(p)
-	return nil
-}
-
-// AuditCommand is a recorded execd command.
-type AuditCommand struct {
-	ID          string    `json:"id"`
-	Command     string    `json:"command"`
-	Cwd         string    `json:"cwd,omitempty"`
-	TimeoutMs   int64     `json:"timeout_ms,omitempty"`
-	Background  bool      `json:"background,omitempty"`
-	StartedAt   time.Time `json:"started_at"`
-	ExitCode    *int      `json:"exit_code,omitempty"`
-	DurationMs  int64     `json:"duration_ms"`
-	StdoutBytes int64     `json:"stdout_bytes"`
-	StderrBytes int64     `json:"stderr_bytes"`
-	Error       string    `json:"error,omitempty"`
-}
-
-// AuditFile is a recorded file operation.
-type AuditFile struct {
-	Op     string `json:"op"`
-	Path   string `json:"path"`
-	Dest   string `json:"dest,omitempty"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256,omitempty"`
-	Status int    `json:"status"`
-}
-
-// AuditState is a recorded state change.
-type AuditState struct {
-	From   string `json:"from,omitempty"`
-	To     string `json:"to"`
-	Reason string `json:"reason"`
-}
-
-// AuditEgress is a recorded egress decision.
-type AuditEgress struct {
-	Phase    string `json:"phase"`
-	Host     string `json:"host"`
-	Port     int    `json:"port,omitempty"`
-	Decision string `json:"decision"`
-	Rule     string `json:"rule,omitempty"`
-	Upstream string `json:"upstream,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-}
-
-// AuditVault is a recorded vault change or injection.
-type AuditVault struct {
-	Op       string `json:"op"`
-	Revision int64  `json:"revision,omitempty"`
-	Binding  string `json:"binding,omitempty"`
-	Host     string `json:"host,omitempty"`
-}
-
-// AuditFault is a recorded simulated fault.
-type AuditFault struct {
-	Name   string `json:"name"`
-	Active bool   `json:"active"`
-	Detail string `json:"detail,omitempty"`
-}
-
-// CanaryFinding says where a planted value was found (never the value).
-type CanaryFinding struct {
-	Label    string `json:"label"`
-	Location string `json:"location"`
-	Where    string `json:"where"`
-}
+// The audit event schema is the server's, defined once in mock-server/wire
+// (the server's public wire types, standard library only: the harness never
+// imports the server itself). These names are aliases of it.
+type (
+	// AuditEvent is one entry of the bundled server's audit trail.
+	AuditEvent = wire.Event
+	// AuditLifecycle is a recorded lifecycle request. Its Body is raw JSON;
+	// the base64 form older servers wrote decodes to the same JSON.
+	AuditLifecycle = wire.Lifecycle
+	// AuditCommand is a recorded execd command.
+	AuditCommand = wire.Command
+	// AuditFile is a recorded file operation.
+	AuditFile = wire.File
+	// AuditState is a recorded state change.
+	AuditState = wire.State
+	// AuditEgress is a recorded egress decision.
+	AuditEgress = wire.Egress
+	// AuditVault is a recorded vault change or injection.
+	AuditVault = wire.Vault
+	// AuditFault is a recorded simulated fault.
+	AuditFault = wire.Fault
+	// CanaryFinding says where a planted value was found (never the value).
+	CanaryFinding = wire.Canary
+)
 
 // AuditQuery filters GET /_mock/audit. Zero values are omitted.
 type AuditQuery struct {

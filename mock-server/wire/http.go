@@ -1,0 +1,68 @@
+package wire
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// encodeFailed is the body sent when a reply cannot be encoded (a server bug,
+// never a client mistake): the lifecycle API's {code,message} error shape.
+const encodeFailed = `{"code":"GENERAL::UNKNOWN_ERROR","message":"response encoding failed"}`
+
+// WriteJSON replies status with v as JSON (Content-Type application/json). A
+// json.RawMessage is sent as given. If v cannot be encoded the reply is a 500
+// with a {code,message} body instead.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(encodeFailed)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// StatusRecorder passes writes and flushes through to the ResponseWriter and
+// remembers the status sent and the body bytes written.
+type StatusRecorder struct {
+	http.ResponseWriter
+	Status int   // the first status written; 0 before any
+	Bytes  int64 // body bytes written
+}
+
+// WriteHeader records the first status and passes it on.
+func (r *StatusRecorder) WriteHeader(code int) {
+	if r.Status == 0 {
+		r.Status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Write counts the bytes (an implicit 200 when no status was written).
+func (r *StatusRecorder) Write(b []byte) (int, error) {
+	if r.Status == 0 {
+		r.Status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.Bytes += int64(n)
+	return n, err
+}
+
+// Flush passes a flush through when the underlying writer supports it.
+func (r *StatusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *StatusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Code is the status the client got: 200 when the handler wrote nothing.
+func (r *StatusRecorder) Code() int {
+	if r.Status == 0 {
+		return http.StatusOK
+	}
+	return r.Status
+}
