@@ -2,12 +2,13 @@ package mockserver
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // apiError is the {code,message} service-error body (CONTRACT §1.2 shape 1).
@@ -16,16 +17,9 @@ type apiError struct {
 	Message string `json:"message"`
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"code":"GENERAL::UNKNOWN_ERROR","message":"response encoding failed"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
+// writeJSON replies status with v as JSON (wire.WriteJSON: a 500
+// {code,message} if v cannot be encoded).
+func writeJSON(w http.ResponseWriter, status int, v any) { wire.WriteJSON(w, status, v) }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, apiError{Code: code, Message: msg})
@@ -94,12 +88,9 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// Fingerprint is the first 12 hex characters of sha256(s). It is what the
-// audit trail stores instead of keys and env values.
-func Fingerprint(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:12]
-}
+// Fingerprint is the first 12 hex characters of sha256(s) (wire.Fingerprint).
+// It is what the audit trail stores instead of keys and env values.
+func Fingerprint(s string) string { return wire.Fingerprint(s) }
 
 // formatTime renders t as pydantic v2 does: RFC 3339 UTC with Z, microseconds
 // only when non-zero.
@@ -114,42 +105,4 @@ func formatTime(t time.Time) string {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
-}
-
-// statusRecorder captures the status code while passing writes and flushes through.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	n, err := r.ResponseWriter.Write(b)
-	r.bytes += int64(n)
-	return n, err
-}
-
-func (r *statusRecorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-func (r *statusRecorder) code() int {
-	if r.status == 0 {
-		return http.StatusOK
-	}
-	return r.status
 }

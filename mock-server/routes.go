@@ -3,7 +3,6 @@ package mockserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 const (
@@ -205,14 +205,14 @@ func (s *Server) auditLifecycle(next http.Handler) http.Handler {
 			r.Body = io.NopCloser(bytes.NewReader(b))
 			body = b
 		}
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &wire.StatusRecorder{ResponseWriter: w}
 		created := new(string)
 		r = r.WithContext(context.WithValue(r.Context(), createdIDKey{}, created))
 		next.ServeHTTP(rec, r)
 		ev := audit.Lifecycle{
 			Method:    r.Method,
 			Path:      r.URL.Path,
-			Status:    rec.code(),
+			Status:    rec.Code(),
 			RequestID: w.Header().Get(headerRequestID),
 		}
 		if k := r.Header.Get(headerAPIKey); k != "" {
@@ -245,37 +245,9 @@ func keepBody(r *http.Request) bool {
 	return false
 }
 
-// redactBody returns the JSON body with every env value replaced by
-// "sha256:<fingerprint>" and image auth dropped. Unparseable bodies are
-// recorded as a placeholder (they may hold anything).
-func redactBody(b []byte) []byte {
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil || m == nil {
-		out, _ := json.Marshal(map[string]any{"_unparsed_bytes": len(b), "_sha256": Fingerprint(string(b))})
-		return out
-	}
-	if env, ok := m["env"].(map[string]any); ok {
-		for k, v := range env {
-			if sv, ok := v.(string); ok {
-				env[k] = "sha256:" + Fingerprint(sv)
-			} else if v != nil {
-				env[k] = "sha256:" + Fingerprint(fmt.Sprint(v))
-			}
-		}
-	}
-	if img, ok := m["image"].(map[string]any); ok {
-		if _, ok := img["auth"]; ok {
-			img["auth"] = "redacted"
-		}
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	return out
-}
+// redactBody is the body as the audit records it (wire.RedactBody): env values
+// fingerprinted, image auth dropped, unparseable bodies as a placeholder.
+func redactBody(b []byte) []byte { return wire.RedactBody(b) }
 
 // createdIDKey carries a *string through the request context so the create
 // handler can tell the audit middleware which sandbox it created.
