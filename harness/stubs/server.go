@@ -2,14 +2,15 @@ package stubs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Request is one logged request. Secrets are never stored: a credential is
@@ -122,39 +123,14 @@ func (s *server) Close() error {
 	return s.cerr
 }
 
-type recorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	n, err := r.ResponseWriter.Write(b)
-	r.bytes += int64(n)
-	return n, err
-}
-
 func (s *server) logged(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		entry := &Request{Time: time.Now().UTC(), Method: r.Method, Host: r.Host, Path: r.URL.Path,
 			Query: r.URL.RawQuery, RemoteAddr: r.RemoteAddr, UserAgent: r.UserAgent()}
-		rec := &recorder{ResponseWriter: w}
+		rec := &wire.StatusRecorder{ResponseWriter: w}
 		h.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), ctxKey{}, entry)))
-		entry.Status = rec.status
-		if entry.Status == 0 {
-			entry.Status = http.StatusOK
-		}
-		entry.ResponseBytes = rec.bytes
+		entry.Status = rec.Code()
+		entry.ResponseBytes = rec.Bytes
 		s.add(*entry)
 	})
 }
@@ -167,13 +143,10 @@ func entry(r *http.Request) *Request {
 	return &Request{}
 }
 
-func fingerprint(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:12]
-}
+// fingerprint is the audit's form (wire.Fingerprint).
+func fingerprint(s string) string { return wire.Fingerprint(s) }
 
+// writeJSON replies a JSON body given as text (wire.WriteJSON).
 func writeJSON(w http.ResponseWriter, status int, body string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
+	wire.WriteJSON(w, status, json.RawMessage(body))
 }
