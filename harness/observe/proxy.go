@@ -10,8 +10,6 @@ package observe
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // maxBody is how much of a request or response body is kept for the record.
@@ -185,40 +185,16 @@ func sandboxIDFromPath(path string) string {
 }
 
 // Fingerprint names a secret without revealing it: the first 12 hex digits of
-// its sha256 (the bundled server's audit uses the same form).
+// its sha256, the form the bundled server's audit uses (wire.Fingerprint); ""
+// for no secret.
 func Fingerprint(v string) string {
 	if v == "" {
 		return ""
 	}
-	h := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(h[:])[:12]
+	return wire.Fingerprint(v)
 }
 
-// redactBody replaces the values of a create request's env with fingerprints
-// and image credentials with "redacted"; other JSON is kept as sent.
-func redactBody(b []byte) json.RawMessage {
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil || m == nil {
-		out, _ := json.Marshal(map[string]any{"_unparsed_bytes": len(b), "_sha256": Fingerprint(string(b))})
-		return out
-	}
-	if env, ok := m["env"].(map[string]any); ok {
-		for k, v := range env {
-			if v != nil {
-				env[k] = "sha256:" + Fingerprint(fmt.Sprint(v))
-			}
-		}
-	}
-	if img, ok := m["image"].(map[string]any); ok {
-		if _, ok := img["auth"]; ok {
-			img["auth"] = "redacted"
-		}
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	return out
-}
+// redactBody is a create request's body as the bundled server's audit records
+// it (wire.RedactBody): env values fingerprinted, image credentials
+// "redacted", other JSON kept as sent.
+func redactBody(b []byte) json.RawMessage { return wire.RedactBody(b) }
