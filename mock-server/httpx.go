@@ -11,18 +11,14 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
-// apiError is the {code,message} service-error body (CONTRACT §1.2 shape 1).
-type apiError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // writeJSON replies status with v as JSON (wire.WriteJSON: a 500
 // {code,message} if v cannot be encoded).
 func writeJSON(w http.ResponseWriter, status int, v any) { wire.WriteJSON(w, status, v) }
 
+// writeError writes the {code,message} service-error body (CONTRACT §1.2
+// shape 1; wire.Error).
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, apiError{Code: code, Message: msg})
+	wire.WriteError(w, status, code, msg)
 }
 
 // validationItem is one FastAPI/pydantic request-validation error.

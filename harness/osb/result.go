@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Meta is what every call reports about the HTTP exchange, whatever the status.
@@ -94,10 +96,7 @@ func ParseAPIError(status int, contentType string, body []byte) *APIError {
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(body, &probe) == nil && probe != nil {
 		if _, ok := probe["code"]; ok {
-			var cm struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			}
+			var cm wire.Error
 			_ = json.Unmarshal(body, &cm)
 			e.Shape, e.Code, e.Message = "code_message", cm.Code, cm.Message
 			return e

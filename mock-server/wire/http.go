@@ -66,3 +66,15 @@ func (r *StatusRecorder) Code() int {
 	}
 	return r.Status
 }
+
+// Error is the {code,message} error body of the lifecycle API and execd
+// (OpenSandbox's service-error shape, e.g. "SANDBOX::INVALID_PARAMETER").
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// WriteError replies status with an Error body.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
+	WriteJSON(w, status, Error{Code: code, Message: msg})
+}

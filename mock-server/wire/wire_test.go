@@ -101,3 +101,13 @@ func TestStatusRecorder(t *testing.T) {
 	rec.WriteHeader(204)
 	assert.Equal(t, 204, rec.Code())
 }
+
+func TestWriteError(t *testing.T) {
+	rr := httptest.NewRecorder()
+	WriteError(rr, http.StatusBadRequest, "SANDBOX::INVALID_PARAMETER", "bad")
+	assert.Equal(t, 400, rr.Code)
+	assert.Equal(t, `{"code":"SANDBOX::INVALID_PARAMETER","message":"bad"}`, rr.Body.String())
+	var e Error
+	require.NoError(t, json.Unmarshal(rr.Body.Bytes(), &e))
+	assert.Equal(t, Error{Code: "SANDBOX::INVALID_PARAMETER", Message: "bad"}, e)
+}
