@@ -58,3 +58,20 @@ func TestWireFormatGolden(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(want), buf.String())
 }
+
+// The store writes audit.jsonl in exactly that form.
+func TestStoreWritesGoldenForm(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	s, err := NewStore(path, nil)
+	require.NoError(t, err)
+	for _, ev := range everyKind() {
+		ev.Seq = 0 // the store numbers events itself
+		s.Record(ev)
+	}
+	require.NoError(t, s.Close())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	want, err := os.ReadFile(filepath.Join("testdata", "events.golden.jsonl"))
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
+}
