@@ -100,3 +100,10 @@ var (
 	// ErrAlreadyPaused: Pause of a paused sandbox.
 	ErrAlreadyPaused = errors.New("sandbox is already paused")
 )
+
+// Quiescer is implemented by sandboxes that can be stopped for good before
+// their final scan (every process killed; files, namespace and cgroups kept
+// until Destroy).
+type Quiescer interface {
+	Quiesce(timeout time.Duration) error
+}

@@ -566,3 +566,36 @@ func (s *sandbox) Destroy() error {
 	}
 	return nil
 }
+
+// Quiesce kills every process of the sandbox (its agent too) and waits until
+// none is left, so nothing in the sandbox can change its files any more. The
+// directories, namespace and cgroups stay until Destroy. The final scan runs
+// after it. Bounded by timeout.
+func (s *sandbox) Quiesce(timeout time.Duration) error {
+	s.mu.Lock()
+	gone := s.gone
+	s.mu.Unlock()
+	if gone {
+		return nil
+	}
+	var errs []error
+	if s.cg != nil {
+		if err := s.cg.killAll(timeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		pid := s.cmd.Process.Pid
+		if !s.rt.secure {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		killPids(descendants(pid), syscall.SIGKILL)
+		_ = s.cmd.Process.Kill()
+		select {
+		case <-s.waitDone:
+		case <-time.After(timeout):
+			errs = append(errs, fmt.Errorf("sandbox %s: process %d did not exit", s.id, pid))
+		}
+	}
+	return errors.Join(errs...)
+}
