@@ -70,6 +70,7 @@ type Linux struct {
 	reason   string
 	bwrap    string
 	nsenter  string
+	setpriv  string // /usr/bin/setpriv when present (visible inside the sandbox)
 	ip       string
 	cg       *cgroups
 	stateDir string
@@ -120,6 +121,9 @@ func NewLinux(opts Options) (*Linux, error) {
 	}
 	if l.ip == "" {
 		l.ip, _ = exec.LookPath("ip")
+	}
+	if _, err := os.Stat("/usr/bin/setpriv"); err == nil {
+		l.setpriv = "/usr/bin/setpriv"
 	}
 	l.cg = detectCgroups() // used by sandboxes only when secure; by Reap always
 	if len(missing) == 0 {
@@ -189,6 +193,8 @@ func (l *Linux) Enforced() map[string]bool {
 		"network":        sec,
 		"pid_namespace":  sec,
 		"capabilities":   sec,
+		"seccomp":        sec,
+		"devices":        sec && l.cg.has("devices") && !l.cg.v2,
 		"memory":         sec && l.cg.has("memory"),
 		"pids":           sec && l.cg.has("pids"),
 		"cpu":            sec && l.cg.has("cpu"),

@@ -13,7 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -202,6 +204,14 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	}
 	s.cmd.ExtraFiles = []*os.File{lnFile, cfgR, evW}
+	if secure {
+		sf, err := seccompFile()
+		if err != nil {
+			return fmt.Errorf("runtime: seccomp filter: %w", err)
+		}
+		defer sf.Close()
+		s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, sf) // agentFDSeccomp, read (and closed) by bwrap
+	}
 	s.cmd.Stdout = logf
 	s.cmd.Stderr = logf
 	if err := s.cmd.Start(); err != nil {
@@ -287,7 +297,30 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, k := range []string{"PATH", "HOME", "LANG"} {
 		a = append(a, "--setenv", k, env[k])
 	}
-	a = append(a, "--cap-drop", "ALL", "--new-session", "--", "/.osb/agent", AgentArg)
+	// Root in the sandbox has Docker's default capability set (bwrap also
+	// drops everything else from the bounding set); CAP_MKNOD only where the
+	// devices cgroup stops it from opening a real device.
+	a = append(a, "--cap-drop", "ALL")
+	for _, c := range dockerCaps {
+		if c == "CAP_MKNOD" && (s.cg == nil || !s.cg.hasDevices()) {
+			continue
+		}
+		a = append(a, "--cap-add", c)
+	}
+	a = append(a, "--seccomp", strconv.Itoa(agentFDSeccomp), "--new-session", "--")
+	if s.rt.setpriv != "" {
+		// bwrap leaves the bounding set full (no_new_privs makes it grant
+		// nothing); narrow it to the same set, as Docker does, before the agent
+		// (a Go program: the bounding set is per thread) starts.
+		var lower []string
+		for _, c := range dockerCaps {
+			if c != "CAP_MKNOD" || slices.Contains(a, c) {
+				lower = append(lower, strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+			}
+		}
+		a = append(a, s.rt.setpriv, "--bounding-set", "-all,+"+strings.Join(lower, ",+"), "--")
+	}
+	a = append(a, "/.osb/agent", AgentArg)
 	return a
 }
 
