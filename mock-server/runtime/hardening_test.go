@@ -3,6 +3,10 @@
 package runtime_test
 
 import (
+	"bytes"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
 	"strings"
 	"testing"
 )
@@ -94,5 +98,28 @@ head -c1 /dev/urandom >/dev/null && echo "urandom ok"`)
 	r = run(t, sb, map[string]any{"command": "id -u; id -g", "uid": uid, "gid": gid})
 	if got := strings.Join(r.stdout(), " "); got != "65534 65534" {
 		t.Errorf("command with uid/gid: %q (%s)", got, r.Raw)
+	}
+}
+
+// TestUploadOwnedByNobody: an upload whose metadata names owner nobody
+// succeeds (root has CAP_CHOWN, as in a Docker container).
+func TestUploadOwnedByNobody(t *testing.T) {
+	sb := newSandbox(t, newRuntime(t))
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="metadata"; filename="metadata"`)
+	h.Set("Content-Type", "application/json")
+	pw, _ := mw.CreatePart(h)
+	_, _ = pw.Write([]byte(`{"path":"/workspace/owned.txt","owner":"nobody","group":"nogroup","mode":644}`))
+	fw, _ := mw.CreateFormFile("file", "blob")
+	_, _ = fw.Write([]byte("hello"))
+	_ = mw.Close()
+	resp, body := do(t, sb, http.MethodPost, "/files/upload", &buf, map[string]string{"Content-Type": mw.FormDataContentType()})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("upload with owner nobody: %d %s", resp.StatusCode, body)
+	}
+	if got := strings.Join(sh(t, sb, "stat -c %U:%G /workspace/owned.txt").stdout(), ""); got != "nobody:nogroup" {
+		t.Errorf("owner %q, want nobody:nogroup", got)
 	}
 }
