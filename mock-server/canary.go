@@ -175,9 +175,9 @@ const maxManifestEntries = 500
 // Bounds of the final record, so a DELETE always completes in bounded time
 // whatever the sandbox left behind.
 const (
-	finalBackgroundWait = 1500 * time.Millisecond // asking execd about background commands
+	finalBackgroundWait = 1 * time.Second         // asking execd about background commands
 	finalQuiesceTimeout = 1 * time.Second         // killing every sandbox process
-	finalScanBudget     = 2 * time.Second         // walking and hashing /workspace and /tmp
+	finalScanBudget     = 1500 * time.Millisecond // walking and hashing /workspace and /tmp
 )
 
 // finalRecord is taken just before a sandbox is destroyed: the outcome of its
@@ -259,7 +259,7 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 	var r result
 	select {
 	case r = <-done:
-	case <-time.After(finalScanBudget + 500*time.Millisecond):
+	case <-time.After(finalScanBudget + 250*time.Millisecond):
 		r.cut = "time"
 		s.log.Warn("final record: scan abandoned (time budget)", "id", id)
 	}

@@ -22,6 +22,9 @@ import (
 type RuntimeOptions struct {
 	StateDir                 string
 	AllowInsecureNoIsolation bool
+	// DiskLimitBytes caps what one sandbox can write (0: the runtime's default
+	// of 1 GiB; negative: no limit).
+	DiskLimitBytes int64
 }
 
 // EgressOptions is what ServeMain hands to NewEgress.

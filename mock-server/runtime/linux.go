@@ -61,7 +61,14 @@ type Options struct {
 	// CommandCloseDelay is how long execd keeps an SSE stream open after the
 	// terminal event (real execd: 1 s). Default 0.
 	CommandCloseDelay time.Duration
+	// DiskLimitBytes caps what a sandbox can write (workspace, tmp, home and
+	// its own state files together): its directory is a tmpfs of this size
+	// (isolating mode only). 0 = DefaultDiskLimit; negative = no limit.
+	DiskLimitBytes int64
 }
+
+// DefaultDiskLimit is a sandbox's default disk limit (1 GiB).
+const DefaultDiskLimit = 1 << 30
 
 // Linux is the namespace + bubblewrap + cgroup runtime.
 type Linux struct {
@@ -105,6 +112,9 @@ func NewLinux(opts Options) (*Linux, error) {
 	}
 	if _, err := os.Stat(opts.AgentPath); err != nil {
 		return nil, fmt.Errorf("runtime: agent binary: %w", err)
+	}
+	if opts.DiskLimitBytes == 0 {
+		opts.DiskLimitBytes = DefaultDiskLimit
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 20 * time.Second
@@ -198,11 +208,20 @@ func (l *Linux) Enforced() map[string]bool {
 		"memory":         sec && l.cg.has("memory"),
 		"pids":           sec && l.cg.has("pids"),
 		"cpu":            sec && l.cg.has("cpu"),
+		"disk":           sec && l.opts.DiskLimitBytes > 0,
 		"pause":          true,
 		"pause_freezer":  sec && l.cg.has("freezer"),
 		"clean_env":      true,
 		"entrypoint_run": true,
 	}
+}
+
+// DiskLimit is the enforced per-sandbox disk limit in bytes (0: none).
+func (l *Linux) DiskLimit() int64 {
+	if !l.secure || l.opts.DiskLimitBytes < 0 {
+		return 0
+	}
+	return l.opts.DiskLimitBytes
 }
 
 // StateDir is the absolute state directory.

@@ -15,7 +15,11 @@ type Options struct {
 	ForceInsecure            bool
 	ReadyTimeout             time.Duration
 	CommandCloseDelay        time.Duration
+	DiskLimitBytes           int64
 }
+
+// DefaultDiskLimit is a sandbox's default disk limit (1 GiB).
+const DefaultDiskLimit = 1 << 30
 
 // NewLinux always fails outside Linux.
 func NewLinux(Options) (Runtime, error) {

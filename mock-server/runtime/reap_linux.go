@@ -82,7 +82,10 @@ func (l *Linux) Reap() ([]string, error) {
 				}
 			}
 		}
-		// 3. directory.
+		// 3. directory (a tmpfs when a disk limit applied).
+		if err := unmountDir(dir); err != nil && firstErr == nil {
+			firstErr = err
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			if firstErr == nil {
 				firstErr = err

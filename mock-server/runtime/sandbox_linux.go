@@ -20,7 +20,22 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
+
+// diskInodes bounds the number of files in a sandbox's tmpfs (one per 4 kB
+// of the limit, at least 16384).
+func diskInodes(limit int64) int64 { return max(limit/4096, 16384) }
+
+// unmountDir detaches a sandbox's tmpfs; a directory that is not a mount point is fine.
+func unmountDir(dir string) error {
+	err := unix.Unmount(dir, unix.MNT_DETACH)
+	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("unmount %s: %w", dir, err)
+}
 
 // meta is written to <dir>/meta.json so Reap can find what a killed server left.
 type meta struct {
@@ -52,6 +67,7 @@ type sandbox struct {
 	since    time.Time
 	gone     bool
 	ownsDir  bool // false when start found the directory already there
+	mounted  bool // s.dir is a tmpfs (the disk limit)
 	destroyM sync.Mutex
 }
 
@@ -83,6 +99,15 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	s.ownsDir = true
+	if secure && rt.opts.DiskLimitBytes > 0 {
+		// The whole sandbox directory is a size-limited tmpfs: a sandbox cannot
+		// write more than the limit (ENOSPC; uploads answer 507).
+		opt := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", rt.opts.DiskLimitBytes, diskInodes(rt.opts.DiskLimitBytes))
+		if err := unix.Mount("osb-"+s.id, s.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opt); err != nil {
+			return fmt.Errorf("runtime: disk limit (tmpfs on %s): %w", s.dir, err)
+		}
+		s.mounted = true
+	}
 	for _, d := range []struct {
 		p    string
 		mode os.FileMode
@@ -587,6 +612,11 @@ func (s *sandbox) Destroy() error {
 	}
 	if s.dirFile != nil {
 		_ = s.dirFile.Close()
+	}
+	if s.mounted {
+		if err := unmountDir(s.dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if s.ownsDir {
 		if err := os.RemoveAll(s.dir); err != nil {
