@@ -25,3 +25,6 @@ const DefaultDiskLimit = 1 << 30
 func NewLinux(Options) (Runtime, error) {
 	return nil, errors.New("runtime: sandboxes need Linux (namespaces, bubblewrap, cgroups)")
 }
+
+// ReapStateDir does nothing outside Linux (no sandbox can have run).
+func ReapStateDir(string) ([]string, error) { return nil, nil }
