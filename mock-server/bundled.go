@@ -16,9 +16,9 @@ import (
 // BundledConfig configures StartBundled: the complete bundled server (Linux
 // runtime + egress hub + lifecycle server) as serve-mock runs it.
 type BundledConfig struct {
-	Listen              string        // default 127.0.0.1:0
-	APIKey              string        // required
-	AdminToken          string        // empty: admin API disabled
+	Listen     string // default 127.0.0.1:0
+	APIKey     string // required
+	AdminToken string // empty: admin API disabled
 	// StateDir is an explicit state directory (kept after Close; a restart
 	// with the same dir reaps what a killed server left). Empty: a fresh
 	// instance directory under StateRoot, removed by Close.
@@ -28,7 +28,7 @@ type BundledConfig struct {
 	// system temp dir). Every start reaps the instances whose server died.
 	StateRoot string
 	// DiskLimitBytes caps what one sandbox can write (0: 1 GiB; negative: none).
-	DiskLimitBytes int64
+	DiskLimitBytes      int64
 	MaxTimeout          time.Duration // 0: 24h
 	Upstreams           map[string]string
 	InsecureNoIsolation bool
