@@ -104,3 +104,17 @@ func TestSIGKILLedBundledServerIsReaped(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "in use by a live bundled server")
 }
+
+// TestStaleEgressSocketsRemovedOnStart: egress/<id>.sock files a killed
+// server left in its state dir are removed by the next start.
+func TestStaleEgressSocketsRemovedOnStart(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "egress"), 0o700))
+	stale := filepath.Join(dir, "egress", "0b7e-dead.sock")
+	require.NoError(t, os.WriteFile(stale, nil, 0o600))
+	b, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateDir: dir, InsecureNoIsolation: true})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.NoFileExists(t, stale)
+	assert.Contains(t, b.Reaped, "socket "+stale)
+}

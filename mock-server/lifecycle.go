@@ -123,6 +123,9 @@ func (s *Server) checkCreate(req *createRequest) (string, string) {
 			return "SANDBOX::INVALID_PARAMETER", fmt.Sprintf("platform %s/%s cannot be satisfied by this server (linux/%s).", p.OS, p.Arch, runtime.GOARCH)
 		}
 	}
+	if code, msg := checkRequestValues(req); code != "" {
+		return code, msg
+	}
 	if req.SecureAccess {
 		return "SANDBOX::API_NOT_SUPPORTED", "secureAccess is only supported on Kubernetes with ingress gateway mode."
 	}
@@ -187,7 +190,8 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		if errors.As(err, &unknown) {
 			return nil, "DOCKER::SANDBOX_IMAGE_PULL_FAILED", fmt.Errorf("Failed to pull image %s: %v", req.Image, err)
 		}
-		return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start sandbox container: %v", err)
+		s.log.Warn("sandbox start failed", "id", id, "err", err)
+		return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start sandbox container: %s", hideHostPaths(err.Error()))
 	}
 	sb.rt = rt
 	ep, err := newExecdEndpoint(s, sb)

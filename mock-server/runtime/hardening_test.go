@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
+	"os"
 	"strings"
 	"testing"
 )
@@ -121,5 +122,18 @@ func TestUploadOwnedByNobody(t *testing.T) {
 	}
 	if got := strings.Join(sh(t, sb, "stat -c %U:%G /workspace/owned.txt").stdout(), ""); got != "nobody:nogroup" {
 		t.Errorf("owner %q, want nobody:nogroup", got)
+	}
+}
+
+// TestPid1EnvironHasNoHostDirectory: the sandbox's pid 1 (bwrap's init)
+// environment shows no host working directory.
+func TestPid1EnvironHasNoHostDirectory(t *testing.T) {
+	sb := newSandbox(t, newRuntime(t))
+	wd, _ := os.Getwd()
+	r := sh(t, sb, `tr '\0' '\n' < /proc/1/environ`)
+	for _, l := range r.stdout() {
+		if strings.HasPrefix(l, "PWD=") && l != "PWD=/" || strings.Contains(l, wd) {
+			t.Errorf("/proc/1/environ shows a host directory: %q", l)
+		}
 	}
 }

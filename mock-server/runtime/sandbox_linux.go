@@ -221,6 +221,9 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		}
 		s.cmd = exec.Command(argv[0], argv[1:]...)
 		s.cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		// bwrap's pid 1 inside the sandbox keeps this environment (and /bin/sh
+		// adds PWD): start in / so no host directory shows in /proc/1/environ.
+		s.cmd.Dir = "/"
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	} else {
 		s.cmd = exec.Command(rt.opts.AgentPath, AgentArg)
