@@ -25,9 +25,8 @@
 // diagnostics with scope answer 501 as the real server. The deliberate
 // differences from the OpenAPI spec are listed in Deviations.
 //
-// Endpoints use the Docker bridge form: port 44772 → 127.0.0.1:<execd port>,
-// any other port → 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves
-// and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
+// Endpoints use the Docker bridge form: every port, 44772 included →
+// 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
 // use_server_proxy=true → <host>/sandboxes/<id>/proxy/<port>.
 //
 // # Admin API (documented mock extension)
