@@ -28,7 +28,9 @@ type BundledConfig struct {
 	// system temp dir). Every start reaps the instances whose server died.
 	StateRoot string
 	// DiskLimitBytes caps what one sandbox can write (0: 1 GiB; negative: none).
-	DiskLimitBytes      int64
+	DiskLimitBytes int64
+	// AllowedHostPaths are the host directories host-path volumes may use (empty: none).
+	AllowedHostPaths    []string
 	MaxTimeout          time.Duration // 0: 24h
 	Upstreams           map[string]string
 	InsecureNoIsolation bool
@@ -134,7 +136,7 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 		pf = runtime.ProfileFor
 	}
 	srv, err = New(Config{Listen: cfg.Listen, APIKey: cfg.APIKey, AdminToken: cfg.AdminToken, StateDir: dir,
-		MaxTimeout: cfg.MaxTimeout, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
+		MaxTimeout: cfg.MaxTimeout, AllowedHostPaths: cfg.AllowedHostPaths, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,6 +63,18 @@ func (u upstreamFlag) Set(v string) error {
 	return nil
 }
 
+type hostPathsFlag []string
+
+func (h *hostPathsFlag) String() string { return strings.Join(*h, ",") }
+
+func (h *hostPathsFlag) Set(v string) error {
+	if !filepath.IsAbs(v) || filepath.Clean(v) != v || v == "/" {
+		return fmt.Errorf("want an absolute, clean directory other than /, got %q", v)
+	}
+	*h = append(*h, v)
+	return nil
+}
+
 // ServeMain implements `acceptance serve-mock`. It prints exactly one line,
 // the base URL, once the server accepts requests, and runs until SIGINT or
 // SIGTERM, then kills and removes every sandbox. Returns the exit code.
@@ -87,6 +100,8 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	diskLimit := fs.String("disk-limit", "1Gi", "what one sandbox can write, all its writable directories together (quantity, e.g. 512Mi, 2Gi; \"none\" = no limit)")
 	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout (> 0)")
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
+	var allowHost hostPathsFlag
+	fs.Var(&allowHost, "allow-host-path", "host directory that host-path volumes may use (repeatable; the real server's storage.allowed_host_paths; default none)")
 	upstreams := upstreamFlag{}
 	fs.Var(upstreams, "upstream", "host=http://127.0.0.1:port mapping for the egress gateway (repeatable)")
 	denyWebhook := fs.String("deny-webhook", "", "URL that receives each egress denial as OpenSandbox's deny-webhook payload {hostname,timestamp,source,sandboxId}")
@@ -143,7 +158,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b, err := StartBundled(context.Background(), BundledConfig{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken,
-		StateDir: *stateDir, StateRoot: *stateRootF, DiskLimitBytes: diskBytes, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger,
+		StateDir: *stateDir, StateRoot: *stateRootF, AllowedHostPaths: allowHost, DiskLimitBytes: diskBytes, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger,
 		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough})
 	if err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)

@@ -145,6 +145,14 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 			return fmt.Errorf("runtime: extra file %s: %w", p, err)
 		}
 	}
+	if len(spec.Mounts) > 0 && !secure {
+		return errors.New("runtime: volumes need the isolating runtime")
+	}
+	for _, m := range spec.Mounts {
+		if !filepath.IsAbs(m.Host) || !filepath.IsAbs(m.Path) {
+			return fmt.Errorf("runtime: volume %s → %s: paths must be absolute", m.Host, m.Path)
+		}
+	}
 	if spec.GatewaySocket != "" {
 		if _, err := os.Stat(spec.GatewaySocket); err != nil {
 			return fmt.Errorf("runtime: gateway socket: %w", err)
@@ -318,6 +326,13 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	sort.Strings(extra)
 	for _, p := range extra {
 		a = append(a, "--ro-bind", spec.ExtraFiles[p], p)
+	}
+	for _, m := range spec.Mounts {
+		op := "--bind"
+		if m.ReadOnly {
+			op = "--ro-bind"
+		}
+		a = append(a, op, m.Host, m.Path)
 	}
 	a = append(a, "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
 	// Only the non-secret basics go on the (host-visible) command line; the
