@@ -14,6 +14,12 @@
 // or, with your own runtime: New(Config{...}) then Start(ctx). The command
 // `acceptance serve-mock` is ServeMain.
 //
+// Without a StateDir, StartBundled keeps its state in a fresh instance
+// directory under BundledConfig.StateRoot (DefaultStateRoot), locked (flock)
+// while the server runs; every start reaps the instances whose lock is free
+// (a server killed with SIGKILL): processes, network namespaces, cgroups, disk
+// mounts, egress sockets, directories. A live instance is never touched.
+//
 // # Lifecycle API
 //
 // Every route of CONTRACT §1.3 at /v1 and at the root. Create is synchronous
