@@ -137,3 +137,30 @@ func TestPid1EnvironHasNoHostDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestRootCannotTouchHostKernelSettings: with Docker's capabilities, root in
+// the sandbox still cannot change host-wide kernel settings or reach /sys.
+func TestRootCannotTouchHostKernelSettings(t *testing.T) {
+	sb := newSandbox(t, newRuntime(t))
+	before, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
+	// Each probe writes back the value already there, so a regression is
+	// detected without changing the host.
+	r := sh(t, sb, `v=$(cat /proc/sys/kernel/core_pattern); (printf '%s\n' "$v" > /proc/sys/kernel/core_pattern) 2>/dev/null && echo "wrote core_pattern"
+v=$(cat /proc/sys/vm/swappiness); (echo "$v" > /proc/sys/vm/swappiness) 2>/dev/null && echo "wrote swappiness"
+ls /sys/kernel >/dev/null 2>&1 && echo "sys visible"
+test -w /proc/sysrq-trigger && echo "sysrq writable"
+echo done`)
+	out := strings.Join(r.stdout(), "\n")
+	for _, bad := range []string{"wrote core_pattern", "wrote swappiness", "sys visible", "sysrq writable"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("root in the sandbox reached the host kernel: %q", out)
+		}
+	}
+	if !strings.Contains(out, "done") {
+		t.Fatalf("probe did not run: %s", r.Raw)
+	}
+	after, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
+	if string(before) != string(after) {
+		t.Errorf("host core_pattern changed: %q → %q", before, after)
+	}
+}

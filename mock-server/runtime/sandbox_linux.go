@@ -24,6 +24,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// procReadOnly and procMasked follow Docker's defaults for /proc.
+var (
+	procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
+	procMasked   = []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/latency_stats", "/proc/timer_stats"}
+)
+
 // diskInodes bounds the number of files in a sandbox's tmpfs (one per 4 kB
 // of the limit, at least 16384).
 func diskInodes(limit int64) int64 { return max(limit/4096, 16384) }
@@ -313,7 +319,22 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, p := range names {
 		a = append(a, "--ro-bind", etc[p], p)
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev",
+	a = append(a, "--proc", "/proc")
+	// Host-wide kernel settings stay out of reach, as in a Docker container:
+	// /proc/sys (core_pattern, drop_caches, … are writable by uid 0 without
+	// any capability), sysrq-trigger, irq, bus and fs read-only; kcore, keys,
+	// timer and scheduler debug files masked.
+	for _, p := range procReadOnly {
+		if _, err := os.Stat(p); err == nil {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	for _, p := range procMasked {
+		if _, err := os.Stat(p); err == nil {
+			a = append(a, "--ro-bind", "/dev/null", p)
+		}
+	}
+	a = append(a, "--dev", "/dev",
 		"--bind", ws, "/workspace", "--bind", tmp, "/tmp", "--bind", home, "/root",
 		"--ro-bind", s.rt.opts.AgentPath, "/.osb/agent")
 	if spec.GatewaySocket != "" {
