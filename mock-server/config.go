@@ -39,6 +39,10 @@ type Config struct {
 	ProfileFor func(image string) (runtime.Profile, error)
 	// Logger receives operational logs; default discards.
 	Logger *slog.Logger
+	// AllowedHostPaths are the host directories host-path volumes may come
+	// from (the real server's storage.allowed_host_paths). Empty: every host
+	// volume answers 400 VOLUME::HOST_PATH_NOT_ALLOWED.
+	AllowedHostPaths []string
 }
 
 // Clock is the server's source of time; tests substitute a fake one.

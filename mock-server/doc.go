@@ -14,6 +14,12 @@
 // or, with your own runtime: New(Config{...}) then Start(ctx). The command
 // `acceptance serve-mock` is ServeMain.
 //
+// Without a StateDir, StartBundled keeps its state in a fresh instance
+// directory under BundledConfig.StateRoot (DefaultStateRoot), locked (flock)
+// while the server runs; every start reaps the instances whose lock is free
+// (a server killed with SIGKILL): processes, network namespaces, cgroups, disk
+// mounts, egress sockets, directories. A live instance is never touched.
+//
 // # Lifecycle API
 //
 // Every route of CONTRACT §1.3 at /v1 and at the root. Create is synchronous
@@ -25,9 +31,8 @@
 // diagnostics with scope answer 501 as the real server. The deliberate
 // differences from the OpenAPI spec are listed in Deviations.
 //
-// Endpoints use the Docker bridge form: port 44772 → 127.0.0.1:<execd port>,
-// any other port → 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves
-// and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
+// Endpoints use the Docker bridge form: every port, 44772 included →
+// 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
 // use_server_proxy=true → <host>/sandboxes/<id>/proxy/<port>.
 //
 // # Admin API (documented mock extension)

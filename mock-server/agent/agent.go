@@ -43,6 +43,10 @@ func MainIfAgent() {
 func Run() int {
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("osb-agent: ")
+	if err := hardenSelf(); err != nil {
+		log.Printf("make the agent non-dumpable: %v", err)
+		return 2
+	}
 	// Never let commands inherit the control descriptors.
 	for _, fd := range []int{runtime.AgentFDListener, runtime.AgentFDConfig, runtime.AgentFDEvents} {
 		syscall.CloseOnExec(fd)
