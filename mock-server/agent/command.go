@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -130,25 +131,58 @@ func mergeEnv(base []string, extra map[string]string) []string {
 	return out
 }
 
-// pumpOutput reads r into lines until EOF or until stop is closed (then it
-// drains for a moment: a grandchild may keep the pipe open forever).
-func pumpOutput(r *os.File, onLine func(string), stop <-chan struct{}, wg *sync.WaitGroup) {
+// pumpOutput reads r into lines until EOF. Once exited is closed (the command
+// has exited), everything the command wrote is already in the pipe, so the
+// pump drains it: it stops at EOF (no writer left) or when the pipe has been
+// empty for outputDrainIdle (a background grandchild still holds it open; what
+// such a process writes after the command exited is not the command's
+// output), and in any case after outputDrainCap bytes read past the exit (a
+// grandchild that never stops writing). Time spent delivering lines never
+// counts against these limits, so a slow client loses nothing.
+func pumpOutput(r *os.File, onLine func(string), exited <-chan struct{}, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer r.Close()
 	sp := &lineSplitter{emit: onLine}
+	var draining atomic.Bool
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		<-stop
-		_ = r.SetReadDeadline(time.Now().Add(outputDrainAfter))
+		select {
+		case <-exited:
+			draining.Store(true)
+			_ = r.SetReadDeadline(time.Now()) // wake a blocked Read; it re-arms with the idle deadline
+		case <-done:
+		}
 	}()
 	buf := make([]byte, 32<<10)
+	var afterExit int64
 	for {
+		inDrain := draining.Load()
+		if inDrain {
+			_ = r.SetReadDeadline(time.Now().Add(outputDrainIdle))
+		}
+		start := time.Now()
 		n, err := r.Read(buf)
 		if n > 0 {
 			sp.write(buf[:n])
+			if inDrain {
+				afterExit += int64(n)
+				if afterExit > outputDrainCap {
+					break
+				}
+			}
 		}
-		if err != nil {
-			break
+		if err == nil {
+			continue
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Woken by the exit, or the wake-up raced with our own deadline:
+			// only an idle period of a full outputDrainIdle ends the drain.
+			if !inDrain || time.Since(start) < outputDrainIdle {
+				continue
+			}
+		}
+		break
 	}
 	sp.flush()
 }

@@ -10,10 +10,14 @@ import (
 )
 
 const (
-	maxLogBytes      = 32 << 20 // per command; later lines are dropped and counted
-	maxKeptCommands  = 2000     // finished commands kept for status/logs
-	interruptGrace   = 3 * time.Second
-	outputDrainAfter = 100 * time.Millisecond
+	maxLogBytes     = 32 << 20 // per command; later lines are dropped and counted
+	maxKeptCommands = 2000     // finished commands kept for status/logs
+	interruptGrace  = 3 * time.Second
+	// After a command exits its pipes are drained (see pumpOutput): to EOF,
+	// or until empty for outputDrainIdle, or for at most outputDrainCap bytes
+	// (a background grandchild that keeps writing).
+	outputDrainIdle = 100 * time.Millisecond
+	outputDrainCap  = 16 << 20
 )
 
 // command is one /command execution (foreground or background).
