@@ -89,17 +89,28 @@ func (a *Agent) handleCommand(w http.ResponseWriter, r *http.Request) {
 	c.cmd = cmd
 	a.cmds.add(c)
 
-	stream := newSSE(w)
-	stream.send(event{Type: "init", Text: c.id})
 	if req.Background {
-		if err := a.startBackground(c, cmd, req.Timeout); err != nil {
+		err := a.startBackground(c, cmd, req.Timeout) // registered as running before init, too
+		stream := newSSE(w)
+		stream.send(event{Type: "init", Text: c.id})
+		if err != nil {
 			stream.send(spawnError(err))
 			return
 		}
 		stream.send(event{Type: "execution_complete"})
 		return
 	}
-	a.runForeground(r, stream, c, cmd, req.Timeout)
+	// As real execd: the command is started and registered as running before
+	// init goes out, so an interrupt sent as soon as init arrives finds it.
+	run, err := a.startForeground(c, cmd, req.Timeout)
+	stream := newSSE(w)
+	stream.send(event{Type: "init", Text: c.id})
+	if err != nil {
+		stream.send(spawnError(err))
+		return
+	}
+	stream.send(event{Type: "ping", Text: "pong"}) // real execd pings right after init
+	run.stream(stream)
 	if a.cfg.CloseDelay > 0 {
 		time.Sleep(a.cfg.CloseDelay)
 	}
@@ -231,7 +242,35 @@ func launch(cmd *exec.Cmd, sinks []func(string), combined bool) (*sync.WaitGroup
 	return wg, stop, nil
 }
 
-func (a *Agent) runForeground(r *http.Request, stream *sseStream, c *command, cmd *exec.Cmd, timeoutMs int64) {
+// foregroundRun is a started foreground command whose output is buffered
+// until stream attaches the client's SSE stream (right after init).
+type foregroundRun struct {
+	a     *Agent
+	c     *command
+	cmd   *exec.Cmd
+	wg    *sync.WaitGroup
+	stop  chan struct{}
+	timer *time.Timer
+
+	mu      sync.Mutex
+	sse     *sseStream
+	pending []event
+}
+
+func (f *foregroundRun) emit(ev event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sse == nil {
+		f.pending = append(f.pending, ev)
+		return
+	}
+	f.sse.send(ev)
+}
+
+// startForeground starts cmd and marks the command running; its output waits
+// (in the pipe and a small queue) until stream is called.
+func (a *Agent) startForeground(c *command, cmd *exec.Cmd, timeoutMs int64) (*foregroundRun, error) {
+	f := &foregroundRun{a: a, c: c, cmd: cmd}
 	out := func(kind string) func(string) {
 		return func(line string) {
 			c.appendLine(line)
@@ -239,7 +278,7 @@ func (a *Agent) runForeground(r *http.Request, stream *sseStream, c *command, cm
 			if text == "" {
 				text = "\n"
 			}
-			stream.send(event{Type: kind, Text: text})
+			f.emit(event{Type: kind, Text: text})
 		}
 	}
 	c.mu.Lock()
@@ -248,19 +287,31 @@ func (a *Agent) runForeground(r *http.Request, stream *sseStream, c *command, cm
 	wg, stop, err := launch(cmd, []func(string){out("stdout"), out("stderr")}, false)
 	if err != nil {
 		a.finish(c, nil, err)
-		stream.send(spawnError(err))
-		return
+		return nil, err
 	}
+	f.wg, f.stop = wg, stop
 	setOOMScore(cmd.Process.Pid)
-	var timer *time.Timer
 	if timeoutMs > 0 {
-		timer = time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() {
+		f.timer = time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		})
 	}
+	return f, nil
+}
+
+// stream attaches the SSE stream, forwards output and pings, and sends the
+// terminal event once the command has exited and its output is drained.
+func (f *foregroundRun) stream(stream *sseStream) {
+	f.mu.Lock()
+	f.sse = stream
+	for _, ev := range f.pending {
+		stream.send(ev)
+	}
+	f.pending = nil
+	f.mu.Unlock()
 	ticker := time.NewTicker(pingInterval)
 	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
+	go func() { waitErr <- f.cmd.Wait() }()
 	var werr error
 loop:
 	for {
@@ -272,14 +323,14 @@ loop:
 		}
 	}
 	ticker.Stop()
-	if timer != nil {
-		timer.Stop()
+	if f.timer != nil {
+		f.timer.Stop()
 	}
-	close(stop)
-	wg.Wait()
-	a.finish(c, werr, nil)
+	close(f.stop)
+	f.wg.Wait()
+	f.a.finish(f.c, werr, nil)
 	if werr == nil {
-		stream.send(event{Type: "execution_complete", ExecutionTime: time.Since(c.started).Milliseconds()})
+		stream.send(event{Type: "execution_complete", ExecutionTime: time.Since(f.c.started).Milliseconds()})
 		return
 	}
 	stream.send(exitEvent(werr))
