@@ -60,7 +60,7 @@ func streamSeq(base string, n int) (string, error) {
 		}
 	}
 	if next-1 != n || !complete {
-		return id, fmt.Errorf("%d of %d lines, complete=%v", next-1, n, complete)
+		return id, fmt.Errorf("%d of %d lines, complete=%v, read error %v", next-1, n, complete, sc.Err())
 	}
 	return id, nil
 }

@@ -150,10 +150,9 @@ func mergeEnv(base []string, extra map[string]string) []string {
 // output), and in any case after outputDrainCap bytes read past the exit (a
 // grandchild that never stops writing). Time spent delivering lines never
 // counts against these limits, so a slow client loses nothing.
-func pumpOutput(r *os.File, onLine func(string), exited <-chan struct{}, wg *sync.WaitGroup) {
+func pumpOutput(r *os.File, sink outputSink, exited <-chan struct{}, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer r.Close()
-	sp := &lineSplitter{emit: onLine}
 	var draining atomic.Bool
 	done := make(chan struct{})
 	defer close(done)
@@ -175,7 +174,7 @@ func pumpOutput(r *os.File, onLine func(string), exited <-chan struct{}, wg *syn
 		start := time.Now()
 		n, err := r.Read(buf)
 		if n > 0 {
-			sp.write(buf[:n])
+			sink.write(buf[:n])
 			if inDrain {
 				afterExit += int64(n)
 				if afterExit > outputDrainCap {
@@ -195,12 +194,26 @@ func pumpOutput(r *os.File, onLine func(string), exited <-chan struct{}, wg *syn
 		}
 		break
 	}
-	sp.flush()
+	if sink.flush != nil {
+		sink.flush()
+	}
+}
+
+// outputSink receives a pipe's bytes; flush (optional) runs at the end.
+type outputSink struct {
+	write func([]byte)
+	flush func()
+}
+
+// lineSink splits the bytes into lines for onLine (execd's stream events).
+func lineSink(onLine func(string)) outputSink {
+	sp := &lineSplitter{emit: onLine}
+	return outputSink{write: sp.write, flush: sp.flush}
 }
 
 // launch starts cmd with its output wired to the given sinks; it returns the
 // pumps' WaitGroup and the channel that, closed, makes pumps drain and stop.
-func launch(cmd *exec.Cmd, sinks []func(string), combined bool) (*sync.WaitGroup, chan struct{}, error) {
+func launch(cmd *exec.Cmd, sinks []outputSink, combined bool) (*sync.WaitGroup, chan struct{}, error) {
 	wg := &sync.WaitGroup{}
 	stop := make(chan struct{})
 	var readers []*os.File
@@ -273,7 +286,6 @@ func (a *Agent) startForeground(c *command, cmd *exec.Cmd, timeoutMs int64) (*fo
 	f := &foregroundRun{a: a, c: c, cmd: cmd}
 	out := func(kind string) func(string) {
 		return func(line string) {
-			c.appendLine(line)
 			text := line
 			if text == "" {
 				text = "\n"
@@ -284,7 +296,7 @@ func (a *Agent) startForeground(c *command, cmd *exec.Cmd, timeoutMs int64) (*fo
 	c.mu.Lock()
 	c.running = true
 	c.mu.Unlock()
-	wg, stop, err := launch(cmd, []func(string){out("stdout"), out("stderr")}, false)
+	wg, stop, err := launch(cmd, []outputSink{lineSink(out("stdout")), lineSink(out("stderr"))}, false)
 	if err != nil {
 		a.finish(c, nil, err)
 		return nil, err
@@ -377,7 +389,7 @@ func (a *Agent) startBackground(c *command, cmd *exec.Cmd, timeoutMs int64) erro
 	c.mu.Lock()
 	c.running = true
 	c.mu.Unlock()
-	wg, stop, err := launch(cmd, []func(string){c.appendLine}, true)
+	wg, stop, err := launch(cmd, []outputSink{{write: c.appendOutput}}, true)
 	if err != nil {
 		a.finish(c, nil, err)
 		return err
@@ -474,18 +486,22 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request, id string) {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("command %s not found", id))
 		return
 	}
-	cursor := 0
+	if !c.background {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("command %s is not running in background", id))
+		return
+	}
+	cursor := int64(0)
 	if s := r.URL.Query().Get("cursor"); s != "" {
-		n, err := strconv.Atoi(s)
+		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "cursor must be a non-negative integer")
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "cursor must be a non-negative byte offset")
 			return
 		}
 		cursor = n
 	}
 	body, next := c.logsFrom(cursor)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("EXECD-COMMANDS-TAIL-CURSOR", strconv.Itoa(next))
+	w.Header().Set("EXECD-COMMANDS-TAIL-CURSOR", strconv.FormatInt(next, 10))
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, body)
+	_, _ = w.Write(body)
 }

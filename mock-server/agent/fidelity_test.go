@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestUploadModeLikeExecd (issue 9 item 12): real execd creates an uploaded
@@ -67,5 +70,56 @@ func TestLineRangeLikeExecd(t *testing.T) {
 	}
 	if st, _ := do(t, "GET", srv.URL+"/files/download?path=/workspace/l.txt&limit=0", "", ""); st != http.StatusBadRequest {
 		t.Errorf("limit=0: %d, want 400 as real execd", st)
+	}
+}
+
+// TestBackgroundLogsByteCursor (issue 9 item 11): a background command's logs
+// are its raw combined output from a byte offset (real execd seeks its log
+// file); the cursor header is the offset after the last byte; an unfinished
+// last line gets no "\n"; a foreground command has no logs (400, as real).
+func TestBackgroundLogsByteCursor(t *testing.T) {
+	_, srv, _ := testAgent(t)
+	res := runStream(t, srv.URL, map[string]any{"command": `printf 'a\nbb\r\npartial'; echo err >&2`, "background": true}, 0)
+	if res.id == "" || res.terminal != "execution_complete" {
+		t.Fatalf("background start %+v", res)
+	}
+	get := func(q string) (int, string, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/command/" + res.id + "/logs" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b := new(strings.Builder)
+		_, _ = io.Copy(b, resp.Body)
+		return resp.StatusCode, b.String(), resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var body, cur string
+	for time.Now().Before(deadline) {
+		_, body, cur = get("")
+		if strings.Contains(body, "err") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := "a\nbb\r\npartialerr\n"
+	if body != want || cur != strconv.Itoa(len(want)) {
+		t.Fatalf("logs %q cursor %s, want %q cursor %d", body, cur, want, len(want))
+	}
+	if st, body, cur := get("?cursor=2"); st != 200 || body != want[2:] || cur != strconv.Itoa(len(want)) {
+		t.Errorf("cursor=2: %d %q %s", st, body, cur)
+	}
+	if st, body, cur := get("?cursor=1000"); st != 200 || body != "" || cur != "1000" {
+		t.Errorf("cursor past the end: %d %q %s", st, body, cur)
+	}
+	fg := runStream(t, srv.URL, map[string]any{"command": "echo x"}, 0)
+	resp, err := http.Get(srv.URL + "/command/" + fg.id + "/logs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("logs of a foreground command: %d, want 400 as real execd", resp.StatusCode)
 	}
 }

@@ -179,11 +179,12 @@ func TestBackgroundCommand(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	resp, body := get(t, sb, "/command/"+id+"/logs", nil)
-	if resp.StatusCode != 200 || string(body) != "line1\nline2\nline3\n" || resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR") != "3" {
+	if resp.StatusCode != 200 || string(body) != "line1\nline2\nline3\n" || resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR") != "18" {
 		t.Errorf("logs → %d %q cursor %q", resp.StatusCode, body, resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR"))
 	}
-	resp, body = get(t, sb, "/command/"+id+"/logs?cursor=2", nil)
-	if string(body) != "line3\n" || resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR") != "3" {
+	// The cursor is a byte offset, as real execd's.
+	resp, body = get(t, sb, "/command/"+id+"/logs?cursor=12", nil)
+	if string(body) != "line3\n" || resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR") != "18" {
 		t.Errorf("logs?cursor=2 → %q cursor %q", body, resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR"))
 	}
 	// Error codes of CONTRACT §2.4 / §7.13.
