@@ -30,7 +30,7 @@ import (
 type execdEndpoint struct {
 	s         *Server
 	sb        *sandbox
-	ln        net.Listener
+	ln        *detachableListener
 	srv       *http.Server
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
@@ -51,11 +51,13 @@ type inflightCommand struct {
 }
 
 func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
+	ln := &detachableListener{TCPListener: tl.(*net.TCPListener)}
 	e := &execdEndpoint{s: s, sb: sb, ln: ln, inflight: map[*inflightCommand]struct{}{}}
+	ln.late = func(c net.Conn) { e.afterRemoval(c, false) }
 	e.transport = &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return sb.rt.DialExecd(ctx)
@@ -93,10 +95,12 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 // Addr is 127.0.0.1:<port>.
 func (e *execdEndpoint) Addr() string { return e.ln.Addr().String() }
 
-// Close stops the listener and drops its connections.
+// Close stops serving execd and drops its connections; the port itself
+// lingers for the grace period (execd_linger.go).
 func (e *execdEndpoint) Close() {
 	_ = e.srv.Close()
 	e.transport.CloseIdleConnections()
+	e.linger(e.ln)
 }
 
 func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
