@@ -22,7 +22,7 @@ import (
 // arrived, in order, before execution_complete. It returns the command id.
 func streamSeq(base string, n int) (string, error) {
 	b, _ := json.Marshal(map[string]any{"command": "seq 1 " + strconv.Itoa(n)})
-	res, err := (&http.Client{Timeout: 5 * time.Minute}).Post(base+"/command", "application/json", bytes.NewReader(b))
+	res, err := (&http.Client{Timeout: 30 * time.Minute}).Post(base+"/command", "application/json", bytes.NewReader(b))
 	if err != nil {
 		return "", err
 	}
