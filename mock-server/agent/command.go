@@ -314,6 +314,17 @@ func (a *Agent) startForeground(c *command, cmd *exec.Cmd, timeoutMs int64) (*fo
 // stream attaches the SSE stream, forwards output and pings, and sends the
 // terminal event once the command has exited and its output is drained.
 func (f *foregroundRun) stream(stream *sseStream) {
+	werr := f.wait(stream)
+	if werr == nil {
+		stream.send(event{Type: "execution_complete", ExecutionTime: time.Since(f.c.started).Milliseconds()})
+		return
+	}
+	stream.send(exitEvent(werr))
+}
+
+// wait attaches the SSE stream, forwards output and pings until the command
+// has exited and its output is drained, and returns cmd.Wait's error.
+func (f *foregroundRun) wait(stream *sseStream) error {
 	f.mu.Lock()
 	f.sse = stream
 	for _, ev := range f.pending {
@@ -341,11 +352,7 @@ loop:
 	close(f.stop)
 	f.wg.Wait()
 	f.a.finish(f.c, werr, nil)
-	if werr == nil {
-		stream.send(event{Type: "execution_complete", ExecutionTime: time.Since(f.c.started).Milliseconds()})
-		return
-	}
-	stream.send(exitEvent(werr))
+	return werr
 }
 
 // exitEvent is execd's terminal error event for a failed command.

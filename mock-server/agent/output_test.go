@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -83,8 +84,20 @@ func runStream(t testing.TB, base string, body map[string]any, pause time.Durati
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", res.StatusCode)
 	}
+	return readStreamFrom(t, &slowReader{r: bufio.NewReaderSize(res.Body, 2048), pause: pause})
+}
+
+// readStream reads an SSE command stream to its end.
+func readStream(t testing.TB, res *http.Response) streamResult {
+	t.Helper()
+	defer res.Body.Close()
+	return readStreamFrom(t, res.Body)
+}
+
+func readStreamFrom(t testing.TB, r io.Reader) streamResult {
+	t.Helper()
 	var out streamResult
-	sc := bufio.NewScanner(&slowReader{r: bufio.NewReaderSize(res.Body, 2048), pause: pause})
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
