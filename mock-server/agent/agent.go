@@ -105,9 +105,9 @@ func Run() int {
 // Agent is the execd implementation; exported so tests can mount it on any
 // listener.
 type Agent struct {
-	cfg    runtime.AgentConfig
-	events io.Writer
-	evMu   sync.Mutex
+	cfg      runtime.AgentConfig
+	events   io.Writer
+	evMu     sync.Mutex
 	cmds     *registry
 	sessions sessions
 }
