@@ -59,6 +59,14 @@ func TestExecdWireLikeRealExecd(t *testing.T) {
 	require.True(t, strings.HasPrefix(r416.Header.Get("Content-Type"), "text/plain"), r416.Header.Get("Content-Type"))
 	require.NotEmpty(t, body)
 
+	// JSON bodies, success or error, are gin's "application/json; charset=utf-8".
+	for _, u := range []string{"/files/info?path=/workspace/x.txt", "/files/info?path=/nope"} {
+		r, err := http.Get(base + u)
+		require.NoError(t, err)
+		r.Body.Close()
+		require.Equal(t, "application/json; charset=utf-8", r.Header.Get("Content-Type"), u)
+	}
+
 	sres := postJSON(t, base+"/session", map[string]any{}, nil)
 	var sess struct {
 		SessionID string `json:"session_id"`
