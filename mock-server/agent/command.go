@@ -175,6 +175,9 @@ func pumpOutput(r *os.File, sink outputSink, exited <-chan struct{}, wg *sync.Wa
 		n, err := r.Read(buf)
 		if n > 0 {
 			sink.write(buf[:n])
+			if sink.chunkDone != nil {
+				sink.chunkDone()
+			}
 			if inDrain {
 				afterExit += int64(n)
 				if afterExit > outputDrainCap {
@@ -199,16 +202,24 @@ func pumpOutput(r *os.File, sink outputSink, exited <-chan struct{}, wg *sync.Wa
 	}
 }
 
-// outputSink receives a pipe's bytes; flush (optional) runs at the end.
+// outputSink receives a pipe's bytes; chunkDone (optional) runs after each
+// chunk read, flush (optional) at the end.
 type outputSink struct {
-	write func([]byte)
-	flush func()
+	write     func([]byte)
+	chunkDone func()
+	flush     func()
 }
 
-// lineSink splits the bytes into lines for onLine (execd's stream events).
-func lineSink(onLine func(string)) outputSink {
+// lineSink splits the bytes into lines for onLine (execd's stream events);
+// chunkDone, if set, runs after the lines of each chunk.
+func lineSink(onLine func(string), chunkDone func()) outputSink {
 	sp := &lineSplitter{emit: onLine}
-	return outputSink{write: sp.write, flush: sp.flush}
+	return outputSink{write: sp.write, chunkDone: chunkDone, flush: func() {
+		sp.flush()
+		if chunkDone != nil {
+			chunkDone()
+		}
+	}}
 }
 
 // launch starts cmd with its output wired to the given sinks; it returns the
@@ -270,6 +281,8 @@ type foregroundRun struct {
 	pending []event
 }
 
+// emit queues an output event; flushOut sends what is queued (after each
+// chunk read from a pipe).
 func (f *foregroundRun) emit(ev event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -277,7 +290,15 @@ func (f *foregroundRun) emit(ev event) {
 		f.pending = append(f.pending, ev)
 		return
 	}
-	f.sse.send(ev)
+	f.sse.queue(ev)
+}
+
+func (f *foregroundRun) flushOut() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sse != nil {
+		f.sse.flush()
+	}
 }
 
 // startForeground starts cmd and marks the command running; its output waits
@@ -296,7 +317,7 @@ func (a *Agent) startForeground(c *command, cmd *exec.Cmd, timeoutMs int64) (*fo
 	c.mu.Lock()
 	c.running = true
 	c.mu.Unlock()
-	wg, stop, err := launch(cmd, []outputSink{lineSink(out("stdout")), lineSink(out("stderr"))}, false)
+	wg, stop, err := launch(cmd, []outputSink{lineSink(out("stdout"), f.flushOut), lineSink(out("stderr"), f.flushOut)}, false)
 	if err != nil {
 		a.finish(c, nil, err)
 		return nil, err
@@ -328,9 +349,10 @@ func (f *foregroundRun) wait(stream *sseStream) error {
 	f.mu.Lock()
 	f.sse = stream
 	for _, ev := range f.pending {
-		stream.send(ev)
+		stream.queue(ev)
 	}
 	f.pending = nil
+	stream.flush()
 	f.mu.Unlock()
 	ticker := time.NewTicker(pingInterval)
 	waitErr := make(chan error, 1)

@@ -189,7 +189,7 @@ func (a *Agent) handleRunInSession(w http.ResponseWriter, r *http.Request) {
 		run.emit(event{Type: "stdout", Text: text})
 	}
 	c.running = true
-	wg, stop, err := launch(cmd, []outputSink{lineSink(stdout)}, true)
+	wg, stop, err := launch(cmd, []outputSink{lineSink(stdout, run.flushOut)}, true)
 	infoW.Close()
 	if err != nil {
 		stream := newSSE(w)
