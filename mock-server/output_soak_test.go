@@ -144,7 +144,9 @@ func TestOutputSoak(t *testing.T) {
 	fullReps := 0
 	start := time.Now()
 	for rep := 0; rep < 20; rep++ {
+		rs := time.Now()
 		ok, _, errs := concurrentSeq(base, 20, 10000)
+		t.Logf("repetition %d: %d of 20 streams complete (%v)", rep+1, ok, time.Since(rs).Round(100*time.Millisecond))
 		if ok == 20 {
 			fullReps++
 		} else {
