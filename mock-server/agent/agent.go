@@ -43,6 +43,9 @@ func MainIfAgent() {
 func Run() int {
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("osb-agent: ")
+	if err := shieldFromSandbox(); err != nil {
+		log.Printf("not dumpable: %v", err)
+	}
 	// Never let commands inherit the control descriptors.
 	for _, fd := range []int{runtime.AgentFDListener, runtime.AgentFDConfig, runtime.AgentFDEvents} {
 		syscall.CloseOnExec(fd)
