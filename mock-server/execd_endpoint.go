@@ -35,6 +35,7 @@ type execdEndpoint struct {
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
 
+	closeOnce  sync.Once
 	inflightMu sync.Mutex
 	inflight   map[*inflightCommand]struct{}
 }
@@ -98,9 +99,11 @@ func (e *execdEndpoint) Addr() string { return e.ln.Addr().String() }
 // Close stops serving execd and drops its connections; the port itself
 // lingers for the grace period (execd_linger.go).
 func (e *execdEndpoint) Close() {
-	_ = e.srv.Close()
-	e.transport.CloseIdleConnections()
-	e.linger(e.ln)
+	e.closeOnce.Do(func() {
+		_ = e.srv.Close()
+		e.transport.CloseIdleConnections()
+		e.linger(e.ln)
+	})
 }
 
 func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
