@@ -43,6 +43,7 @@ type Server struct {
 	closed    bool
 	stopWatch chan struct{}
 	wg        sync.WaitGroup
+	lingers   lingerSet // removed sandboxes' execd ports in their grace period
 }
 
 // New validates cfg and builds a Server; call Start to listen.
@@ -191,6 +192,7 @@ func (s *Server) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	s.lingers.closeAll()
 	s.wg.Wait()
 	if err := s.audit.Close(); err != nil {
 		errs = append(errs, err)
