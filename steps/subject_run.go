@@ -91,6 +91,11 @@ type during func(ctx context.Context, r *subjectRun, stop func())
 type runOpts struct {
 	hook  during
 	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
+	// prepare runs once the run's API key is known, before the subject starts
+	// (a fault keyed to the run); an error means the run cannot be measured.
+	prepare func(ctx context.Context, r *subjectRun) error
+	// finish runs after the subject ended (disarm a keyed fault).
+	finish func(ctx context.Context, r *subjectRun)
 }
 
 // runSubject runs the subject now, uncached.
@@ -122,8 +127,20 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	r.keyFP = keyFingerprint(r.apiKey)
 	e.client.AddSecret(r.apiKey)
+	if e.opt.Secrets != nil {
+		e.opt.Secrets(r.apiKey)
+	}
 	if e.mock() {
 		e.registerCanaries(ctx, r.apiKey)
+	}
+	if o.prepare != nil {
+		if err := o.prepare(ctx, r); err != nil {
+			r.err = fmt.Errorf("preparing the run: %w", err)
+			return r
+		}
+	}
+	if o.finish != nil {
+		defer o.finish(context.WithoutCancel(ctx), r)
 	}
 
 	tmpl, err := subject.Parse(e.sub().Manifest.Run)
@@ -240,6 +257,9 @@ func (r *subjectRun) evidence(names ...string) []string {
 	}
 	return out
 }
+
+// killed says the harness stopped the run on purpose (a drill's SIGKILL).
+func (r *subjectRun) killed() bool { return r.res != nil && r.res.Canceled && !r.faultAt.IsZero() }
 
 // usable reports whether the subject ran at all; the error explains why not.
 func (r *subjectRun) usable() error {
