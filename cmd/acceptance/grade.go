@@ -52,6 +52,10 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: name at least one submission directory (with %s at its root)\n", submission.ManifestName)
 		return 2
 	}
+	if err := checkURLTarget(context.Background(), cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		return 2
+	}
 	out := cfg.out
 	if out == "" {
 		out = filepath.Join("reports", time.Now().UTC().Format("20060102T150405Z")+"-"+randomHex(3))

@@ -90,9 +90,6 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	if cmd != "run" && c.parallel < 1 {
 		return nil, nil, fmt.Errorf("--parallel must be at least 1, got %d", c.parallel)
 	}
-	if err := checkFlagValues(c); err != nil {
-		return nil, nil, err
-	}
 	if c.target != "mock" {
 		u, err := url.Parse(c.target)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -101,6 +98,9 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 		if c.apiKey == "" {
 			return nil, nil, fmt.Errorf("--target %s needs --api-key (or OPEN_SANDBOX_API_KEY)", c.target)
 		}
+	}
+	if err := checkFlagValues(c); err != nil {
+		return nil, nil, err
 	}
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano() % 1_000_000
@@ -124,6 +124,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := checkProgram(sub); err != nil {
 		fmt.Fprintf(stderr, "acceptance run: --subject: %v\n", err)
+		return 2
+	}
+	if err := checkURLTarget(context.Background(), cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
 		return 2
 	}
 	out := cfg.out
@@ -160,7 +164,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return g.Doc.ExitCode
 }
 
-// openSession checks the features against the rubric and the target, then
+// openSession checks the features against the rubric, then
 // starts the grading session (stubs, target, preflight). On failure it returns
 // nil and the exit code.
 func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writer) (*core.Session, int) {
@@ -170,10 +174,6 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	}
 	self, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
-		return nil, 2
-	}
-	if err := checkURLTarget(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
 		return nil, 2
 	}

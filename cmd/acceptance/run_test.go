@@ -311,12 +311,20 @@ func TestRunUsageErrors(t *testing.T) {
 		{"URL target without key", []string{"--target", "http://127.0.0.1:1"}, "needs --api-key"},
 		{"subject with a NUL byte", []string{"--subject", "run\x00{out}"}, "--subject"},
 		{"empty subject", []string{"--subject", ""}, "--subject"},
+		// issue 9 item 9
+		{"zero subject timeout", []string{"--subject-timeout", "0"}, "--subject-timeout must be positive, got 0s"},
+		{"negative subject timeout", []string{"--subject-timeout", "-5s"}, "--subject-timeout must be positive, got -5s"},
+		{"missing wheels", []string{"--wheels", "/nonexistent/wheels"}, "--wheels /nonexistent/wheels"},
+		{"missing subject program", []string{"--subject", "pyhton3 agent.py --out {out}"}, `the program "pyhton3" is not found on PATH`},
+		{"missing subject script", []string{"--subject", "./no-such-agent.sh {out}"}, `the program "./no-such-agent.sh" does not exist`},
+		{"malformed tags", []string{"--tags", "@a &&"}, `--tags "@a &&" is malformed`},
 	}
+	wheels := filepath.Join(repoRoot(t), ".cache", "wheels")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "bundle")
 			var stdout, stderr bytes.Buffer
-			code := runMain(append([]string{"--out", out}, tc.args...), &stdout, &stderr)
+			code := runMain(append([]string{"--out", out, "--wheels", wheels}, tc.args...), &stdout, &stderr)
 			assert.Equal(t, rubric.ExitHarnessError, code, "stderr: %s", stderr.String())
 			assert.Contains(t, stderr.String(), tc.want)
 			assert.NotContains(t, stderr.String(), "panic")
@@ -342,7 +350,7 @@ func TestRunUsageErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "bundle")
 			var stdout, stderr bytes.Buffer
-			code := runMain([]string{"--out", out, "--target", tc.target, "--api-key", "wrong-key-123"}, &stdout, &stderr)
+			code := runMain([]string{"--out", out, "--wheels", wheels, "--target", tc.target, "--api-key", "wrong-key-123"}, &stdout, &stderr)
 			assert.Equal(t, rubric.ExitHarnessError, code, "stderr: %s", stderr.String())
 			assert.Contains(t, stderr.String(), tc.want)
 			assert.NotContains(t, stderr.String(), "wrong-key-123", "the key is never printed")
