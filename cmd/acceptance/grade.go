@@ -111,10 +111,10 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case r.loadErr != nil:
 			line = fmt.Sprintf("%-40s not graded: %v", r.dir, r.loadErr)
-			worst = max(worst, 2)
+			worst = worseExit(worst, 2)
 		case r.g.Doc.RunID == "":
 			line = fmt.Sprintf("%-40s harness error: %v", r.dir, r.g.Err)
-			worst = max(worst, 2)
+			worst = worseExit(worst, 2)
 		default:
 			bundles = append(bundles, r.g.Dir)
 			line = fmt.Sprintf("%-40s %s", r.dir, report.SummaryLine(r.g.Doc))
