@@ -468,7 +468,7 @@ func reapRemoves(ctx context.Context) error {
 	if cmd == "" {
 		return failf("%s, so residual sandbox(es) %s of the killed run were left to their TTL", s.env.sub().Missing("reap"), strings.Join(residual, ", "))
 	}
-	s.inv = s.env.invoke(ctx, "reap", cmd, "D5/reap", r.runID, 5*time.Minute)
+	s.inv = s.env.invoke(ctx, "reap", cmd, "subject-reap", r.runID, 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
 	if err := s.inv.usable(); err != nil {
 		return err

@@ -40,7 +40,7 @@ func runTests(ctx context.Context) error {
 		return failf("%s, so no test of it ran", strings.Join(missing, "; "))
 	}
 	for _, t := range []struct{ field, cmd string }{{"test.unit", m.Test.Unit}, {"test.integration", m.Test.Integration}} {
-		inv := s.env.invoke(ctx, t.field, t.cmd, "M4/"+t.field, s.env.opt.RunID+"-"+strings.ReplaceAll(t.field, ".", "-"), testTimeout)
+		inv := s.env.invoke(ctx, t.field, t.cmd, "subject-"+t.field, s.env.opt.RunID+"-"+strings.ReplaceAll(t.field, ".", "-"), testTimeout)
 		s.invs = append(s.invs, inv)
 		s.addEvidence(inv.evidence()...)
 	}

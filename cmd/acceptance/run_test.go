@@ -61,12 +61,12 @@ func TestRunM0M1EndToEnd(t *testing.T) {
 	}
 	// M0 is the submission's own record, matched against what the server saw
 	// from its key.
-	rec, err := os.ReadFile(filepath.Join(out, "evidence", "M0", "contract", "out", "contract.json"))
+	rec, err := os.ReadFile(filepath.Join(out, "evidence", "subject-contract", "out", "contract.json"))
 	require.NoError(t, err)
 	for _, want := range []string{`"create"`, "202", "204", "401", "404"} {
 		assert.Contains(t, string(rec), want, "M0 record")
 	}
-	saw, err := os.ReadFile(filepath.Join(out, "evidence", "M0", "contract", "server-saw.json"))
+	saw, err := os.ReadFile(filepath.Join(out, "evidence", "subject-contract", "server-saw.json"))
 	require.NoError(t, err)
 	assert.Contains(t, string(saw), `"status": 401`)
 	assert.Contains(t, b.row(t, "M0").Reason, "the server saw each of the 5 recorded exchanges")
