@@ -251,10 +251,11 @@ func TestRunAgainstURLTarget(t *testing.T) {
 	// The 50 MB input (@large) is left to the full-suite test: it adds half a
 	// minute and nothing about the target's kind.
 	target := "http://" + srv.Server.Domain()
-	out := filepath.Join(t.TempDir(), "bundle")
+	class := filepath.Join(t.TempDir(), "class")
+	out := filepath.Join(class, "01-testdata-reference")
 	var stdout, stderr bytes.Buffer
-	code := runMain(runArgs(t, out, "--target", target, "--api-key", key,
-		"--tags", "@milestone:M0,@milestone:M1,@milestone:M2 && ~@large"), &stdout, &stderr)
+	code := gradeMain(runArgs(t, class, "--target", target, "--api-key", key,
+		"--tags", "@milestone:M0,@milestone:M1,@milestone:M2 && ~@large", testdataSubmission(t, "submission")), &stdout, &stderr)
 	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 
 	b := readBundle(t, out)
