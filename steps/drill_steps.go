@@ -342,7 +342,7 @@ func respectedRetryAfter(ctx context.Context) error {
 func runAndKill(ctx context.Context, fixture string) error {
 	s := state(ctx)
 	d := &drill{Name: "sigkill-mid-run", Available: func(*Env) (bool, string) { return true, "" }}
-	d.Opts.grace = time.Nanosecond // SIGKILL at once: no chance to run a finally
+	d.Opts.hardKill = true // SIGKILL at once, no SIGTERM first: no chance to run a finally
 	kill := func(r *subjectRun, stop func()) func(string) {
 		return func(id string) {
 			r.faultAt = time.Now()

@@ -91,6 +91,8 @@ type during func(ctx context.Context, r *subjectRun, stop func())
 type runOpts struct {
 	hook  during
 	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
+	// hardKill: stopping the run SIGKILLs the subject's group at once (D5).
+	hardKill bool
 	// prepare runs once the run's API key is known, before the subject starts
 	// (a fault keyed to the run); an error means the run cannot be measured.
 	prepare func(ctx context.Context, r *subjectRun) error
@@ -183,6 +185,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	spec.Grace = o.grace
+	spec.KillOnCancel = o.hardKill
 	var hookDone sync.WaitGroup
 	if o.hook != nil {
 		hookDone.Add(1)
