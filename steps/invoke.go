@@ -105,6 +105,8 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 		}
 		spec.Env.Domain = rec.Domain()
 	}
+	e.faultMu.RLock() // no server-wide fault of another scenario or submission meanwhile
+	defer e.faultMu.RUnlock()
 	e.progress("  … running the submission's %s command", field)
 	inv.started = time.Now()
 	inv.res, inv.err = subject.Run(ctx, spec)

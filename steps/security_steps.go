@@ -143,6 +143,8 @@ func createProbe(ctx context.Context) error {
 	if pol == nil {
 		return failf("the subject's create request had no networkPolicy to copy")
 	}
+	s.env.faultMu.RLock()
+	defer s.env.faultMu.RUnlock()
 	req := s.env.baseCreateRequest("m3-probe")
 	req.Metadata["capstone-scenario"] = s.scenarioLabel()
 	req.NetworkPolicy = pol

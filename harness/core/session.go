@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -45,6 +46,7 @@ type Session struct {
 	target    StartedTarget
 	preflight *report.Preflight
 	shared    bool
+	faults    sync.RWMutex // server-wide simulated faults vs every submission's runs
 }
 
 // Open starts the stubs and the target and runs the preflight. A preflight
@@ -144,6 +146,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 		MintAPIKey:     s.target.MintAPIKey,
 		Progress:       progress,
 		Secrets:        bundle.AddSecrets,
+		FaultLock:      &s.faults,
 	})
 	if err != nil {
 		bundle.Abort("the suite could not be set up: " + err.Error())
