@@ -97,6 +97,15 @@ func NewEnv(opt Options) (*Env, error) {
 	return &Env{opt: opt, client: cl, transcript: f, runs: map[string]*subjectRunOnce{}, faultMu: fm}, nil
 }
 
+// repKey suffixes an evidence name with the repetition (--repeat), so each
+// repetition's subject runs have their own directories.
+func (e *Env) repKey(key string) string {
+	if e.opt.Repetition > 1 {
+		return fmt.Sprintf("%s-r%d", key, e.opt.Repetition)
+	}
+	return key
+}
+
 // sub is the submission being graded.
 func (e *Env) sub() *submission.Submission { return e.opt.Submission }
 

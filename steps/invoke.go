@@ -51,7 +51,7 @@ type invocation struct {
 func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeout time.Duration) *invocation {
 	inv := &invocation{field: field, name: name, runID: runID}
 	inv.relDir = "evidence"
-	for _, seg := range strings.Split(name, "/") {
+	for _, seg := range strings.Split(e.repKey(name), "/") {
 		inv.relDir = filepath.Join(inv.relDir, sanitize(seg))
 	}
 	inv.dir = filepath.Join(e.opt.BundleDir, inv.relDir)

@@ -103,7 +103,7 @@ type runOpts struct {
 // runSubject runs the subject now, uncached.
 func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *subjectRun {
 	r := &subjectRun{key: key, fixture: fixture}
-	r.relDir = filepath.Join("evidence", "subject-"+sanitize(key))
+	r.relDir = filepath.Join("evidence", "subject-"+sanitize(e.repKey(key)))
 	r.dir = filepath.Join(e.opt.BundleDir, r.relDir)
 	r.outDir = filepath.Join(r.dir, "out")
 	if err := os.MkdirAll(filepath.Join(r.dir, "input"), 0o755); err != nil {

@@ -39,6 +39,7 @@ type runConfig struct {
 	wheels         string
 	stateDir       string
 	parallel       int // grade: submissions graded at once
+	repeat         int
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
@@ -78,6 +79,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
+	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is reported flaky (failed), never passed")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -184,7 +186,7 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	sess, err := core.Open(ctx, core.Config{
 		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
 		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines), Wheels: cfg.wheels,
-		SelfExe: self, Versions: versions(),
+		SelfExe: self, Versions: versions(), Repeat: cfg.repeat,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)
 	})

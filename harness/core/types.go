@@ -85,6 +85,8 @@ type SuiteInput struct {
 	// that switches on a server-wide fault (egress deny, capacity) holds it
 	// for writing, every other run of a submission's command for reading.
 	FaultLock *sync.RWMutex
+	// Repetition is which of --repeat N runs this suite is (1-based; 0 = 1).
+	Repetition int
 }
 
 // Suite is one submission's scenario set.
