@@ -412,7 +412,7 @@ func TestRunInterruptedKeepsReport(t *testing.T) {
 		for n := 0; sc.Scan(); n++ {
 			line := sc.Text()
 			_, _ = stdout.Write([]byte(line + "\n"))
-			if n > 0 { // line 0 is the run's header
+			if n > 1 { // line 0 is the target preflight, line 1 the run's header
 				select {
 				case firstScenario <- line:
 				default:
