@@ -40,6 +40,9 @@ type BundledConfig struct {
 	// EgressPassThrough lets the gateway dial allowed hosts that have no
 	// Upstreams mapping. Off by default: an unmapped allowed host fails closed.
 	EgressPassThrough bool
+	// ExecdGracePeriod: how long a removed sandbox's execd port records and
+	// resets late calls (0: 10 minutes, negative: off; see execd_linger.go).
+	ExecdGracePeriod time.Duration
 }
 
 // Bundled is a running bundled server.
@@ -136,7 +139,7 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 		pf = runtime.ProfileFor
 	}
 	srv, err = New(Config{Listen: cfg.Listen, APIKey: cfg.APIKey, AdminToken: cfg.AdminToken, StateDir: dir,
-		MaxTimeout: cfg.MaxTimeout, AllowedHostPaths: cfg.AllowedHostPaths, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
+		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
 	}

@@ -49,7 +49,7 @@ func TestAuditEventWireRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(line), string(back))
 	}
-	assert.Len(t, kinds, 8, "one event of every kind: %v", kinds)
+	assert.Len(t, kinds, 9, "one event of every kind: %v", kinds)
 }
 
 // Lines of a real audit.jsonl decode, and a lifecycle body written by an older

@@ -22,6 +22,9 @@ const (
 	KindVault     = wire.KindVault     // a credential-vault change or an injection
 	KindFault     = wire.KindFault     // a simulated fault switched on or off by the admin API
 	KindCanary    = wire.KindCanary    // a planted canary value found somewhere it must not be
+	// KindExecdAfterRemoval: a connection to a removed sandbox's execd endpoint
+	// during its grace period (a documented mock extension).
+	KindExecdAfterRemoval = wire.KindExecdAfterRemoval
 )
 
 // The event and its parts (see wire for the fields).
@@ -35,6 +38,8 @@ type (
 	Vault     = wire.Vault
 	Fault     = wire.Fault
 	Canary    = wire.Canary
+
+	AfterRemoval = wire.AfterRemoval
 )
 
 // Recorder accepts events. Implementations fill in Seq and Time and must be

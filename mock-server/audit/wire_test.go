@@ -37,6 +37,8 @@ func everyKind() []Event {
 		{Seq: 8, Time: t0, SandboxID: "sb-1", Kind: KindVault, Vault: &Vault{Op: "inject", Revision: 2, Binding: "data-api", Host: "data-api.capstone.test"}},
 		{Seq: 9, Time: t0, Kind: KindFault, Fault: &Fault{Name: "egress-deny-override", Active: true, Detail: "deny pypi.org"}},
 		{Seq: 10, Time: t0, SandboxID: "sb-1", Kind: KindCanary, Canary: &Canary{Label: "data-token", Location: "env", Where: "DATA_TOKEN"}},
+		{Seq: 11, Time: t0, SandboxID: "sb-1", Kind: KindExecdAfterRemoval, ExecdAfterRemoval: &AfterRemoval{Method: "GET",
+			Path: "/files/download", Note: "connection reset"}},
 	}
 }
 

@@ -4,12 +4,16 @@ package runtime_test
 
 import (
 	"bytes"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestAgentOutOfReach: sandbox code cannot write a fake entrypoint_exit into
@@ -162,5 +166,35 @@ echo done`)
 	after, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
 	if string(before) != string(after) {
 		t.Errorf("host core_pattern changed: %q → %q", before, after)
+	}
+}
+
+// TestDevNodesAreTheSandboxsOwn: root in the sandbox (CAP_FOWNER, CAP_CHOWN)
+// changing /dev/null's mode or owner must not touch the host's /dev. The probe
+// only re-applies the mode the node already has (0666), so even a regression
+// leaves the host's node as it was; it shows up as the host node's ctime
+// moving and as the sandbox's node being the host's own inode.
+func TestDevNodesAreTheSandboxsOwn(t *testing.T) {
+	sb := newSandbox(t, newRuntime(t))
+	var before unix.Stat_t
+	if err := unix.Stat("/dev/null", &before); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // a ctime change must be visible
+	r := sh(t, sb, `for d in null zero full random urandom tty; do chmod 0666 /dev/$d || echo "chmod $d failed"; done; chown 0:0 /dev/null || echo "chown failed"
+echo hi > /dev/null && echo "write ok"; head -c1 /dev/zero | od -An -tx1; stat -c 'node %d:%i' /dev/null`)
+	out := strings.Join(r.stdout(), "\n")
+	if !strings.Contains(out, "write ok") || strings.Contains(out, "failed") {
+		t.Fatalf("device nodes unusable in the sandbox: %q (%s)", out, r.Raw)
+	}
+	var after unix.Stat_t
+	if err := unix.Stat("/dev/null", &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.Ctim != before.Ctim {
+		t.Errorf("chmod of /dev/null in the sandbox changed the host's /dev/null (ctime %v → %v)", before.Ctim, after.Ctim)
+	}
+	if host := fmt.Sprintf("node %d:%d", before.Dev, before.Ino); strings.Contains(out, host) {
+		t.Errorf("the sandbox's /dev/null is the host's inode (%s)", host)
 	}
 }

@@ -84,6 +84,9 @@ func (l *Linux) Reap() ([]string, error) {
 			}
 		}
 		// 3. directory (a tmpfs when a disk limit applied).
+		if err := unmountDir(filepath.Join(dir, "dev")); err != nil && firstErr == nil {
+			firstErr = err
+		}
 		if err := unmountDir(dir); err != nil && firstErr == nil {
 			firstErr = err
 		}

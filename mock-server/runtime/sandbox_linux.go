@@ -125,6 +125,11 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 			return fmt.Errorf("runtime: %w", err)
 		}
 	}
+	if secure {
+		if err := makeDevNodes(filepath.Join(s.dir, "dev")); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+	}
 	m := meta{ID: s.id, Secure: secure, Created: time.Now().UTC()}
 	if secure {
 		s.netns = rt.claimNetns(s.id)
@@ -334,7 +339,14 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 			a = append(a, "--ro-bind", "/dev/null", p)
 		}
 	}
-	a = append(a, "--dev", "/dev",
+	a = append(a, "--dev", "/dev")
+	// bwrap's /dev binds the host's own device nodes: root with CAP_FOWNER
+	// could chmod or chown the host's /dev/null. Each sandbox gets its own
+	// nodes instead (makeDevNodes), bound over them.
+	for _, d := range devNodes {
+		a = append(a, "--dev-bind", filepath.Join(s.dir, "dev", d.name), "/dev/"+d.name)
+	}
+	a = append(a,
 		"--bind", ws, "/workspace", "--bind", tmp, "/tmp", "--bind", home, "/root",
 		"--ro-bind", s.rt.opts.AgentPath, "/.osb/agent")
 	if spec.GatewaySocket != "" {
@@ -651,6 +663,9 @@ func (s *sandbox) Destroy() error {
 	}
 	if s.dirFile != nil {
 		_ = s.dirFile.Close()
+	}
+	if err := unmountDir(filepath.Join(s.dir, "dev")); err != nil {
+		errs = append(errs, err)
 	}
 	if s.mounted {
 		if err := unmountDir(s.dir); err != nil {

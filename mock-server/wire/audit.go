@@ -20,6 +20,12 @@ const (
 	KindVault     Kind = "vault"     // a credential-vault change or an injection
 	KindFault     Kind = "fault"     // a simulated fault switched on or off by the admin API
 	KindCanary    Kind = "canary"    // a planted canary value found somewhere it must not be
+
+	// KindExecdAfterRemoval records a connection to a removed sandbox's execd
+	// endpoint during its grace period (a documented mock extension: the real
+	// container is gone and the client gets a connection error; the bundled
+	// server resets the connection too, but records who still called).
+	KindExecdAfterRemoval Kind = "execd_after_removal"
 )
 
 // Event is one entry of the audit trail. Exactly one of the detail pointers
@@ -39,6 +45,8 @@ type Event struct {
 	Vault     *Vault     `json:"vault,omitempty"`
 	Fault     *Fault     `json:"fault,omitempty"`
 	Canary    *Canary    `json:"canary,omitempty"`
+	// ExecdAfterRemoval: a call to a removed sandbox's execd endpoint.
+	ExecdAfterRemoval *AfterRemoval `json:"execd_after_removal,omitempty"`
 }
 
 // Lifecycle records one lifecycle API request.
@@ -138,4 +146,13 @@ type Canary struct {
 	Label    string `json:"label"`    // the canary's name, never its value
 	Location string `json:"location"` // env | command | file | output | egress-request
 	Where    string `json:"where"`    // e.g. a path, a command id, an env var name
+}
+
+// AfterRemoval is one connection attempt to a removed sandbox's execd
+// endpoint: the request line read (empty when none came within the read
+// deadline), then the connection was reset.
+type AfterRemoval struct {
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Note   string `json:"note,omitempty"` // e.g. "no request line within 1s"
 }
