@@ -2,8 +2,6 @@ package steps
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/harness/summary"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // subjectRun is one run of the subject on one input, with everything the
@@ -332,14 +331,13 @@ func isCreatePath(p string) bool {
 	return p == "/v1/sandboxes" || p == "/sandboxes"
 }
 
-// keyFingerprint is how the bundled server's audit names an API key: the first
-// 12 hex digits of its sha256 (never the key).
+// keyFingerprint is how the bundled server's audit names an API key
+// (wire.Fingerprint: the first 12 hex digits of its sha256, never the key).
 func keyFingerprint(key string) string {
 	if key == "" {
 		return ""
 	}
-	h := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(h[:])[:12]
+	return wire.Fingerprint(key)
 }
 
 // registerCanaries plants the secrets the server must never find in a sandbox.
