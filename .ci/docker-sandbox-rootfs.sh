@@ -23,7 +23,7 @@ debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >
 # The stub index's wheels, installed from files (no index is contacted).
 mkdir -p "$root/tmp/wheels"
 cp "$wheels"/*.whl "$root/tmp/wheels/"
-chroot "$root" python3 -m pip install -q --no-index --no-deps --break-system-packages /tmp/wheels/*.whl
+chroot "$root" sh -c 'python3 -m pip install -q --no-index --no-deps --break-system-packages /tmp/wheels/*.whl'
 rm -rf "$root/tmp/wheels"
 # Trim what a sandbox never needs.
 rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/var/cache/apt/archives/*.deb \

@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/osb-capstone/acceptance/cmd/acceptance/reference"
+	"github.com/osb-capstone/acceptance/harness/dockertarget/standin"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
 	"github.com/osb-capstone/acceptance/mock-server/agent"
 )
@@ -22,6 +23,8 @@ var version = "dev"
 func main() {
 	// The bundled server re-executes this binary inside each sandbox as its agent (execd + egress sidecar).
 	agent.MainIfAgent()
+	// The docker target's execd and egress stand-in images run this binary too.
+	standin.MainIf()
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -40,13 +40,15 @@ type runConfig struct {
 	baselines      string
 	wheels         string
 	stateDir       string
+	serverVersion  string
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
 	c := &runConfig{}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.target, "target", "mock", `"mock" (the bundled server, started in-process) or the URL of a real OpenSandbox server`)
+	fs.StringVar(&c.target, "target", "mock", `"mock" (the bundled server, started in-process), "docker" (a real OpenSandbox stood up on Docker) or the URL of a real OpenSandbox server`)
+	fs.StringVar(&c.serverVersion, "server-version", "1.1.1", "--target docker: the opensandbox-server version from PyPI")
 	fs.StringVar(&c.apiKey, "api-key", os.Getenv("OPEN_SANDBOX_API_KEY"), "API key of a real server (default $OPEN_SANDBOX_API_KEY); the bundled server makes its own")
 	fs.StringVar(&c.subject, "subject", "reference", `"reference" or a command template with {csv} {csv_url} {question} {out}`)
 	fs.StringVar(&c.tags, "tags", "", `godog tag expression, e.g. "@milestone:M0,@milestone:M1" or "~@large"`)
@@ -70,7 +72,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
 	if c.concurrency < 1 {
 		return nil, fmt.Errorf("--concurrency must be at least 1")
 	}
-	if c.target != "mock" {
+	if c.target != "mock" && c.target != "docker" {
 		u, err := url.Parse(c.target)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, fmt.Errorf(`--target must be "mock" or an http(s) URL, got %q`, c.target)
@@ -140,6 +142,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if cfg.target != "mock" {
 		kind, targetName = rubric.TargetReal, cfg.target
 	}
+	if cfg.target == "docker" {
+		targetName = "docker (opensandbox-server==" + cfg.serverVersion + " on Docker)"
+	}
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
 		RunID: runID, Target: cfg.target, TargetKind: kind, Subject: cfg.subject, Seed: cfg.seed, Tags: cfg.tags,
 		Versions: versions(), StartedAt: time.Now().UTC(), Command: "acceptance",
@@ -169,6 +174,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeTarget()
 	bundle.AddSecrets(target.APIKey, target.AdminToken)
+	for k, v := range target.Versions {
+		_ = bundle.SetVersion(k, v)
+	}
 
 	fmt.Fprintf(stdout, "acceptance run %s: target %s, subject %s, seed %d, report %s\n", runID, targetName, cfg.subject, cfg.seed, out)
 	env, err := steps.NewEnv(steps.Options{

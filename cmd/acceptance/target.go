@@ -22,11 +22,18 @@ import (
 type target struct {
 	steps.Target
 	MintAPIKey func() (string, error)
+	// Versions are extra report-header entries (the docker target's components).
+	Versions map[string]string
 }
 
 // startTarget starts the bundled server in-process (--target mock) or
 // describes the real server at --target URL.
 func startTarget(ctx context.Context, cfg *runConfig, st *stubs.Set, stderr io.Writer) (target, func(), error) {
+	if cfg.target == "docker" {
+		t, closer, versions, err := startDockerTarget(ctx, cfg, stderr)
+		t.Versions = versions
+		return t, closer, err
+	}
 	if cfg.target != "mock" {
 		return target{Target: steps.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(cfg.target), APIKey: cfg.apiKey}}, func() {}, nil
 	}
@@ -73,7 +80,7 @@ func urlTargetDomain(u string) string {
 // before anything is graded: an unreachable server or a rejected key is the
 // command line's mistake (exit 2), not the subject's failure.
 func checkURLTarget(ctx context.Context, cfg *runConfig) error {
-	if cfg.target == "mock" {
+	if cfg.target == "mock" || cfg.target == "docker" {
 		return nil
 	}
 	base := strings.TrimSuffix(strings.TrimRight(cfg.target, "/"), "/v1")
