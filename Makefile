@@ -10,7 +10,7 @@ WHEELS    := .cache/wheels
 WHEEL_PKG := tabulate==0.9.0
 ARGS      ?=
 
-.PHONY: all deps build acceptance test test-short bench update-baselines clean
+.PHONY: all deps build acceptance test test-short bench update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
 
 all: build
 
@@ -44,3 +44,30 @@ update-baselines: deps build
 
 clean:
 	rm -rf bin .cache
+
+# ---- The real OpenSandbox on Docker (harness/dockertarget; README "Grading against a real OpenSandbox on Docker") ----
+# The project's own Docker engine: dedicated bridge, no forwarding off it, no NAT, pulls fail fast (.ci/docker-engine.sh).
+docker-engine:
+	@bash .ci/docker-engine.sh start >/dev/null
+
+docker-engine-stop:
+	@bash .ci/docker-engine.sh stop
+
+# Runs a command against the docker target with the engine up; stops the engine again if it started it here.
+DOCKER_RUN = was=$$(bash .ci/docker-engine.sh status && echo up || echo down); \
+	eval "$$(bash .ci/docker-engine.sh start)" && export DOCKER_HOST || exit 2; \
+	$(1); s=$$?; \
+	[ "$$was" = up ] || bash .ci/docker-engine.sh stop; exit $$s
+
+# The full suite (reference pipeline by default) against opensandbox-server==$(SERVER_VERSION) on Docker.
+SERVER_VERSION ?= 1.1.1
+acceptance-docker: deps build
+	@$(call DOCKER_RUN,./$(BIN) run --target docker --server-version $(SERVER_VERSION) $(ARGS))
+
+# CI slice: the network-safety test, then M0, M1 and M2 against the docker target (images built or reused).
+test-docker: deps build
+	@$(call DOCKER_RUN,OSB_DOCKER_REQUIRED=1 $(GO) test -count=1 -run TestContainerCannotReachHostNetwork ./harness/dockertarget/ && ./$(BIN) run --target docker --server-version $(SERVER_VERSION) --tags '@milestone:M0,@milestone:M1,@milestone:M2' $(ARGS); r=$$?; [ $$r -le 1 ] || [ $$r -eq 3 ])
+
+# The fidelity ledger (harness/fidelity/FIDELITY.md) from the stored real-run and bundled-server baselines.
+fidelity:
+	$(GO) run ./cmd/acceptance fidelity

@@ -3,6 +3,7 @@
 //	acceptance run         grade a subject (the reference pipeline or a submission) against a server
 //	acceptance serve-mock  run the bundled OpenSandbox-compatible server in the foreground
 //	acceptance reference   run the reference capstone pipeline once
+//	acceptance fidelity    regenerate the fidelity ledger (harness/fidelity)
 //	acceptance version     print versions
 package main
 
@@ -40,6 +41,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return mockserver.ServeMain(args[1:], stdout, stderr)
 	case "reference":
 		return reference.Main(args[1:], stdout, stderr)
+	case "fidelity":
+		return fidelityMain(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "acceptance %s (OpenSandbox contract 1.1.1)\n", version)
 		return 0
@@ -60,6 +63,7 @@ commands:
   run         grade a subject against a server and write a report bundle
   serve-mock  run the bundled OpenSandbox-compatible server in the foreground
   reference   run the reference capstone pipeline once
+  fidelity    record runs into the fidelity ledger and regenerate harness/fidelity/FIDELITY.md
   version     print the version
 
 Run "acceptance <command> -h" for a command's flags.

@@ -148,7 +148,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
 		RunID: runID, Target: cfg.target, TargetKind: kind, Subject: cfg.subject, Seed: cfg.seed, Tags: cfg.tags,
 		Versions: versions(), StartedAt: time.Now().UTC(), Command: "acceptance",
-	}, report.Options{Baselines: baselines(cfg.baselines)})
+	}, report.Options{Baselines: baselines(cfg.baselines, cfg.target)})
 	if err != nil {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
 		return 2
@@ -287,8 +287,11 @@ func versions() map[string]string {
 // baselines configures drift detection. A subject's own evidence directory
 // (its outputs, logs and the audit of its calls) is left out: drift reports
 // changes of the platform's contract, not of a subject's behaviour.
-func baselines(dir string) report.Baselines {
+func baselines(dir, target string) report.Baselines {
 	b := report.BaselinesFromEnv(dir)
+	if target == "docker" {
+		b.Sub = "docker" // harness/report/baselines/docker: the real OpenSandbox on Docker
+	}
 	b.Exclude = func(ref string) bool { return strings.HasPrefix(filepath.ToSlash(ref), "evidence/subject-") }
 	return b
 }
