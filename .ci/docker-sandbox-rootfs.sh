@@ -16,7 +16,12 @@ packages=python3,python3-pandas,python3-matplotlib,python3-pip,ca-certificates
 
 command -v debootstrap >/dev/null || { echo "docker-sandbox-rootfs: debootstrap is missing (apt-get install debootstrap)" >&2; exit 1; }
 work=$(mktemp -d /var/tmp/osb-rootfs.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+cleanup() {
+  # debootstrap mounts /proc (and more) inside the target while it runs: unmount anything left before removing.
+  awk -v r="$work/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
 root=$work/root
 debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$work/debootstrap.log" 2>&1 \
   || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
@@ -30,5 +35,6 @@ rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* 
   "$root"/var/lib/apt/lists/* "$root"/var/log/*.log
 find "$root/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name 'C*' -exec rm -rf {} + 2>/dev/null || true
 mkdir -p "$root/workspace"
-tar --numeric-owner -C "$root" -cf "$out.tmp" .
+awk -v r="$root/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do umount -l "$m" || true; done
+tar --numeric-owner --one-file-system -C "$root" -cf "$out.tmp" .
 mv "$out.tmp" "$out"
