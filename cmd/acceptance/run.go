@@ -19,6 +19,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
@@ -79,6 +80,11 @@ func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
 		}
 		if c.apiKey == "" {
 			return nil, fmt.Errorf("--target %s needs --api-key (or OPEN_SANDBOX_API_KEY)", c.target)
+		}
+	}
+	if c.target == "docker" {
+		if _, err := dockertarget.Requirements(c.serverVersion); err != nil {
+			return nil, fmt.Errorf("--server-version: %v", err)
 		}
 	}
 	if c.seed == 0 {
