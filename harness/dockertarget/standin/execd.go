@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,7 +40,7 @@ func ExecdMain(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: selfProxy(a.Handler()), ReadHeaderTimeout: 30 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	logf("execd stand-in listening on %s", ln.Addr())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -47,4 +48,23 @@ func ExecdMain(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// selfProxy serves /proxy/44772/... (the form every bridge-mode endpoint
+// takes, CONTRACT §10) by the handler itself instead of a TCP round trip
+// through the proxy route back to the same port; other ports are proxied.
+func selfProxy(h http.Handler) http.Handler {
+	prefix := "/proxy/" + ExecdPort
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
+			if rest == "" {
+				rest = "/"
+			}
+			r2 := r.Clone(r.Context())
+			r2.URL.Path, r2.URL.RawPath, r2.RequestURI = rest, "", ""
+			h.ServeHTTP(w, r2)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
