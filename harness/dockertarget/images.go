@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ory/dockertest/v3"
@@ -213,7 +214,24 @@ func ensureStandIn(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig, 
 		return Image{}, err
 	}
 	im.ID, im.Build = got.ID, time.Since(start)
+	pruneOlder(pool, repo, ref)
 	return im, nil
+}
+
+// pruneOlder removes the other tags of a stand-in repository (images built
+// from earlier binaries); one still used by a container stays.
+func pruneOlder(pool *dockertest.Pool, repo, keep string) {
+	list, err := pool.Client.ListImages(dc.ListImagesOptions{Filters: map[string][]string{"reference": {repo}}})
+	if err != nil {
+		return
+	}
+	for _, im := range list {
+		for _, tag := range im.RepoTags {
+			if tag != keep && strings.HasPrefix(tag, repo+":") {
+				_ = pool.Client.RemoveImage(tag)
+			}
+		}
+	}
 }
 
 func splitRef(ref string) (string, string) {
