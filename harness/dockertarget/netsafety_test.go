@@ -146,10 +146,17 @@ func TestContainerCannotReachHostNetwork(t *testing.T) {
 		}
 	}
 	// Only the bridge's subnet and a default route through its gateway.
+	gwHex := leHex(net.ParseIP(gw))
 	for _, r := range got.Routes {
 		f := strings.Fields(r)
-		if len(f) > 2 && f[0] != "eth0" {
+		if len(f) < 3 {
+			continue
+		}
+		if f[0] != "eth0" {
 			t.Errorf("unexpected container interface in route %q", r)
+		}
+		if f[2] != "00000000" && f[2] != gwHex {
+			t.Errorf("a container route goes through %s, not the bridge gateway %s (%s): %q", f[2], gw, gwHex, r)
 		}
 	}
 	assertHostRules(t, bridge)
@@ -187,4 +194,13 @@ func contextWithTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// leHex is an IPv4 address as /proc/net/route prints it (little-endian hex).
+func leHex(ip net.IP) string {
+	v4 := ip.To4()
+	if v4 == nil {
+		return ""
+	}
+	return fmt.Sprintf("%02X%02X%02X%02X", v4[3], v4[2], v4[1], v4[0])
 }
