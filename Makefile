@@ -31,7 +31,8 @@ SDK_ENV := OSB_SDK_REQUIRED=1 OSB_EGRESS_NETNS_E2E=1 OSB_JS_SDK_DIR=$(CURDIR)/mo
 test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
-	$(SDK_ENV) $(GO) test -count=1 -timeout 40m ./...; s=$$?; bash .ci/leakcheck.sh || s=1; exit $$s
+	$(SDK_ENV) $(GO) test -count=1 -timeout 40m ./...; s=$$?; bash .ci/leakcheck.sh || s=1; \
+	  $(MAKE) --no-print-directory test-docker DOCKER_OPTIONAL=1 || s=1; exit $$s
 
 test-short:
 	$(GO) test -count=1 -short ./...
@@ -55,8 +56,10 @@ docker-engine-stop:
 	@bash .ci/docker-engine.sh stop
 
 # Runs a command against the docker target with the engine up; stops the engine again if it started it here.
+# DOCKER_OPTIONAL=1 (make test): an engine that cannot start on this kernel is reported as not measured.
 DOCKER_RUN = was=$$(bash .ci/docker-engine.sh status && echo up || echo down); \
-	eval "$$(bash .ci/docker-engine.sh start)" && export DOCKER_HOST || exit 2; \
+	eval "$$(bash .ci/docker-engine.sh start)" && export DOCKER_HOST || { \
+	  if [ "$(DOCKER_OPTIONAL)" = 1 ]; then echo "docker target: NOT MEASURED, the engine did not start (see above)"; exit 0; fi; exit 2; }; \
 	( $(1) ); s=$$?; \
 	[ "$$was" = up ] || bash .ci/docker-engine.sh stop; exit $$s
 
