@@ -16,6 +16,8 @@ command -v node >/dev/null || need_apt+=(nodejs)
 command -v npm >/dev/null || need_apt+=(npm)
 /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 command -v sysctl >/dev/null || need_apt+=(procps)
+# Headless browser for the report.html test (harness/report TestHTMLInChromium).
+command -v chromium >/dev/null || need_apt+=(chromium)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then

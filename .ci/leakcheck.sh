@@ -10,6 +10,9 @@
 #     (cmd/acceptance tests), egn*/egt*/egp* (egress tests), and any directory up to
 #     three levels down holding a bundled-server `sandboxes/` directory (t.TempDir()
 #     state dirs left by a killed test binary)
+#   - bundled-server instance directories under the state root
+#     (${OSB_STATE_ROOT:-/var/lib/osb-capstone/instances} and ${TMPDIR:-/tmp}/osb-capstone-*/instances)
+#   - sandbox disk mounts (tmpfs whose source is osb-<id>)
 # Prints "leakcheck: clean" and exits 0 otherwise.
 #
 # Cleanup can lag a moment behind a test's end, so the check is retried for
@@ -82,7 +85,16 @@ scan() {
 		ids="$(ls -A "$d" 2>/dev/null | grep -E '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' | head -3 | tr '\n' ' ')"
 		[[ -n "$ids" ]] && findings+=("sandbox state ${d%/sandboxes}: ${ids% }")
 	done < <(find "$tmp" -mindepth 2 -maxdepth 4 -type d -name sandboxes 2>/dev/null)
+	for d in "${OSB_STATE_ROOT:-/var/lib/osb-capstone/instances}"/* "$tmp"/osb-capstone-*/instances/*; do
+		[[ -d "$d" ]] && findings+=("instance $d")
+	done
 	shopt -u nullglob
+
+	# 5. Sandbox disk mounts.
+	local src mnt rest
+	while read -r src mnt rest; do
+		[[ "$src" == osb-* ]] && findings+=("mount $mnt")
+	done </proc/self/mounts
 }
 
 deadline=$((SECONDS + wait_s))

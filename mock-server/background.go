@@ -17,10 +17,21 @@ import (
 // command event with the same id and the outcome: its exit code, or -1 and
 // "still running at removal" for one the removal kills. A paused sandbox's
 // execd is frozen and is not asked.
+//
+// Foreground commands whose stream is still open are recorded here too, as
+// killed by the removal (execdEndpoint.abandonInflight), with the reason the
+// removal recorded.
 func (s *Server) finishBackground(id string, sb *sandbox) {
 	if sb.execd == nil {
 		return
 	}
+	reason := ""
+	s.mu.Lock()
+	if sb.record != nil {
+		reason = sb.record.Reason
+	}
+	s.mu.Unlock()
+	sb.execd.abandonInflight(reason)
 	sb.stMu.Lock()
 	paused := sb.paused
 	sb.stMu.Unlock()

@@ -16,10 +16,21 @@ import (
 // BundledConfig configures StartBundled: the complete bundled server (Linux
 // runtime + egress hub + lifecycle server) as serve-mock runs it.
 type BundledConfig struct {
-	Listen              string        // default 127.0.0.1:0
-	APIKey              string        // required
-	AdminToken          string        // empty: admin API disabled
-	StateDir            string        // empty: a temporary directory removed by Close
+	Listen     string // default 127.0.0.1:0
+	APIKey     string // required
+	AdminToken string // empty: admin API disabled
+	// StateDir is an explicit state directory (kept after Close; a restart
+	// with the same dir reaps what a killed server left). Empty: a fresh
+	// instance directory under StateRoot, removed by Close.
+	StateDir string
+	// StateRoot holds the instance directories of servers started without a
+	// StateDir (default DefaultStateRoot, else a per-user directory under the
+	// system temp dir). Every start reaps the instances whose server died.
+	StateRoot string
+	// DiskLimitBytes caps what one sandbox can write (0: 1 GiB; negative: none).
+	DiskLimitBytes int64
+	// AllowedHostPaths are the host directories host-path volumes may use (empty: none).
+	AllowedHostPaths    []string
 	MaxTimeout          time.Duration // 0: 24h
 	Upstreams           map[string]string
 	InsecureNoIsolation bool
@@ -29,16 +40,22 @@ type BundledConfig struct {
 	// EgressPassThrough lets the gateway dial allowed hosts that have no
 	// Upstreams mapping. Off by default: an unmapped allowed host fails closed.
 	EgressPassThrough bool
+	// ExecdGracePeriod: how long a removed sandbox's execd port records and
+	// resets late calls (0: 10 minutes, negative: off; see execd_linger.go).
+	ExecdGracePeriod time.Duration
 }
 
 // Bundled is a running bundled server.
 type Bundled struct {
 	Server  *Server
 	Runtime runtime.Runtime
-	Reaped  []string // what Reap removed from a previous run's state dir
+	Reaped  []string // what was reaped: dead instances' leftovers, a previous run's state dir
+	// StateDir is the state directory in use (an instance dir under the state root, or BundledConfig.StateDir).
+	StateDir string
 
 	egress io.Closer
 	tmpDir string
+	lock   *os.File // the instance lock, held while the server runs
 }
 
 // StartBundled builds the runtime (NewRuntime), reaps leftovers of a killed
@@ -58,29 +75,46 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 		cfg.MaxTimeout = 24 * time.Hour
 	}
 	b := &Bundled{}
-	dir := cfg.StateDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "osb-mock-")
-		if err != nil {
-			return nil, err
-		}
-		dir, b.tmpDir = d, d
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
-	}
 	fail := func(err error) (*Bundled, error) {
 		_ = b.Close()
 		return nil, err
 	}
-	rt, err := NewRuntime(RuntimeOptions{StateDir: dir, AllowInsecureNoIsolation: cfg.InsecureNoIsolation})
+	root, err := stateRoot(cfg.StateRoot)
+	if err != nil && cfg.StateDir == "" {
+		return nil, fmt.Errorf("state root %s: %w", root, err)
+	}
+	dir := cfg.StateDir
+	if dir == "" {
+		if dir, b.lock, err = newInstanceDir(root); err != nil {
+			return nil, fmt.Errorf("state root %s: %w", root, err)
+		}
+		b.tmpDir = dir
+	} else {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		if b.lock, err = lockStateDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	b.StateDir = dir
+	if root != "" {
+		b.Reaped = append(b.Reaped, reapDeadInstances(root, dir)...)
+	}
+	rt, err := NewRuntime(RuntimeOptions{StateDir: dir, AllowInsecureNoIsolation: cfg.InsecureNoIsolation,
+		DiskLimitBytes: cfg.DiskLimitBytes})
 	if err != nil {
 		return fail(err)
 	}
 	b.Runtime = rt
-	if b.Reaped, err = rt.Reap(); err != nil {
+	if reaped, err := rt.Reap(); err != nil {
 		cfg.Logger.Warn("reaping leftovers of a previous run", "err", err)
-	} else if len(b.Reaped) > 0 {
-		cfg.Logger.Info("reaped leftovers of a previous run", "removed", b.Reaped)
+	} else {
+		b.Reaped = append(b.Reaped, reaped...)
+	}
+	b.Reaped = append(b.Reaped, removeStaleSockets(dir)...)
+	if len(b.Reaped) > 0 {
+		cfg.Logger.Info("reaped leftovers of dead servers", "removed", b.Reaped)
 	}
 	if ok, reason := rt.Isolation(); !ok {
 		cfg.Logger.Warn("sandbox isolation NOT enforced", "reason", reason)
@@ -105,7 +139,7 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 		pf = runtime.ProfileFor
 	}
 	srv, err = New(Config{Listen: cfg.Listen, APIKey: cfg.APIKey, AdminToken: cfg.AdminToken, StateDir: dir,
-		MaxTimeout: cfg.MaxTimeout, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
+		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
 	}
@@ -134,6 +168,10 @@ func (b *Bundled) Close() error {
 	if b.tmpDir != "" {
 		errs = append(errs, os.RemoveAll(b.tmpDir))
 		b.tmpDir = ""
+	}
+	if b.lock != nil {
+		_ = b.lock.Close()
+		b.lock = nil
 	}
 	return errors.Join(errs...)
 }

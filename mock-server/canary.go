@@ -7,14 +7,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
 const (
@@ -47,161 +49,255 @@ func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
 // scanCanaries is CanaryScan for a sandbox the caller holds (also one that is
 // being removed and is no longer in the table).
 func (s *Server) scanCanaries(id string, sb *sandbox) []audit.Canary {
+	m := s.canaryMatcher()
+	if m == nil {
+		return []audit.Canary{}
+	}
+	m.scanProcs(sb)
+	budget := int64(canaryMaxTotal)
+	for _, sub := range []string{"workspace", "tmp"} {
+		_, _ = runtime.WalkFiles(filepath.Join(sb.rt.Dir(), sub), canaryMaxEntries, time.Now().Add(canaryScanTime),
+			func(e runtime.WalkEntry) {
+				if e.File == nil || budget <= 0 {
+					return
+				}
+				data, _ := readBounded(e.File, min(canaryMaxFile, budget), time.Now().Add(canaryScanTime))
+				budget -= int64(len(data))
+				m.check(data, "file", "/"+sub+"/"+e.Rel)
+			})
+	}
+	m.scanRecorded(s, id, sb)
+	return m.record(s, id)
+}
+
+const (
+	canaryMaxEntries = 10000           // files looked at per scan
+	canaryScanTime   = 2 * time.Second // per walk of a live sandbox
+)
+
+// matcher looks for every planted canary value (and its base64, base64url and
+// hex encodings) and collects findings by label, never by value.
+type matcher struct {
+	labels   []string
+	canaries map[string][]byte
+	variants []variant
+	seen     map[audit.Canary]bool
+	findings []audit.Canary
+}
+
+type variant struct {
+	label, enc string
+	value      []byte
+}
+
+// canaryMatcher is nil when no canary is planted.
+func (s *Server) canaryMatcher() *matcher {
 	s.mu.Lock()
-	canaries := make(map[string][]byte, len(s.canaries))
+	m := &matcher{canaries: make(map[string][]byte, len(s.canaries)), seen: map[audit.Canary]bool{}, findings: []audit.Canary{}}
 	for k, v := range s.canaries {
-		canaries[k] = []byte(v)
+		m.canaries[k] = []byte(v)
 	}
 	s.mu.Unlock()
-	findings := []audit.Canary{}
-	if len(canaries) == 0 {
-		return findings
+	if len(m.canaries) == 0 {
+		return nil
 	}
-	labels := make([]string, 0, len(canaries))
-	for l := range canaries {
-		labels = append(labels, l)
+	for l := range m.canaries {
+		m.labels = append(m.labels, l)
 	}
-	sort.Strings(labels)
-	seen := map[audit.Canary]bool{}
-	// Each canary is also looked for in common encodings (base64, base64url,
-	// hex), reported with the encoding in Where.
-	type variant struct {
-		label, enc string
-		value      []byte
-	}
-	var variants []variant
-	for _, l := range labels {
-		v := canaries[l]
-		variants = append(variants, variant{l, "", v},
+	sort.Strings(m.labels)
+	for _, l := range m.labels {
+		v := m.canaries[l]
+		m.variants = append(m.variants, variant{l, "", v},
 			variant{l, " (base64)", []byte(base64.StdEncoding.EncodeToString(v))},
 			variant{l, " (base64url)", []byte(base64.RawURLEncoding.EncodeToString(v))},
 			variant{l, " (hex)", []byte(hex.EncodeToString(v))})
 	}
-	// scrub keeps canary values out of the Where text (paths, command ids).
-	scrub := func(where string) string {
-		for _, l := range labels {
-			where = strings.ReplaceAll(where, string(canaries[l]), "[canary:"+l+"]")
-		}
-		return where
+	return m
+}
+
+// scrub keeps canary values out of the Where text (paths, command ids).
+func (m *matcher) scrub(where string) string {
+	for _, l := range m.labels {
+		where = strings.ReplaceAll(where, string(m.canaries[l]), "[canary:"+l+"]")
 	}
-	check := func(data []byte, location, where string) {
-		for _, v := range variants {
-			if bytes.Contains(data, v.value) {
-				f := audit.Canary{Label: v.label, Location: location, Where: scrub(where) + v.enc}
-				if !seen[f] {
-					seen[f] = true
-					findings = append(findings, f)
-				}
+	return where
+}
+
+func (m *matcher) check(data []byte, location, where string) {
+	for _, v := range m.variants {
+		if bytes.Contains(data, v.value) {
+			f := audit.Canary{Label: v.label, Location: location, Where: m.scrub(where) + v.enc}
+			if !m.seen[f] {
+				m.seen[f] = true
+				m.findings = append(m.findings, f)
 			}
 		}
 	}
+}
 
+// scanProcs reads the environment and command line of every sandbox process.
+func (m *matcher) scanProcs(sb *sandbox) {
 	for _, pid := range sb.rt.Pids() {
 		if env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ")); err == nil {
 			for _, kv := range bytes.Split(env, []byte{0}) {
 				name, _, _ := bytes.Cut(kv, []byte("="))
-				check(kv, "env", fmt.Sprintf("pid %d: %s", pid, name))
+				m.check(kv, "env", fmt.Sprintf("pid %d: %s", pid, name))
 			}
 		}
 		if cl, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); err == nil {
-			check(cl, "command", fmt.Sprintf("pid %d cmdline", pid))
+			m.check(cl, "command", fmt.Sprintf("pid %d cmdline", pid))
 		}
 	}
+}
 
-	budget := int64(canaryMaxTotal)
-	for _, sub := range []string{"workspace", "tmp"} {
-		root := filepath.Join(sb.rt.Dir(), sub)
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || budget <= 0 {
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				return nil
-			}
-			defer f.Close()
-			data, _ := io.ReadAll(io.LimitReader(f, min(canaryMaxFile, budget)))
-			budget -= int64(len(data))
-			rel, _ := filepath.Rel(root, path)
-			check(data, "file", "/"+sub+"/"+filepath.ToSlash(rel))
-			return nil
-		})
-	}
-
+// scanRecorded looks at recorded command output and command lines.
+func (m *matcher) scanRecorded(s *Server, id string, sb *sandbox) {
 	for _, e := range sb.output.Entries() {
-		check([]byte(e.Text), "output", e.CommandID+" "+e.Stream)
+		m.check([]byte(e.Text), "output", e.CommandID+" "+e.Stream)
 	}
 	for _, ev := range s.audit.Events(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
-		check([]byte(ev.Command.Command), "command", ev.Command.ID)
+		m.check([]byte(ev.Command.Command), "command", ev.Command.ID)
 	}
-	for i := range findings {
-		f := findings[i]
+}
+
+// record writes each finding as a KindCanary event and returns them.
+func (m *matcher) record(s *Server, id string) []audit.Canary {
+	for i := range m.findings {
+		f := m.findings[i]
 		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCanary, Canary: &f})
 	}
-	return findings
+	return m.findings
 }
 
 // maxManifestEntries bounds the final workspace manifest recorded at removal.
 const maxManifestEntries = 500
 
-// finalRecord is taken just before a sandbox is destroyed, while its
-// processes and files still exist: a canary scan (when canaries are planted),
-// recorded as findings plus one Canary event with Location "scan" saying the
-// scan happened; and the manifest of /workspace and /tmp as File events with
-// Op "final-manifest" (path, size, sha256), so a grader can prove what was, or
+// Bounds of the final record, so a DELETE always completes in bounded time
+// whatever the sandbox left behind.
+const (
+	finalBackgroundWait = 1 * time.Second         // asking execd about background commands
+	finalQuiesceTimeout = 1 * time.Second         // killing every sandbox process
+	finalScanBudget     = 1500 * time.Millisecond // walking and hashing /workspace and /tmp
+)
+
+// finalRecord is taken just before a sandbox is destroyed: the outcome of its
+// background commands (asked from execd), then a canary scan of its
+// processes' environments (when canaries are planted); then every process of
+// the sandbox is killed, so nothing can change its files any more, and its
+// /workspace and /tmp are walked without following any path the sandbox
+// controls (runtime.WalkFiles: no symbolic link is followed, only regular
+// files are read, bounded in entries, bytes and time): the canary scan of the
+// files, recorded as findings plus one Canary event with Location "scan"
+// saying the scan happened, and the manifest as File events with Op
+// "final-manifest" (path, size, sha256), so a grader can prove what was, or
 // was not, left in the sandbox after the subject's last command.
 func (s *Server) finalRecord(id string, sb *sandbox) {
-	s.finishBackground(id, sb)
-	s.mu.Lock()
-	planted := len(s.canaries)
-	s.mu.Unlock()
-	if planted > 0 {
-		n := len(s.scanCanaries(id, sb))
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCanary, Canary: &audit.Canary{
-			Location: "scan", Where: fmt.Sprintf("%d canaries, %d findings, before removal", planted, n)}})
+	if sb.rt == nil {
+		return
 	}
-	entries := 0
-	for _, sub := range []string{"workspace", "tmp"} {
-		root := filepath.Join(sb.rt.Dir(), sub)
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
-			if entries >= maxManifestEntries {
-				return fs.SkipAll
-			}
-			entries++
-			rel, _ := filepath.Rel(root, path)
-			f := audit.File{Op: "final-manifest", Path: "/" + sub + "/" + filepath.ToSlash(rel)}
-			if info, err := d.Info(); err == nil {
-				f.Size = info.Size()
-			}
-			if d.Type().IsRegular() {
-				f.SHA256 = fileSHA256(path, canaryMaxFile)
-			}
-			s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFile, File: &f})
-			return nil
-		})
+	bg := make(chan struct{})
+	go func() {
+		defer close(bg)
+		s.finishBackground(id, sb)
+	}()
+	select {
+	case <-bg:
+	case <-time.After(finalBackgroundWait):
+		s.log.Warn("final record: execd did not report background commands in time", "id", id)
 	}
-	if entries >= maxManifestEntries {
+	m := s.canaryMatcher()
+	if m != nil {
+		m.scanProcs(sb)
+	}
+	if q, ok := sb.rt.(runtime.Quiescer); ok {
+		if err := q.Quiesce(finalQuiesceTimeout); err != nil {
+			s.log.Warn("final record: stopping the sandbox", "id", id, "err", err)
+		}
+	}
+	type result struct {
+		events []audit.Event
+		cut    string
+	}
+	deadline := time.Now().Add(finalScanBudget)
+	done := make(chan result, 1)
+	var mu sync.Mutex // guards m while the walk runs
+	go func() {
+		var r result
+		entries := 0
+		budget := int64(canaryMaxTotal)
+		for _, sub := range []string{"workspace", "tmp"} {
+			res, _ := runtime.WalkFiles(filepath.Join(sb.rt.Dir(), sub), canaryMaxEntries, deadline, func(e runtime.WalkEntry) {
+				inManifest := entries < maxManifestEntries
+				entries++
+				f := audit.File{Op: "final-manifest", Path: "/" + sub + "/" + e.Rel, Size: e.Size}
+				if e.File != nil && (inManifest || (m != nil && budget > 0)) {
+					data, complete := readBounded(e.File, canaryMaxFile, deadline)
+					if inManifest && complete {
+						sum := sha256.Sum256(data)
+						f.SHA256 = hex.EncodeToString(sum[:])
+					}
+					if m != nil && budget > 0 {
+						budget -= int64(len(data))
+						mu.Lock()
+						m.check(data, "file", f.Path)
+						mu.Unlock()
+					}
+				}
+				if inManifest {
+					r.events = append(r.events, audit.Event{SandboxID: id, Kind: audit.KindFile, File: &f})
+				}
+			})
+			if res.Cut == "time" {
+				r.cut = "time"
+			}
+		}
+		if r.cut == "" && entries > maxManifestEntries {
+			r.cut = "entries"
+		}
+		done <- r
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(finalScanBudget + 250*time.Millisecond):
+		r.cut = "time"
+		s.log.Warn("final record: scan abandoned (time budget)", "id", id)
+	}
+	for _, ev := range r.events {
+		s.audit.Record(ev)
+	}
+	switch r.cut {
+	case "entries":
 		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFile, File: &audit.File{Op: "final-manifest",
 			Path: fmt.Sprintf("(manifest cut at %d entries)", maxManifestEntries)}})
+	case "time":
+		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFile, File: &audit.File{Op: "final-manifest",
+			Path: fmt.Sprintf("(manifest cut: scan time budget of %s spent)", finalScanBudget)}})
+	}
+	if m != nil {
+		mu.Lock()
+		m.scanRecorded(s, id, sb)
+		n := len(m.record(s, id))
+		mu.Unlock()
+		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCanary, Canary: &audit.Canary{
+			Location: "scan", Where: fmt.Sprintf("%d canaries, %d findings, before removal", len(m.labels), n)}})
 	}
 }
 
-// fileSHA256 hashes up to limit bytes of a file ("" when unreadable).
-func fileSHA256(path string, limit int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
+// readBounded reads up to limit bytes of f, giving up at deadline. complete
+// is false when the deadline cut the read.
+func readBounded(f *os.File, limit int64, deadline time.Time) ([]byte, bool) {
+	var buf bytes.Buffer
+	chunk := make([]byte, 1<<20)
+	r := io.LimitReader(f, limit)
+	for {
+		if time.Now().After(deadline) {
+			return buf.Bytes(), false
+		}
+		n, err := r.Read(chunk)
+		buf.Write(chunk[:n])
+		if err != nil {
+			return buf.Bytes(), err == io.EOF
+		}
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, io.LimitReader(f, limit)); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

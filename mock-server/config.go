@@ -37,8 +37,16 @@ type Config struct {
 	// ProfileFor maps an image URI to a host profile. Nil: runtime.ProfileFor.
 	// An error fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED.
 	ProfileFor func(image string) (runtime.Profile, error)
+	// ExecdGracePeriod is how long a removed sandbox's execd port keeps
+	// listening to record (and reset) late calls (execd_linger.go): 0 means
+	// 10 minutes, negative turns it off. Server.Close ends it in any case.
+	ExecdGracePeriod time.Duration
 	// Logger receives operational logs; default discards.
 	Logger *slog.Logger
+	// AllowedHostPaths are the host directories host-path volumes may come
+	// from (the real server's storage.allowed_host_paths). Empty: every host
+	// volume answers 400 VOLUME::HOST_PATH_NOT_ALLOWED.
+	AllowedHostPaths []string
 }
 
 // Clock is the server's source of time; tests substitute a fake one.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	osbruntime "github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
 // createRequest is a validated CreateSandboxRequest (CONTRACT §1.4).
@@ -23,6 +25,8 @@ type createRequest struct {
 	SecureAccess    bool
 	Volumes         []json.RawMessage
 	Extensions      map[string]string
+
+	mounts []osbruntime.Mount // checked host-path volumes (checkVolumes)
 }
 
 // decodeObject parses a JSON request body into its top-level members, or
@@ -242,6 +246,23 @@ func parseCreate(body []byte) (*createRequest, []validationItem) {
 	if raw, ok := obj["volumes"]; ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &req.Volumes); err != nil {
 			errs = append(errs, vType("list_type", loc("volumes"), rawValue(raw), "Input should be a valid list"))
+		}
+		for i, v := range req.Volumes {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(v, &m) != nil || m == nil {
+				errs = append(errs, vType("model_attributes_type", loc("volumes", i), rawValue(v),
+					"Input should be a valid dictionary or object to extract fields from"))
+				continue
+			}
+			n := 0
+			for _, b := range []string{"host", "pvc", "ossfs"} {
+				if !isNull(m[b]) {
+					n++
+				}
+			}
+			if n != 1 {
+				errs = append(errs, vValue(loc("volumes", i), rawValue(v), "Exactly one backend (host, pvc, ossfs) must be specified."))
+			}
 		}
 	}
 	poolRef := req.Extensions["poolRef"] != ""

@@ -32,7 +32,7 @@ var Deviations = []Deviation{
 	{ID: "extra-fields", Spec: "additionalProperties: false on requests",
 		Server: "unknown request fields are ignored", Source: "§1.4"},
 	{ID: "endpoint-format", Spec: "endpoint is {host}/sandboxes/{id}/port/{port}",
-		Server: "endpoint is 127.0.0.1:<execd port>[/proxy/<port>] (Docker bridge form), or {host}/sandboxes/{id}/proxy/{port} with use_server_proxy", Source: "§1.10"},
+		Server: "endpoint is 127.0.0.1:<execd port>/proxy/<port> for every port, 44772 included (Docker bridge form), or {host}/sandboxes/{id}/proxy/{port} with use_server_proxy", Source: "§1.10"},
 	{ID: "error-401-keys", Spec: "401 bodies per ErrorResponse",
 		Server: "401 bodies are {code,message} (conform); 404/405 for unknown routes are FastAPI's {\"detail\":\"Not Found\"}", Source: "§1.1"},
 	{ID: "snapshots-501", Spec: "snapshot routes return 202/200/204",
@@ -41,8 +41,22 @@ var Deviations = []Deviation{
 		Server: "an image with no host profile fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED", Source: "§1.5"},
 	{ID: "capacity-429", Spec: "429 with Retry-After is declared (components) for capacity",
 		Server: "429 SANDBOX::CAPACITY_EXHAUSTED with Retry-After only while the admin capacity fault is on (drill D3); the real 1.1.1 server never sends 429", Source: "§1.3, §9"},
+	{ID: "volumes-host-only", Spec: "volumes with a host, pvc or ossfs backend",
+		Server: "host-path volumes are bind-mounted when under an allowed host path (serve-mock --allow-host-path, the real server's storage.allowed_host_paths; default none: 400 VOLUME::HOST_PATH_NOT_ALLOWED); pvc (Docker named volumes) and ossfs answer 400 VOLUME::UNSUPPORTED_BACKEND: there is no Docker daemon or OSSFS here", Source: "§1.4"},
 	{ID: "undocumented-routes", Spec: "not in the spec",
 		Server: "server proxy, diagnostics (deprecated text and 501), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
+
+	// execd (specs/execd-api.yaml, components/execd): differences of the in-sandbox agent.
+	{ID: "execd-code-501", Spec: "POST /code, /code/context(s) run code in Jupyter kernels",
+		Server: "every /code route answers 501 NOT_SUPPORTED: the image profiles have no Jupyter (plain commands and bash sessions work)", Source: "§2.4"},
+	{ID: "execd-pty-501", Spec: "/pty sessions (WebSocket terminal)",
+		Server: "every /pty route answers 501 NOT_SUPPORTED", Source: "§2.4"},
+	{ID: "execd-non-regular-400", Spec: "files routes read or write any path",
+		Server: "download (whole, Range, offset/limit), replace, upload onto, and permissions of a device, FIFO or socket answer 400 \"not a regular file\" (real execd would block on a FIFO or read /dev/zero without end); info, search and list still describe them", Source: "§2.5"},
+	{ID: "execd-size-caps", Spec: "no size limits",
+		Server: "replace reads at most 64 MiB (413 beyond, file unchanged); one upload at most MaxUploadBytes (413); a background command's log keeps its first 32 MiB (real execd: an unbounded log file)", Source: "§2.4, §2.5"},
+	{ID: "execd-after-removal", Spec: "a removed sandbox's execd is gone",
+		Server: "the removed sandbox's execd port keeps listening for a grace period (default 10 min), records each call (audit kind execd_after_removal) and resets the connection: the client still sees a connection error", Source: "mock extension"},
 }
 
 // DeviationIDs returns the set of deviation IDs.

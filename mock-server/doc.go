@@ -14,6 +14,12 @@
 // or, with your own runtime: New(Config{...}) then Start(ctx). The command
 // `acceptance serve-mock` is ServeMain.
 //
+// Without a StateDir, StartBundled keeps its state in a fresh instance
+// directory under BundledConfig.StateRoot (DefaultStateRoot), locked (flock)
+// while the server runs; every start reaps the instances whose lock is free
+// (a server killed with SIGKILL): processes, network namespaces, cgroups, disk
+// mounts, egress sockets, directories. A live instance is never touched.
+//
 // # Lifecycle API
 //
 // Every route of CONTRACT §1.3 at /v1 and at the root. Create is synchronous
@@ -25,9 +31,8 @@
 // diagnostics with scope answer 501 as the real server. The deliberate
 // differences from the OpenAPI spec are listed in Deviations.
 //
-// Endpoints use the Docker bridge form: port 44772 → 127.0.0.1:<execd port>,
-// any other port → 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves
-// and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
+// Endpoints use the Docker bridge form: every port, 44772 included →
+// 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
 // use_server_proxy=true → <host>/sandboxes/<id>/proxy/<port>.
 //
 // # Admin API (documented mock extension)
@@ -36,10 +41,13 @@
 // configured token the admin API is disabled and answers 401):
 //
 //	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"not_implemented","egress":bool}
-//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ]  {"events":[audit.Event…]}
+//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ]  {"events":[audit.Event…]} (kind e.g. command, file, execd_after_removal)
 //	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
 //	POST   /_mock/faults/egress-deny {"targets":[…]}   204; DELETE clears (409 without an egress hub)
 //	POST   /_mock/faults/capacity {"retry_after_seconds":N}  204: every create answers 429 + Retry-After; DELETE clears
+//	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
+//	       upload, download, file operation) of each sandbox created with that key answers the status (audited);
+//	       DELETE /_mock/faults/execd?key_fingerprint=… clears
 //	PUT    /_mock/canaries {"canaries":{label:value}}  204
 //	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
@@ -54,6 +62,26 @@
 // findings; before a sandbox is removed, the outcome of its background
 // commands (a second Command event with the same id), a canary scan (a Canary event with
 // Location "scan" says it ran) and the manifest of its /workspace and /tmp
-// (File events with Op "final-manifest"). Kept in memory and appended to
-// <StateDir>/audit.jsonl.
+// (File events with Op "final-manifest"). A foreground command whose stream
+// is still open when its sandbox is removed (delete, expiry, shutdown) is
+// recorded then, before the removal returns: exit code -1, error "killed:
+// sandbox removed (<reason>)", the output bytes seen so far. Kept in memory
+// and appended to <StateDir>/audit.jsonl.
+//
+// # Execd after removal (documented mock extension)
+//
+// A removed sandbox's execd port keeps listening for a grace period
+// (Config.ExecdGracePeriod: default 10 minutes, negative off; Close ends it).
+// Each connection is accepted, its request line read (1 s deadline), recorded
+// as an audit event of kind execd_after_removal (sandbox_id, time, and
+// {method, path} or a note when no request line came) and then reset
+// (SO_LINGER 0): the client sees a connection error, as with the real, gone
+// container, and a grader sees who went on calling a vanished sandbox (D2).
+//
+// # Execd
+//
+// The agent (package agent) implements execd as the SDKs call it, including
+// bash sessions; /code (Jupyter) and /pty answer 501. Its deliberate
+// differences (caps on replace and background logs, devices and FIFOs
+// refused on content routes) are in Deviations with IDs execd-*.
 package mockserver

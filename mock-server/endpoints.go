@@ -74,15 +74,13 @@ func (s *Server) handleEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ep)
 }
 
-// endpointFor is the direct endpoint (Docker bridge form, CONTRACT §1.10):
-// 44772 → the sandbox's execd listener; any other port through execd's
-// /proxy/{port}. 18080 carries the egress auth header when a policy exists.
+// endpointFor is the direct endpoint in the Docker bridge form (CONTRACT
+// §1.10 and the 1.1.1 observation): every port, 44772 included, is
+// <host>:<execd host port>/proxy/<port>, through execd's own reverse proxy
+// (/proxy/44772 is execd itself). 18080 carries the egress auth header when
+// a policy exists.
 func endpointFor(sb *sandbox, port int) endpointJSON {
-	addr := sb.execd.Addr()
-	ep := endpointJSON{Endpoint: addr}
-	if port != execdPort {
-		ep.Endpoint = fmt.Sprintf("%s/proxy/%d", addr, port)
-	}
+	ep := endpointJSON{Endpoint: fmt.Sprintf("%s/proxy/%d", sb.execd.Addr(), port)}
 	if port == egressPort && sb.egress != nil {
 		ep.Headers = map[string]string{"OPENSANDBOX-EGRESS-AUTH": sb.egress.Token()}
 	}

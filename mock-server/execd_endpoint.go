@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,18 +30,35 @@ import (
 type execdEndpoint struct {
 	s         *Server
 	sb        *sandbox
-	ln        net.Listener
+	ln        *detachableListener
 	srv       *http.Server
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
+
+	closeOnce  sync.Once
+	inflightMu sync.Mutex
+	inflight   map[*inflightCommand]struct{}
+}
+
+// inflightCommand is a command whose stream is still open. Its audit event
+// is recorded exactly once: when the stream ends, or, if the sandbox is
+// removed first, by abandonInflight with what was seen so far.
+type inflightCommand struct {
+	mu       sync.Mutex
+	cmd      *audit.Command
+	parser   *sseParser
+	start    time.Time
+	recorded bool
 }
 
 func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	e := &execdEndpoint{s: s, sb: sb, ln: ln}
+	ln := &detachableListener{TCPListener: tl.(*net.TCPListener)}
+	e := &execdEndpoint{s: s, sb: sb, ln: ln, inflight: map[*inflightCommand]struct{}{}}
+	ln.late = func(c net.Conn) { e.afterRemoval(c, false) }
 	e.transport = &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return sb.rt.DialExecd(ctx)
@@ -78,10 +96,14 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 // Addr is 127.0.0.1:<port>.
 func (e *execdEndpoint) Addr() string { return e.ln.Addr().String() }
 
-// Close stops the listener and drops its connections.
+// Close stops serving execd and drops its connections; the port itself
+// lingers for the grace period (execd_linger.go).
 func (e *execdEndpoint) Close() {
-	_ = e.srv.Close()
-	e.transport.CloseIdleConnections()
+	e.closeOnce.Do(func() {
+		_ = e.srv.Close()
+		e.transport.CloseIdleConnections()
+		e.linger(e.ln)
+	})
 }
 
 func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -95,6 +117,9 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2 := r.Clone(r.Context())
 		r2.URL.Path, r2.URL.RawPath = rest, ""
 		e.sb.egress.Handler().ServeHTTP(w, r2)
+		return
+	}
+	if e.s.injectExecdFault(w, r, e.sb.id) { // admin execd fault (M1), see execd_fault.go
 		return
 	}
 	switch {
@@ -129,8 +154,9 @@ func cutProxyPort(p string, port int) (string, bool) {
 // shows every byte to a callback.
 type tapWriter struct {
 	http.ResponseWriter
-	status int
-	onData func([]byte)
+	status   int
+	onData   func([]byte)
+	onHeader func(http.Header) // may adjust the headers just before they are written
 	// final, when set, records the exchange in the audit. It runs once, before
 	// the client can act on the response: at WriteHeader (a client may go on
 	// as soon as it has the status line) unless recordsBody says the record
@@ -147,6 +173,9 @@ type tapWriter struct {
 func (t *tapWriter) WriteHeader(code int) {
 	if t.status == 0 {
 		t.status = code
+		if t.onHeader != nil {
+			t.onHeader(t.Header())
+		}
 		t.remaining = -1
 		if cl, err := strconv.ParseInt(t.Header().Get("Content-Length"), 10, 64); err == nil && code >= 200 {
 			t.remaining = cl
@@ -224,6 +253,7 @@ type sseParser struct {
 	cmd      *audit.Command
 	out      *outputLog
 	complete bool
+	terminal bool         // an execution_complete or error event arrived
 	errBody  bytes.Buffer // first bytes of a non-SSE (error) response
 }
 
@@ -285,6 +315,7 @@ func (p *sseParser) line(line []byte) {
 		p.cmd.StderrBytes += int64(len(ev.Text))
 		p.out.Add(p.cmd.ID, "stderr", ev.Text)
 	case "error":
+		p.terminal = true
 		if ev.Error != nil {
 			if n, err := strconv.Atoi(strings.TrimSpace(ev.Error.Evalue)); err == nil {
 				p.cmd.ExitCode = &n
@@ -297,6 +328,7 @@ func (p *sseParser) line(line []byte) {
 		}
 	case "execution_complete":
 		p.complete = true
+		p.terminal = true
 	}
 }
 
@@ -323,8 +355,19 @@ func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
 		cmd.Cwd = strings.TrimSpace(cmd.Cwd)
 	}
 	parser := &sseParser{cmd: cmd, out: e.sb.output}
+	fl := &inflightCommand{cmd: cmd, parser: parser, start: time.Now()}
+	e.inflightMu.Lock()
+	e.inflight[fl] = struct{}{}
+	e.inflightMu.Unlock()
+	defer func() {
+		e.inflightMu.Lock()
+		delete(e.inflight, fl)
+		e.inflightMu.Unlock()
+	}()
 	tap := &tapWriter{ResponseWriter: w}
 	tap.onData = func(b []byte) {
+		fl.mu.Lock()
+		defer fl.mu.Unlock()
 		if tap.status != http.StatusOK {
 			if parser.errBody.Len() < 512 {
 				parser.errBody.Write(b[:min(len(b), 512-parser.errBody.Len())])
@@ -333,10 +376,22 @@ func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
 		}
 		parser.feed(b)
 	}
-	start := time.Now()
+	tap.onHeader = func(h http.Header) {
+		// The reverse proxy drops hop-by-hop headers; real execd's SSE
+		// responses carry Connection: keep-alive.
+		if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+			h.Set("Connection", "keep-alive")
+		}
+	}
 	e.proxy.ServeHTTP(tap, r)
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	if fl.recorded { // the sandbox's removal already recorded it
+		return
+	}
+	fl.recorded = true
 	parser.finish()
-	cmd.DurationMs = time.Since(start).Milliseconds()
+	cmd.DurationMs = time.Since(fl.start).Milliseconds()
 	if st := tap.code(); st != http.StatusOK {
 		cmd.Error = fmt.Sprintf("status %d: %s", st, strings.TrimSpace(parser.errBody.String()))
 	} else if cmd.ExitCode == nil && parser.complete && !cmd.Background {
@@ -346,6 +401,38 @@ func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
 		cmd.Error = "stream ended without a terminal event"
 	}
 	e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindCommand, Command: cmd})
+}
+
+// abandonInflight records every command whose stream is still open as killed
+// by the sandbox's removal (reason: why it is removed), with the output bytes
+// seen so far. It runs before the sandbox is destroyed, so the record is in
+// the audit before the removal returns; the streams' own end adds nothing.
+func (e *execdEndpoint) abandonInflight(reason string) {
+	e.inflightMu.Lock()
+	list := make([]*inflightCommand, 0, len(e.inflight))
+	for fl := range e.inflight {
+		list = append(list, fl)
+	}
+	e.inflightMu.Unlock()
+	sort.Slice(list, func(i, j int) bool { return list[i].start.Before(list[j].start) })
+	for _, fl := range list {
+		fl.mu.Lock()
+		if fl.recorded || fl.parser.terminal {
+			fl.mu.Unlock()
+			continue // finished; its own record is on the way
+		}
+		fl.recorded = true
+		c := *fl.cmd
+		fl.mu.Unlock()
+		killed := -1
+		c.ExitCode = &killed
+		c.Error = "killed: sandbox removed"
+		if reason != "" {
+			c.Error += " (" + reason + ")"
+		}
+		c.DurationMs = time.Since(fl.start).Milliseconds()
+		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindCommand, Command: &c})
+	}
 }
 
 // uploadPart is what the multipart scanner saw for one file part.

@@ -185,7 +185,8 @@ func (e *testEnv) execdAddr(id string) string {
 	e.t.Helper()
 	r := e.call("GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil, nil)
 	require.Equal(e.t, http.StatusOK, r.Status)
-	return r.JSON(e.t)["endpoint"].(string)
+	// The endpoint is <addr>/proxy/44772 (Docker bridge form); tests want the listener address.
+	return strings.TrimSuffix(r.JSON(e.t)["endpoint"].(string), "/proxy/44772")
 }
 
 func (e *testEnv) auditFile() string {

@@ -24,6 +24,9 @@ import (
 
 func TestMain(m *testing.M) {
 	agent.MainIfAgent() // this test binary is also the in-sandbox agent
+	if root := os.Getenv(bundledChildEnv); root != "" {
+		os.Exit(bundledChild(root))
+	}
 	os.Exit(m.Run())
 }
 

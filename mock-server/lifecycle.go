@@ -45,6 +45,17 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, code, msg)
 		return
 	}
+	mounts, vstatus, vcode, vmsg := s.checkVolumes(req)
+	if vcode == "" && len(mounts) > 0 {
+		if ok, _ := s.cfg.Runtime.Isolation(); !ok {
+			vstatus, vcode, vmsg = http.StatusBadRequest, "SANDBOX::API_NOT_SUPPORTED", "volumes need the isolating runtime (isolation is not enforced on this server)."
+		}
+	}
+	if vcode != "" {
+		writeError(w, vstatus, vcode, vmsg)
+		return
+	}
+	req.mounts = mounts
 	profile, err := s.cfg.ProfileFor(req.Image)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_IMAGE_PULL_FAILED",
@@ -123,11 +134,11 @@ func (s *Server) checkCreate(req *createRequest) (string, string) {
 			return "SANDBOX::INVALID_PARAMETER", fmt.Sprintf("platform %s/%s cannot be satisfied by this server (linux/%s).", p.OS, p.Arch, runtime.GOARCH)
 		}
 	}
+	if code, msg := checkRequestValues(req); code != "" {
+		return code, msg
+	}
 	if req.SecureAccess {
 		return "SANDBOX::API_NOT_SUPPORTED", "secureAccess is only supported on Kubernetes with ingress gateway mode."
-	}
-	if len(req.Volumes) > 0 {
-		return "SANDBOX::API_NOT_SUPPORTED", "volumes are not supported by the bundled server."
 	}
 	if req.NetworkPolicy != nil && s.cfg.Egress == nil {
 		return "SANDBOX::INVALID_PARAMETER", "networkPolicy requires the egress sidecar ([egress].image), which this server does not have configured."
@@ -146,6 +157,7 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		Profile:    profile,
 		Entrypoint: req.Entrypoint,
 		Env:        map[string]string{},
+		Mounts:     req.mounts,
 		Limits: osbruntime.Limits{
 			CPUMilli:    parseCPU(req.ResourceLimits["cpu"]),
 			MemoryBytes: parseMemory(req.ResourceLimits["memory"]),
@@ -187,7 +199,8 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		if errors.As(err, &unknown) {
 			return nil, "DOCKER::SANDBOX_IMAGE_PULL_FAILED", fmt.Errorf("Failed to pull image %s: %v", req.Image, err)
 		}
-		return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start sandbox container: %v", err)
+		s.log.Warn("sandbox start failed", "id", id, "err", err)
+		return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start sandbox container: %s", hideHostPaths(err.Error()))
 	}
 	sb.rt = rt
 	ep, err := newExecdEndpoint(s, sb)

@@ -16,12 +16,16 @@ type outputEntry struct {
 }
 
 // outputLog keeps the most recent command output of one sandbox, bounded in
-// bytes (oldest entries are dropped first).
+// bytes (oldest entries are dropped first). Dropping advances a head index
+// and the slice is compacted only when the dead prefix is as long as the
+// live part, so an Add to a full log is amortized O(1).
 type outputLog struct {
 	mu      sync.Mutex
 	limit   int
 	size    int
+	head    int // entries[:head] are dropped
 	entries []outputEntry
+	moved   int // entries copied by compaction (tests)
 }
 
 func newOutputLog(limit int) *outputLog { return &outputLog{limit: limit} }
@@ -37,13 +41,17 @@ func (o *outputLog) Add(cmdID, stream, text string) {
 	}
 	o.entries = append(o.entries, outputEntry{CommandID: cmdID, Stream: stream, Text: text})
 	o.size += len(text)
-	drop := 0
-	for o.size > o.limit && drop < len(o.entries) {
-		o.size -= len(o.entries[drop].Text)
-		drop++
+	for o.size > o.limit && o.head < len(o.entries) {
+		o.size -= len(o.entries[o.head].Text)
+		o.entries[o.head] = outputEntry{}
+		o.head++
 	}
-	if drop > 0 {
-		o.entries = append([]outputEntry(nil), o.entries[drop:]...)
+	if live := len(o.entries) - o.head; o.head > 0 && o.head >= live {
+		n := copy(o.entries, o.entries[o.head:])
+		o.moved += n
+		clear(o.entries[n:])
+		o.entries = o.entries[:n]
+		o.head = 0
 	}
 }
 
@@ -53,7 +61,7 @@ func (o *outputLog) Entries() []outputEntry {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]outputEntry(nil), o.entries...)
+	return append([]outputEntry(nil), o.entries[o.head:]...)
 }
 
 func (o *outputLog) String() string {

@@ -8,8 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +25,9 @@ import (
 type RuntimeOptions struct {
 	StateDir                 string
 	AllowInsecureNoIsolation bool
+	// DiskLimitBytes caps what one sandbox can write (0: the runtime's default
+	// of 1 GiB; negative: no limit).
+	DiskLimitBytes int64
 }
 
 // EgressOptions is what ServeMain hands to NewEgress.
@@ -57,6 +63,18 @@ func (u upstreamFlag) Set(v string) error {
 	return nil
 }
 
+type hostPathsFlag []string
+
+func (h *hostPathsFlag) String() string { return strings.Join(*h, ",") }
+
+func (h *hostPathsFlag) Set(v string) error {
+	if !filepath.IsAbs(v) || filepath.Clean(v) != v || v == "/" {
+		return fmt.Errorf("want an absolute, clean directory other than /, got %q", v)
+	}
+	*h = append(*h, v)
+	return nil
+}
+
 // ServeMain implements `acceptance serve-mock`. It prints exactly one line,
 // the base URL, once the server accepts requests, and runs until SIGINT or
 // SIGTERM, then kills and removes every sandbox. Returns the exit code.
@@ -77,9 +95,13 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	listen := fs.String("listen", "127.0.0.1:8080", "lifecycle API address (loopback unless you say otherwise)")
 	apiKey := fs.String("api-key", "", "OPEN-SANDBOX-API-KEY value (required)")
 	adminToken := fs.String("admin-token", "", "X-Mock-Admin-Token for the /_mock admin API (empty: admin API disabled)")
-	stateDir := fs.String("state-dir", "", "state directory (sandboxes, audit.jsonl); default a temporary directory removed on exit")
-	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout")
+	stateDir := fs.String("state-dir", "", "state directory (sandboxes, audit.jsonl), kept on exit; default a fresh instance directory under --state-root, removed on exit")
+	stateRootF := fs.String("state-root", "", "where instance directories live; every start reaps those of dead servers (default "+DefaultStateRoot+", else a per-user directory under the system temp dir)")
+	diskLimit := fs.String("disk-limit", "1Gi", "what one sandbox can write, all its writable directories together (quantity, e.g. 512Mi, 2Gi; \"none\" = no limit)")
+	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout (> 0)")
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
+	var allowHost hostPathsFlag
+	fs.Var(&allowHost, "allow-host-path", "host directory that host-path volumes may use (repeatable; the real server's storage.allowed_host_paths; default none)")
 	upstreams := upstreamFlag{}
 	fs.Var(upstreams, "upstream", "host=http://127.0.0.1:port mapping for the egress gateway (repeatable)")
 	denyWebhook := fs.String("deny-webhook", "", "URL that receives each egress denial as OpenSandbox's deny-webhook payload {hostname,timestamp,source,sandboxId}")
@@ -94,19 +116,49 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "serve-mock: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if *apiKey == "" {
-		fmt.Fprintln(stderr, "serve-mock: --api-key is required")
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "serve-mock: "+format+"\n", a...)
 		return 2
 	}
-	if host, _, err := net.SplitHostPort(*listen); err != nil {
-		fmt.Fprintf(stderr, "serve-mock: --listen %q: %v\n", *listen, err)
-		return 2
-	} else if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if *apiKey == "" {
+		return bad("--api-key is required")
+	}
+	host, port, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return bad("--listen %q: %v (want IP:PORT, e.g. 127.0.0.1:8080)", *listen, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return bad("--listen %q: port %q is not a number in 0..65535", *listen, port)
+	}
+	ip := net.ParseIP(host)
+	if host != "localhost" && ip == nil {
+		return bad("--listen %q: host must be an IP address or localhost (no name lookups)", *listen)
+	}
+	if host != "localhost" && !ip.IsLoopback() {
 		fmt.Fprintf(stderr, "serve-mock: warning: listening on non-loopback address %s\n", *listen)
+	}
+	if *maxTimeout <= 0 {
+		return bad("--max-timeout %s: must be positive (e.g. 24h)", *maxTimeout)
+	}
+	var diskBytes int64 = -1
+	if v := strings.TrimSpace(*diskLimit); v != "none" {
+		if diskBytes, err = runtime.ParseBytes(v); err != nil || diskBytes <= 0 {
+			return bad("--disk-limit %q: want a positive quantity such as 512Mi or 1Gi, or none", *diskLimit)
+		}
+	}
+	if *denyWebhook != "" {
+		if u, err := url.Parse(*denyWebhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("--deny-webhook %q: want an http:// or https:// URL", *denyWebhook)
+		}
+	}
+	for _, d := range []struct{ flag, path string }{{"--state-dir", *stateDir}, {"--state-root", *stateRootF}} {
+		if info, err := os.Stat(d.path); d.path != "" && err == nil && !info.IsDir() {
+			return bad("%s %q: not a directory", d.flag, d.path)
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b, err := StartBundled(context.Background(), BundledConfig{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken,
-		StateDir: *stateDir, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger,
+		StateDir: *stateDir, StateRoot: *stateRootF, AllowedHostPaths: allowHost, DiskLimitBytes: diskBytes, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger,
 		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough})
 	if err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)

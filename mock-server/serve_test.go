@@ -160,10 +160,19 @@ func TestServeMainBadFlags(t *testing.T) {
 		{"--api-key", "k", "--upstream", "pypi.org"},   // bad upstream
 		{"--api-key", "k", "extra"},                    // stray argument
 		{"--api-key", "k", "--max-timeout", "forever"}, // bad duration
+		{"--api-key", "k", "--max-timeout", "-1h"},     // negative duration
+		{"--api-key", "k", "--max-timeout", "0s"},      // zero duration
+		{"--api-key", "k", "--listen", "127.0.0.1:99999"},
+		{"--api-key", "k", "--listen", "example.com:80"}, // a name would need DNS
+		{"--api-key", "k", "--disk-limit", "lots"},
+		{"--api-key", "k", "--disk-limit", "0"},
+		{"--api-key", "k", "--deny-webhook", "not a url"},
+		{"--api-key", "k", "--state-dir", "/etc/hostname"},
+		{"--api-key", "k", "--no-such-flag"},
 	} {
 		var out, errb bytes.Buffer
 		code := serveMain(context.Background(), args, &out, &errb)
-		assert.NotEqual(t, 0, code, "%v", args)
+		assert.Equal(t, 2, code, "%v: bad flags exit 2 (%s)", args, errb.String())
 		assert.Empty(t, out.String(), "nothing on stdout for %v", args)
 		assert.NotEmpty(t, strings.TrimSpace(errb.String()), "%v", args)
 	}

@@ -14,7 +14,8 @@ import (
 // the runtime's image profiles.
 func init() {
 	NewRuntime = func(o RuntimeOptions) (runtime.Runtime, error) {
-		return runtime.NewLinux(runtime.Options{StateDir: o.StateDir, AllowInsecureNoIsolation: o.AllowInsecureNoIsolation})
+		return runtime.NewLinux(runtime.Options{StateDir: o.StateDir, AllowInsecureNoIsolation: o.AllowInsecureNoIsolation,
+			DiskLimitBytes: o.DiskLimitBytes})
 	}
 	NewEgress = func(o EgressOptions) (EgressHub, io.Closer, error) {
 		h, err := egress.NewHub(egress.HubConfig{Upstreams: o.Upstreams, StateDir: o.StateDir, Audit: o.Audit,

@@ -1,8 +1,12 @@
 // Command acceptance is the OpenSandbox capstone acceptance and fault-drill suite.
 //
 //	acceptance run         grade a subject (the reference pipeline or a submission) against a server
+//	acceptance grade       grade submission directories (capstone.yaml), one bundle each, plus a class summary
 //	acceptance serve-mock  run the bundled OpenSandbox-compatible server in the foreground
 //	acceptance reference   run the reference capstone pipeline once
+//	acceptance review      record a reviewer's judgement; the final score out of 100
+//	acceptance diff        compare two report bundles (the upgrade check)
+//	acceptance render      re-render a bundle's reports from its journal
 //	acceptance fidelity    regenerate the fidelity ledger (harness/fidelity)
 //	acceptance version     print versions
 package main
@@ -37,10 +41,18 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runMain(args[1:], stdout, stderr)
+	case "grade":
+		return gradeMain(args[1:], stdout, stderr)
 	case "serve-mock":
 		return mockserver.ServeMain(args[1:], stdout, stderr)
 	case "reference":
 		return reference.Main(args[1:], stdout, stderr)
+	case "review":
+		return reviewMain(args[1:], os.Stdin, stdout, stderr)
+	case "diff":
+		return diffMain(args[1:], stdout, stderr)
+	case "render":
+		return renderMain(args[1:], stdout, stderr)
 	case "fidelity":
 		return fidelityMain(args[1:], stdout, stderr)
 	case "version", "--version":
@@ -61,8 +73,12 @@ func usage(w io.Writer) {
 
 commands:
   run         grade a subject against a server and write a report bundle
+  grade       grade submission directories (capstone.yaml at their root): one bundle each, plus a class summary
   serve-mock  run the bundled OpenSandbox-compatible server in the foreground
   reference   run the reference capstone pipeline once
+  review      record a reviewer's judgement of a bundle; prints the final score out of 100
+  diff        compare two bundles; exit 1 on a regression (the upgrade check)
+  render      re-render a bundle's reports from its results.jsonl (e.g. after a killed run)
   fidelity    record runs into the fidelity ledger and regenerate harness/fidelity/FIDELITY.md
   version     print the version
 

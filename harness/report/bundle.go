@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -28,7 +27,14 @@ type Options struct {
 	// Sinks also receive every outcome as it is recorded, after the journal
 	// (e.g. a progress printer).
 	Sinks []rubric.Sink
+	// Review, when set, merges a reviewer's judgement into the rendered
+	// document (harness/review provides it); nil: no review is merged.
+	Review ReviewHook
 }
+
+// ReviewHook returns the final score for a bundle's measured document, or
+// nil when the bundle has no review.
+type ReviewHook func(dir string, d Document) (*Final, error)
 
 // Bundle is one run's report directory. Every method is safe for concurrent
 // use.
@@ -184,23 +190,12 @@ func render(dir string, reg *rubric.Registry, meta Meta, opts Options) (Document
 		doc.Drift = []DriftResult{}
 	}
 	errs := []error{jerr}
-	for _, w := range []struct {
-		name  string
-		write func(*bytes.Buffer, Document) error
-	}{
-		{JSONFile, func(buf *bytes.Buffer, d Document) error { return WriteJSON(buf, d) }},
-		{MarkdownFile, func(buf *bytes.Buffer, d Document) error { return WriteMarkdown(buf, d) }},
-		{JUnitFile, func(buf *bytes.Buffer, d Document) error { return WriteJUnit(buf, d) }},
-	} {
-		var buf bytes.Buffer
-		if err := w.write(&buf, doc); err != nil {
-			errs = append(errs, fmt.Errorf("report: render %s: %w", w.name, err))
-			continue
-		}
-		if err := writeFileAtomic(filepath.Join(dir, w.name), buf.Bytes()); err != nil {
-			errs = append(errs, fmt.Errorf("report: write %s: %w", w.name, err))
-		}
+	if opts.Review != nil {
+		f, err := opts.Review(dir, doc)
+		errs = append(errs, err)
+		doc.Final = f
 	}
+	errs = append(errs, writeOutputs(dir, &doc, AllOutputs))
 	return doc, errors.Join(errs...)
 }
 

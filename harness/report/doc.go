@@ -7,6 +7,12 @@
 //	                       evidence links and a reproduce command, evidence drift
 //	report.json            machine-readable, schema_version "1"
 //	junit.xml              one testcase per criterion/milestone/drill
+//	report.html            self-contained page: verdict, score, coloured rubric table,
+//	                       evidence links, a timeline (inline SVG) of each subject run
+//	results.json           Gradescope autograder results (gradescope.schema.json)
+//	review.json            a reviewer's judgement (harness/review), merged at render time
+//	                       into report.md/html, junit.xml and results.json — never into
+//	                       report.json, whose measured content a review leaves byte-identical
 //
 // The final writers render only from the journal (and run.json), never from
 // in-memory state, so what they show is exactly what survived on disk: a run
@@ -19,7 +25,14 @@
 // exit code 2 (harness error), unless graded failures already make it
 // not_passed (exit code 1).
 //
-// cucumber.json is godog's own formatter output; this package does not write it.
+// cucumber.json is godog's own formatter output; this package does not write
+// it, but RepairCucumber makes an empty or torn one (a killed run) valid.
+//
+// Final scores: ComputeFinal merges a reviewer's Judgments into a measured
+// Document — the points of every entry with their provenance (measured,
+// judged, override, pending, none); harness/review validates and records the
+// judgement. WriteClassSummary writes class.md/csv/html over many bundles;
+// Compare and WriteComparison are `acceptance diff`.
 //
 // # Evidence drift
 //

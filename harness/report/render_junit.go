@@ -67,6 +67,12 @@ func WriteJUnit(w io.Writer, d Document) error {
 		{Name: "subject", Value: d.Subject},
 		{Name: "seed", Value: fmt.Sprint(d.Seed)},
 	}
+	if f := d.Final; f != nil {
+		props = append(props,
+			junitProperty{Name: "final_score", Value: fmt.Sprintf("%s of %s (measured %s, judged %s, overrides %s; reviewer %s)",
+				rubric.Num(f.Score), rubric.Num(f.Total), rubric.Num(f.MeasuredPoints), rubric.Num(f.JudgedPoints), rubric.Num(f.OverridePoints), f.Reviewer)},
+			junitProperty{Name: "final_verdict", Value: string(f.Verdict)})
+	}
 	for _, grp := range []struct {
 		name, class string
 		rows        []EntryRow

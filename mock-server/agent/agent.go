@@ -43,6 +43,10 @@ func MainIfAgent() {
 func Run() int {
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	log.SetPrefix("osb-agent: ")
+	if err := hardenSelf(); err != nil {
+		log.Printf("make the agent non-dumpable: %v", err)
+		return 2
+	}
 	// Never let commands inherit the control descriptors.
 	for _, fd := range []int{runtime.AgentFDListener, runtime.AgentFDConfig, runtime.AgentFDEvents} {
 		syscall.CloseOnExec(fd)
@@ -105,10 +109,11 @@ func Run() int {
 // Agent is the execd implementation; exported so tests can mount it on any
 // listener.
 type Agent struct {
-	cfg    runtime.AgentConfig
-	events io.Writer
-	evMu   sync.Mutex
-	cmds   *registry
+	cfg      runtime.AgentConfig
+	events   io.Writer
+	evMu     sync.Mutex
+	cmds     *registry
+	sessions sessions
 }
 
 // New builds an agent. events receives one runtime.AgentEvent JSON per line
@@ -199,10 +204,13 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("DELETE /directories", a.handleRmdir)
 	mux.Handle("/proxy/{port}/", http.HandlerFunc(a.handleProxy))
 	mux.Handle("/proxy/{port}", http.HandlerFunc(a.handleProxy))
-	for _, p := range []string{"/session", "/session/", "/code", "/code/", "/pty", "/pty/"} {
+	mux.HandleFunc("POST /session", a.handleCreateSession)
+	mux.HandleFunc("POST /session/{id}/run", a.handleRunInSession)
+	mux.HandleFunc("DELETE /session/{id}", a.handleDeleteSession)
+	for _, p := range []string{"/code", "/code/", "/pty", "/pty/"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotImplemented, "NOT_SUPPORTED",
-				fmt.Sprintf("%s is not supported by this sandbox agent (sessions, code contexts and pty are not implemented)", r.URL.Path))
+				fmt.Sprintf("%s is not supported by this sandbox agent (code contexts and pty are not implemented)", r.URL.Path))
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

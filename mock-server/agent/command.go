@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -88,17 +89,28 @@ func (a *Agent) handleCommand(w http.ResponseWriter, r *http.Request) {
 	c.cmd = cmd
 	a.cmds.add(c)
 
-	stream := newSSE(w)
-	stream.send(event{Type: "init", Text: c.id})
 	if req.Background {
-		if err := a.startBackground(c, cmd, req.Timeout); err != nil {
+		err := a.startBackground(c, cmd, req.Timeout) // registered as running before init, too
+		stream := newSSE(w)
+		stream.send(event{Type: "init", Text: c.id})
+		if err != nil {
 			stream.send(spawnError(err))
 			return
 		}
 		stream.send(event{Type: "execution_complete"})
 		return
 	}
-	a.runForeground(r, stream, c, cmd, req.Timeout)
+	// As real execd: the command is started and registered as running before
+	// init goes out, so an interrupt sent as soon as init arrives finds it.
+	run, err := a.startForeground(c, cmd, req.Timeout)
+	stream := newSSE(w)
+	stream.send(event{Type: "init", Text: c.id})
+	if err != nil {
+		stream.send(spawnError(err))
+		return
+	}
+	stream.send(event{Type: "ping", Text: "pong"}) // real execd pings right after init
+	run.stream(stream)
 	if a.cfg.CloseDelay > 0 {
 		time.Sleep(a.cfg.CloseDelay)
 	}
@@ -130,32 +142,89 @@ func mergeEnv(base []string, extra map[string]string) []string {
 	return out
 }
 
-// pumpOutput reads r into lines until EOF or until stop is closed (then it
-// drains for a moment: a grandchild may keep the pipe open forever).
-func pumpOutput(r *os.File, onLine func(string), stop <-chan struct{}, wg *sync.WaitGroup) {
+// pumpOutput reads r into lines until EOF. Once exited is closed (the command
+// has exited), everything the command wrote is already in the pipe, so the
+// pump drains it: it stops at EOF (no writer left) or when the pipe has been
+// empty for outputDrainIdle (a background grandchild still holds it open; what
+// such a process writes after the command exited is not the command's
+// output), and in any case after outputDrainCap bytes read past the exit (a
+// grandchild that never stops writing). Time spent delivering lines never
+// counts against these limits, so a slow client loses nothing.
+func pumpOutput(r *os.File, sink outputSink, exited <-chan struct{}, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer r.Close()
-	sp := &lineSplitter{emit: onLine}
+	var draining atomic.Bool
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		<-stop
-		_ = r.SetReadDeadline(time.Now().Add(outputDrainAfter))
+		select {
+		case <-exited:
+			draining.Store(true)
+			_ = r.SetReadDeadline(time.Now()) // wake a blocked Read; it re-arms with the idle deadline
+		case <-done:
+		}
 	}()
 	buf := make([]byte, 32<<10)
+	var afterExit int64
 	for {
+		inDrain := draining.Load()
+		if inDrain {
+			_ = r.SetReadDeadline(time.Now().Add(outputDrainIdle))
+		}
+		start := time.Now()
 		n, err := r.Read(buf)
 		if n > 0 {
-			sp.write(buf[:n])
+			sink.write(buf[:n])
+			if sink.chunkDone != nil {
+				sink.chunkDone()
+			}
+			if inDrain {
+				afterExit += int64(n)
+				if afterExit > outputDrainCap {
+					break
+				}
+			}
 		}
-		if err != nil {
-			break
+		if err == nil {
+			continue
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Woken by the exit, or the wake-up raced with our own deadline:
+			// only an idle period of a full outputDrainIdle ends the drain.
+			if !inDrain || time.Since(start) < outputDrainIdle {
+				continue
+			}
+		}
+		break
 	}
-	sp.flush()
+	if sink.flush != nil {
+		sink.flush()
+	}
+}
+
+// outputSink receives a pipe's bytes; chunkDone (optional) runs after each
+// chunk read, flush (optional) at the end.
+type outputSink struct {
+	write     func([]byte)
+	chunkDone func()
+	flush     func()
+}
+
+// lineSink splits the bytes into lines for onLine (execd's stream events);
+// chunkDone, if set, runs after the lines of each chunk.
+func lineSink(onLine func(string), chunkDone func()) outputSink {
+	sp := &lineSplitter{emit: onLine}
+	return outputSink{write: sp.write, chunkDone: chunkDone, flush: func() {
+		sp.flush()
+		if chunkDone != nil {
+			chunkDone()
+		}
+	}}
 }
 
 // launch starts cmd with its output wired to the given sinks; it returns the
 // pumps' WaitGroup and the channel that, closed, makes pumps drain and stop.
-func launch(cmd *exec.Cmd, sinks []func(string), combined bool) (*sync.WaitGroup, chan struct{}, error) {
+func launch(cmd *exec.Cmd, sinks []outputSink, combined bool) (*sync.WaitGroup, chan struct{}, error) {
 	wg := &sync.WaitGroup{}
 	stop := make(chan struct{})
 	var readers []*os.File
@@ -197,36 +266,97 @@ func launch(cmd *exec.Cmd, sinks []func(string), combined bool) (*sync.WaitGroup
 	return wg, stop, nil
 }
 
-func (a *Agent) runForeground(r *http.Request, stream *sseStream, c *command, cmd *exec.Cmd, timeoutMs int64) {
+// foregroundRun is a started foreground command whose output is buffered
+// until stream attaches the client's SSE stream (right after init).
+type foregroundRun struct {
+	a     *Agent
+	c     *command
+	cmd   *exec.Cmd
+	wg    *sync.WaitGroup
+	stop  chan struct{}
+	timer *time.Timer
+
+	mu      sync.Mutex
+	sse     *sseStream
+	pending []event
+}
+
+// emit queues an output event; flushOut sends what is queued (after each
+// chunk read from a pipe).
+func (f *foregroundRun) emit(ev event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sse == nil {
+		f.pending = append(f.pending, ev)
+		return
+	}
+	f.sse.queue(ev)
+}
+
+func (f *foregroundRun) flushOut() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sse != nil {
+		f.sse.flush()
+	}
+}
+
+// startForeground starts cmd and marks the command running; its output waits
+// (in the pipe and a small queue) until stream is called.
+func (a *Agent) startForeground(c *command, cmd *exec.Cmd, timeoutMs int64) (*foregroundRun, error) {
+	f := &foregroundRun{a: a, c: c, cmd: cmd}
 	out := func(kind string) func(string) {
 		return func(line string) {
-			c.appendLine(line)
 			text := line
 			if text == "" {
 				text = "\n"
 			}
-			stream.send(event{Type: kind, Text: text})
+			f.emit(event{Type: kind, Text: text})
 		}
 	}
 	c.mu.Lock()
 	c.running = true
 	c.mu.Unlock()
-	wg, stop, err := launch(cmd, []func(string){out("stdout"), out("stderr")}, false)
+	wg, stop, err := launch(cmd, []outputSink{lineSink(out("stdout"), f.flushOut), lineSink(out("stderr"), f.flushOut)}, false)
 	if err != nil {
 		a.finish(c, nil, err)
-		stream.send(spawnError(err))
-		return
+		return nil, err
 	}
+	f.wg, f.stop = wg, stop
 	setOOMScore(cmd.Process.Pid)
-	var timer *time.Timer
 	if timeoutMs > 0 {
-		timer = time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() {
+		f.timer = time.AfterFunc(time.Duration(timeoutMs)*time.Millisecond, func() {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		})
 	}
+	return f, nil
+}
+
+// stream attaches the SSE stream, forwards output and pings, and sends the
+// terminal event once the command has exited and its output is drained.
+func (f *foregroundRun) stream(stream *sseStream) {
+	werr := f.wait(stream)
+	if werr == nil {
+		stream.send(event{Type: "execution_complete", ExecutionTime: time.Since(f.c.started).Milliseconds()})
+		return
+	}
+	stream.send(exitEvent(werr))
+}
+
+// wait attaches the SSE stream, forwards output and pings until the command
+// has exited and its output is drained, and returns cmd.Wait's error.
+func (f *foregroundRun) wait(stream *sseStream) error {
+	f.mu.Lock()
+	f.sse = stream
+	for _, ev := range f.pending {
+		stream.queue(ev)
+	}
+	f.pending = nil
+	stream.flush()
+	f.mu.Unlock()
 	ticker := time.NewTicker(pingInterval)
 	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
+	go func() { waitErr <- f.cmd.Wait() }()
 	var werr error
 loop:
 	for {
@@ -238,17 +368,13 @@ loop:
 		}
 	}
 	ticker.Stop()
-	if timer != nil {
-		timer.Stop()
+	if f.timer != nil {
+		f.timer.Stop()
 	}
-	close(stop)
-	wg.Wait()
-	a.finish(c, werr, nil)
-	if werr == nil {
-		stream.send(event{Type: "execution_complete", ExecutionTime: time.Since(c.started).Milliseconds()})
-		return
-	}
-	stream.send(exitEvent(werr))
+	close(f.stop)
+	f.wg.Wait()
+	f.a.finish(f.c, werr, nil)
+	return werr
 }
 
 // exitEvent is execd's terminal error event for a failed command.
@@ -292,7 +418,7 @@ func (a *Agent) startBackground(c *command, cmd *exec.Cmd, timeoutMs int64) erro
 	c.mu.Lock()
 	c.running = true
 	c.mu.Unlock()
-	wg, stop, err := launch(cmd, []func(string){c.appendLine}, true)
+	wg, stop, err := launch(cmd, []outputSink{{write: c.appendOutput}}, true)
 	if err != nil {
 		a.finish(c, nil, err)
 		return err
@@ -389,18 +515,22 @@ func (a *Agent) handleLogs(w http.ResponseWriter, r *http.Request, id string) {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("command %s not found", id))
 		return
 	}
-	cursor := 0
+	if !c.background {
+		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("command %s is not running in background", id))
+		return
+	}
+	cursor := int64(0)
 	if s := r.URL.Query().Get("cursor"); s != "" {
-		n, err := strconv.Atoi(s)
+		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "cursor must be a non-negative integer")
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "cursor must be a non-negative byte offset")
 			return
 		}
 		cursor = n
 	}
 	body, next := c.logsFrom(cursor)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("EXECD-COMMANDS-TAIL-CURSOR", strconv.Itoa(next))
+	w.Header().Set("EXECD-COMMANDS-TAIL-CURSOR", strconv.FormatInt(next, 10))
 	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, body)
+	_, _ = w.Write(body)
 }

@@ -16,7 +16,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(`{"code":"UNKNOWN","message":"encode response"}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", "application/json; charset=utf-8") // as gin's c.JSON
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -115,7 +114,12 @@ func (a *Agent) storeUpload(m uploadMeta, src io.Reader) (int, string, string) {
 	if err != nil {
 		return http.StatusBadRequest, "INVALID_FILE_METADATA", "invalid path: " + err.Error()
 	}
-	mode := fs.FileMode(0o644)
+	// As real execd (O_CREATE with 0777, then the umask): a new file is 0755,
+	// an existing one keeps its mode; an explicit mode wins.
+	mode := fs.FileMode(0o755)
+	if fi, err := os.Stat(dst); err == nil && fi.Mode().IsRegular() {
+		mode = fi.Mode().Perm()
+	}
 	if m.Mode != 0 {
 		fm, ok := parseMode(m.Mode)
 		if !ok {
@@ -125,6 +129,9 @@ func (a *Agent) storeUpload(m uploadMeta, src io.Reader) (int, string, string) {
 	}
 	if fi, err := os.Stat(dst); err == nil && fi.IsDir() {
 		return http.StatusBadRequest, "INVALID_FILE_METADATA", fmt.Sprintf("%s is a directory", m.Path)
+	}
+	if msg, bad := existingNonRegular(dst, m.Path); bad {
+		return http.StatusBadRequest, "INVALID_FILE_METADATA", msg
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fsStatus(err), fsCode(err), "create parent directory: " + err.Error()
@@ -210,21 +217,11 @@ func (a *Agent) handleDownload(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f, err := os.Open(host)
-	if err != nil {
-		writeStatError(w, err, "file", p)
+	f, fi := openRegular(w, host, p)
+	if f == nil {
 		return
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "RUNTIME_ERROR", err.Error())
-		return
-	}
-	if fi.IsDir() {
-		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", p+" is a directory")
-		return
-	}
 	rangeHdr := r.Header.Get("Range")
 	if q.Has("offset") || q.Has("limit") {
 		if rangeHdr != "" {
@@ -236,16 +233,17 @@ func (a *Agent) handleDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	size := fi.Size()
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": filepath.Base(host)}))
+	w.Header().Set("Content-Disposition", contentDisposition(filepath.Base(host)))
 	w.Header().Set("Accept-Ranges", "bytes")
+	w.Header().Set("Last-Modified", fi.ModTime().UTC().Format(http.TimeFormat))
 	start, length, status := int64(0), size, http.StatusOK
 	if rangeHdr != "" {
 		s, e, ok, satisfiable := parseRange(rangeHdr, size)
 		if ok && !satisfiable {
+			// As real execd (Go's http.ServeContent): a text body.
 			w.Header().Del("Content-Disposition")
 			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", size))
-			writeError(w, http.StatusRequestedRangeNotSatisfiable, "INVALID_REQUEST_BODY",
-				fmt.Sprintf("range %q not satisfiable for a file of %d bytes", rangeHdr, size))
+			http.Error(w, "invalid range: failed to overlap", http.StatusRequestedRangeNotSatisfiable)
 			return
 		}
 		if ok {
@@ -309,40 +307,77 @@ func parseRange(h string, size int64) (start, end int64, ok, satisfiable bool) {
 	return s, e, true, true
 }
 
-// downloadLines serves a 1-based line slice as text/plain.
+// downloadLines serves a 1-based line slice as text/plain, as real execd:
+// each line without its terminator ("\n" or "\r\n"), lines joined by "\n",
+// no newline after the last one. It streams: a line of any length is copied
+// in pieces, never held whole in memory.
 func (a *Agent) downloadLines(w http.ResponseWriter, f *os.File, offS, limS string) {
 	offset, limit := int64(1), int64(-1)
 	if offS != "" {
 		n, err := strconv.ParseInt(offS, 10, 64)
 		if err != nil || n < 1 {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "offset must be a line number ≥ 1")
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid query parameter 'offset': %s (a line number ≥ 1)", offS))
 			return
 		}
 		offset = n
 	}
 	if limS != "" {
 		n, err := strconv.ParseInt(limS, 10, 64)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "limit must be a non-negative integer")
+		if err != nil || n < 1 {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("invalid query parameter 'limit': %s (an integer ≥ 1)", limS))
 			return
 		}
 		limit = n
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	br := bufio.NewReader(f)
-	line := int64(0)
-	written := int64(0)
+	br := bufio.NewReaderSize(f, 64<<10)
+	var line, written int64
+	inLine := false // inside a line (some of it read)
+	var pendingCR bool
 	for limit < 0 || written < limit {
-		s, err := br.ReadString('\n')
-		if s != "" {
-			line++
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			if !inLine {
+				line++
+				inLine = true
+				if line >= offset && written > 0 {
+					_, _ = io.WriteString(w, "\n")
+				}
+				pendingCR = false
+			}
+			end := chunk[len(chunk)-1] == '\n'
+			body := chunk
+			if end {
+				body = body[:len(body)-1]
+			}
 			if line >= offset {
-				_, _ = io.WriteString(w, s)
-				written++
+				// A "\r" is dropped only when it ends the line; one held back at
+				// the end of a piece is written if the line goes on.
+				if pendingCR && len(body) > 0 {
+					_, _ = io.WriteString(w, "\r")
+				}
+				pendingCR = false
+				if n := len(body); n > 0 && body[n-1] == '\r' {
+					body = body[:n-1]
+					pendingCR = !end
+				}
+				_, _ = w.Write(body)
+			}
+			if end {
+				if line >= offset {
+					written++
+				}
+				inLine = false
 			}
 		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
 		if err != nil {
+			if inLine && line >= offset && pendingCR {
+				pendingCR = false // a trailing "\r" at EOF ends the line: dropped
+			}
 			return
 		}
 	}

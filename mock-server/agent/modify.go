@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -147,6 +147,10 @@ func (a *Agent) handlePermissions(w http.ResponseWriter, r *http.Request) {
 			writeStatError(w, err, "file", p)
 			return
 		}
+		if msg, bad := existingNonRegular(host, p); bad {
+			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", msg)
+			return
+		}
 		if err := chownNames(host, perm.Owner, perm.Group); err != nil {
 			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", fmt.Sprintf("chown %s: %v", p, err))
 			return
@@ -163,7 +167,9 @@ type replaceItem struct {
 	New string `json:"new"`
 }
 
-const maxReplaceBytes = 256 << 20
+// maxReplaceBytes caps the file POST /files/replace reads whole into memory
+// (a documented limit): a larger file answers 413 and is left unchanged.
+var maxReplaceBytes int64 = 64 << 20
 
 func (a *Agent) handleReplace(w http.ResponseWriter, r *http.Request) {
 	var req map[string]replaceItem
@@ -182,23 +188,34 @@ func (a *Agent) handleReplace(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		fi, err := os.Stat(host)
-		if err != nil {
-			writeStatError(w, err, "file", p)
+		f, fi := openRegular(w, host, p)
+		if f == nil {
 			return
 		}
-		if fi.IsDir() || fi.Size() > maxReplaceBytes {
-			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", p+" is a directory or larger than 256 MiB")
+		tooBig := func() {
+			writeError(w, http.StatusRequestEntityTooLarge, "INVALID_REQUEST_BODY",
+				fmt.Sprintf("%s is larger than the replace limit of %d bytes; nothing was changed", p, maxReplaceBytes))
+		}
+		if fi.Size() > maxReplaceBytes {
+			f.Close()
+			tooBig()
 			return
 		}
-		b, err := os.ReadFile(host)
+		// Read at most the cap even when stat says less (/proc files say 0).
+		b, err := io.ReadAll(io.LimitReader(f, maxReplaceBytes+1))
+		f.Close()
 		if err != nil {
 			writeError(w, fsStatus(err), fsCode(err), err.Error())
 			return
 		}
-		n := strings.Count(string(b), it.Old)
+		if int64(len(b)) > maxReplaceBytes {
+			tooBig()
+			return
+		}
+		old := []byte(it.Old)
+		n := bytes.Count(b, old)
 		if n > 0 {
-			if err := os.WriteFile(host, []byte(strings.ReplaceAll(string(b), it.Old, it.New)), fi.Mode().Perm()); err != nil {
+			if err := os.WriteFile(host, bytes.ReplaceAll(b, old, []byte(it.New)), fi.Mode().Perm()); err != nil {
 				writeError(w, fsStatus(err), fsCode(err), err.Error())
 				return
 			}

@@ -4,16 +4,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 )
 
 const (
-	maxLogBytes      = 32 << 20 // per command; later lines are dropped and counted
-	maxKeptCommands  = 2000     // finished commands kept for status/logs
-	interruptGrace   = 3 * time.Second
-	outputDrainAfter = 100 * time.Millisecond
+	maxLogBytes     = 32 << 20 // per command; later lines are dropped and counted
+	maxKeptCommands = 2000     // finished commands kept for status/logs
+	interruptGrace  = 3 * time.Second
+	// After a command exits its pipes are drained (see pumpOutput): to EOF,
+	// or until empty for outputDrainIdle, or for at most outputDrainCap bytes
+	// (a background grandchild that keeps writing).
+	outputDrainIdle = 100 * time.Millisecond
+	outputDrainCap  = 16 << 20
 )
 
 // command is one /command execution (foreground or background).
@@ -29,37 +32,36 @@ type command struct {
 	finished    time.Time
 	exitCode    *int
 	errMsg      string
-	lines       []string
-	logBytes    int
+	output      []byte // background commands only
 	dropped     int
 	interrupted bool
 	done        chan struct{}
 }
 
-func (c *command) appendLine(s string) {
+// appendOutput keeps a background command's raw combined output (what real
+// execd writes to its log file), up to maxLogBytes; later bytes are dropped
+// and counted.
+func (c *command) appendOutput(p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.logBytes+len(s)+1 > maxLogBytes {
-		c.dropped++
-		return
+	room := maxLogBytes - len(c.output)
+	if room < len(p) {
+		c.dropped += len(p) - max(room, 0)
+		p = p[:max(room, 0)]
 	}
-	c.logBytes += len(s) + 1
-	c.lines = append(c.lines, s)
+	c.output = append(c.output, p...)
 }
 
-// logsFrom returns lines[cursor:] and the new cursor (total lines).
-func (c *command) logsFrom(cursor int) (string, int) {
+// logsFrom returns the output from byte offset cursor and the offset after
+// it; a cursor past the end gets nothing and is returned unchanged (as real
+// execd's seek + read).
+func (c *command) logsFrom(cursor int64) ([]byte, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cursor > len(c.lines) {
-		cursor = len(c.lines)
+	if cursor >= int64(len(c.output)) {
+		return nil, cursor
 	}
-	var b strings.Builder
-	for _, l := range c.lines[cursor:] {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	return b.String(), len(c.lines)
+	return append([]byte(nil), c.output[cursor:]...), int64(len(c.output))
 }
 
 type registry struct {

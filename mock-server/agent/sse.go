@@ -46,6 +46,13 @@ func newSSE(w http.ResponseWriter) *sseStream {
 }
 
 func (s *sseStream) send(ev event) {
+	s.queue(ev)
+	s.flush()
+}
+
+// queue writes one frame without flushing it (output lines read in one chunk
+// go out together at the chunk's flush: the same frames, fewer syscalls).
+func (s *sseStream) queue(ev event) {
 	ev.Timestamp = time.Now().UnixMilli()
 	b, err := json.Marshal(ev)
 	if err != nil {
@@ -59,6 +66,14 @@ func (s *sseStream) send(ev event) {
 	}
 	if _, err := s.w.Write(b); err != nil {
 		s.dead = true
+	}
+}
+
+// flush pushes queued frames to the client.
+func (s *sseStream) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
 		return
 	}
 	if err := s.rc.Flush(); err != nil {

@@ -30,6 +30,21 @@ func uploadBody(t *testing.T, path string, content []byte) (*bytes.Buffer, strin
 	return &b, mw.FormDataContentType()
 }
 
+// uploadBodyMode is uploadBody with an explicit metadata mode.
+func uploadBodyMode(t *testing.T, path string, content []byte, mode int) (*bytes.Buffer, string) {
+	t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	h := textproto.MIMEHeader{}
+	h.Set("Content-Disposition", `form-data; name="metadata"; filename="metadata"`)
+	pw, _ := mw.CreatePart(h)
+	_ = json.NewEncoder(pw).Encode(map[string]any{"path": path, "mode": mode})
+	fw, _ := mw.CreateFormFile("file", "f")
+	_, _ = fw.Write(content)
+	_ = mw.Close()
+	return &b, mw.FormDataContentType()
+}
+
 // An upload over the limit is refused with 413 and leaves nothing behind;
 // one within the limit is stored.
 func TestUploadLimit(t *testing.T) {

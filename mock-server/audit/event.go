@@ -39,6 +39,8 @@ type Event struct {
 	Vault     *Vault     `json:"vault,omitempty"`
 	Fault     *Fault     `json:"fault,omitempty"`
 	Canary    *Canary    `json:"canary,omitempty"`
+	// ExecdAfterRemoval: a call to a removed sandbox's execd endpoint.
+	ExecdAfterRemoval *AfterRemoval `json:"execd_after_removal,omitempty"`
 }
 
 // Lifecycle records one lifecycle API request.
@@ -130,3 +132,18 @@ type RecorderFunc func(ev Event)
 
 // Record calls f(ev).
 func (f RecorderFunc) Record(ev Event) { f(ev) }
+
+// KindExecdAfterRemoval records a connection to a removed sandbox's execd
+// endpoint during its grace period (a documented mock extension: the real
+// container is gone and the client gets a connection error; the bundled
+// server resets the connection too, but records who still called).
+const KindExecdAfterRemoval Kind = "execd_after_removal"
+
+// AfterRemoval is one connection attempt to a removed sandbox's execd
+// endpoint: the request line read (empty when none came within the read
+// deadline), then the connection was reset.
+type AfterRemoval struct {
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Note   string `json:"note,omitempty"` // e.g. "no request line within 1s"
+}

@@ -10,7 +10,17 @@ const (
 	AgentFDListener = 3 // the execd unix listener created by the host
 	AgentFDConfig   = 4 // read end of a pipe: AgentConfig JSON, then EOF = "go"
 	AgentFDEvents   = 5 // write end of a pipe: one AgentEvent JSON per line
+	// agentFDSeccomp is the compiled seccomp program bwrap reads (--seccomp);
+	// bwrap closes it before starting the agent.
+	agentFDSeccomp = 6
 )
+
+// dockerCaps is Docker's default capability set for a container's root.
+var dockerCaps = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID",
+	"CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL",
+	"CAP_AUDIT_WRITE",
+}
 
 // AgentConfig is what the host tells the agent. It travels over a pipe (fd 4),
 // never through argv, so neither it nor the sandbox environment shows in any

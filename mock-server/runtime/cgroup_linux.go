@@ -38,7 +38,7 @@ func detectCgroups() *cgroups {
 		return c
 	}
 	c := &cgroups{ctrls: map[string]string{}}
-	for _, name := range []string{"memory", "pids", "cpu", "freezer"} {
+	for _, name := range []string{"memory", "pids", "cpu", "freezer", "devices"} {
 		dir := filepath.Join(cgroupRoot, name)
 		if _, err := os.Stat(filepath.Join(dir, "cgroup.procs")); err == nil {
 			c.ctrls[name] = dir
@@ -106,6 +106,10 @@ func (c *cgroups) create(id string, l Limits) (*sandboxCgroup, error) {
 		}
 	}
 	if err := sc.apply(l); err != nil {
+		sc.remove()
+		return nil, err
+	}
+	if err := sc.applyDevices(); err != nil {
 		sc.remove()
 		return nil, err
 	}
@@ -200,6 +204,31 @@ func (sc *sandboxCgroup) pids() []int {
 		}
 	}
 	return out
+}
+
+func (sc *sandboxCgroup) hasDevices() bool { _, ok := sc.dirs["devices"]; return ok && !sc.v2 }
+
+// deviceRules is the devices cgroup (v1) of a sandbox, as Docker's default:
+// any device node may be created (mknod) but only these may be opened.
+var deviceRules = []string{
+	"c *:* m", "b *:* m",
+	"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm", // null zero full random urandom
+	"c 5:0 rwm", "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm", // tty console ptmx pts
+}
+
+func (sc *sandboxCgroup) applyDevices() error {
+	if !sc.hasDevices() {
+		return nil
+	}
+	if err := sc.write("devices", "devices.deny", "a"); err != nil {
+		return err
+	}
+	for _, r := range deviceRules {
+		if err := sc.write("devices", "devices.allow", r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (sc *sandboxCgroup) canFreeze() bool { _, ok := sc.dirs["freezer"]; return ok }

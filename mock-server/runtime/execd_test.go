@@ -41,14 +41,15 @@ func TestSSEFramingEcho(t *testing.T) {
 		}
 		types = append(types, e.Type)
 	}
-	if strings.Join(types, ",") != "init,stdout,execution_complete" {
+	// Real execd pings right after init (CONTRACT §10).
+	if strings.Join(types, ",") != "init,ping,stdout,execution_complete" {
 		t.Fatalf("event types %v", types)
 	}
 	if r.Events[0].Text == "" {
 		t.Error("init carries no command id")
 	}
-	if r.Events[1].Text != "hi" {
-		t.Errorf("stdout text %q, want %q", r.Events[1].Text, "hi")
+	if r.Events[2].Text != "hi" {
+		t.Errorf("stdout text %q, want %q", r.Events[2].Text, "hi")
 	}
 	if !regexp.MustCompile(`"type":"execution_complete"(,"execution_time":\d+)?,"timestamp":\d{13}\}`).Match(r.Raw) {
 		t.Errorf("execution_complete frame malformed: %q", r.Raw)
@@ -179,11 +180,12 @@ func TestBackgroundCommand(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	resp, body := get(t, sb, "/command/"+id+"/logs", nil)
-	if resp.StatusCode != 200 || string(body) != "line1\nline2\nline3\n" || resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR") != "3" {
+	if resp.StatusCode != 200 || string(body) != "line1\nline2\nline3\n" || resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR") != "18" {
 		t.Errorf("logs → %d %q cursor %q", resp.StatusCode, body, resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR"))
 	}
-	resp, body = get(t, sb, "/command/"+id+"/logs?cursor=2", nil)
-	if string(body) != "line3\n" || resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR") != "3" {
+	// The cursor is a byte offset, as real execd's.
+	resp, body = get(t, sb, "/command/"+id+"/logs?cursor=12", nil)
+	if string(body) != "line3\n" || resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR") != "18" {
 		t.Errorf("logs?cursor=2 → %q cursor %q", body, resp.Header.Get("EXECD-COMMANDS-TAIL-CURSOR"))
 	}
 	// Error codes of CONTRACT §2.4 / §7.13.
@@ -312,7 +314,7 @@ func TestPingEveryThreeSeconds(t *testing.T) {
 			}
 		}
 	}
-	if pings != 1 || !r.ok() {
+	if pings != 2 || !r.ok() { // one right after init, one at 3 s
 		t.Errorf("%d pings in a 3.5 s command: %q", pings, r.Raw)
 	}
 }

@@ -108,3 +108,6 @@ func parseQuantity(s string, scale int64) (int64, error) {
 	}
 	return q.Int64(), nil
 }
+
+// ParseBytes reads a byte quantity ("1Gi", "512Mi", "1e9", "1073741824").
+func ParseBytes(s string) (int64, error) { return parseQuantity(s, 1) }

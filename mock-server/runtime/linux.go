@@ -61,7 +61,14 @@ type Options struct {
 	// CommandCloseDelay is how long execd keeps an SSE stream open after the
 	// terminal event (real execd: 1 s). Default 0.
 	CommandCloseDelay time.Duration
+	// DiskLimitBytes caps what a sandbox can write (workspace, tmp, home and
+	// its own state files together): its directory is a tmpfs of this size
+	// (isolating mode only). 0 = DefaultDiskLimit; negative = no limit.
+	DiskLimitBytes int64
 }
+
+// DefaultDiskLimit is a sandbox's default disk limit (1 GiB).
+const DefaultDiskLimit = 1 << 30
 
 // Linux is the namespace + bubblewrap + cgroup runtime.
 type Linux struct {
@@ -70,6 +77,7 @@ type Linux struct {
 	reason   string
 	bwrap    string
 	nsenter  string
+	setpriv  string // /usr/bin/setpriv when present (visible inside the sandbox)
 	ip       string
 	cg       *cgroups
 	stateDir string
@@ -105,6 +113,9 @@ func NewLinux(opts Options) (*Linux, error) {
 	if _, err := os.Stat(opts.AgentPath); err != nil {
 		return nil, fmt.Errorf("runtime: agent binary: %w", err)
 	}
+	if opts.DiskLimitBytes == 0 {
+		opts.DiskLimitBytes = DefaultDiskLimit
+	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 20 * time.Second
 	}
@@ -120,6 +131,9 @@ func NewLinux(opts Options) (*Linux, error) {
 	}
 	if l.ip == "" {
 		l.ip, _ = exec.LookPath("ip")
+	}
+	if _, err := os.Stat("/usr/bin/setpriv"); err == nil {
+		l.setpriv = "/usr/bin/setpriv"
 	}
 	l.cg = detectCgroups() // used by sandboxes only when secure; by Reap always
 	if len(missing) == 0 {
@@ -189,14 +203,25 @@ func (l *Linux) Enforced() map[string]bool {
 		"network":        sec,
 		"pid_namespace":  sec,
 		"capabilities":   sec,
+		"seccomp":        sec,
+		"devices":        sec && l.cg.has("devices") && !l.cg.v2,
 		"memory":         sec && l.cg.has("memory"),
 		"pids":           sec && l.cg.has("pids"),
 		"cpu":            sec && l.cg.has("cpu"),
+		"disk":           sec && l.opts.DiskLimitBytes > 0,
 		"pause":          true,
 		"pause_freezer":  sec && l.cg.has("freezer"),
 		"clean_env":      true,
 		"entrypoint_run": true,
 	}
+}
+
+// DiskLimit is the enforced per-sandbox disk limit in bytes (0: none).
+func (l *Linux) DiskLimit() int64 {
+	if !l.secure || l.opts.DiskLimitBytes < 0 {
+		return 0
+	}
+	return l.opts.DiskLimitBytes
 }
 
 // StateDir is the absolute state directory.

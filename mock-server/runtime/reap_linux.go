@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -82,7 +83,13 @@ func (l *Linux) Reap() ([]string, error) {
 				}
 			}
 		}
-		// 3. directory.
+		// 3. directory (a tmpfs when a disk limit applied).
+		if err := unmountDir(filepath.Join(dir, "dev")); err != nil && firstErr == nil {
+			firstErr = err
+		}
+		if err := unmountDir(dir); err != nil && firstErr == nil {
+			firstErr = err
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -92,4 +99,13 @@ func (l *Linux) Reap() ([]string, error) {
 		}
 	}
 	return removed, firstErr
+}
+
+// ReapStateDir removes what a dead server left in stateDir (see Reap) without
+// probing the host or starting anything: for the leftovers of another,
+// dead instance. The caller must know that instance is dead (its lock free).
+func ReapStateDir(stateDir string) ([]string, error) {
+	l := &Linux{stateDir: stateDir, live: map[string]*sandbox{}, cg: detectCgroups()}
+	l.ip, _ = exec.LookPath("ip")
+	return l.Reap()
 }

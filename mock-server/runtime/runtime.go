@@ -34,6 +34,15 @@ type Spec struct {
 	// ExtraFiles are host files mounted read-only into the sandbox, keyed by the
 	// in-sandbox path (e.g. a CA bundle at /etc/ssl/certs/ca-certificates.crt).
 	ExtraFiles map[string]string
+	// Mounts are host-path volumes (already checked against the allow list).
+	Mounts []Mount
+}
+
+// Mount is a host directory (or file) bind-mounted into the sandbox.
+type Mount struct {
+	Host     string // canonical host path
+	Path     string // absolute in-sandbox path
+	ReadOnly bool
 }
 
 // Profile is what an image name maps to on this host.
@@ -100,3 +109,10 @@ var (
 	// ErrAlreadyPaused: Pause of a paused sandbox.
 	ErrAlreadyPaused = errors.New("sandbox is already paused")
 )
+
+// Quiescer is implemented by sandboxes that can be stopped for good before
+// their final scan (every process killed; files, namespace and cgroups kept
+// until Destroy).
+type Quiescer interface {
+	Quiesce(timeout time.Duration) error
+}

@@ -13,12 +13,35 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
+
+// procReadOnly and procMasked follow Docker's defaults for /proc.
+var (
+	procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}
+	procMasked   = []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/latency_stats", "/proc/timer_stats"}
+)
+
+// diskInodes bounds the number of files in a sandbox's tmpfs (one per 4 kB
+// of the limit, at least 16384).
+func diskInodes(limit int64) int64 { return max(limit/4096, 16384) }
+
+// unmountDir detaches a sandbox's tmpfs; a directory that is not a mount point is fine.
+func unmountDir(dir string) error {
+	err := unix.Unmount(dir, unix.MNT_DETACH)
+	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return fmt.Errorf("unmount %s: %w", dir, err)
+}
 
 // meta is written to <dir>/meta.json so Reap can find what a killed server left.
 type meta struct {
@@ -50,6 +73,7 @@ type sandbox struct {
 	since    time.Time
 	gone     bool
 	ownsDir  bool // false when start found the directory already there
+	mounted  bool // s.dir is a tmpfs (the disk limit)
 	destroyM sync.Mutex
 }
 
@@ -81,6 +105,15 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	s.ownsDir = true
+	if secure && rt.opts.DiskLimitBytes > 0 {
+		// The whole sandbox directory is a size-limited tmpfs: a sandbox cannot
+		// write more than the limit (ENOSPC; uploads answer 507).
+		opt := fmt.Sprintf("size=%d,nr_inodes=%d,mode=0700", rt.opts.DiskLimitBytes, diskInodes(rt.opts.DiskLimitBytes))
+		if err := unix.Mount("osb-"+s.id, s.dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opt); err != nil {
+			return fmt.Errorf("runtime: disk limit (tmpfs on %s): %w", s.dir, err)
+		}
+		s.mounted = true
+	}
 	for _, d := range []struct {
 		p    string
 		mode os.FileMode
@@ -89,6 +122,11 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 			return fmt.Errorf("runtime: %w", err)
 		}
 		if err := os.Chmod(d.p, d.mode); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+	}
+	if secure {
+		if err := makeDevNodes(filepath.Join(s.dir, "dev")); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
 	}
@@ -116,6 +154,14 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		}
 		if _, err := os.Stat(host); err != nil {
 			return fmt.Errorf("runtime: extra file %s: %w", p, err)
+		}
+	}
+	if len(spec.Mounts) > 0 && !secure {
+		return errors.New("runtime: volumes need the isolating runtime")
+	}
+	for _, m := range spec.Mounts {
+		if !filepath.IsAbs(m.Host) || !filepath.IsAbs(m.Path) {
+			return fmt.Errorf("runtime: volume %s → %s: paths must be absolute", m.Host, m.Path)
 		}
 	}
 	if spec.GatewaySocket != "" {
@@ -194,6 +240,9 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		}
 		s.cmd = exec.Command(argv[0], argv[1:]...)
 		s.cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		// bwrap's pid 1 inside the sandbox keeps this environment (and /bin/sh
+		// adds PWD): start in / so no host directory shows in /proc/1/environ.
+		s.cmd.Dir = "/"
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	} else {
 		s.cmd = exec.Command(rt.opts.AgentPath, AgentArg)
@@ -202,6 +251,14 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	}
 	s.cmd.ExtraFiles = []*os.File{lnFile, cfgR, evW}
+	if secure {
+		sf, err := seccompFile()
+		if err != nil {
+			return fmt.Errorf("runtime: seccomp filter: %w", err)
+		}
+		defer sf.Close()
+		s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, sf) // agentFDSeccomp, read (and closed) by bwrap
+	}
 	s.cmd.Stdout = logf
 	s.cmd.Stderr = logf
 	if err := s.cmd.Start(); err != nil {
@@ -267,7 +324,29 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, p := range names {
 		a = append(a, "--ro-bind", etc[p], p)
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev",
+	a = append(a, "--proc", "/proc")
+	// Host-wide kernel settings stay out of reach, as in a Docker container:
+	// /proc/sys (core_pattern, drop_caches, … are writable by uid 0 without
+	// any capability), sysrq-trigger, irq, bus and fs read-only; kcore, keys,
+	// timer and scheduler debug files masked.
+	for _, p := range procReadOnly {
+		if _, err := os.Stat(p); err == nil {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	for _, p := range procMasked {
+		if _, err := os.Stat(p); err == nil {
+			a = append(a, "--ro-bind", "/dev/null", p)
+		}
+	}
+	a = append(a, "--dev", "/dev")
+	// bwrap's /dev binds the host's own device nodes: root with CAP_FOWNER
+	// could chmod or chown the host's /dev/null. Each sandbox gets its own
+	// nodes instead (makeDevNodes), bound over them.
+	for _, d := range devNodes {
+		a = append(a, "--dev-bind", filepath.Join(s.dir, "dev", d.name), "/dev/"+d.name)
+	}
+	a = append(a,
 		"--bind", ws, "/workspace", "--bind", tmp, "/tmp", "--bind", home, "/root",
 		"--ro-bind", s.rt.opts.AgentPath, "/.osb/agent")
 	if spec.GatewaySocket != "" {
@@ -281,13 +360,43 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, p := range extra {
 		a = append(a, "--ro-bind", spec.ExtraFiles[p], p)
 	}
+	for _, m := range spec.Mounts {
+		op := "--bind"
+		if m.ReadOnly {
+			op = "--ro-bind"
+		}
+		a = append(a, op, m.Host, m.Path)
+	}
 	a = append(a, "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
 	// Only the non-secret basics go on the (host-visible) command line; the
 	// full environment reaches the agent through the config pipe.
 	for _, k := range []string{"PATH", "HOME", "LANG"} {
 		a = append(a, "--setenv", k, env[k])
 	}
-	a = append(a, "--cap-drop", "ALL", "--new-session", "--", "/.osb/agent", AgentArg)
+	// Root in the sandbox has Docker's default capability set (bwrap also
+	// drops everything else from the bounding set); CAP_MKNOD only where the
+	// devices cgroup stops it from opening a real device.
+	a = append(a, "--cap-drop", "ALL")
+	for _, c := range dockerCaps {
+		if c == "CAP_MKNOD" && (s.cg == nil || !s.cg.hasDevices()) {
+			continue
+		}
+		a = append(a, "--cap-add", c)
+	}
+	a = append(a, "--seccomp", strconv.Itoa(agentFDSeccomp), "--new-session", "--")
+	if s.rt.setpriv != "" {
+		// bwrap leaves the bounding set full (no_new_privs makes it grant
+		// nothing); narrow it to the same set, as Docker does, before the agent
+		// (a Go program: the bounding set is per thread) starts.
+		var lower []string
+		for _, c := range dockerCaps {
+			if c != "CAP_MKNOD" || slices.Contains(a, c) {
+				lower = append(lower, strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+			}
+		}
+		a = append(a, s.rt.setpriv, "--bounding-set", "-all,+"+strings.Join(lower, ",+"), "--")
+	}
+	a = append(a, "/.osb/agent", AgentArg)
 	return a
 }
 
@@ -555,6 +664,14 @@ func (s *sandbox) Destroy() error {
 	if s.dirFile != nil {
 		_ = s.dirFile.Close()
 	}
+	if err := unmountDir(filepath.Join(s.dir, "dev")); err != nil {
+		errs = append(errs, err)
+	}
+	if s.mounted {
+		if err := unmountDir(s.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.ownsDir {
 		if err := os.RemoveAll(s.dir); err != nil {
 			errs = append(errs, err)
@@ -565,4 +682,37 @@ func (s *sandbox) Destroy() error {
 		return fmt.Errorf("destroy %s: %w", s.id, errors.Join(errs...))
 	}
 	return nil
+}
+
+// Quiesce kills every process of the sandbox (its agent too) and waits until
+// none is left, so nothing in the sandbox can change its files any more. The
+// directories, namespace and cgroups stay until Destroy. The final scan runs
+// after it. Bounded by timeout.
+func (s *sandbox) Quiesce(timeout time.Duration) error {
+	s.mu.Lock()
+	gone := s.gone
+	s.mu.Unlock()
+	if gone {
+		return nil
+	}
+	var errs []error
+	if s.cg != nil {
+		if err := s.cg.killAll(timeout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		pid := s.cmd.Process.Pid
+		if !s.rt.secure {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		killPids(descendants(pid), syscall.SIGKILL)
+		_ = s.cmd.Process.Kill()
+		select {
+		case <-s.waitDone:
+		case <-time.After(timeout):
+			errs = append(errs, fmt.Errorf("sandbox %s: process %d did not exit", s.id, pid))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/osb-capstone/acceptance/harness/report"
+)
+
+// diffMain is `acceptance diff [flags] OLD NEW`: the upgrade check. Exit 1
+// when NEW regressed against OLD (verdict, score, an entry's verdict, or a
+// latency/cost figure beyond the threshold), 0 otherwise, 2 on usage errors.
+func diffMain(args []string, stdout, stderr io.Writer) int {
+	o := report.DefaultCompareOptions
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	threshold := fs.String("threshold", "25%", "relative increase of a latency/cost figure that is a regression (e.g. 25% or 0.25)")
+	fs.Float64Var(&o.FloorMs, "floor-ms", o.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
+	fs.Float64Var(&o.FloorBytes, "floor-bytes", o.FloorBytes, "smallest increase of a byte count that can be a regression")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: acceptance diff [--threshold 25%] [--floor-ms 250] [--floor-bytes 65536] OLD_BUNDLE NEW_BUNDLE")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 2 {
+		fs.Usage()
+		return 2
+	}
+	t, err := parseThreshold(*threshold)
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance diff: --threshold: %v\n", err)
+		return 2
+	}
+	o.Threshold = t
+	if o.FloorMs < 0 || o.FloorBytes < 0 {
+		fmt.Fprintln(stderr, "acceptance diff: --floor-ms and --floor-bytes must not be negative")
+		return 2
+	}
+	c, err := report.Compare(fs.Arg(0), fs.Arg(1), o)
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance diff: %v\n", err)
+		return 2
+	}
+	report.WriteComparison(stdout, c, o)
+	if c.Regressed() {
+		return 1
+	}
+	return 0
+}
+
+func parseThreshold(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	pct := strings.HasSuffix(s, "%")
+	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number or a percentage", s)
+	}
+	if pct {
+		f /= 100
+	}
+	if !(f > 0) || f > 100 {
+		return 0, fmt.Errorf("%q must be above 0 (e.g. 25%% or 0.25)", s)
+	}
+	return f, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/review"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// renderMain is `acceptance render [flags] BUNDLE...`: re-renders report.md,
+// report.json, junit.xml, report.html and results.json of each bundle from
+// its results.jsonl (e.g. a run SIGKILLed before writing its report), keeping
+// a review if there is one, and repairs an empty or torn cucumber.json. A run
+// that never finalized is reported as aborted (never passed). Exit 0 when all
+// were rendered, 2 otherwise.
+func renderMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("render", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	baselineDir := fs.String("baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection (never written by render)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: acceptance render [--baselines DIR] BUNDLE...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	code := 0
+	for _, dir := range fs.Args() {
+		if _, err := os.Stat(filepath.Join(dir, report.JournalFile)); err != nil {
+			fmt.Fprintf(stderr, "acceptance render: %s has no %s: not a report bundle\n", dir, report.JournalFile)
+			code = 2
+			continue
+		}
+		b := report.Baselines{Dir: *baselineDir,
+			Exclude: func(ref string) bool { return strings.HasPrefix(filepath.ToSlash(ref), "evidence/subject-") }}
+		doc, err := report.RenderDir(dir, rubric.Course, report.Options{Baselines: b, Review: review.Hook})
+		if note, cerr := report.RepairCucumber(dir); cerr != nil {
+			fmt.Fprintf(stderr, "acceptance render: %s: %v\n", dir, cerr)
+		} else if note != "" {
+			fmt.Fprintf(stdout, "%s: %s\n", dir, note)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "acceptance render: %s: %v\n", dir, err)
+			code = 2
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: %s\n", dir, report.SummaryLine(doc))
+		if doc.Final != nil {
+			fmt.Fprintf(stdout, "%s: final score after review %s of %s (%s)\n", dir, rubric.Num(doc.Final.Score), rubric.Num(doc.Final.Total), doc.Final.Verdict)
+		}
+	}
+	return code
+}

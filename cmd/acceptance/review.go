@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/review"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// reviewMain is `acceptance review [flags] BUNDLE`: a reviewer's judgement of
+// the reviewer-judgement entries and the defense questions, from a file or
+// interactively; prints the final score with the provenance of every point.
+// Exit 0 when the judgement was recorded, 2 on usage or invalid answers.
+func reviewMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("review", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	answers := fs.String("answers", "", "answers file (YAML, see the README); without it the review is interactive")
+	reviewer := fs.String("reviewer", "", "reviewer's name (overrides the answers file's; default prompts, or $USER)")
+	redo := fs.Bool("redo", false, "interactive: revisit items already judged")
+	var overrides stringList
+	fs.Var(&overrides, "override", "interactive: also walk this measured entry to override it (repeatable; a reason is required)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: acceptance review [--answers FILE] [--reviewer NAME] [--redo] [--override ID]... BUNDLE")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	dir := fs.Arg(0)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		fmt.Fprintf(stderr, "acceptance review: %s is not a report bundle directory\n", dir)
+		return 2
+	}
+	var err error
+	if *answers != "" {
+		if len(overrides) > 0 || *redo {
+			fmt.Fprintln(stderr, "acceptance review: --override and --redo are for the interactive review; put overrides in the answers file")
+			return 2
+		}
+		f, oerr := os.Open(*answers)
+		if oerr != nil {
+			fmt.Fprintf(stderr, "acceptance review: %v\n", oerr)
+			return 2
+		}
+		defer f.Close()
+		fin, ferr := review.FromFile(dir, f, *reviewer, time.Now().UTC())
+		err = ferr
+		if err == nil {
+			review.WriteSummary(stdout, fin)
+		}
+	} else {
+		var ids []rubric.ID
+		for _, o := range overrides {
+			ids = append(ids, rubric.ID(o))
+		}
+		fin, werr := review.Walk(dir, stdin, stdout, review.WalkOptions{Reviewer: *reviewer, Redo: *redo, Overrides: ids})
+		err = werr
+		if err == nil {
+			fmt.Fprintln(stdout)
+			review.WriteSummary(stdout, fin)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance review: nothing recorded from the answers:\n  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return 2
+	}
+	fmt.Fprintf(stdout, "re-rendered %s (report.md, report.html, junit.xml, results.json); report.json is unchanged, the judgement is in review.json\n", dir)
+	return 0
+}

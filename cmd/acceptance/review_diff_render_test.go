@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const bundleFixtures = "../../harness/report/testdata/bundles"
+
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	}))
+	return dst
+}
+
+func runCmd(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := dispatch(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestDiffCommandExitCodes(t *testing.T) {
+	c := filepath.Join(bundleFixtures, "m0m5-c")
+	d := filepath.Join(bundleFixtures, "m0m5-d")
+	code, out, errs := runCmd("diff", c, d)
+	assert.Equal(t, 0, code, out+errs)
+	assert.Contains(t, out, "no regression")
+
+	// Plant a verdict change in a copy of the new bundle's report.json.
+	planted := copyTree(t, d)
+	p := filepath.Join(planted, "report.json")
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(mustReadFile(t, p), &doc))
+	for _, e := range doc["criteria"].([]any) {
+		if m := e.(map[string]any); m["id"] == "isolation" {
+			m["verdict"], m["reason"] = "failed", "GET after delete answered 200"
+		}
+	}
+	b, _ := json.Marshal(doc)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	code, out, _ = runCmd("diff", c, planted)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "! isolation       passed → failed")
+
+	for _, args := range [][]string{{"diff"}, {"diff", c}, {"diff", "--threshold", "0", c, d}, {"diff", "--threshold", "x%", c, d},
+		{"diff", t.TempDir(), d}, {"diff", "--floor-ms", "-1", c, d}} {
+		code, _, errs := runCmd(args...)
+		assert.Equal(t, 2, code, "%v: %s", args, errs)
+	}
+}
+
+func mustReadFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return b
+}
+
+// TestRenderKilledRun: a bundle as a SIGKILLed run leaves it (journal and
+// run.json without an end, no reports, an empty cucumber.json) is rendered,
+// reported as aborted, and its cucumber.json made valid.
+func TestRenderKilledRun(t *testing.T) {
+	dir := copyTree(t, filepath.Join(bundleFixtures, "m0m5-c"))
+	require.NoError(t, os.Remove(filepath.Join(dir, "report.json")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cucumber.json"), nil, 0o644))
+	var meta map[string]any
+	require.NoError(t, json.Unmarshal(mustReadFile(t, filepath.Join(dir, "run.json")), &meta))
+	delete(meta, "ended_at")
+	b, _ := json.Marshal(meta)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644))
+
+	code, out, errs := runCmd("render", "--baselines", "", dir)
+	require.Equal(t, 0, code, out+errs)
+	assert.Contains(t, out, "cucumber.json was empty")
+	assert.Contains(t, out, "verdict: incomplete")
+	for _, f := range []string{"report.md", "report.json", "junit.xml", "report.html", "results.json"} {
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
+	assert.Equal(t, "[]\n", string(mustReadFile(t, filepath.Join(dir, "cucumber.json"))))
+	md := string(mustReadFile(t, filepath.Join(dir, "report.md")))
+	assert.Contains(t, md, "Run aborted:** the run ended without finalizing its report")
+
+	code, _, errs = runCmd("render", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "not a report bundle")
+}
+
+func TestReviewCommandFromFile(t *testing.T) {
+	dir := copyTree(t, filepath.Join(bundleFixtures, "m0m5-c"))
+	answers := filepath.Join(t.TempDir(), "review.yaml")
+	require.NoError(t, os.WriteFile(answers, []byte("reviewer: Rita\nentries:\n  cost: {verdict: passed, points: 9}\n"), 0o644))
+	code, out, errs := runCmd("review", "--answers", answers, dir)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, errs, "entries.cost.points: 9 exceeds the entry's weight 7.5")
+
+	var qs strings.Builder
+	for i := 1; i <= 15; i++ {
+		fmt.Fprintf(&qs, "  %d: {verdict: passed}\n", i)
+	}
+	require.NoError(t, os.WriteFile(answers, []byte("reviewer: Rita\nentries:\n  cost: {verdict: passed}\n  M5: {verdict: passed}\nquestions:\n"+qs.String()), 0o644))
+	before := mustReadFile(t, filepath.Join(dir, "report.json"))
+	code, out, errs = runCmd("review", "--answers", answers, dir)
+	require.Equal(t, 0, code, out+errs)
+	assert.Contains(t, out, "final score: 29 of 100 (measured by the harness 14, judged by the reviewer 15)")
+	assert.Equal(t, before, mustReadFile(t, filepath.Join(dir, "report.json")))
+
+	code, _, _ = runCmd("review")
+	assert.Equal(t, 2, code)
+	code, _, errs = runCmd("review", "--answers", answers, "--redo", dir)
+	assert.Equal(t, 2, code, errs)
+}

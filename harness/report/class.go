@@ -1,0 +1,366 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	_ "embed"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// Class summary files, written by WriteClassSummary.
+const (
+	ClassMarkdownFile = "class.md"
+	ClassCSVFile      = "class.csv"
+	ClassHTMLFile     = "class.html"
+)
+
+// ClassStudent is one submission's line in the class summary.
+type ClassStudent struct {
+	Name   string // the bundle directory's name
+	Bundle string // path of the bundle relative to the summary directory
+	Err    string // the bundle could not be read
+	Doc    Document
+	// Final is set when the bundle has a review (review.json).
+	Final *Final
+}
+
+// ClassEntry is one rubric entry's tally across the class.
+type ClassEntry struct {
+	ID                                   rubric.ID
+	Title                                string
+	Passed, Failed, NotMeasured, Errored int
+	PassRate                             float64 // passed / (passed + failed); 0 when nothing was measured
+	Measured                             int     // passed + failed
+}
+
+// ClassReason is a failure reason and how many submissions it hit.
+type ClassReason struct {
+	ID       rubric.ID
+	Verdict  rubric.Verdict
+	Reason   string
+	Count    int
+	Students []string
+}
+
+// Class is the whole summary.
+type Class struct {
+	Students []ClassStudent
+	Items    []ScoringRow // scoring items (titles, weights) of the first readable bundle
+	Entries  []ClassEntry
+	Reasons  []ClassReason
+	Passed   int
+	NotPass  int
+	Incompl  int
+	Broken   int
+}
+
+// maxReasons bounds the "most common failure reasons" table.
+const maxReasons = 15
+
+// ReadClass reads each bundle's report.json (and review.json, if any). A
+// bundle that cannot be read is listed with its error; it never stops the
+// others.
+func ReadClass(dir string, bundles []string) Class {
+	var c Class
+	entries := map[rubric.ID]*ClassEntry{}
+	var order []rubric.ID
+	reasons := map[string]*ClassReason{}
+	for _, b := range bundles {
+		s := ClassStudent{Name: filepath.Base(filepath.Clean(b)), Bundle: relTo(dir, b)}
+		d, err := ReadDocument(b)
+		if err != nil {
+			s.Err = strings.ReplaceAll(err.Error(), filepath.Clean(b), s.Bundle)
+			c.Broken++
+			c.Students = append(c.Students, s)
+			continue
+		}
+		s.Doc = d
+		if j, err := LoadJudgments(b); err == nil && j != nil {
+			s.Final = ComputeFinal(d, j)
+		}
+		if c.Items == nil {
+			c.Items = d.Scoring
+		}
+		switch d.Verdict {
+		case rubric.OverallPassed:
+			c.Passed++
+		case rubric.OverallNotPassed:
+			c.NotPass++
+		default:
+			c.Incompl++
+		}
+		for _, r := range d.AllEntries() {
+			e, ok := entries[r.ID]
+			if !ok {
+				e = &ClassEntry{ID: r.ID, Title: r.Title}
+				entries[r.ID] = e
+				order = append(order, r.ID)
+			}
+			switch r.Verdict {
+			case rubric.Passed:
+				e.Passed++
+			case rubric.Failed:
+				e.Failed++
+			case rubric.HarnessError:
+				e.Errored++
+			default:
+				e.NotMeasured++
+			}
+			if r.Verdict == rubric.Failed || r.Verdict == rubric.HarnessError {
+				k := string(r.ID) + "\x00" + string(r.Verdict) + "\x00" + r.Reason
+				cr, ok := reasons[k]
+				if !ok {
+					cr = &ClassReason{ID: r.ID, Verdict: r.Verdict, Reason: r.Reason}
+					reasons[k] = cr
+				}
+				cr.Count++
+				cr.Students = append(cr.Students, s.Name)
+			}
+		}
+		c.Students = append(c.Students, s)
+	}
+	for _, id := range order {
+		e := entries[id]
+		e.Measured = e.Passed + e.Failed
+		if e.Measured > 0 {
+			e.PassRate = float64(e.Passed) / float64(e.Measured)
+		}
+		c.Entries = append(c.Entries, *e)
+	}
+	for _, r := range reasons {
+		c.Reasons = append(c.Reasons, *r)
+	}
+	sort.Slice(c.Reasons, func(i, j int) bool {
+		a, b := c.Reasons[i], c.Reasons[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if a.ID != b.ID {
+			return a.ID < b.ID
+		}
+		return a.Reason < b.Reason
+	})
+	if len(c.Reasons) > maxReasons {
+		c.Reasons = c.Reasons[:maxReasons]
+	}
+	return c
+}
+
+// WriteClassSummary reads each bundle's report.json and writes
+// dir/class.md, dir/class.csv and dir/class.html: per student the verdict
+// and the score by scoring item, per entry the pass rate, and the most
+// common failure reasons. Every number is the bundle's own (report.json;
+// the final score from its review.json when reviewed).
+func WriteClassSummary(dir string, bundles []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: class summary: %w", err)
+	}
+	c := ReadClass(dir, bundles)
+	var errs []error
+	for _, w := range []struct {
+		name  string
+		write func(*bytes.Buffer, Class) error
+	}{{ClassMarkdownFile, writeClassMarkdown}, {ClassCSVFile, writeClassCSV}, {ClassHTMLFile, writeClassHTML}} {
+		var buf bytes.Buffer
+		if err := w.write(&buf, c); err != nil {
+			errs = append(errs, fmt.Errorf("report: render %s: %w", w.name, err))
+			continue
+		}
+		if err := writeFileAtomic(filepath.Join(dir, w.name), buf.Bytes()); err != nil {
+			errs = append(errs, fmt.Errorf("report: write %s: %w", w.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LoadJudgments reads a bundle's review.json; (nil, nil) when there is none.
+// It does not validate the judgement (harness/review does, when recording it).
+func LoadJudgments(dir string) (*Judgments, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ReviewFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var j Judgments
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", filepath.Join(dir, ReviewFile), err)
+	}
+	return &j, nil
+}
+
+func relTo(dir, p string) string {
+	ad, err1 := filepath.Abs(dir)
+	ap, err2 := filepath.Abs(p)
+	if err1 == nil && err2 == nil {
+		if r, err := filepath.Rel(ad, ap); err == nil {
+			return filepath.ToSlash(r)
+		}
+	}
+	return filepath.ToSlash(p)
+}
+
+func (s ClassStudent) itemEarned(item rubric.ID) (float64, bool) {
+	for _, it := range s.Doc.Scoring {
+		if it.Item == item {
+			return it.Earned, true
+		}
+	}
+	return 0, false
+}
+
+func pct(f float64) string { return strconv.FormatFloat(f*100, 'f', 0, 64) + "%" }
+
+func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Class summary: %d submissions\n\n", len(c.Students))
+	fmt.Fprintf(&b, "Passed %d, not passed %d, incomplete %d", c.Passed, c.NotPass, c.Incompl)
+	if c.Broken > 0 {
+		fmt.Fprintf(&b, ", unreadable bundles %d", c.Broken)
+	}
+	b.WriteString(". Scores are each bundle's own: earned of measured (of 100); the final score only where a reviewer has judged.\n\n")
+	b.WriteString("## Per student\n\n| Student | Verdict | Score | Measured |")
+	for _, it := range c.Items {
+		fmt.Fprintf(&b, " %s (%d) |", it.Item, it.Weight)
+	}
+	b.WriteString(" Final (reviewed) | Bundle |\n|---|---|---:|---:|")
+	for range c.Items {
+		b.WriteString("---:|")
+	}
+	b.WriteString("---:|---|\n")
+	for _, s := range c.Students {
+		if s.Err != "" {
+			fmt.Fprintf(&b, "| %s | **unreadable** | | |", cell(s.Name))
+			for range c.Items {
+				b.WriteString(" |")
+			}
+			fmt.Fprintf(&b, " | %s: %s |\n", cell(s.Bundle), cell(s.Err))
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |", cell(s.Name), verdictTitle(s.Doc.Verdict), rubric.Num(s.Doc.Score.Earned), rubric.Num(s.Doc.Score.Measured))
+		for _, it := range c.Items {
+			if e, ok := s.itemEarned(it.Item); ok {
+				fmt.Fprintf(&b, " %s |", rubric.Num(e))
+			} else {
+				b.WriteString(" |")
+			}
+		}
+		final := ""
+		if s.Final != nil {
+			final = rubric.Num(s.Final.Score)
+			if !s.Final.Complete {
+				final += " (review pending)"
+			}
+		}
+		fmt.Fprintf(&b, " %s | [%s](%s/%s) |\n", final, cell(s.Bundle), s.Bundle, MarkdownFile)
+	}
+	b.WriteString("\n## Per entry\n\nPass rate = passed / (passed + failed); not measured and harness errors are counted apart.\n\n")
+	b.WriteString("| Entry | Passed | Failed | Not measured | Harness error | Pass rate |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, e := range c.Entries {
+		rate := "n/a"
+		if e.Measured > 0 {
+			rate = pct(e.PassRate)
+		}
+		fmt.Fprintf(&b, "| **%s** %s | %d | %d | %d | %d | %s |\n", e.ID, cell(e.Title), e.Passed, e.Failed, e.NotMeasured, e.Errored, rate)
+	}
+	b.WriteString("\n## Most common failure reasons\n\n")
+	if len(c.Reasons) == 0 {
+		b.WriteString("Nothing failed.\n")
+	} else {
+		b.WriteString("| Entry | Verdict | Reason | Submissions |\n|---|---|---|---|\n")
+		for _, r := range c.Reasons {
+			fmt.Fprintf(&b, "| %s | %s | %s | %d: %s |\n", r.ID, r.Verdict, cell(r.Reason), r.Count, cell(strings.Join(r.Students, ", ")))
+		}
+	}
+	_, err := buf.WriteString(b.String())
+	return err
+}
+
+func writeClassCSV(buf *bytes.Buffer, c Class) error {
+	w := csv.NewWriter(buf)
+	head := []string{"student", "bundle", "verdict", "exit_code", "score_earned", "score_measured", "score_total"}
+	for _, it := range c.Items {
+		head = append(head, string(it.Item)+"_earned")
+	}
+	head = append(head, "final_score", "review_complete")
+	for _, e := range c.Entries {
+		head = append(head, string(e.ID))
+	}
+	head = append(head, "error")
+	if err := w.Write(head); err != nil {
+		return err
+	}
+	for _, s := range c.Students {
+		row := []string{s.Name, s.Bundle}
+		if s.Err != "" {
+			row = append(row, "unreadable", "", "", "", "")
+			for range c.Items {
+				row = append(row, "")
+			}
+			row = append(row, "", "")
+			for range c.Entries {
+				row = append(row, "")
+			}
+			if err := w.Write(append(row, s.Err)); err != nil {
+				return err
+			}
+			continue
+		}
+		d := s.Doc
+		row = append(row, string(d.Verdict), strconv.Itoa(d.ExitCode), rubric.Num(d.Score.Earned), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Total))
+		for _, it := range c.Items {
+			e, _ := s.itemEarned(it.Item)
+			row = append(row, rubric.Num(e))
+		}
+		if s.Final != nil {
+			row = append(row, rubric.Num(s.Final.Score), strconv.FormatBool(s.Final.Complete))
+		} else {
+			row = append(row, "", "")
+		}
+		verdicts := map[rubric.ID]rubric.Verdict{}
+		for _, r := range d.AllEntries() {
+			verdicts[r.ID] = r.Verdict
+		}
+		for _, e := range c.Entries {
+			row = append(row, string(verdicts[e.ID]))
+		}
+		if err := w.Write(append(row, "")); err != nil {
+			return err
+		}
+	}
+	w.Flush()
+	return w.Error()
+}
+
+//go:embed class.html.tmpl
+var classHTMLTemplate string
+
+var classTmpl = template.Must(template.New("class").Funcs(template.FuncMap{
+	"num":   func(f float64) string { return rubric.Num(f) },
+	"title": verdictTitle,
+	"pct":   pct,
+	"vclass": func(v rubric.Verdict) string {
+		return verdictClass(v)
+	},
+	"earned": func(s ClassStudent, item rubric.ID) string {
+		if e, ok := s.itemEarned(item); ok {
+			return rubric.Num(e)
+		}
+		return ""
+	},
+	"join": func(s []string) string { return strings.Join(s, ", ") },
+}).Parse(classHTMLTemplate))
+
+func writeClassHTML(buf *bytes.Buffer, c Class) error { return classTmpl.Execute(buf, c) }

@@ -1,0 +1,106 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// classFixture lays out three readable bundles and a broken one beside a
+// summary directory: alice (the golden fixture document, not passed), bob and
+// carol (two real M0+M5 runs), dave (no report.json).
+func classFixture(t *testing.T) (root string, bundles []string) {
+	root = t.TempDir()
+	alice := filepath.Join(root, "alice")
+	require.NoError(t, os.MkdirAll(alice, 0o755))
+	var b bytes.Buffer
+	require.NoError(t, WriteJSON(&b, fixtureDoc(t)))
+	require.NoError(t, os.WriteFile(filepath.Join(alice, JSONFile), b.Bytes(), 0o644))
+	for name, src := range map[string]string{"bob": "testdata/bundles/m0m5-a", "carol": "testdata/bundles/m0m5-c"} {
+		require.NoError(t, os.Rename(copyBundle(t, src), filepath.Join(root, name)))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "dave"), 0o755))
+	for _, n := range []string{"alice", "bob", "carol", "dave"} {
+		bundles = append(bundles, filepath.Join(root, n))
+	}
+	return root, bundles
+}
+
+func TestClassSummaryGolden(t *testing.T) {
+	root, bundles := classFixture(t)
+	dir := filepath.Join(root, "class")
+	require.NoError(t, WriteClassSummary(dir, bundles))
+	for _, f := range []string{ClassMarkdownFile, ClassCSVFile, ClassHTMLFile} {
+		golden(t, f, mustRead(t, filepath.Join(dir, f)))
+	}
+}
+
+// TestClassSummaryNumbersEqualBundles: every number in class.csv is the
+// bundle's own, and the pass rates add up from the bundles' verdicts.
+func TestClassSummaryNumbersEqualBundles(t *testing.T) {
+	root, bundles := classFixture(t)
+	dir := filepath.Join(root, "class")
+	require.NoError(t, WriteClassSummary(dir, bundles))
+	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
+	require.NoError(t, err)
+	head := rows[0]
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	require.Len(t, rows, 5)
+	passed := map[rubric.ID]int{}
+	measured := map[rubric.ID]int{}
+	for i, b := range bundles {
+		row := rows[i+1]
+		assert.Equal(t, filepath.Base(b), row[col["student"]])
+		d, err := ReadDocument(b)
+		if err != nil {
+			assert.Equal(t, "unreadable", row[col["verdict"]])
+			assert.Contains(t, row[col["error"]], "report.json")
+			continue
+		}
+		assert.Equal(t, string(d.Verdict), row[col["verdict"]])
+		assert.Equal(t, rubric.Num(d.Score.Earned), row[col["score_earned"]])
+		assert.Equal(t, rubric.Num(d.Score.Measured), row[col["score_measured"]])
+		for _, it := range d.Scoring {
+			assert.Equal(t, rubric.Num(it.Earned), row[col[string(it.Item)+"_earned"]], it.Item)
+		}
+		for _, r := range d.AllEntries() {
+			assert.Equal(t, string(r.Verdict), row[col[string(r.ID)]])
+			if r.Verdict == rubric.Passed {
+				passed[r.ID]++
+			}
+			if r.Verdict == rubric.Passed || r.Verdict == rubric.Failed {
+				measured[r.ID]++
+			}
+		}
+	}
+	c := ReadClass(dir, bundles)
+	assert.Equal(t, 1, c.Broken)
+	for _, e := range c.Entries {
+		assert.Equal(t, passed[e.ID], e.Passed, e.ID)
+		assert.Equal(t, measured[e.ID], e.Measured, e.ID)
+	}
+	md := string(mustRead(t, filepath.Join(dir, ClassMarkdownFile)))
+	assert.Contains(t, md, "| network | failed | exfil.invalid resolved and was reached")
+	assert.True(t, strings.Contains(md, "| **isolation** Isolation: cannot be accessed after sandbox is destroyed | 3 | 0 | 0 | 0 | 100% |"), md)
+}
+
+func TestClassSummaryShowsReviewedFinal(t *testing.T) {
+	root, bundles := classFixture(t)
+	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], ReviewFile),
+		[]byte(`{"reviewer":"r","entries":{"cost":{"verdict":"passed","points":7.5}},"questions":{}}`), 0o644))
+	c := ReadClass(filepath.Join(root, "class"), bundles)
+	require.NotNil(t, c.Students[1].Final)
+	assert.Equal(t, 21.5, c.Students[1].Final.Score, "14 measured + 7.5 judged")
+	assert.False(t, c.Students[1].Final.Complete, "M5 and the questions still await the reviewer")
+}

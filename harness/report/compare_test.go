@@ -1,0 +1,105 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// Two runs of the same thing (the reference, M0+M5, seed 1, one after the
+// other, on this shared and loaded 2-core machine): no regression, no verdict
+// change, no evidence drift. (A third run made under a different load took
+// 3× as long, and the diff rightly flags that.)
+func TestCompareQuietOnSameThing(t *testing.T) {
+	c, err := Compare("testdata/bundles/m0m5-c", "testdata/bundles/m0m5-d", DefaultCompareOptions)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	WriteComparison(&out, c, DefaultCompareOptions)
+	assert.False(t, c.Regressed(), out.String())
+	assert.Empty(t, c.Entries, out.String())
+	for _, f := range c.Figures {
+		assert.False(t, f.Regression, "%s moved up beyond the threshold", f.Name)
+	}
+	assert.Empty(t, c.Drift, out.String())
+	assert.Greater(t, c.FiguresCompared, 10, "figures were compared, not skipped")
+	assert.Contains(t, out.String(), "no regression")
+}
+
+func editJSON(t *testing.T, path string, edit func(map[string]any)) {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(mustRead(t, path), &m))
+	edit(m)
+	b, err := json.MarshalIndent(m, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+}
+
+// A planted verdict change: M0 failed in the new bundle.
+func TestCompareFlagsVerdictChange(t *testing.T) {
+	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
+	f, err := os.OpenFile(filepath.Join(newDir, JournalFile), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"seq":7,"time":"2026-11-30T15:09:00Z","id":"M0","verdict":"failed","reason":"create answered 200, not 202","scenario":"contract"}` + "\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	_, err = RenderDir(newDir, rubric.Course, Options{})
+	require.NoError(t, err)
+
+	c, err := Compare("testdata/bundles/m0m5-c", newDir, DefaultCompareOptions)
+	require.NoError(t, err)
+	require.True(t, c.Regressed())
+	require.Len(t, c.Entries, 1)
+	assert.Equal(t, EntryChange{ID: rubric.M0, Old: rubric.Passed, New: rubric.Failed, NewReason: "create answered 200, not 202", Regression: true}, c.Entries[0])
+	assert.Equal(t, rubric.OverallNotPassed, c.NewVerdict)
+	var out bytes.Buffer
+	WriteComparison(&out, c, DefaultCompareOptions)
+	assert.Contains(t, out.String(), "! M0              passed → failed")
+	assert.Contains(t, out.String(), "REGRESSION: verdict incomplete → not_passed; score 14 → 9; M0 passed → failed")
+}
+
+// A planted latency regression: the analyze step took 3× as long.
+func TestCompareFlagsLatencyRegression(t *testing.T) {
+	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
+	audit := filepath.Join(newDir, "evidence", "subject-sales", "audit.json")
+	var evs []map[string]any
+	require.NoError(t, json.Unmarshal(mustRead(t, audit), &evs))
+	for _, ev := range evs {
+		if c, ok := ev["command"].(map[string]any); ok && strings.Contains(c["command"].(string), "analyze.py") {
+			c["duration_ms"] = c["duration_ms"].(float64) * 3
+		}
+	}
+	b, _ := json.Marshal(evs)
+	require.NoError(t, os.WriteFile(audit, b, 0o644))
+
+	c, err := Compare("testdata/bundles/m0m5-c", newDir, DefaultCompareOptions)
+	require.NoError(t, err)
+	require.True(t, c.Regressed())
+	var names []string
+	for _, f := range c.Figures {
+		names = append(names, f.Name)
+		assert.True(t, f.Regression)
+	}
+	assert.Contains(t, names, "sales/step_analyze_ms")
+	assert.Empty(t, c.Entries, "no verdict changed")
+	var out bytes.Buffer
+	WriteComparison(&out, c, DefaultCompareOptions)
+	assert.Contains(t, out.String(), "regressed)")
+	// A looser threshold lets it through.
+	c, err = Compare("testdata/bundles/m0m5-c", newDir, CompareOptions{Threshold: 5, FloorMs: 250, FloorBytes: 1 << 16})
+	require.NoError(t, err)
+	assert.False(t, c.Regressed())
+}
+
+func TestCompareMissingBundle(t *testing.T) {
+	_, err := Compare(t.TempDir(), "testdata/bundles/m0m5-a", DefaultCompareOptions)
+	assert.ErrorContains(t, err, "old bundle")
+}

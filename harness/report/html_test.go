@@ -1,0 +1,249 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+const fixtureBundle = "testdata/bundles/m0m5-a"
+
+// copyBundle copies a fixture bundle into a fresh directory.
+func copyBundle(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	}))
+	return dst
+}
+
+func htmlFixtureDoc(t *testing.T) Document {
+	d := fixtureDoc(t)
+	runs, err := ReadRuns(fixtureBundle)
+	require.NoError(t, err)
+	d.Runs = runs
+	return d
+}
+
+func TestReadRunsTimeline(t *testing.T) {
+	runs, err := ReadRuns(fixtureBundle)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	r := runs[0]
+	assert.Equal(t, "sales", r.Key)
+	require.Len(t, r.Sandboxes, 1)
+	sb := r.Sandboxes[0]
+	assert.False(t, sb.Created.IsZero())
+	assert.True(t, sb.Deleted.After(sb.Created))
+	assert.False(t, sb.Gone404.Before(sb.Deleted), "the 404 comes after the delete")
+	require.Len(t, r.Steps, 2)
+	assert.Equal(t, "install", r.Steps[0].Name, "step names come from summary.json")
+	assert.Equal(t, "analyze", r.Steps[1].Name)
+	require.NotNil(t, r.Steps[1].ExitCode)
+	assert.Equal(t, 0, *r.Steps[1].ExitCode)
+	assert.True(t, strings.HasPrefix(r.Thumbnail, "data:image/png;base64,"))
+	assert.Less(t, len(r.Thumbnail), 70<<10, "a thumbnail, not the chart")
+}
+
+func TestTimelineFaultMarkers(t *testing.T) {
+	dir := copyBundle(t, fixtureBundle)
+	audit := filepath.Join(dir, "evidence", "subject-sales", "audit.json")
+	b, err := os.ReadFile(audit)
+	require.NoError(t, err)
+	// Plant a fault-driven denial and an expiry, as drills D1 and D2 produce.
+	extra := `,{"seq":100,"time":"2026-11-30T15:08:48.000Z","sandbox_id":"x","kind":"egress","egress":{"phase":"dns","host":"pypi.org","decision":"deny","rule":"override:pypi.org"}},` +
+		`{"seq":101,"time":"2026-11-30T15:08:49.000Z","sandbox_id":"53811602-9961-43a5-bc02-d3a0dcdd99ef","kind":"state","state":{"from":"Running","to":"Expired","reason":"expired by the admin API"}}]`
+	b = append(bytes.TrimRight(bytes.TrimSpace(b), "]"), []byte(extra)...)
+	require.NoError(t, os.WriteFile(audit, b, 0o644))
+	// Two refused creates (drill D3's 429s) are in lifecycle-calls.json only.
+	calls := `[{"seq":1,"time":"2026-11-30T15:08:46.7Z","kind":"lifecycle","lifecycle":{"method":"POST","path":"/v1/sandboxes","status":429}},` +
+		`{"seq":2,"time":"2026-11-30T15:08:48.8Z","kind":"lifecycle","lifecycle":{"method":"POST","path":"/v1/sandboxes","status":429}}]`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "subject-sales", "lifecycle-calls.json"), []byte(calls), 0o644))
+	runs, err := ReadRuns(dir)
+	require.NoError(t, err)
+	var labels []string
+	for _, m := range runs[0].Markers {
+		labels = append(labels, m.Kind+": "+m.Label)
+	}
+	assert.Contains(t, labels, "fault: egress denied by a simulated fault: pypi.org")
+	assert.Contains(t, labels, "fault: sandbox Expired: expired by the admin API")
+	assert.Contains(t, labels, "fault: create attempt answered 429 (1)")
+	assert.Contains(t, labels, "fault: create attempt answered 429 (2)")
+	assert.Equal(t, "audit", runs[0].StepsFrom)
+
+	// Without an audit the steps are the subject's own account.
+	require.NoError(t, os.Remove(audit))
+	runs, err = ReadRuns(dir)
+	require.NoError(t, err)
+	assert.Equal(t, "summary", runs[0].StepsFrom)
+	assert.False(t, runs[0].HasAudit)
+	require.Len(t, runs[0].Steps, 2)
+	assert.True(t, runs[0].Steps[0].Start.IsZero(), "no start time is invented")
+}
+
+func TestGoldenHTML(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteHTML(&b, htmlFixtureDoc(t)))
+	golden(t, "report.html", b.Bytes())
+}
+
+func TestGoldenHTMLReviewed(t *testing.T) {
+	d := htmlFixtureDoc(t)
+	d.Final = ComputeFinal(d, &Judgments{Reviewer: "R. Viewer",
+		Entries: map[rubric.ID]Judgment{
+			rubric.Cost:    {Verdict: rubric.Passed, Points: 7.5, Note: "clear table with measured figures"},
+			rubric.Network: {Verdict: rubric.Passed, Points: 4.17, OverrideReason: "probe host was on the course's allow list by mistake"},
+		},
+		Questions: map[int]Judgment{1: {Verdict: rubric.Passed, Points: 0.25}, 2: {Verdict: rubric.Failed, Points: 0, Note: "no reason for the TTL"}}})
+	var b bytes.Buffer
+	require.NoError(t, WriteHTML(&b, d))
+	golden(t, "report-reviewed.html", b.Bytes())
+	assert.Contains(t, b.String(), "Reviewer override (R. Viewer): probe host was on the course")
+}
+
+// TestHTMLSelfContained: no script, no external asset, no network URL, and
+// small (thumbnails only).
+func TestHTMLSelfContained(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteHTML(&b, htmlFixtureDoc(t)))
+	s := b.String()
+	assert.NotContains(t, strings.ToLower(s), "<script")
+	assert.NotContains(t, strings.ToLower(s), "<link")
+	assert.NotContains(t, s, "@import")
+	urls := regexp.MustCompile(`(?i)(?:src|href)\s*=\s*"([^"]*)"`).FindAllStringSubmatch(s, -1)
+	require.NotEmpty(t, urls)
+	for _, u := range urls {
+		assert.False(t, strings.Contains(u[1], "://"), "external reference %q", u[1])
+	}
+	assert.Less(t, len(s), 256<<10, "report.html stays small")
+}
+
+// chromiumRequired: make test (OSB_SDK_REQUIRED=1) and CI must run the
+// browser test; elsewhere it may be skipped when chromium is absent.
+func chromiumRequired() bool {
+	return os.Getenv("OSB_SDK_REQUIRED") == "1" || os.Getenv("CI") == "true"
+}
+
+func findChromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if chromiumRequired() {
+		t.Fatalf("chromium is not installed and OSB_SDK_REQUIRED=1 or CI=true: run make deps (apt-get install chromium)")
+	}
+	t.Skip("chromium is not installed (make deps installs Debian's chromium); the browser test of report.html is skipped outside CI")
+	return ""
+}
+
+// chromiumCmd runs headless chromium with no network: in a fresh network
+// namespace when possible (root), and with every host name unresolvable
+// and background networking off in any case.
+func chromiumCmd(ctx context.Context, bin, profile string, args ...string) *exec.Cmd {
+	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-extensions", "--disable-default-apps", "--no-pings", "--disable-domain-reliability", "--disable-breakpad",
+		"--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--user-data-dir=" + profile}
+	flags = append(flags, args...)
+	if os.Geteuid() == 0 {
+		if unshare, err := exec.LookPath("unshare"); err == nil {
+			return exec.CommandContext(ctx, unshare, append([]string{"--net", "--", bin}, flags...)...)
+		}
+	}
+	return exec.CommandContext(ctx, bin, flags...)
+}
+
+// TestHTMLInChromium renders a real bundle's report.html in headless
+// Chromium, asserts the key elements in the DOM it built, and keeps a
+// screenshot at reports/html-test/report.png.
+func TestHTMLInChromium(t *testing.T) {
+	bin := findChromium(t)
+	dir := copyBundle(t, fixtureBundle)
+	_, err := RenderDir(dir, rubric.Course, Options{})
+	require.NoError(t, err)
+	page := filepath.Join(dir, HTMLFile)
+	abs, _ := filepath.Abs(page)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	var out, errb bytes.Buffer
+	cmd := chromiumCmd(ctx, bin, t.TempDir(), "--dump-dom", "file://"+abs)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Run(), "chromium --dump-dom: %s", errb.String())
+	dom := out.String()
+	assert.Contains(t, dom, `id="verdict"`)
+	assert.Contains(t, dom, "INCOMPLETE")
+	assert.Regexp(t, `id="score">14 / 100<`, dom)
+	assert.Contains(t, dom, `<table id="scoring">`)
+	assert.Contains(t, dom, `id="entry-network"`)
+	assert.Regexp(t, `<svg class="timeline"[^>]*aria-label="timeline of subject run sales"`, dom)
+	assert.Contains(t, dom, "sandbox 53811602")
+	assert.Contains(t, dom, "step analyze")
+
+	shotDir := filepath.Join("..", "..", "reports", "html-test")
+	require.NoError(t, os.MkdirAll(shotDir, 0o755))
+	shot, _ := filepath.Abs(filepath.Join(shotDir, "report.png"))
+	_ = os.Remove(shot)
+	cmd = chromiumCmd(ctx, bin, t.TempDir(), "--hide-scrollbars", "--window-size=1280,1600", "--screenshot="+shot, "file://"+abs)
+	errb.Reset()
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Run(), "chromium --screenshot: %s", errb.String())
+	fi, err := os.Stat(shot)
+	require.NoError(t, err, "screenshot written")
+	assert.Greater(t, fi.Size(), int64(10_000), "a real picture")
+	_ = os.WriteFile(filepath.Join(shotDir, "report.html"), mustRead(t, page), 0o644)
+	t.Logf("screenshot: %s", shot)
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return b
+}
+
+func reviewedFixtureDoc(t *testing.T) Document {
+	d := fixtureDoc(t)
+	d.Final = ComputeFinal(d, &Judgments{Reviewer: "R. Viewer",
+		Entries: map[rubric.ID]Judgment{
+			rubric.Cost:    {Verdict: rubric.Passed, Points: 6, Note: "estimate table; lifespan not compared"},
+			rubric.Network: {Verdict: rubric.Passed, Points: 4.17, OverrideReason: "probe host was on the course's allow list by mistake"},
+		}})
+	return d
+}
+
+func TestGoldenMarkdownReviewed(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteMarkdown(&b, reviewedFixtureDoc(t)))
+	golden(t, "report-reviewed.md", b.Bytes())
+}
+
+func TestGoldenGradescopeReviewed(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteGradescope(&b, reviewedFixtureDoc(t)))
+	golden(t, "results-reviewed.json", b.Bytes())
+}

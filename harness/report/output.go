@@ -1,0 +1,83 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Further output file names inside the bundle.
+const (
+	HTMLFile       = "report.html"
+	GradescopeFile = "results.json"
+)
+
+// AllOutputs are the files a render writes, report.json first.
+var AllOutputs = []string{JSONFile, MarkdownFile, JUnitFile, HTMLFile, GradescopeFile}
+
+// ReviewOutputs are the files a review re-renders: everything but
+// report.json, which holds only what the harness measured.
+var ReviewOutputs = []string{MarkdownFile, JUnitFile, HTMLFile, GradescopeFile}
+
+var writers = map[string]func(*bytes.Buffer, Document) error{
+	JSONFile:       func(b *bytes.Buffer, d Document) error { return WriteJSON(b, d) },
+	MarkdownFile:   func(b *bytes.Buffer, d Document) error { return WriteMarkdown(b, d) },
+	JUnitFile:      func(b *bytes.Buffer, d Document) error { return WriteJUnit(b, d) },
+	HTMLFile:       func(b *bytes.Buffer, d Document) error { return WriteHTML(b, d) },
+	GradescopeFile: func(b *bytes.Buffer, d Document) error { return WriteGradescope(b, d) },
+}
+
+// writeOutputs renders the named files of a bundle from doc; every writer is
+// attempted even if another fails. The subject-run timelines are read from
+// the bundle first (for report.html).
+func writeOutputs(dir string, doc *Document, names []string) error {
+	var errs []error
+	if doc.Runs == nil {
+		runs, err := ReadRuns(dir)
+		errs = append(errs, err)
+		doc.Runs = runs
+	}
+	for _, name := range names {
+		var buf bytes.Buffer
+		if err := writers[name](&buf, *doc); err != nil {
+			errs = append(errs, fmt.Errorf("report: render %s: %w", name, err))
+			continue
+		}
+		if err := writeFileAtomic(filepath.Join(dir, name), buf.Bytes()); err != nil {
+			errs = append(errs, fmt.Errorf("report: write %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ReadDocument reads a bundle's report.json.
+func ReadDocument(dir string) (Document, error) {
+	var d Document
+	b, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		return d, fmt.Errorf("report: %w", err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("report: %s: %w", filepath.Join(dir, JSONFile), err)
+	}
+	if d.SchemaVersion != SchemaVersion {
+		return d, fmt.Errorf("report: %s has schema_version %q; this harness reads %q", filepath.Join(dir, JSONFile), d.SchemaVersion, SchemaVersion)
+	}
+	return d, nil
+}
+
+// Rerender re-renders a finalized bundle from its report.json with a
+// reviewer's final score merged in (final may be nil): report.md, junit.xml,
+// report.html and results.json. report.json itself is not rewritten, so the
+// measured part stays byte-identical.
+func Rerender(dir string, final *Final) (Document, error) {
+	d, err := ReadDocument(dir)
+	if err != nil {
+		return d, err
+	}
+	d.Final = final
+	return d, writeOutputs(dir, &d, ReviewOutputs)
+}

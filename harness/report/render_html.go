@@ -1,0 +1,290 @@
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+//go:embed report.html.tmpl
+var htmlTemplate string
+
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"num":      func(f float64) string { return rubric.Num(f) },
+	"title":    verdictTitle,
+	"overall":  func(v rubric.Overall) string { return string(v) },
+	"vclass":   verdictClass,
+	"vwords":   verdictWords,
+	"provword": provenanceWords,
+	"ts":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"base":     func(p string) string { return p[strings.LastIndex(p, "/")+1:] },
+	"inc":      func(i int) int { return i + 1 },
+	// Only our own PNG thumbnails are trusted as data URIs.
+	"pngdata": func(s string) template.URL {
+		if strings.HasPrefix(s, "data:image/png;base64,") {
+			return template.URL(s)
+		}
+		return ""
+	},
+}).Parse(htmlTemplate))
+
+// htmlView is what report.html.tmpl renders.
+type htmlView struct {
+	D          Document
+	F          *Final
+	Reviewed   bool
+	Score      float64
+	Total      float64
+	Verdict    rubric.Overall
+	Reason     string
+	Versions   []string
+	Sections   []htmlSection
+	Timelines  []htmlTimeline
+	FinalByID  map[rubric.ID]FinalEntry
+	ItemPoints map[rubric.ID]float64
+}
+
+type htmlSection struct {
+	Title string
+	Rows  []htmlRow
+}
+
+type htmlRow struct {
+	EntryRow
+	Final   *FinalEntry
+	Verdict rubric.Verdict
+}
+
+type htmlTimeline struct {
+	Run    SubjectRun
+	Width  int
+	Height int
+	Ticks  []svgText
+	Bars   []svgBar
+	Marks  []svgMark
+	Legend []Marker
+}
+
+type svgBar struct {
+	Y, X, W          int
+	Label, Note, Cls string
+	Lane             string
+}
+
+type svgMark struct {
+	X           int
+	Label, Kind string
+	N           int
+}
+
+type svgText struct {
+	X    int
+	Text string
+}
+
+func verdictClass(v rubric.Verdict) string {
+	switch v {
+	case rubric.Passed:
+		return "pass"
+	case rubric.Failed:
+		return "fail"
+	case rubric.HarnessError:
+		return "error"
+	case VerdictPending:
+		return "pending"
+	}
+	return "nm"
+}
+
+// WriteHTML renders report.html: one self-contained page (inline CSS and
+// SVG, no script, no external asset; chart thumbnails are small data URIs)
+// with the verdict and score at the top, the rubric as a coloured table, each
+// entry's reason and evidence links, and a timeline of every subject run.
+func WriteHTML(w io.Writer, d Document) error {
+	v := htmlView{D: d, F: d.Final, Reviewed: d.Final != nil, FinalByID: map[rubric.ID]FinalEntry{}}
+	if v.F == nil {
+		v.F = ComputeFinal(d, nil)
+	}
+	for _, fe := range v.F.Entries {
+		v.FinalByID[fe.ID] = fe
+	}
+	v.Score, v.Total, v.Verdict, v.Reason = v.F.Score, v.F.Total, v.F.Verdict, v.F.VerdictReason
+	if !v.Reviewed {
+		v.Score, v.Verdict, v.Reason = d.Score.Earned, d.Verdict, d.VerdictReason
+	}
+	keys := make([]string, 0, len(d.Versions))
+	for k := range d.Versions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v.Versions = append(v.Versions, k+" "+d.Versions[k])
+	}
+	for _, s := range []struct {
+		t    string
+		rows []EntryRow
+	}{{"Acceptance criteria", d.Criteria}, {"Milestones", d.Milestones}, {"Fault drills", d.Drills}} {
+		sec := htmlSection{Title: s.t}
+		for _, r := range s.rows {
+			hr := htmlRow{EntryRow: r, Verdict: r.Verdict}
+			if fe, ok := v.FinalByID[r.ID]; ok {
+				fe := fe
+				hr.Final = &fe
+				if v.Reviewed {
+					hr.Verdict = fe.Verdict
+				}
+			}
+			sec.Rows = append(sec.Rows, hr)
+		}
+		v.Sections = append(v.Sections, sec)
+	}
+	for _, r := range d.Runs {
+		v.Timelines = append(v.Timelines, layoutTimeline(r))
+	}
+	return htmlTmpl.Execute(w, v)
+}
+
+const (
+	tlWidth  = 1100
+	tlLabel  = 190
+	tlRight  = 260
+	tlRowH   = 22
+	tlTop    = 26
+	tlBottom = 14
+)
+
+// layoutTimeline places a run's bars and markers on a time axis.
+func layoutTimeline(r SubjectRun) htmlTimeline {
+	t0, t1 := r.Start, r.End
+	widen := func(t time.Time) {
+		if t.IsZero() {
+			return
+		}
+		if t0.IsZero() || t.Before(t0) {
+			t0 = t
+		}
+		if t1.IsZero() || t.After(t1) {
+			t1 = t
+		}
+	}
+	steps := append([]TimelineStep{}, r.Steps...)
+	cursor := r.Start
+	for i := range steps {
+		if steps[i].Start.IsZero() && !cursor.IsZero() {
+			steps[i].Start = cursor // the subject's own account: laid end to end
+		}
+		cursor = steps[i].Start.Add(time.Duration(steps[i].DurationMs) * time.Millisecond)
+		widen(steps[i].Start)
+		widen(cursor)
+	}
+	for _, s := range r.Sandboxes {
+		widen(s.Created)
+		widen(s.Deleted)
+		widen(s.Gone404)
+	}
+	for _, m := range r.Markers {
+		widen(m.At)
+	}
+	span := t1.Sub(t0)
+	if span <= 0 {
+		span = time.Second
+	}
+	plot := float64(tlWidth - tlLabel - tlRight)
+	x := func(t time.Time) int {
+		if t.IsZero() {
+			return tlLabel
+		}
+		return tlLabel + int(math.Round(plot*float64(t.Sub(t0))/float64(span)))
+	}
+	tl := htmlTimeline{Run: r, Width: tlWidth}
+	y := tlTop
+	add := func(lane string, a, b time.Time, label, note, cls string) {
+		xa, xb := x(a), x(b)
+		if xb-xa < 2 {
+			xb = xa + 2
+		}
+		tl.Bars = append(tl.Bars, svgBar{Y: y, X: xa, W: xb - xa, Label: label, Note: note, Cls: cls, Lane: lane})
+		y += tlRowH
+	}
+	if !r.Start.IsZero() {
+		cls, note := "pass", fmt.Sprintf("exit %d", r.ExitCode)
+		if r.ExitCode != 0 {
+			cls = "fail"
+		}
+		if r.Signal != "" {
+			note += " (" + r.Signal + ")"
+		}
+		if r.TimedOut {
+			cls, note = "fail", note+" (timed out)"
+		}
+		if r.HarnessError != "" {
+			cls, note = "error", "harness error: "+r.HarnessError
+		}
+		add("subject", r.Start, r.End, "subject process", note, cls)
+	}
+	for _, s := range r.Sandboxes {
+		end, note, cls := s.Deleted, "deleted", "box"
+		if end.IsZero() {
+			end, note, cls = r.End, "never deleted", "fail"
+			if s.EndState != "" {
+				note = strings.ToLower(s.EndState) + ": " + s.EndReason
+			}
+		}
+		if !s.Gone404.IsZero() {
+			note += ", GET 404 at +" + s.Gone404.Sub(t0).Round(time.Millisecond).String()
+		}
+		id := s.ID
+		if len(id) > 8 {
+			id = id[:8]
+		}
+		add("sandbox", s.Created, end, "sandbox "+id, note, cls)
+		if !s.Gone404.IsZero() {
+			tl.Marks = append(tl.Marks, svgMark{X: x(s.Gone404), Label: "404", Kind: "gone"})
+		}
+	}
+	for _, s := range steps {
+		cls, note := "pass", "exit ?"
+		if s.ExitCode != nil {
+			note = fmt.Sprintf("exit %d", *s.ExitCode)
+			if *s.ExitCode != 0 {
+				cls = "fail"
+			}
+		}
+		if s.Error != "" {
+			cls, note = "fail", note+" ("+s.Error+")"
+		}
+		note += fmt.Sprintf(", %d ms", s.DurationMs)
+		add("step", s.Start, s.Start.Add(time.Duration(s.DurationMs)*time.Millisecond), "step "+s.Name, note, cls)
+	}
+	for i, m := range r.Markers {
+		tl.Marks = append(tl.Marks, svgMark{X: x(m.At), Label: m.Label, Kind: m.Kind, N: i + 1})
+		tl.Legend = append(tl.Legend, m)
+	}
+	// Ticks: a round step giving at most ~8 ticks.
+	stepS := niceStep(span.Seconds() / 8)
+	for s := 0.0; s <= span.Seconds()+1e-9; s += stepS {
+		tl.Ticks = append(tl.Ticks, svgText{X: tlLabel + int(math.Round(plot*s/span.Seconds())), Text: "+" + rubric.Num(s) + "s"})
+	}
+	tl.Height = y + tlBottom
+	return tl
+}
+
+func niceStep(raw float64) float64 {
+	if raw <= 0 {
+		return 1
+	}
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if raw <= m*mag {
+			return m * mag
+		}
+	}
+	return 10 * mag
+}

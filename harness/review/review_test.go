@@ -1,0 +1,303 @@
+package review
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// referenceBundle writes a finalized bundle as a fully passing reference run
+// on the bundled server records it: every entry measurable on mock passed,
+// and the reviewer parts (cost, maintainability's README check, M5's
+// demonstration and defense questions) recorded as reviewer_judgment, as
+// the steps do. fail, if set, is recorded as a measured failure.
+func referenceBundle(t *testing.T, fail ...rubric.Outcome) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "bundle")
+	n := 0
+	clock := func() time.Time { n++; return t0.Add(time.Duration(n) * time.Second) }
+	b, err := report.Open(dir, rubric.Course, report.Meta{RunID: "ref-1", Target: "mock", TargetKind: rubric.TargetMock,
+		Subject: "reference", Seed: 7, StartedAt: t0}, report.Options{Now: clock})
+	require.NoError(t, err)
+	defer b.Close()
+	r := b.Results()
+	reviewer := map[rubric.ID]string{
+		rubric.Cost:            "whether the submission explains its main cost items clearly is a reviewer's judgment",
+		rubric.Maintainability: "whether another person can reproduce the run from the README needs a reviewer",
+		rubric.M5:              "the defense questions are answered to a reviewer",
+	}
+	for _, e := range rubric.Course.Graded() {
+		if why, ok := reviewer[e.ID]; ok {
+			require.NoError(t, r.NotMeasured(e.ID, "review", rubric.CategoryReviewerJudgment, why))
+			continue
+		}
+		if e.MeasurableOn(rubric.TargetMock) {
+			require.NoError(t, r.Pass(e.ID, "scenario", "ok", "evidence/"+string(e.ID)+"/x.txt"))
+		}
+	}
+	for _, o := range fail {
+		require.NoError(t, r.Record(o))
+	}
+	_, err = b.Finalize()
+	require.NoError(t, err)
+	return dir
+}
+
+const fullMarks = `reviewer: Rita Reviewer
+entries:
+  cost: {verdict: passed, note: "estimate table matches the measured figures"}
+  maintainability: {verdict: passed, points: 5}
+  M5: {verdict: passed}
+questions:
+%s`
+
+func allQuestions() string {
+	var b strings.Builder
+	for i := 1; i <= 15; i++ {
+		fmt.Fprintf(&b, "  %d: {verdict: passed}\n", i)
+	}
+	return b.String()
+}
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func TestReviewFromFileReaches100(t *testing.T) {
+	dir := referenceBundle(t)
+	before := read(t, filepath.Join(dir, report.JSONFile))
+	doc, err := report.ReadDocument(dir)
+	require.NoError(t, err)
+	require.Equal(t, rubric.OverallPassed, doc.Verdict, doc.VerdictReason)
+
+	f, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
+	require.NoError(t, err)
+	assert.Equal(t, 100.0, f.Score)
+	assert.Equal(t, 80.0, f.MeasuredPoints, "the harness measured 80 points")
+	assert.Equal(t, 20.0, f.JudgedPoints, "cost 7.5 + maintainability 5 + M5 7.5 judged")
+	assert.Equal(t, 0.0, f.OverridePoints)
+	assert.True(t, f.Complete)
+	assert.Equal(t, rubric.OverallPassed, f.Verdict, f.VerdictReason)
+	prov := map[rubric.ID]report.Provenance{}
+	for _, e := range f.Entries {
+		prov[e.ID] = e.Provenance
+	}
+	assert.Equal(t, report.ProvJudged, prov[rubric.Cost])
+	assert.Equal(t, report.ProvJudged, prov[rubric.M5])
+	assert.Equal(t, report.ProvMeasured, prov[rubric.Network])
+
+	assert.Equal(t, before, read(t, filepath.Join(dir, report.JSONFile)), "report.json (the measured part) is byte-identical")
+	md := read(t, filepath.Join(dir, report.MarkdownFile))
+	assert.Contains(t, md, "## Final score after review: 100 of 100")
+	assert.Contains(t, md, "Points measured by the harness: **80**; judged by the reviewer: **20**")
+	assert.Contains(t, md, "| cost | 7.5 | 7.5 | judged | passed | estimate table matches the measured figures |")
+	html := read(t, filepath.Join(dir, report.HTMLFile))
+	assert.Contains(t, html, `id="score">100 / 100<`)
+	assert.Contains(t, read(t, filepath.Join(dir, report.JUnitFile)), `<property name="final_score" value="100 of 100 (measured 80, judged 20, overrides 0; reviewer Rita Reviewer)">`)
+	gs := read(t, filepath.Join(dir, report.GradescopeFile))
+	assert.Contains(t, gs, `"score": 100,`)
+	validGradescope(t, gs)
+	assert.Contains(t, read(t, filepath.Join(dir, report.ReviewFile)), `"reviewer": "Rita Reviewer"`)
+
+	var out bytes.Buffer
+	WriteSummary(&out, f)
+	assert.Contains(t, out.String(), "final score: 100 of 100 (measured by the harness 80, judged by the reviewer 20)")
+}
+
+func validGradescope(t *testing.T, js string) {
+	t.Helper()
+	fh, err := os.Open(filepath.Join("..", "report", "gradescope.schema.json"))
+	require.NoError(t, err)
+	defer fh.Close()
+	doc, err := jsonschema.UnmarshalJSON(fh)
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("s.json", doc))
+	s, err := c.Compile("s.json")
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(js))
+	require.NoError(t, err)
+	require.NoError(t, s.Validate(inst))
+}
+
+func TestReviewOverrideNeedsReason(t *testing.T) {
+	dir := referenceBundle(t, rubric.Outcome{ID: rubric.Network, Verdict: rubric.Failed, Scenario: "probe",
+		Reason: "exfil.capstone.test was reached (exit 0)"})
+	before := read(t, filepath.Join(dir, report.JSONFile))
+
+	_, err := FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  network: {verdict: passed}\n"), "", t0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "entries.network.override_reason: network was measured by the harness (failed: exfil.capstone.test was reached (exit 0)); a reviewer's verdict on it is an override and needs a recorded reason")
+	_, statErr := os.Stat(filepath.Join(dir, report.ReviewFile))
+	assert.True(t, os.IsNotExist(statErr), "nothing recorded from invalid answers")
+
+	ans := "reviewer: R\nentries:\n  network: {verdict: passed, override_reason: \"the probe host was on the allow list by the course's mistake\"}\n" +
+		"  cost: {verdict: passed}\n  maintainability: {verdict: passed}\n  M5: {verdict: passed}\nquestions:\n" + allQuestions()
+	f, err := FromFile(dir, strings.NewReader(ans), "", t0)
+	require.NoError(t, err)
+	var net report.FinalEntry
+	for _, e := range f.Entries {
+		if e.ID == rubric.Network {
+			net = e
+		}
+	}
+	assert.Equal(t, report.ProvOverride, net.Provenance)
+	assert.Equal(t, rubric.Failed, net.MeasuredVerdict)
+	assert.Equal(t, 4.17, net.Points)
+	assert.Equal(t, 4.17, f.OverridePoints)
+	assert.Equal(t, rubric.OverallPassed, f.Verdict, "the override is the reviewer's, and shown as one")
+	assert.Equal(t, before, read(t, filepath.Join(dir, report.JSONFile)), "the measured failure stays in report.json")
+	md := read(t, filepath.Join(dir, report.MarkdownFile))
+	assert.Contains(t, md, "**OVERRIDE** of the measured failed: the probe host was on the allow list by the course's mistake")
+	assert.Contains(t, md, "by reviewer overrides: **4.17**")
+	assert.Contains(t, read(t, filepath.Join(dir, report.HTMLFile)), "Reviewer override (R): the probe host was on the allow list")
+	gs := read(t, filepath.Join(dir, report.GradescopeFile))
+	assert.Contains(t, gs, "Reviewer override (R): the probe host")
+	assert.Contains(t, gs, `"provenance:override"`)
+}
+
+func TestReviewCannotPassMeasuredFailureOfReviewerEntry(t *testing.T) {
+	dir := referenceBundle(t, rubric.Outcome{ID: rubric.M5, Verdict: rubric.Failed, Scenario: "demo",
+		Reason: "no failure drill could be demonstrated: D1 and D2 failed"})
+	_, err := FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  M5: {verdict: passed}\n"), "", t0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "entries.M5.override_reason: the harness measured a failure (no failure drill could be demonstrated: D1 and D2 failed); a reviewer cannot turn a measured failure into a pass")
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nquestions:\n  1: {verdict: passed}\n"), "", t0)
+	assert.ErrorContains(t, err, "questions.1: M5's measured part is failed")
+}
+
+func TestReviewValidationErrorsPerField(t *testing.T) {
+	dir := referenceBundle(t, rubric.Outcome{ID: rubric.Budget, Verdict: rubric.NotMeasured, Category: rubric.CategoryTimeout,
+		Scenario: "budget", Reason: "summary.json not written within 120s"})
+	cases := []struct{ answers, want string }{
+		{"reviewer: R\nentries:\n  cost: {verdict: passed, points: 8}\n", "entries.cost.points: 8 exceeds the entry's weight 7.5"},
+		{"reviewer: R\nentries:\n  maintainability: {verdict: passed, points: 7}\n", "entries.maintainability.points: 7 exceeds the entry's weight 5"},
+		{"reviewer: R\nentries:\n  M5: {verdict: passed, points: 5}\n", "entries.M5.points: 5 exceeds the entry's weight 3.75"},
+		{"reviewer: R\nentries:\n  cost: {verdict: passed, points: -1}\n", "entries.cost.points: -1 is negative"},
+		{"reviewer: R\nentries:\n  cost: {verdict: great}\n", `entries.cost.verdict: "great" is not passed or failed`},
+		{"reviewer: R\nentries:\n  cost: {points: 3}\n", "entries.cost.verdict: required: passed or failed"},
+		{"reviewer: R\nentries:\n  cost: {verdict: failed}\n", "entries.cost.note: a failed verdict needs a note saying what the submission did"},
+		{"reviewer: R\nentries:\n  costs: {verdict: passed}\n", "entries.costs: no such entry in this bundle's score (known: "},
+		{"reviewer: R\nentries:\n  security: {verdict: passed}\n", "entries.security: no such entry"},
+		{"reviewer: R\nquestions:\n  16: {verdict: passed}\n", "questions.16: no such defense question (1–15)"},
+		{"reviewer: R\nquestions:\n  3: {verdict: passed, points: 0.5}\n", "questions.3.points: 0.5 exceeds the entry's weight 0.25"},
+		{"entries:\n  cost: {verdict: passed}\n", "reviewer: required"},
+		{"reviewer: R\nentries:\n  budget: {verdict: passed, override_reason: x}\n", "entries.budget: the harness's measurement timed out (summary.json not written within 120s); a timeout never earns points and cannot be overridden"},
+		{"reviewer: R\nentries:\n  cost: {verdict: passed, pionts: 3}\n", "field pionts not found"},
+		{"", "the answers file is empty"},
+	}
+	for _, c := range cases {
+		_, err := FromFile(dir, strings.NewReader(c.answers), "", t0)
+		if assert.Error(t, err, c.answers) {
+			assert.Contains(t, err.Error(), c.want, c.answers)
+		}
+	}
+	// Several problems: every one is reported, one line per field.
+	_, err := FromFile(dir, strings.NewReader("entries:\n  cost: {verdict: passed, points: 9}\n  M5: {verdict: maybe}\n"), "", t0)
+	require.Error(t, err)
+	assert.Len(t, strings.Split(err.Error(), "\n"), 3, err.Error())
+}
+
+func TestReviewPartialThenComplete(t *testing.T) {
+	dir := referenceBundle(t)
+	f, err := FromFile(dir, strings.NewReader("reviewer: A\nentries:\n  cost: {verdict: passed, points: 5, note: rough}\n"), "", t0)
+	require.NoError(t, err)
+	assert.False(t, f.Complete)
+	assert.Equal(t, 85.0, f.Score)
+	assert.Equal(t, rubric.OverallIncomplete, f.Verdict)
+	assert.Contains(t, f.VerdictReason, "awaiting a reviewer: maintainability, M5, 15 defense questions")
+	// A second file adds the rest; the first answer is kept.
+	f, err = FromFile(dir, strings.NewReader("reviewer: B\nentries:\n  maintainability: {verdict: passed}\n  M5: {verdict: passed}\nquestions:\n"+allQuestions()), "", t0)
+	require.NoError(t, err)
+	assert.True(t, f.Complete)
+	assert.Equal(t, 97.5, f.Score)
+	// render (e.g. after a re-render from the journal) keeps the review.
+	doc, err := report.RenderDir(dir, rubric.Course, report.Options{Review: Hook})
+	require.NoError(t, err)
+	require.NotNil(t, doc.Final)
+	assert.Equal(t, 97.5, doc.Final.Score)
+}
+
+func TestWalkInteractiveResumable(t *testing.T) {
+	dir := referenceBundle(t)
+	// First session: reviewer name, then maintainability (verdict, an invalid
+	// number re-asked, points, note), then cost, then the input ends.
+	in := "Walt\nfailed\nabc\n0\nREADME lacks the run command\n\n6\nclear enough\n"
+	var out bytes.Buffer
+	f, err := Walk(dir, strings.NewReader(in), &out, WalkOptions{Now: func() time.Time { return t0 }})
+	require.NoError(t, err)
+	s := out.String()
+	assert.Contains(t, s, "[2/18] entries.cost: Cost: can clearly explain main cost items (up to 7.5 points, scoring item expression_review)")
+	assert.Contains(t, s, "a good answer covers: create time, execution time, sandbox lifespan")
+	assert.Contains(t, s, `"abc" is not a number`)
+	assert.Contains(t, s, "Review paused: 16 of 18 items still to judge")
+	assert.False(t, f.Complete)
+	j, err := Load(dir)
+	require.NoError(t, err)
+	assert.Equal(t, 6.0, j.Entries[rubric.Cost].Points)
+	assert.Equal(t, rubric.Failed, j.Entries[rubric.Maintainability].Verdict)
+	assert.Equal(t, "Walt", j.Reviewer)
+
+	// Second session resumes at M5: Enter takes every default.
+	out.Reset()
+	f, err = Walk(dir, strings.NewReader(strings.Repeat("\n", 1+16*3)), &out, WalkOptions{Now: func() time.Time { return t0 }})
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "2 of 18 already judged")
+	assert.NotContains(t, out.String(), "[1/18]")
+	assert.True(t, f.Complete, out.String())
+	assert.Equal(t, 80.0+6+0+7.5, f.Score)
+	assert.Equal(t, rubric.OverallNotPassed, f.Verdict, "the reviewer failed maintainability")
+}
+
+func TestWalkOverrideNeedsReason(t *testing.T) {
+	dir := referenceBundle(t, rubric.Outcome{ID: rubric.D1, Verdict: rubric.Failed, Scenario: "d1", Reason: "no network_policy class"})
+	// Answer every reviewer item with defaults first.
+	_, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	in := "R\npassed\n\n\n\npassed\n\n\nthe drill's fault never switched on (server bug #12)\n"
+	f, err := Walk(dir, strings.NewReader(in), &out, WalkOptions{Overrides: []rubric.ID{rubric.D1}, Now: func() time.Time { return t0 }})
+	require.NoError(t, err)
+	assert.Contains(t, out.String(), "not recorded: entries.D1.override_reason")
+	var d1 report.FinalEntry
+	for _, e := range f.Entries {
+		if e.ID == rubric.D1 {
+			d1 = e
+		}
+	}
+	assert.Equal(t, report.ProvOverride, d1.Provenance)
+	assert.Equal(t, "the drill's fault never switched on (server bug #12)", d1.OverrideReason)
+}
+
+// An entry the harness measured that also carries a reviewer note (the full
+// run records M4's README scenario as reviewer_judgment, judged as
+// maintainability) keeps its measured points and is not asked again.
+func TestMeasuredEntryWithReviewerNoteKeepsMeasuredVerdict(t *testing.T) {
+	dir := referenceBundle(t, rubric.Outcome{ID: rubric.M4, Verdict: rubric.NotMeasured, Category: rubric.CategoryReviewerJudgment,
+		Scenario: "README", Reason: "README reproducibility needs a reviewer"})
+	doc, err := report.ReadDocument(dir)
+	require.NoError(t, err)
+	for _, it := range Items(doc) {
+		assert.NotEqual(t, "entries.M4", it.Key)
+	}
+	f, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
+	require.NoError(t, err)
+	assert.Equal(t, 100.0, f.Score)
+	assert.True(t, f.Complete, f.Pending)
+}
