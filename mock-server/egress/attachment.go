@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -39,7 +41,7 @@ func newAttachment(h *Hub, id string, p Policy, credentialProxy bool) *Attachmen
 		hub:             h,
 		id:              id,
 		token:           randomToken(),
-		sock:            filepath.Join(h.dir, id+".sock"),
+		sock:            h.socketPath(id),
 		credentialProxy: credentialProxy,
 		policy:          p,
 		conns:           map[net.Conn]struct{}{},
@@ -47,6 +49,18 @@ func newAttachment(h *Hub, id string, p Policy, credentialProxy bool) *Attachmen
 	a.api = a.newAPIHandler()
 	return a
 }
+
+// socketPath names a sandbox's gateway socket by a short hash of its id: a
+// unix socket path has at most 107 bytes, and a uuid under a state dir such
+// as /var/lib/osb-capstone/instances/<instance>/egress/ would not fit.
+func (h *Hub) socketPath(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(h.dir, hex.EncodeToString(sum[:8])+".sock")
+}
+
+// maxSocketPath is the longest path a unix socket can be bound at (sun_path
+// holds 108 bytes with the terminating NUL).
+const maxSocketPath = 107
 
 func (a *Attachment) start() error {
 	_ = os.Remove(a.sock)
