@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -199,11 +200,20 @@ func probeDenied(ctx context.Context, host string) error {
 	if ex.ExitCode == nil || *ex.ExitCode == 0 {
 		return failf("the probe reached %s (exit %s): a non-allowed host must be denied", host, intPtrString(ex.ExitCode))
 	}
+	if !s.env.mock() && noUpstream.MatchString(ex.StderrText()) {
+		// SERVFAIL/EAI_AGAIN: the name was not denied (that is NXDOMAIN) but could not be resolved upstream.
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+			"the target has no upstream: the lookup of %s failed temporarily (SERVFAIL/EAI_AGAIN), not with a denial (NXDOMAIN), so denial cannot be told from an offline resolver", host)
+	}
 	if !networkDenial.MatchString(ex.StderrText()) {
 		return failf("the probe failed (exit %d) but not with a network denial: %s", *ex.ExitCode, clip(ex.StderrText(), 300))
 	}
 	return nil
 }
+
+// noUpstream matches a resolver that failed temporarily (SERVFAIL upstream,
+// EAI_AGAIN): on a real target without an upstream an allowed host fails so.
+var noUpstream = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]`)
 
 func denialAudited(ctx context.Context, host string) error {
 	s := state(ctx)
@@ -241,6 +251,11 @@ func probeAllowed(ctx context.Context, host string) error {
 	ex, err := probeRun(ctx, s, "allowed-"+host, cmd)
 	if err != nil {
 		return failf("probe: %v", err)
+	}
+	if !s.env.mock() && ex.ExitCode != nil && *ex.ExitCode != 0 && noUpstream.MatchString(ex.StderrText()) {
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+			"the target has no upstream: the egress sidecar allowed %s but its lookup failed temporarily (SERVFAIL/EAI_AGAIN: %s); nothing upstream answers on this machine",
+			host, clip(ex.StderrText(), 200))
 	}
 	if ex.ExitCode == nil || *ex.ExitCode != 0 || strings.TrimSpace(ex.StdoutText()) != "200" {
 		return failf("the allowed package index at %s did not answer 200 (exit %s, stdout %q, stderr %s)",

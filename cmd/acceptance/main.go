@@ -7,6 +7,7 @@
 //	acceptance review      record a reviewer's judgement; the final score out of 100
 //	acceptance diff        compare two report bundles (the upgrade check)
 //	acceptance render      re-render a bundle's reports from its journal
+//	acceptance fidelity    regenerate the fidelity ledger (harness/fidelity)
 //	acceptance version     print versions
 package main
 
@@ -16,6 +17,7 @@ import (
 	"os"
 
 	"github.com/osb-capstone/acceptance/cmd/acceptance/reference"
+	"github.com/osb-capstone/acceptance/harness/dockertarget/standin"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
 	"github.com/osb-capstone/acceptance/mock-server/agent"
 )
@@ -26,6 +28,8 @@ var version = "dev"
 func main() {
 	// The bundled server re-executes this binary inside each sandbox as its agent (execd + egress sidecar).
 	agent.MainIfAgent()
+	// The docker target's execd and egress stand-in images run this binary too.
+	standin.MainIf()
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -49,6 +53,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return diffMain(args[1:], stdout, stderr)
 	case "render":
 		return renderMain(args[1:], stdout, stderr)
+	case "fidelity":
+		return fidelityMain(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "acceptance %s (OpenSandbox contract 1.1.1)\n", version)
 		return 0
@@ -73,6 +79,7 @@ commands:
   review      record a reviewer's judgement of a bundle; prints the final score out of 100
   diff        compare two bundles; exit 1 on a regression (the upgrade check)
   render      re-render a bundle's reports from its results.jsonl (e.g. after a killed run)
+  fidelity    record runs into the fidelity ledger and regenerate harness/fidelity/FIDELITY.md
   version     print the version
 
 Run "acceptance <command> -h" for a command's flags.

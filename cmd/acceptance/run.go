@@ -18,6 +18,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/features"
 	"github.com/osb-capstone/acceptance/harness/core"
+	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/submission"
@@ -38,6 +39,9 @@ type runConfig struct {
 	baselines      string
 	wheels         string
 	stateDir       string
+	serverVersion  string // --target docker
+	// dockerVersions receive the docker target's components for the report header.
+	dockerVersions map[string]string
 	parallel       int // grade: submissions graded at once
 	repeat         int
 }
@@ -59,7 +63,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	c := &runConfig{subject: "reference"}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.target, "target", "mock", `"mock" (the bundled server, started in-process) or the URL of a real OpenSandbox server`)
+	fs.StringVar(&c.target, "target", "mock", `"mock" (the bundled server, started in-process), "docker" (a real OpenSandbox stood up on Docker) or the URL of a real OpenSandbox server`)
+	fs.StringVar(&c.serverVersion, "server-version", dockertarget.DefaultServerVersion, "--target docker: the opensandbox-server version from PyPI")
 	fs.StringVar(&c.apiKey, "api-key", os.Getenv("OPEN_SANDBOX_API_KEY"), "API key of a real server (default $OPEN_SANDBOX_API_KEY); the bundled server makes its own")
 	if cmd == "run" {
 		fs.StringVar(&c.subject, "subject", "reference", `"reference" or a command template with {csv} {csv_url} {question} {out} {acceptance} (a run-only submission)`)
@@ -92,7 +97,11 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	if cmd != "run" && c.parallel < 1 {
 		return nil, nil, fmt.Errorf("--parallel must be at least 1, got %d", c.parallel)
 	}
-	if c.target != "mock" {
+	if c.target == "docker" {
+		if _, err := dockertarget.Requirements(c.serverVersion); err != nil {
+			return nil, nil, fmt.Errorf("--server-version: %v", err)
+		}
+	} else if c.target != "mock" {
 		u, err := url.Parse(c.target)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, nil, fmt.Errorf(`--target must be "mock" or an http(s) URL, got %q`, c.target)
@@ -183,10 +192,12 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	if cfg.target != "mock" {
 		kind = rubric.TargetReal
 	}
+	vers := versions()
+	cfg.dockerVersions = vers // the docker target adds its components (the map is copied into each bundle later)
 	sess, err := core.Open(ctx, core.Config{
 		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
-		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines), Wheels: cfg.wheels,
-		SelfExe: self, Versions: versions(), Repeat: cfg.repeat,
+		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines, cfg.target), Wheels: cfg.wheels,
+		SelfExe: self, Versions: vers, Repeat: cfg.repeat,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)
 	})
@@ -203,6 +214,9 @@ func newSuite(in core.SuiteInput) (core.Suite, error) { return steps.NewEnv(in) 
 func targetName(cfg *runConfig) string {
 	if cfg.target == "mock" {
 		return "mock (bundled server)"
+	}
+	if cfg.target == "docker" {
+		return "docker (opensandbox-server==" + cfg.serverVersion + " on Docker)"
 	}
 	return cfg.target
 }
@@ -243,8 +257,11 @@ func versions() map[string]string {
 // baselines configures drift detection. A subject's own evidence directory
 // (its outputs, logs and the audit of its calls) is left out: drift reports
 // changes of the platform's contract, not of a subject's behaviour.
-func baselines(dir string) report.Baselines {
+func baselines(dir, target string) report.Baselines {
 	b := report.BaselinesFromEnv(dir)
+	if target == "docker" {
+		b.Sub = "docker" // harness/report/baselines/docker: the real OpenSandbox on Docker
+	}
 	b.Exclude = func(ref string) bool { return strings.HasPrefix(filepath.ToSlash(ref), "evidence/subject-") }
 	return b
 }

@@ -20,6 +20,9 @@ import (
 // startTarget starts the bundled server in-process (--target mock) or
 // describes the real server at --target URL.
 func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]string, stderr io.Writer) (core.StartedTarget, error) {
+	if cfg.target == "docker" {
+		return startDockerTarget(ctx, cfg, stderr)
+	}
 	if cfg.target != "mock" {
 		return core.StartedTarget{Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(cfg.target), APIKey: cfg.apiKey}}, nil
 	}
@@ -66,7 +69,7 @@ func urlTargetDomain(u string) string {
 // before anything is graded: an unreachable server or a rejected key is the
 // command line's mistake (exit 2), not the subject's failure.
 func checkURLTarget(ctx context.Context, cfg *runConfig) error {
-	if cfg.target == "mock" {
+	if cfg.target == "mock" || cfg.target == "docker" {
 		return nil
 	}
 	base := strings.TrimSuffix(strings.TrimRight(cfg.target, "/"), "/v1")

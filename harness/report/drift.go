@@ -47,6 +47,16 @@ type Baselines struct {
 	// behaviour (its outputs, the order of its concurrent calls), which no
 	// OpenSandbox upgrade explains.
 	Exclude func(ref string) bool
+	// Sub, when set, replaces the target kind as the subdirectory (the docker
+	// target keeps its own baselines in <Dir>/docker).
+	Sub string
+}
+
+func (b Baselines) sub(target rubric.Target) string {
+	if b.Sub != "" {
+		return b.Sub
+	}
+	return string(target)
 }
 
 // DefaultBaselineDir is the baselines' place in the repository.
@@ -99,7 +109,7 @@ func (f *fakeT) runCleanups() {
 
 // BaselinePath is where the baseline for id on target lives.
 func (b Baselines) BaselinePath(target rubric.Target, id rubric.ID) string {
-	return filepath.Join(b.Dir, string(target), string(id)+"_1.snap")
+	return filepath.Join(b.Dir, b.sub(target), string(id)+"_1.snap")
 }
 
 // Check compares the normalised snapshot text of one entry with its baseline.
@@ -113,7 +123,7 @@ func (b Baselines) Check(target rubric.Target, id rubric.ID, snapshot string) Dr
 		res.Status, res.Detail = DriftSkipped, "UPDATE_SNAPS=always would make go-snaps rewrite baselines during a grading run; unset it"
 		return res
 	}
-	dir, err := filepath.Abs(filepath.Join(b.Dir, string(target)))
+	dir, err := filepath.Abs(filepath.Join(b.Dir, b.sub(target)))
 	if err != nil {
 		res.Status, res.Detail = DriftSkipped, err.Error()
 		return res

@@ -1,0 +1,89 @@
+package dockertarget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ory/dockertest/v3"
+)
+
+// DefaultSocket is the socket of the project's engine (.ci/docker-engine.sh).
+const DefaultSocket = "/run/osb-acceptance/docker.sock"
+
+// Endpoint is the Docker endpoint to use: $DOCKER_HOST, else the project's
+// engine, else the system default socket.
+func Endpoint() string {
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		return h
+	}
+	if _, err := os.Stat(DefaultSocket); err == nil {
+		return "unix://" + DefaultSocket
+	}
+	return "unix:///var/run/docker.sock"
+}
+
+// Connect opens a dockertest pool on the endpoint and checks it answers.
+func Connect(ctx context.Context, endpoint string) (*dockertest.Pool, error) {
+	pool, err := dockertest.NewPool(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("docker at %s: %w", endpoint, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Client.PingWithContext(pctx); err != nil {
+		return nil, fmt.Errorf("docker at %s does not answer (start it with `make docker-engine`): %w", endpoint, err)
+	}
+	pool.MaxWait = 60 * time.Second
+	return pool, nil
+}
+
+// lock is an exclusive flock held for the life of one docker-target run on an
+// engine: the next run can then tell that leftovers are provably dead.
+type lock struct{ f *os.File }
+
+func acquireLock(dir string) (*lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "target.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another docker-target run holds %s", f.Name())
+		}
+		return nil, err
+	}
+	return &lock{f: f}, nil
+}
+
+func (l *lock) release() {
+	if l != nil && l.f != nil {
+		_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+		_ = l.f.Close()
+	}
+}
+
+// stateDir is where a run keeps its lock, config and pid file.
+func stateDir() string {
+	if d := os.Getenv("OSB_DOCKER_TARGET_STATE"); d != "" {
+		return d
+	}
+	return "/var/lib/osb-acceptance/target"
+}
+
+func shortHash(s string) string {
+	s = strings.TrimPrefix(s, "sha256:")
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

@@ -1,0 +1,254 @@
+package dockertarget
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ory/dockertest/v3"
+	dc "github.com/ory/dockertest/v3/docker"
+
+	"github.com/osb-capstone/acceptance/harness/dockertarget/standin"
+)
+
+// Image names. The sandbox image is also tagged SandboxImageURI, the image
+// the suite's create requests ask for, so the control plane finds it locally.
+const (
+	SandboxRepo     = "osb-acceptance/sandbox"
+	ExecdRepo       = "osb-acceptance/execd-standin"
+	EgressRepo      = "osb-acceptance/egress-standin"
+	SandboxImageURI = "python:3.12"
+	labelStandIn    = "org.osb-acceptance.stand-in"
+)
+
+// Image is one image the target uses, for the report.
+type Image struct {
+	Role    string // sandbox | execd | egress
+	Ref     string // name:tag the control plane is configured with
+	ID      string // image id (content digest)
+	StandIn bool   // built here in place of the official image
+	Note    string
+	Build   time.Duration // 0 when it came from the cache
+}
+
+// ImageConfig says where the inputs are.
+type ImageConfig struct {
+	RepoDir  string // the project's root (.ci/docker-sandbox-rootfs.sh)
+	CacheDir string // rootfs tarballs are kept here by content hash
+	WheelDir string // the stub index's wheels, installed into the sandbox image
+	Binary   string // the acceptance binary (stand-in execd and egress)
+	Log      io.Writer
+}
+
+// EnsureImages builds what is missing: the sandbox image (cached by the hash
+// of its build script and wheels: a rerun reuses the tarball and the image),
+// then the execd and egress stand-ins (by the hash of the binary).
+func EnsureImages(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) ([]Image, error) {
+	sb, err := ensureSandbox(ctx, pool, cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := []Image{sb}
+	for _, role := range []string{"execd", "egress"} {
+		im, err := ensureStandIn(ctx, pool, cfg, role, sb.ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, im)
+	}
+	return out, nil
+}
+
+func sandboxHash(cfg ImageConfig) (string, error) {
+	h := sha256.New()
+	script, err := os.ReadFile(filepath.Join(cfg.RepoDir, ".ci", "docker-sandbox-rootfs.sh"))
+	if err != nil {
+		return "", err
+	}
+	h.Write(script)
+	wheels, _ := filepath.Glob(filepath.Join(cfg.WheelDir, "*.whl"))
+	if len(wheels) == 0 {
+		return "", fmt.Errorf("no wheels in %s (make deps downloads them)", cfg.WheelDir)
+	}
+	sort.Strings(wheels)
+	for _, w := range wheels {
+		b, err := os.ReadFile(w)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %x\n", filepath.Base(w), sha256.Sum256(b))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) (Image, error) {
+	hash, err := sandboxHash(cfg)
+	if err != nil {
+		return Image{}, err
+	}
+	ref := SandboxRepo + ":" + hash
+	im := Image{Role: "sandbox", Ref: SandboxImageURI, StandIn: true,
+		Note: "built here from Debian 12 packages (debootstrap minbase: python3, pandas, matplotlib, pip, tabulate wheel) as " + ref}
+	start := time.Now()
+	if got, err := pool.Client.InspectImage(ref); err == nil {
+		im.ID = got.ID
+	} else {
+		tarball := filepath.Join(cfg.CacheDir, "rootfs-"+hash+".tar")
+		if _, err := os.Stat(tarball); err != nil {
+			fmt.Fprintf(cfg.Log, "docker target: building the sandbox root filesystem (debootstrap, a few minutes; cached as %s)\n", tarball)
+			if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
+				return Image{}, err
+			}
+			cmd := exec.CommandContext(ctx, "bash", filepath.Join(cfg.RepoDir, ".ci", "docker-sandbox-rootfs.sh"), tarball, cfg.WheelDir)
+			cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
+			if err := cmd.Run(); err != nil {
+				return Image{}, fmt.Errorf("building the sandbox rootfs: %w", err)
+			}
+		}
+		f, err := os.Open(tarball)
+		if err != nil {
+			return Image{}, err
+		}
+		err = pool.Client.ImportImage(dc.ImportImageOptions{Repository: SandboxRepo, Tag: hash, Source: "-", InputStream: f, OutputStream: io.Discard, Context: ctx})
+		_ = f.Close()
+		if err != nil {
+			return Image{}, fmt.Errorf("importing the sandbox image: %w", err)
+		}
+		got, err := pool.Client.InspectImage(ref)
+		if err != nil {
+			return Image{}, err
+		}
+		im.ID = got.ID
+		im.Build = time.Since(start)
+	}
+	repo, tag := splitRef(SandboxImageURI)
+	if err := pool.Client.TagImage(ref, dc.TagImageOptions{Repo: repo, Tag: tag, Force: true, Context: ctx}); err != nil {
+		return Image{}, fmt.Errorf("tagging %s as %s: %w", ref, SandboxImageURI, err)
+	}
+	return im, nil
+}
+
+// bootstrapScript is the stand-in /bootstrap.sh: execd in the background,
+// then the sandbox's own entrypoint in the foreground.
+const bootstrapScript = `#!/bin/sh
+# STAND-IN bootstrap (osb-capstone acceptance suite), not OpenSandbox's.
+EXECD="${EXECD:-/opt/opensandbox/execd}"
+"$EXECD" ` + standin.ExecdArg + ` &
+if [ "$#" -eq 0 ]; then wait; exit $?; fi
+exec "$@"
+`
+
+func ensureStandIn(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig, role, baseID string) (Image, error) {
+	bin, err := os.ReadFile(cfg.Binary)
+	if err != nil {
+		return Image{}, fmt.Errorf("reading the acceptance binary for the %s stand-in: %w", role, err)
+	}
+	var dockerfile string
+	files := map[string][]byte{}
+	switch role {
+	case "execd":
+		files["execd"] = bin
+		files["bootstrap.sh"] = []byte(bootstrapScript)
+		dockerfile = "FROM " + baseID + "\nCOPY execd /execd\nCOPY bootstrap.sh /bootstrap.sh\nRUN chmod 0755 /execd /bootstrap.sh\n"
+	case "egress":
+		files["osb-egress"] = bin
+		dockerfile = "FROM " + baseID + "\nCOPY osb-egress /usr/local/bin/osb-egress\nRUN chmod 0755 /usr/local/bin/osb-egress\n" +
+			"ENTRYPOINT [\"/usr/local/bin/osb-egress\", \"" + standin.EgressArg + "\"]\n"
+	}
+	dockerfile += "LABEL " + labelStandIn + "=" + role + "\n"
+	files["Dockerfile"] = []byte(dockerfile)
+	h := sha256.New()
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s %x\n", n, sha256.Sum256(files[n]))
+	}
+	tag := hex.EncodeToString(h.Sum(nil))[:16]
+	repo := ExecdRepo
+	if role == "egress" {
+		repo = EgressRepo
+	}
+	ref := repo + ":" + tag
+	im := Image{Role: role, Ref: ref, StandIn: true, Note: "stand-in built from this project's acceptance binary (" + role + " mode), not opensandbox/" + role}
+	if got, err := pool.Client.InspectImage(ref); err == nil {
+		im.ID = got.ID
+		return im, nil
+	}
+	start := time.Now()
+	var ctxTar bytes.Buffer
+	tw := tar.NewWriter(&ctxTar)
+	for _, n := range names {
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(files[n])), ModTime: time.Unix(0, 0)}); err != nil {
+			return Image{}, err
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			return Image{}, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return Image{}, err
+	}
+	var buildLog bytes.Buffer
+	err = pool.Client.BuildImage(dc.BuildImageOptions{
+		Name: ref, InputStream: &ctxTar, OutputStream: &buildLog, RmTmpContainer: true, ForceRmTmpContainer: true,
+		Context: ctx, InactivityTimeout: 2 * time.Minute,
+	})
+	if err != nil {
+		return Image{}, fmt.Errorf("building the %s stand-in: %w\n%s", role, err, tail(buildLog.String(), 2000))
+	}
+	got, err := pool.Client.InspectImage(ref)
+	if err != nil {
+		return Image{}, err
+	}
+	im.ID, im.Build = got.ID, time.Since(start)
+	pruneOlder(pool, repo, ref)
+	return im, nil
+}
+
+// pruneOlder removes the other tags of a stand-in repository (images built
+// from earlier binaries); one still used by a container stays.
+func pruneOlder(pool *dockertest.Pool, repo, keep string) {
+	list, err := pool.Client.ListImages(dc.ListImagesOptions{Filters: map[string][]string{"reference": {repo}}})
+	if err != nil {
+		return
+	}
+	for _, im := range list {
+		for _, tag := range im.RepoTags {
+			if tag != keep && strings.HasPrefix(tag, repo+":") {
+				_ = pool.Client.RemoveImage(tag)
+			}
+		}
+	}
+}
+
+func splitRef(ref string) (string, string) {
+	for i := len(ref) - 1; i >= 0; i-- {
+		if ref[i] == ':' {
+			return ref[:i], ref[i+1:]
+		}
+		if ref[i] == '/' {
+			break
+		}
+	}
+	return ref, "latest"
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

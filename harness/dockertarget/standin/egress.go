@@ -1,0 +1,100 @@
+package standin
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/egress"
+)
+
+// Environment the control plane gives the egress sidecar (CONTRACT §3.1).
+const (
+	envRules     = "OPENSANDBOX_EGRESS_RULES"
+	envToken     = "OPENSANDBOX_EGRESS_TOKEN"
+	envSandboxID = "OPENSANDBOX_EGRESS_SANDBOX_ID"
+	envMITM      = "OPENSANDBOX_EGRESS_MITMPROXY_TRANSPARENT"
+	envAPIAddr   = "OPENSANDBOX_EGRESS_HTTP_ADDR"
+	authHeader   = "OPENSANDBOX-EGRESS-AUTH"
+)
+
+// EgressMain runs the egress stand-in until SIGTERM/SIGINT.
+func EgressMain(args []string) int {
+	pol, err := egress.ParsePolicy([]byte(os.Getenv(envRules)))
+	if err != nil {
+		logf("egress: %s: %v", envRules, err)
+		return 2
+	}
+	state, err := os.MkdirTemp("", "osb-egress-")
+	if err != nil {
+		logf("egress: %v", err)
+		return 1
+	}
+	defer os.RemoveAll(state)
+	// No upstreams: nothing is ever dialled from here.
+	hub, err := egress.NewHub(egress.HubConfig{StateDir: state})
+	if err != nil {
+		logf("egress: %v", err)
+		return 1
+	}
+	defer hub.Close()
+	id := os.Getenv(envSandboxID)
+	if id == "" {
+		id = "sandbox"
+	}
+	att, err := hub.Attach(id, pol, os.Getenv(envMITM) == "true")
+	if err != nil {
+		logf("egress: %v", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	dnsStop, err := serveDNS("127.0.0.1:53", att.Policy)
+	if err != nil {
+		logf("egress: dns: %v", err)
+		return 1
+	}
+	defer dnsStop()
+
+	addr := os.Getenv(envAPIAddr)
+	if addr == "" {
+		addr = ":18080"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		logf("egress: %v", err)
+		return 1
+	}
+	srv := &http.Server{Handler: tokenAuth(os.Getenv(envToken), att.Token(), att.Handler()), ReadHeaderTimeout: 30 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	logf("egress stand-in: API on %s, DNS on 127.0.0.1:53, policy mode %s", ln.Addr(), pol.Mode())
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logf("egress: %v", err)
+		return 1
+	}
+	return 0
+}
+
+// tokenAuth checks the control plane's per-sandbox token (401 text
+// "unauthorized", as the real sidecar) and hands the request on with the
+// inner attachment's own token.
+func tokenAuth(want, inner string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if want != "" {
+			got := r.Header.Get(authHeader)
+			if len(got) != len(want) || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+		}
+		r.Header.Set(authHeader, inner)
+		next.ServeHTTP(w, r)
+	})
+}

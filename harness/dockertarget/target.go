@@ -1,0 +1,206 @@
+package dockertarget
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Config configures Start.
+type Config struct {
+	ServerVersion string    // opensandbox-server version (default DefaultServerVersion)
+	Endpoint      string    // Docker endpoint (default Endpoint())
+	RepoDir       string    // the project's root
+	CacheDir      string    // venvs and rootfs tarballs (default RepoDir/.cache/docker-target)
+	WheelDir      string    // default RepoDir/.cache/wheels
+	Binary        string    // the acceptance binary (default os.Executable())
+	Log           io.Writer // progress; nil discards
+}
+
+// Component is one piece of the stack, for the report's header.
+type Component struct {
+	Name    string `json:"name"`
+	Version string `json:"version"` // version or image id
+	Origin  string `json:"origin"`  // "official" or "stand-in"
+	Note    string `json:"note,omitempty"`
+}
+
+// Target is a running real OpenSandbox on Docker.
+type Target struct {
+	URL        string // the control plane's root URL (http://127.0.0.1:PORT)
+	APIKey     string
+	Version    string
+	Components []Component
+	// Timings of the set-up, for the closing note.
+	ImageBuild time.Duration
+	Startup    time.Duration
+
+	closeOnce sync.Once
+	closeFn   func() error
+	closeErr  error
+}
+
+// StandIns lists the components that are stand-ins ("" when none).
+func (t *Target) StandIns() []string {
+	var out []string
+	for _, c := range t.Components {
+		if c.Origin == "stand-in" {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// Close stops the control plane and removes every container and volume it
+// created; it is safe to call more than once.
+func (t *Target) Close() error {
+	t.closeOnce.Do(func() { t.closeErr = t.closeFn() })
+	return t.closeErr
+}
+
+// Start stands the stack up: engine check, leftovers of a crashed run
+// reaped, images built or reused, the pinned control plane installed and
+// started with a fresh API key.
+func Start(ctx context.Context, cfg Config) (*Target, error) {
+	if cfg.ServerVersion == "" {
+		cfg.ServerVersion = DefaultServerVersion
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = Endpoint()
+	}
+	if cfg.RepoDir == "" {
+		wd, _ := os.Getwd()
+		cfg.RepoDir = findRepo(wd)
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = filepath.Join(cfg.RepoDir, ".cache", "docker-target")
+	}
+	if cfg.WheelDir == "" {
+		cfg.WheelDir = filepath.Join(cfg.RepoDir, ".cache", "wheels")
+	}
+	if cfg.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Binary = exe
+	}
+	if _, err := Requirements(cfg.ServerVersion); err != nil {
+		return nil, err
+	}
+	pool, err := Connect(ctx, cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	dir := stateDir()
+	lk, err := acquireLock(dir)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lk.release()
+		}
+	}()
+	if msg, err := reapCrashed(pool, dir, cfg.Endpoint); err != nil {
+		return nil, fmt.Errorf("reaping a crashed run's leftovers: %w", err)
+	} else if msg != "" {
+		fmt.Fprintln(cfg.Log, "docker target: "+msg)
+	}
+
+	t0 := time.Now()
+	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), WheelDir: cfg.WheelDir, Binary: cfg.Binary, Log: cfg.Log})
+	if err != nil {
+		return nil, err
+	}
+	build := time.Since(t0)
+	bin, err := ensureVenv(ctx, filepath.Join(cfg.CacheDir, "server-"+cfg.ServerVersion), cfg.ServerVersion, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+
+	runDir := filepath.Join(dir, "run")
+	_ = os.RemoveAll(runDir)
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	key := "osb-docker-" + randHex(16)
+	sc := serverConfig{Port: port, APIKey: key, StoreDir: runDir, PortMin: 20100, PortMax: 20999}
+	for _, im := range images {
+		switch im.Role {
+		case "execd":
+			sc.ExecdImage = im.Ref
+		case "egress":
+			sc.EgressImage = im.Ref
+		}
+	}
+	started := time.Now().UTC()
+	rec := runRecord{Endpoint: cfg.Endpoint, Started: started}
+	if err := writeRecord(dir, rec); err != nil {
+		return nil, err
+	}
+	t1 := time.Now()
+	proc, err := startServer(ctx, bin, runDir, cfg.Endpoint, sc, cfg.Log)
+	if err != nil {
+		_, _ = removeServerContainers(pool, started)
+		_ = os.Remove(recordPath(dir))
+		return nil, err
+	}
+	rec.ServerPID = proc.cmd.Process.Pid
+	_ = writeRecord(dir, rec)
+
+	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Startup: time.Since(t1)}
+	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, pinned with hashes"})
+	if v, err := pool.Client.Version(); err == nil {
+		t.Components = append(t.Components, Component{Name: "docker engine", Version: v.Get("Version"), Origin: "official", Note: "Debian docker.io, own bridge, no forwarding/NAT"})
+	}
+	for _, im := range images {
+		origin := "official"
+		if im.StandIn {
+			origin = "stand-in"
+		}
+		t.Components = append(t.Components, Component{Name: im.Role + " image " + im.Ref, Version: im.ID, Origin: origin, Note: im.Note})
+	}
+	t.closeFn = func() error {
+		defer lk.release()
+		proc.stop()
+		_, err := removeServerContainers(pool, started)
+		if err == nil {
+			_ = os.Remove(recordPath(dir))
+		}
+		return err
+	}
+	ok = true
+	return t, nil
+}
+
+func findRepo(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,27 @@
+package fidelity
+
+// Difference is a known difference between the bundled server and a real
+// OpenSandbox that is not an OpenAPI deviation (those come from
+// mock-server's Deviations list).
+type Difference struct {
+	Topic  string
+	Bundle string // what the bundled server does
+	Real   string // what OpenSandbox 1.1.1 does
+	Source string // CONTRACT section or where it was seen
+}
+
+// Differences are the behaviour differences the project knows of.
+var Differences = []Difference{
+	{"no networkPolicy", "the sandbox has loopback only", "no sidecar: unrestricted egress", "CONTRACT §3.1; mock-server/egress/README.md"},
+	{"egress TLS", "intercepted for every policy (per-server CA)", "intercepted only with credentialProxy", "README, Known limitations"},
+	{"egress denials", "every decision audited (and optional webhook)", "not logged: a metric, or an opt-in webhook the server does not set", "CONTRACT §3.4"},
+	{"allowed host without upstream", "fails closed (502 from the gateway; DNS still answers 127.0.0.1)", "resolved upstream; offline the sidecar answers SERVFAIL", "CONTRACT §3.4, §10"},
+	{"credentialProxy", "works with any egress mode", "needs the server's [egress] mode = \"dns+nft\" (else 400 SANDBOX::INVALID_PARAMETER)", "CONTRACT §10"},
+	{"capacity (D3)", "simulated 429 + Retry-After (admin fault)", "never 429; an exhausted pool answers 504", "CONTRACT §9"},
+	{"sandbox image", "python:* maps to the host's Debian python3 profile", "the image is pulled and run as a container", "README, The bundled server"},
+	{"create → Running", "tens of milliseconds", "seconds (container start; see the ledger's run figures)", "CONTRACT §10"},
+	{"audit and admin API", "/_mock/* (commands, files, egress, canaries, faults)", "none: the suite observes lifecycle calls through a recording proxy", "README, What is checked"},
+	{"uid/gid in a command", "fails (no CAP_SETUID)", "honoured", "README, Known limitations"},
+	{"snapshots", "501 SNAPSHOT::NOT_IMPLEMENTED", "implemented", "CONTRACT §1.13"},
+	{"use_server_proxy endpoint", "{host}/sandboxes/{id}/proxy/{port}", "keeps /v1: {host}/v1/sandboxes/{id}/proxy/{port}", "CONTRACT §10"},
+}
