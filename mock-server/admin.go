@@ -40,6 +40,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("POST /_mock/faults/execd", s.adminExecdFault)
 	mux.HandleFunc("DELETE /_mock/faults/execd", s.adminExecdFault)
 	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
+	mux.HandleFunc("POST /_mock/canaries", s.adminCanaries)
 	mux.HandleFunc("GET /_mock/sandboxes/{id}/canary-scan", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		findings, err := s.CanaryScan(id)
@@ -160,6 +161,10 @@ func (s *Server) adminCanaries(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.SetCanaries(body.Canaries)
+	if r.Method == http.MethodPost {
+		s.AddCanaries(body.Canaries)
+	} else {
+		s.SetCanaries(body.Canaries)
+	}
 	w.WriteHeader(http.StatusNoContent)
 }

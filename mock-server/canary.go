@@ -34,6 +34,20 @@ func (s *Server) SetCanaries(c map[string]string) {
 	}
 }
 
+// AddCanaries adds planted canary values (label → value) to those already
+// planted, replacing a label's value; graders running several submissions
+// at once each add their own.
+func (s *Server) AddCanaries(c map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.canaries == nil {
+		s.canaries = make(map[string]string, len(c))
+	}
+	for k, v := range c {
+		s.canaries[k] = v
+	}
+}
+
 // CanaryScan looks for every canary value in the sandbox: the environment and
 // command lines of its processes, files under workspace and tmp (bounded),
 // recorded command output and recorded command lines. Findings name the

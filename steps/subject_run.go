@@ -341,6 +341,9 @@ func keyFingerprint(key string) string {
 }
 
 // registerCanaries plants the secrets the server must never find in a sandbox.
+// They are added to what the server already watches for: submissions graded
+// at once share the server, so each adds its own (labels carry a fingerprint
+// of the value, so one submission's canaries never replace another's).
 func (e *Env) registerCanaries(ctx context.Context, subjectKey string) {
 	c, cancel := ctxTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -349,14 +352,14 @@ func (e *Env) registerCanaries(ctx context.Context, subjectKey string) {
 	if e.canaries == nil {
 		e.canaries = map[string]string{}
 		if e.opt.Stubs.DataAPIToken != "" {
-			e.canaries["data_api_token"] = e.opt.Stubs.DataAPIToken
+			e.canaries["data_api_token_"+keyFingerprint(e.opt.Stubs.DataAPIToken)] = e.opt.Stubs.DataAPIToken
 		}
 		if e.opt.Target.APIKey != "" {
 			e.canaries["platform_api_key"] = e.opt.Target.APIKey
 		}
 	}
 	e.canaries["subject_api_key_"+keyFingerprint(subjectKey)] = subjectKey
-	_, _ = e.client.Admin().PutCanaries(c, e.canaries)
+	_, _ = e.client.Admin().AddCanaries(c, e.canaries)
 }
 
 func errString(err error) string {

@@ -206,6 +206,16 @@ func (a *Admin) ClearExecdFault(ctx context.Context, keyFingerprint string) (*Re
 	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/execd", url.Values{"key_fingerprint": {keyFingerprint}}), nil, false)
 }
 
+// AddCanaries calls POST /_mock/canaries {"canaries":{label:value}} (204):
+// the values join those already planted (other submissions' included).
+// The values are registered as transcript secrets first.
+func (a *Admin) AddCanaries(ctx context.Context, canaries map[string]string) (*Result[Empty], error) {
+	for _, v := range canaries {
+		a.c.secrets.add(v)
+	}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/canaries", nil), map[string]map[string]string{"canaries": canaries}, false)
+}
+
 // PutCanaries calls PUT /_mock/canaries {"canaries":{label:value}} (204).
 // The values are registered as transcript secrets first.
 func (a *Admin) PutCanaries(ctx context.Context, canaries map[string]string) (*Result[Empty], error) {
