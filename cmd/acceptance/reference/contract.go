@@ -127,11 +127,12 @@ func RunContract(ctx context.Context, cl *osb.Client, image, runID string) Contr
 	}
 	ttl := 300
 	body := osb.CreateSandboxRequest{
-		Image:         &osb.ImageSpec{URI: image},
-		Entrypoint:    []string{"tail", "-f", "/dev/null"},
-		Timeout:       &ttl,
-		NetworkPolicy: &osb.NetworkPolicy{DefaultAction: "deny"},
-		Metadata:      runLabel("capstone-reference-contract", runID),
+		Image:          &osb.ImageSpec{URI: image},
+		Entrypoint:     []string{"tail", "-f", "/dev/null"},
+		Timeout:        &ttl,
+		ResourceLimits: map[string]string{"cpu": "1", "memory": "1Gi"}, // required by the contract
+		NetworkPolicy:  &osb.NetworkPolicy{DefaultAction: "deny"},
+		Metadata:       runLabel("capstone-reference-contract", runID),
 	}
 	b, _ := json.Marshal(body)
 

@@ -124,8 +124,9 @@ func integrationClosedLoop(ctx context.Context, t *checkT) {
 	ttl := 300
 	res, err := cl.CreateSandbox(ctx, osb.CreateSandboxRequest{
 		Image: &osb.ImageSpec{URI: "python:3.12"}, Entrypoint: []string{"tail", "-f", "/dev/null"}, Timeout: &ttl,
-		NetworkPolicy: &osb.NetworkPolicy{DefaultAction: "deny"},
-		Metadata:      runLabel("capstone-reference-test", os.Getenv("CAPSTONE_RUN_ID")),
+		ResourceLimits: map[string]string{"cpu": "1", "memory": "1Gi"},
+		NetworkPolicy:  &osb.NetworkPolicy{DefaultAction: "deny"},
+		Metadata:       runLabel("capstone-reference-test", os.Getenv("CAPSTONE_RUN_ID")),
 	})
 	if err != nil || res.Status != 202 {
 		t.Errorf("create: %s %v", metaOf(res).StatusLine, err)
