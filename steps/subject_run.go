@@ -35,6 +35,7 @@ type subjectRun struct {
 
 	apiKey string
 	keyFP  string
+	runID  string // CAPSTONE_RUN_ID the run was given
 
 	started, ended time.Time
 	faultAt        time.Time // when a drill's fault hit the run
@@ -125,24 +126,31 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 		e.registerCanaries(ctx, r.apiKey)
 	}
 
+	tmpl, err := subject.Parse(e.sub().Manifest.Run)
+	if err != nil {
+		r.err = fmt.Errorf("the submission's run command: %w", err)
+		return r
+	}
 	csvURL := ""
-	if e.opt.Subject.Uses("{csv_url}") && e.opt.Stubs.CSVURL != nil {
+	if tmpl.Uses("{csv_url}") && e.opt.Stubs.CSVURL != nil {
 		if u, err := e.opt.Stubs.CSVURL(csvPath); err == nil {
 			csvURL = u
 		}
 	}
+	r.runID = e.opt.RunID + "-" + sanitize(key)
 	spec := subject.Spec{
-		Template:   e.opt.Subject,
-		Inputs:     subject.Inputs{CSV: csvPath, CSVURL: csvURL, Question: question, Out: r.outDir},
+		Template:   tmpl,
+		Inputs:     subject.Inputs{CSV: csvPath, CSVURL: csvURL, Question: question, Out: r.outDir, Acceptance: e.opt.SelfExe},
 		Executable: e.opt.SelfExe,
 		WorkDir:    r.dir,
+		Dir:        e.sub().Dir,
 		Timeout:    e.opt.SubjectTimeout,
 		Env: subject.Env{
 			Domain:       e.opt.Target.Domain,
 			APIKey:       r.apiKey,
 			DataAPIURL:   e.opt.Stubs.DataAPIURL,
 			DataAPIToken: e.opt.Stubs.DataAPIToken,
-			RunID:        e.opt.RunID + "-" + sanitize(key),
+			RunID:        r.runID,
 		},
 	}
 	// A server without an audit trail: the subject talks to it through the
