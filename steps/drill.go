@@ -20,6 +20,8 @@ type drill struct {
 	log       []string
 	// retryAfter is the Retry-After of a capacity fault (D3).
 	retryAfter time.Duration
+	// keyed drills act on the run's own key only, so they need not run alone.
+	keyed bool
 }
 
 func (d *drill) logf(format string, args ...any) {
@@ -35,10 +37,33 @@ func mockOnly(e *Env) (bool, string) {
 }
 
 // runDrill runs the subject once under the scenario's drill, exclusively.
+// A drill without per-scenario hooks is the same run for every scenario that
+// asks for it (D1's two scenarios share one run).
 func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjectRun {
 	d := s.drill
-	e.faultMu.Lock()
-	defer e.faultMu.Unlock()
+	if d.Opts.hook == nil && d.Opts.prepare == nil {
+		key := "drill:" + fixture + "-" + d.Name
+		e.runsMu.Lock()
+		o := e.runs[key]
+		if o == nil {
+			o = &subjectRunOnce{}
+			e.runs[key] = o
+		}
+		e.runsMu.Unlock()
+		o.once.Do(func() { o.run = e.runDrillNow(ctx, d, fixture) })
+		return o.run
+	}
+	return e.runDrillNow(ctx, d, fixture)
+}
+
+func (e *Env) runDrillNow(ctx context.Context, d *drill, fixture string) *subjectRun {
+	if d.keyed {
+		e.faultMu.RLock()
+		defer e.faultMu.RUnlock()
+	} else {
+		e.faultMu.Lock()
+		defer e.faultMu.Unlock()
+	}
 	key := fixture + "-" + d.Name
 	if d.Setup != nil {
 		if err := d.Setup(ctx, e); err != nil {

@@ -91,12 +91,19 @@ type during func(ctx context.Context, r *subjectRun, stop func())
 type runOpts struct {
 	hook  during
 	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
+	// hardKill: stopping the run SIGKILLs the subject's group at once (D5).
+	hardKill bool
+	// prepare runs once the run's API key is known, before the subject starts
+	// (a fault keyed to the run); an error means the run cannot be measured.
+	prepare func(ctx context.Context, r *subjectRun) error
+	// finish runs after the subject ended (disarm a keyed fault).
+	finish func(ctx context.Context, r *subjectRun)
 }
 
 // runSubject runs the subject now, uncached.
 func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *subjectRun {
 	r := &subjectRun{key: key, fixture: fixture}
-	r.relDir = filepath.Join("evidence", "subject-"+sanitize(key))
+	r.relDir = filepath.Join("evidence", "subject-"+sanitize(e.repKey(key)))
 	r.dir = filepath.Join(e.opt.BundleDir, r.relDir)
 	r.outDir = filepath.Join(r.dir, "out")
 	if err := os.MkdirAll(filepath.Join(r.dir, "input"), 0o755); err != nil {
@@ -122,8 +129,20 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	r.keyFP = keyFingerprint(r.apiKey)
 	e.client.AddSecret(r.apiKey)
+	if e.opt.Secrets != nil {
+		e.opt.Secrets(r.apiKey)
+	}
 	if e.mock() {
 		e.registerCanaries(ctx, r.apiKey)
+	}
+	if o.prepare != nil {
+		if err := o.prepare(ctx, r); err != nil {
+			r.err = fmt.Errorf("preparing the run: %w", err)
+			return r
+		}
+	}
+	if o.finish != nil {
+		defer o.finish(context.WithoutCancel(ctx), r)
 	}
 
 	tmpl, err := subject.Parse(e.sub().Manifest.Run)
@@ -166,6 +185,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	spec.Grace = o.grace
+	spec.KillOnCancel = o.hardKill
 	var hookDone sync.WaitGroup
 	if o.hook != nil {
 		hookDone.Add(1)
@@ -240,6 +260,9 @@ func (r *subjectRun) evidence(names ...string) []string {
 	}
 	return out
 }
+
+// killed says the harness stopped the run on purpose (a drill's SIGKILL).
+func (r *subjectRun) killed() bool { return r.res != nil && r.res.Canceled && !r.faultAt.IsZero() }
 
 // usable reports whether the subject ran at all; the error explains why not.
 func (r *subjectRun) usable() error {
