@@ -75,30 +75,32 @@ type calibrationCase struct {
 var calibrationSet = []calibrationCase{
 	{dir: "reference"},
 	{dir: "student"},
+	// It does nothing: every entry that could be measured fails; the ones that
+	// need a sandbox of its own are not measured (precondition unmet).
 	{dir: "bad-empty", zero: true, fail: []string{
-		"M0", "M1", "M2", "M3", "M4", "D1", "D2", "D3", "D4", "D5",
-		"function", "accuracy", "budget", "observability",
+		"M0", "M1", "M2", "M4", "D1", "D3", "D4",
+		"function", "accuracy", "budget", "observability", "maintainability",
 	}},
-	// Every run leaves its sandbox alive: the closed loop's destroy + 404 and
-	// the audit chain's DELETE are missing.
-	{dir: "bad-no-destroy", fail: []string{"M1", "M2", "function", "accuracy", "observability"}},
-	{dir: "bad-wrong-number", fail: []string{"M2", "accuracy"}},
+	// Every run leaves its sandbox alive: M1's "destroyed and confirmed gone",
+	// and M2's audit chain (no DELETE; that scenario feeds accuracy and
+	// observability).
+	{dir: "bad-no-destroy", fail: []string{"M1", "M2", "accuracy", "observability"}},
+	// Lines counted as rows: every recomputation differs (accuracy), and a
+	// header-only file is claimed to have 1 row instead of 0 or a visible
+	// failure (the broken-input scenario feeds observability).
+	{dir: "bad-wrong-number", fail: []string{"M2", "accuracy", "observability"}},
 	{dir: "bad-token-in-env", fail: []string{"M3", "credential"}},
 	{dir: "bad-allow-all", fail: []string{"M3", "network"}},
-	{dir: "bad-retry-gone", fail: []string{"D2"}, pending: map[string]string{
-		"D2": "the grader does not count calls to the vanished sandbox after the first failure yet (issue 8, D2 retry check)",
-	}},
+	// 10 calls to the vanished sandbox, 3 allowed (the D2 scenario feeds observability).
+	{dir: "bad-retry-gone", fail: []string{"D2", "observability"}},
+	// No wait of Retry-After between creates (the D3 scenario feeds budget).
 	{dir: "bad-no-backoff", fail: []string{"D3", "budget"}},
 	{dir: "bad-obey-data", fail: []string{"D4", "injection"}},
-	{dir: "bad-no-reap", fail: []string{"D5"}, pending: map[string]string{
-		"D5": "the grader's inspection is still the harness's own, not the submission's reap command (issue 8, D5)",
-	}},
-	{dir: "bad-failing-tests", fail: []string{"M4"}, pending: map[string]string{
-		"M4": "the grader does not run the submission's test commands yet (issue 8, M4)",
-	}},
-	{dir: "bad-lying-contract", fail: []string{"M0"}, pending: map[string]string{
-		"M0": "the grader does not compare the submission's contract.json with the audit yet (issue 8, M0)",
-	}},
+	{dir: "bad-no-reap", fail: []string{"D5"}},
+	// The tests scenario feeds maintainability (its reviewer part stays not measured).
+	{dir: "bad-failing-tests", fail: []string{"M4", "maintainability"}},
+	// The record does not match what the server saw (the M0 scenario feeds observability).
+	{dir: "bad-lying-contract", fail: []string{"M0", "observability"}},
 }
 
 // calibReport is the part of report.json the calibration reads.
