@@ -124,9 +124,15 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 	return inv
 }
 
-// evidence lists the invocation's evidence files.
+// evidence lists the invocation's evidence files (its logs only when it
+// printed something).
 func (inv *invocation) evidence(names ...string) []string {
-	out := []string{filepath.Join(inv.relDir, "invocation.json"), filepath.Join(inv.relDir, "stdout.log"), filepath.Join(inv.relDir, "stderr.log")}
+	out := []string{filepath.Join(inv.relDir, "invocation.json")}
+	for _, log := range []string{"stdout.log", "stderr.log"} {
+		if st, err := os.Stat(filepath.Join(inv.dir, log)); err == nil && st.Size() > 0 {
+			out = append(out, filepath.Join(inv.relDir, log))
+		}
+	}
 	for _, n := range names {
 		out = append(out, filepath.Join(inv.relDir, n))
 	}
