@@ -78,7 +78,7 @@ var calibrationSet = []calibrationCase{
 	// It does nothing: every entry that could be measured fails; the ones that
 	// need a sandbox of its own are not measured (precondition unmet).
 	{dir: "bad-empty", zero: true, fail: []string{
-		"M0", "M1", "M2", "M4", "D1", "D3", "D4",
+		"M0", "M1", "M2", "M4", "D3", "D4",
 		"function", "accuracy", "budget", "observability", "maintainability",
 	}},
 	// Every run leaves its sandbox alive: M1's "destroyed and confirmed gone",
@@ -204,6 +204,13 @@ func (c calibrationCase) check(t *testing.T, r *calibReport) {
 	}
 	if c.zero {
 		assert.Zero(t, r.Score.Earned, "%s does nothing and must earn 0 points", c.dir)
+		// Every entry is failed or not measured, with a reason; none passed.
+		for _, list := range [][]entryJSON{r.Criteria, r.Milestones, r.Drills} {
+			for _, en := range list {
+				assert.NotEqual(t, "passed", en.Verdict, "%s passed for a submission that does nothing: %s", en.ID, en.Reason)
+				assert.NotEmpty(t, en.Reason, "%s: %s without a reason", en.ID, en.Verdict)
+			}
+		}
 	}
 	if len(pending) > 0 {
 		t.Skipf("pending (the grader does not measure it yet): %s", strings.Join(pending, "; "))
