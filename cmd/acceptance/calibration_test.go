@@ -106,7 +106,10 @@ var calibrationSet = []calibrationCase{
 	// The tests scenario feeds maintainability (its reviewer part stays not measured).
 	{dir: "bad-failing-tests", fail: []string{"M4", "maintainability"}},
 	// The record does not match what the server saw (the M0 scenario feeds observability).
-	{dir: "bad-lying-contract", fail: []string{"M0", "observability"}},
+	{dir: "bad-lying-contract", fail: []string{"M0", "observability"}, pending: map[string]string{
+		"M0":            pendingKeyless,
+		"observability": pendingKeyless,
+	}},
 }
 
 // Pending reasons, each naming what the grader does not measure yet.
@@ -121,6 +124,11 @@ const (
 	// submission's PUT /_mock/canaries replaces the server-wide canary set
 	// (steps/subject_run.go registerCanaries, mock-server SetCanaries), so
 	// another submission's per-submission data-API token is no canary.
+	// Observed: failed in one calibration run, passed in the next ("the server
+	// saw each of the 5 recorded exchanges"), although the keyless request was
+	// never sent: it carries no key, so the grader matched another
+	// submission's keyless POST 401 in the same time window.
+	pendingKeyless  = "grader defect under parallel grading: a keyless request carries no key, so a recorded-but-never-sent 401 is matched to another submission's keyless POST in the same time window (observed: M0 failed in one run, passed in the next)"
 	pendingCanaries = "grader defect under parallel grading: each submission's canaries replace the server-wide set, so this submission's data-API token was not scanned for (observed: token in the sandbox env, canary scan 0 findings)"
 )
 
