@@ -197,7 +197,7 @@ func (c calibrationCase) check(t *testing.T, r *calibReport) {
 		why, isPending := c.pending[id]
 		switch {
 		case got && isPending:
-			t.Logf("stale pending mark: %s now fails for %s; remove it from calibrationSet", id, c.dir)
+			t.Logf("pending mark met in this run: %s failed for %s; remove the mark once the grader measures it reliably", id, c.dir)
 		case !got && isPending:
 			pending = append(pending, id+" ("+why+")")
 		case !got:
