@@ -63,6 +63,10 @@ type Options struct {
 	// tell one subject run's calls from every other's (bundled server only).
 	// Nil: every subject run uses Target.APIKey.
 	MintAPIKey func() (string, error)
+	// Model: the submission has a model in the loop (manifest model: true):
+	// its agent runs get the scripted model's OPENAI_BASE_URL and
+	// OPENAI_API_KEY. False: the agent entries are not measured.
+	Model bool
 	// Progress receives one line per finished scenario; nil discards.
 	Progress io.Writer
 }

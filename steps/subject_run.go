@@ -57,6 +57,8 @@ type subjectRun struct {
 	attempts   []osb.AuditEvent // every lifecycle call made with this run's key (refused creates too)
 	createBody map[string]json.RawMessage
 	auditErr   error
+
+	model *agentModel // the scripted model in front of an agent (nil otherwise)
 }
 
 type subjectRunOnce struct {
@@ -90,6 +92,7 @@ type during func(ctx context.Context, r *subjectRun, stop func())
 type runOpts struct {
 	hook  during
 	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
+	model *agentModel   // run the subject in front of this scripted model (agent_run.go)
 }
 
 // runSubject runs the subject now, uncached.
@@ -144,6 +147,14 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 			DataAPIToken: e.opt.Stubs.DataAPIToken,
 			RunID:        e.opt.RunID + "-" + sanitize(key),
 		},
+	}
+	if o.model != nil {
+		r.model = o.model
+		if err := o.model.start(e, r, &spec); err != nil {
+			r.err = fmt.Errorf("starting the scripted model: %w", err)
+			return r
+		}
+		defer o.model.finish(r)
 	}
 	// A server without an audit trail: the subject talks to it through the
 	// harness's recording proxy, so its lifecycle calls are on record.

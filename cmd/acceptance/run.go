@@ -40,6 +40,7 @@ type runConfig struct {
 	baselines      string
 	wheels         string
 	stateDir       string
+	model          bool
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
@@ -58,6 +59,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
+	fs.BoolVar(&c.model, "model", false, "the subject is an agent with a model in the loop (manifest model: true): it gets the scripted model as OPENAI_BASE_URL/OPENAI_API_KEY")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -181,6 +183,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		SubjectTimeout: cfg.subjectTimeout,
 		Stubs:          stubHooks(st, dataToken),
 		MintAPIKey:     target.MintAPIKey,
+		Model:          cfg.model,
 		Progress:       stdout,
 	})
 	if err != nil {
