@@ -83,6 +83,18 @@ func (m *agentModel) completions() []model.Exchange {
 	return out
 }
 
+// defaultScript answers every run of a submission with a model that no
+// agent scenario scripts: an ordinary model.
+const defaultScript = "analyst"
+
+func defaultAgentModel() *agentModel {
+	sc, err := model.Lookup(defaultScript)
+	if err != nil {
+		panic(err) // bundled; TestScriptValidation loads every bundled script
+	}
+	return &agentModel{scriptName: defaultScript, script: sc}
+}
+
 // runAgent runs the subject on fixture in front of the named script, once
 // per run, fixture and script.
 func (e *Env) runAgent(ctx context.Context, fixture, script string) (*subjectRun, error) {

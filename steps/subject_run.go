@@ -148,6 +148,9 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 			RunID:        e.opt.RunID + "-" + sanitize(key),
 		},
 	}
+	if o.model == nil && e.opt.Model {
+		o.model = defaultAgentModel()
+	}
 	if o.model != nil {
 		r.model = o.model
 		if err := o.model.start(e, r, &spec); err != nil {
