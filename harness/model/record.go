@@ -218,11 +218,23 @@ func Dialogue(scriptName string, xs []Exchange) string {
 		}
 		if i+1 < len(xs) {
 			for _, r := range xs[i+1].ToolResults {
-				fmt.Fprintf(&b, "   - the agent reported back: %s\n", oneLine(clip(r, 300)))
+				fmt.Fprintf(&b, "   - the agent reported back: %s\n", tail(oneLine(r), 400))
 			}
 		}
 	}
 	return b.String()
+}
+
+// tail keeps the last n bytes (a command's verdict is at the end of its output).
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && (s[cut]&0xC0) == 0x80 {
+		cut++
+	}
+	return "…" + s[cut:]
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
