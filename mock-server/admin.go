@@ -37,6 +37,8 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("DELETE /_mock/faults/egress-deny", s.adminEgressDeny)
 	mux.HandleFunc("POST /_mock/faults/capacity", s.adminCapacity)
 	mux.HandleFunc("DELETE /_mock/faults/capacity", s.adminCapacity)
+	mux.HandleFunc("POST /_mock/faults/execd", s.adminExecdFault)
+	mux.HandleFunc("DELETE /_mock/faults/execd", s.adminExecdFault)
 	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
 	mux.HandleFunc("GET /_mock/sandboxes/{id}/canary-scan", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")

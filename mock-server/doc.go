@@ -40,6 +40,9 @@
 //	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
 //	POST   /_mock/faults/egress-deny {"targets":[…]}   204; DELETE clears (409 without an egress hub)
 //	POST   /_mock/faults/capacity {"retry_after_seconds":N}  204: every create answers 429 + Retry-After; DELETE clears
+//	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
+//	       upload, download, file operation) of each sandbox created with that key answers the status (audited);
+//	       DELETE /_mock/faults/execd?key_fingerprint=… clears
 //	PUT    /_mock/canaries {"canaries":{label:value}}  204
 //	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run

@@ -97,6 +97,9 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.sb.egress.Handler().ServeHTTP(w, r2)
 		return
 	}
+	if e.s.injectExecdFault(w, r, e.sb.id) { // admin execd fault (M1), see execd_fault.go
+		return
+	}
 	switch {
 	case r.Method == http.MethodPost && (p == "/command" || p == "/code" ||
 		(strings.HasPrefix(p, "/session/") && strings.HasSuffix(p, "/run"))):

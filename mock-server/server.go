@@ -39,10 +39,12 @@ type Server struct {
 	records   []*SandboxInfo // every sandbox created this run, in creation order
 	canaries  map[string]string
 	capacity  *capacityFault // drill D3: creates answer 429 while set
-	apiKeys   [][]byte       // accepted keys: cfg.APIKey plus AddAPIKey
-	closed    bool
-	stopWatch chan struct{}
-	wg        sync.WaitGroup
+	// execdFaults: milestone M1's platform fault on a key's Nth execd operation.
+	execdFaults execdFaults
+	apiKeys     [][]byte // accepted keys: cfg.APIKey plus AddAPIKey
+	closed      bool
+	stopWatch   chan struct{}
+	wg          sync.WaitGroup
 }
 
 // New validates cfg and builds a Server; call Start to listen.

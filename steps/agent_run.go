@@ -56,6 +56,9 @@ func (m *agentModel) start(e *Env, r *subjectRun, spec *subject.Spec) error {
 	m.srv = srv
 	spec.Env.ModelBaseURL = srv.BaseURL()
 	e.client.AddSecret(m.apiKey)
+	if e.opt.Secrets != nil {
+		e.opt.Secrets(m.apiKey)
+	}
 	return nil
 }
 

@@ -33,7 +33,7 @@ func registerAgentSteps(sc *godog.ScenarioContext) {
 
 func runAgentOnFixture(ctx context.Context, fixture, script string) error {
 	s := state(ctx)
-	if !s.env.opt.Model {
+	if !s.env.opt.Submission.Manifest.Model {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"%s: its manifest does not declare model: true, so no scripted model (script %s) was put in front of it", noModelReason, script)
 	}

@@ -1,49 +1,354 @@
 package steps
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"errors"
 	"fmt"
+	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// M1: the minimum closed loop, done by the harness itself the way the course's
-// skeleton does it: create, run, write and read back, destroy in a deferred
-// cleanup and confirm 404.
+// M1 and isolation, measured on the subject's own runs: what the server saw
+// from each run's key (audit on the bundled server; the recording proxy's
+// lifecycle calls on a real one).
 
 func registerClosedLoopSteps(sc *godog.ScenarioContext) {
-	sc.Step(`^I run the closed loop (\d+) times$`, func(ctx context.Context, n int) error { return runLoops(ctx, n, false) })
-	sc.Step(`^I run the closed loop with a failure injected after the command step$`, func(ctx context.Context) error { return runLoops(ctx, 1, true) })
-	sc.Step(`^every run read "([^"]*)" back from python3 -c "print\(1\+1\)"$`, everyLoopPrinted)
-	sc.Step(`^every run read back the file it wrote, byte for byte$`, everyLoopFileOK)
-	sc.Step(`^every run's sandbox answered 404 after its deferred destroy$`, everyLoop404)
+	sc.Step(`^the subject is run (\d+) times in a row on fixture "([^"]*)"$`, runInARow)
+	sc.Step(`^each run created a sandbox, ran a command in it, wrote a file into it and read a file back$`, eachRunClosedLoop)
+	sc.Step(`^each run destroyed its sandbox and confirmed it gone with its own key$`, eachRunDestroyed)
+	sc.Step(`^no sandbox of these runs is left on the server$`, noneLeft)
 	sc.Step(`^no sandbox of this run is left on the server$`, noneLeft)
-	sc.Step(`^the run reported the injected failure$`, injectedFailureReported)
+	sc.Step(`^the platform fails the subject's execd operation (\d+) with (\d+) as a simulated fault$`, execdFault)
+	sc.Step(`^the fault hit the subject's run$`, faultHit)
+	sc.Step(`^the destroyed sandbox's execd endpoint no longer answers and the server lists none of it$`, endpointDead)
 }
 
-var errInjected = errors.New("injected failure after the command step (M1 drill)")
-
-type loopResult struct {
-	sandboxID  string
-	stdout     string
-	exitCode   *int
-	fileOK     bool
-	fileDetail string
-	deleteCode int
-	getAfter   int
-	err        error
-	transcript []string
+// baseCreateRequest is the smallest create request the harness's own probes
+// need, labelled with the run so leftovers can be found.
+func (e *Env) baseCreateRequest(purpose string) osb.CreateSandboxRequest {
+	timeout := 300
+	return osb.CreateSandboxRequest{
+		Image:          &osb.ImageSpec{URI: "python:3.12"},
+		Entrypoint:     []string{"tail", "-f", "/dev/null"},
+		Timeout:        &timeout,
+		ResourceLimits: map[string]string{"cpu": "1", "memory": "1Gi"},
+		Metadata:       map[string]string{"capstone-run": e.opt.RunID, "capstone-purpose": purpose},
+	}
 }
 
-// scenarioLabel is a metadata value unique to this scenario, so "nothing left"
-// is judged on this scenario's sandboxes only, even with concurrent scenarios.
+func runInARow(ctx context.Context, n int, fixture string) error {
+	s := state(ctx)
+	for i := 1; i <= n; i++ {
+		var r *subjectRun
+		if i == 1 {
+			r = s.env.runFixture(ctx, fixture) // shared with the other scenarios on this fixture
+		} else {
+			func() {
+				s.env.faultMu.RLock()
+				defer s.env.faultMu.RUnlock()
+				r = s.env.runSubject(ctx, fmt.Sprintf("%s-run%d", fixture, i), fixture, runOpts{})
+			}()
+		}
+		s.runs = append(s.runs, r)
+		s.addEvidence(r.evidence("audit.json")...)
+	}
+	s.run = s.runs[len(s.runs)-1]
+	return nil
+}
+
+// theRuns are the scenario's subject runs (one or several).
+func theRuns(s *scenario) []*subjectRun {
+	if len(s.runs) > 0 {
+		return s.runs
+	}
+	if s.run != nil {
+		return []*subjectRun{s.run}
+	}
+	return nil
+}
+
+func eachRunClosedLoop(ctx context.Context) error {
+	s := state(ctx)
+	var problems, notes []string
+	for i, r := range theRuns(s) {
+		if err := r.usable(); err != nil {
+			return failf("run %d: %v", i+1, err)
+		}
+		if err := s.env.loadAudit(ctx, r); err != nil {
+			return failf("run %d: reading the audit: %v", i+1, err)
+		}
+		if len(r.sandboxes) == 0 {
+			problems = append(problems, fmt.Sprintf("run %d created no sandbox", i+1))
+			continue
+		}
+		if !s.env.mock() {
+			continue // commands and files are inside the sandbox: see below
+		}
+		cmds, ups, downs := 0, 0, 0
+		for _, ev := range r.audit {
+			switch {
+			case ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil:
+				cmds++
+			case ev.Kind == "file" && ev.File != nil && ev.File.Op == "upload":
+				ups++
+			case ev.Kind == "file" && ev.File != nil && ev.File.Op == "download":
+				downs++
+			}
+		}
+		var missing []string
+		if cmds == 0 {
+			missing = append(missing, "ran no command to completion")
+		}
+		if ups == 0 {
+			missing = append(missing, "wrote no file")
+		}
+		if downs == 0 {
+			missing = append(missing, "read no file back")
+		}
+		if len(missing) > 0 {
+			problems = append(problems, fmt.Sprintf("run %d (sandbox %s) %s", i+1, r.sandboxes[0], strings.Join(missing, ", ")))
+		}
+		notes = append(notes, fmt.Sprintf("run %d: %d command(s), %d upload(s), %d download(s)", i+1, cmds, ups, downs))
+	}
+	if len(problems) > 0 {
+		return failf("%s", strings.Join(problems, "; "))
+	}
+	if !s.env.mock() {
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+			"target %s has no audit trail of commands and files inside a sandbox; the runs' creates and deletes are checked through the recording proxy", s.env.opt.Target.Kind)
+	}
+	s.note("%s", strings.Join(notes, "; "))
+	return nil
+}
+
+// destroyedByKey says whether the run's key deleted the sandbox (204) and
+// then saw it gone (a GET or another call answering 404).
+func destroyedByKey(r *subjectRun, id string) (deleted, confirmed bool) {
+	var deletedAt time.Time
+	for _, ev := range r.attempts {
+		lc := ev.Lifecycle
+		if lc == nil || ev.SandboxID != id {
+			continue
+		}
+		if lc.Method == "DELETE" && lc.Status == 204 && !deleted {
+			deleted, deletedAt = true, ev.Time
+		}
+		if deleted && lc.Status == 404 && !ev.Time.Before(deletedAt) {
+			confirmed = true
+		}
+	}
+	return deleted, confirmed
+}
+
+func eachRunDestroyed(ctx context.Context) error {
+	s := state(ctx)
+	runs := theRuns(s)
+	if len(runs) == 0 {
+		return failf("the subject was not run in this scenario")
+	}
+	var problems []string
+	for i, r := range runs {
+		if err := r.usable(); err != nil && !r.killed() {
+			return failf("run %d: %v", i+1, err)
+		}
+		if err := s.env.loadAudit(ctx, r); err != nil {
+			return failf("run %d: reading the audit: %v", i+1, err)
+		}
+		s.addEvidence(filepath.Join(r.relDir, "lifecycle-calls.json"))
+		if len(r.sandboxes) == 0 {
+			problems = append(problems, fmt.Sprintf("run %d created no sandbox, so it destroyed none", i+1))
+		}
+		for _, id := range r.sandboxes {
+			switch deleted, confirmed := destroyedByKey(r, id); {
+			case !deleted:
+				problems = append(problems, fmt.Sprintf("run %d never deleted its sandbox %s (no DELETE → 204 with its key)", i+1, id))
+			case !confirmed:
+				problems = append(problems, fmt.Sprintf("run %d deleted %s but never confirmed it gone (no 404 seen by its key afterwards)", i+1, id))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return failf("%s", strings.Join(problems, "; "))
+	}
+	s.note("%d run(s): each deleted its sandbox (204) and then saw 404, with its own key", len(runs))
+	return nil
+}
+
+// noneLeft checks that every sandbox the scenario's runs created is gone.
+func noneLeft(ctx context.Context) error {
+	s := state(ctx)
+	runs := theRuns(s)
+	if len(runs) == 0 {
+		return failf("the subject was not run in this scenario")
+	}
+	var alive []string
+	var lines []string
+	total := 0
+	for _, r := range runs {
+		if err := s.env.loadAudit(ctx, r); err != nil {
+			return failf("audit: %v", err)
+		}
+		for _, id := range r.sandboxes {
+			total++
+			c, cancel := ctxTimeout(ctx, 10*time.Second)
+			res, err := s.env.client.GetSandbox(c, id)
+			cancel()
+			if err != nil {
+				return failf("GET %s: %v", id, err)
+			}
+			lines = append(lines, fmt.Sprintf("%s → %s", res.RequestLine, res.StatusLine))
+			if res.Status != 404 {
+				alive = append(alive, fmt.Sprintf("%s (%d)", id, res.Status))
+			}
+		}
+	}
+	s.addEvidence(s.env.writeEvidence(firstID(s), "residual-"+s.slug()+".txt", []byte(strings.Join(lines, "\n")+"\n")))
+	if total == 0 {
+		return failf("the subject created no sandbox, so there is no closed loop to leave nothing behind")
+	}
+	if len(alive) > 0 {
+		return failf("sandboxes the subject created are still on the server: %s", strings.Join(alive, ", "))
+	}
+	return nil
+}
+
+func firstID(s *scenario) string {
+	if len(s.ids) > 0 {
+		return s.ids[0]
+	}
+	return "run"
+}
+
+func intPtrString(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
+
+// execdFault arms the bundled server to fail the subject's Nth execd
+// operation with status, keyed to the run's API key.
+func execdFault(ctx context.Context, call, status int) error {
+	s := state(ctx)
+	d := &drill{Name: fmt.Sprintf("execd-%d-fails-%d", call, status), Available: mockOnly}
+	if ok, why := d.Available(s.env); !ok {
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
+	}
+	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := s.env.client.Admin().ExecdFault(c, r.keyFP, call, status)
+		if err != nil {
+			return err
+		}
+		if !res.OK() {
+			return fmt.Errorf("/_mock/faults/execd answered %d: %s", res.Status, excerpt(res.Body, 200))
+		}
+		d.logf("execd operation %d of the run's sandboxes will answer %d", call, status)
+		return nil
+	}
+	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = s.env.client.Admin().ClearExecdFault(c, r.keyFP)
+	}
+	d.keyed = true
+	s.drill = d
+	return nil
+}
+
+func faultHit(ctx context.Context) error {
+	s, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return failf("reading the audit trail: %v", err)
+	}
+	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	for _, ev := range r.audit {
+		if ev.Kind == "fault" && ev.Fault != nil && ev.Fault.Name == "execd-fault" && ev.Fault.Active {
+			s.note("injected: %s", ev.Fault.Detail)
+			return nil
+		}
+	}
+	return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+		"the fault never hit: the subject made fewer execd operations (commands, uploads, downloads) than the one the fault was armed for (it created %d sandbox(es))", len(r.sandboxes))
+}
+
+// endpointDead dials the execd endpoint of each sandbox the subject
+// destroyed: it must no longer answer (a security property: a destroyed
+// sandbox is out of reach).
+func endpointDead(ctx context.Context) error {
+	s, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return failf("audit: %v", err)
+	}
+	var destroyed []string
+	for _, id := range r.sandboxes {
+		if d, _ := destroyedByKey(r, id); d {
+			destroyed = append(destroyed, id)
+		}
+	}
+	if len(destroyed) == 0 {
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+			"the subject destroyed no sandbox (it created %d), so there was no destroyed sandbox to probe", len(r.sandboxes))
+	}
+	if err := listsNone(ctx, s, destroyed); err != nil {
+		return err
+	}
+	if !s.env.mock() {
+		for _, id := range destroyed {
+			c, cancel := ctxTimeout(ctx, 10*time.Second)
+			res, err := s.env.client.GetEndpoint(c, id, osb.DefaultExecdPort, false)
+			cancel()
+			if err == nil && res.OK() {
+				return failf("the server still resolves an endpoint for destroyed sandbox %s: %s", id, res.StatusLine)
+			}
+		}
+		s.note("the server resolves no endpoint for the %d destroyed sandbox(es)", len(destroyed))
+		return nil
+	}
+	c, cancel := ctxTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := s.env.client.Admin().Sandboxes(c)
+	if err != nil || !res.Decoded {
+		return failf("the bundled server's sandbox records: %v", err)
+	}
+	addr := map[string]string{}
+	for _, sb := range res.Value.Sandboxes {
+		addr[sb.ID] = sb.ExecdEndpoint
+	}
+	var lines []string
+	for _, id := range destroyed {
+		ep := addr[id]
+		if ep == "" {
+			return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the server kept no endpoint record for destroyed sandbox %s", id)
+		}
+		host := strings.SplitN(ep, "/", 2)[0]
+		conn, err := net.DialTimeout("tcp", host, 2*time.Second)
+		if err == nil {
+			conn.Close()
+			return failf("the execd endpoint %s of destroyed sandbox %s still accepts connections", host, id)
+		}
+		lines = append(lines, fmt.Sprintf("%s: dial %s → %v", id, host, err))
+	}
+	s.addEvidence(s.env.writeEvidence("isolation", "destroyed-endpoints-"+s.slug()+".txt", []byte(strings.Join(lines, "\n")+"\n")))
+	s.note("%d destroyed sandbox endpoint(s) refuse connections", len(destroyed))
+	return nil
+}
+
+// scenarioLabel is a metadata value unique to this scenario, so the
+// harness's own probe sandboxes are found by scenario.
 func (s *scenario) scenarioLabel() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,111 +356,6 @@ func (s *scenario) scenarioLabel() string {
 		s.label = randomHex(6)
 	}
 	return s.label
-}
-
-func runLoops(ctx context.Context, n int, inject bool) error {
-	s := state(ctx)
-	label := s.scenarioLabel()
-	for i := 0; i < n; i++ {
-		r := s.env.closedLoop(ctx, label, inject)
-		s.loops = append(s.loops, r)
-		s.mu.Lock()
-		s.exchanges = append(s.exchanges, fmt.Sprintf("run %d:\n  %s", i+1, strings.Join(r.transcript, "\n  ")))
-		s.mu.Unlock()
-		if r.err != nil && !(inject && errors.Is(r.err, errInjected)) {
-			return failf("closed loop run %d: %v", i+1, r.err)
-		}
-	}
-	s.mu.Lock()
-	text := strings.Join(s.exchanges, "\n\n") + "\n"
-	s.mu.Unlock()
-	s.addEvidence(s.env.writeEvidence("M1", "closed-loop-"+s.slug()+".txt", []byte(text)))
-	return nil
-}
-
-// closedLoop is one create → run → write/read → destroy → 404 cycle. The
-// destroy is deferred, so it happens whatever fails in between.
-func (e *Env) closedLoop(ctx context.Context, label string, inject bool) (r loopResult) {
-	logf := func(format string, args ...any) { r.transcript = append(r.transcript, fmt.Sprintf(format, args...)) }
-	req := e.baseCreateRequest("m1-closed-loop")
-	req.Metadata["capstone-scenario"] = label
-	c, cancel := ctxTimeout(ctx, 3*time.Minute)
-	defer cancel()
-
-	res, err := e.client.CreateSandbox(c, req)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	logf("%s → %s", res.RequestLine, res.StatusLine)
-	if !res.Decoded {
-		r.err = fmt.Errorf("create answered %d: %s", res.Status, excerpt(res.Body, 300))
-		return r
-	}
-	r.sandboxID = res.Value.ID
-	defer func() {
-		// finally: destroy, then prove it with a GET.
-		dc, dcancel := ctxTimeout(context.WithoutCancel(ctx), 60*time.Second)
-		defer dcancel()
-		if del, err := e.client.DeleteSandbox(dc, r.sandboxID); err == nil {
-			r.deleteCode = del.Status
-			logf("%s → %s", del.RequestLine, del.StatusLine)
-		} else {
-			logf("delete: %v", err)
-		}
-		if get, err := e.client.GetSandbox(dc, r.sandboxID); err == nil {
-			r.getAfter = get.Status
-			logf("%s → %s", get.RequestLine, get.StatusLine)
-		} else {
-			logf("get after delete: %v", err)
-		}
-	}()
-
-	ex, err := e.readyExecd(c, r.sandboxID)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	run, err := ex.Run(c, osb.CommandRequest{Command: `python3 -c "print(1+1)"`, TimeoutMs: 60_000})
-	if err != nil {
-		r.err = fmt.Errorf("run: %w", err)
-		return r
-	}
-	logf("%s → %s", run.RequestLine, run.StatusLine)
-	if !run.Decoded {
-		r.err = fmt.Errorf("command answered %d: %s", run.Status, excerpt(run.Body, 300))
-		return r
-	}
-	r.stdout = strings.TrimSpace(run.Value.StdoutText())
-	r.exitCode = run.Value.ExitCode
-	logf("stdout=%q exit=%s", r.stdout, intPtrString(run.Value.ExitCode))
-	if inject {
-		r.err = errInjected
-		logf("injected failure: the deferred destroy must still run")
-		return r
-	}
-
-	payload := make([]byte, 4096)
-	_, _ = rand.Read(payload)
-	payload = append([]byte("capstone M1 round trip\n"), payload...)
-	up, err := ex.Upload(c, osb.UploadFile{Path: "/workspace/roundtrip.bin", Content: bytes.NewReader(payload)})
-	if err != nil {
-		r.err = fmt.Errorf("upload: %w", err)
-		return r
-	}
-	logf("%s → %s", up.RequestLine, up.StatusLine)
-	var got bytes.Buffer
-	dl, err := ex.Download(c, "/workspace/roundtrip.bin", &got)
-	if err != nil {
-		r.err = fmt.Errorf("download: %w", err)
-		return r
-	}
-	logf("%s → %s (%d bytes)", dl.RequestLine, dl.StatusLine, got.Len())
-	r.fileOK = up.OK() && dl.OK() && bytes.Equal(got.Bytes(), payload)
-	if !r.fileOK {
-		r.fileDetail = fmt.Sprintf("upload %d, download %d, wrote %d bytes, read %d", up.Status, dl.Status, len(payload), got.Len())
-	}
-	return r
 }
 
 // readyExecd resolves the execd endpoint and waits for /ping, as the SDKs do.
@@ -190,119 +390,25 @@ func (e *Env) readyExecd(ctx context.Context, id string) (*osb.Execd, error) {
 	}
 }
 
-func everyLoopPrinted(ctx context.Context, want string) error {
-	s := state(ctx)
-	if len(s.loops) == 0 {
-		return failf("no closed loop ran")
-	}
-	for i, r := range s.loops {
-		if r.stdout != want || r.exitCode == nil || *r.exitCode != 0 {
-			return failf("run %d printed %q with exit code %s, want %q and 0", i+1, r.stdout, intPtrString(r.exitCode), want)
-		}
-	}
-	return nil
-}
-
-func everyLoopFileOK(ctx context.Context) error {
-	s := state(ctx)
-	for i, r := range s.loops {
-		if !r.fileOK {
-			return failf("run %d: file round trip differs: %s", i+1, r.fileDetail)
-		}
-	}
-	return nil
-}
-
-func everyLoop404(ctx context.Context) error {
-	s := state(ctx)
-	if len(s.loops) == 0 {
-		return failf("no closed loop ran")
-	}
-	for i, r := range s.loops {
-		if r.sandboxID == "" {
-			return failf("run %d never created a sandbox: %v", i+1, r.err)
-		}
-		if r.deleteCode != 204 {
-			return failf("run %d: delete answered %d, want 204", i+1, r.deleteCode)
-		}
-		if r.getAfter != 404 {
-			return failf("run %d: GET after delete answered %d, want 404", i+1, r.getAfter)
-		}
-	}
-	return nil
-}
-
-func injectedFailureReported(ctx context.Context) error {
-	s := state(ctx)
-	for _, r := range s.loops {
-		if errors.Is(r.err, errInjected) {
-			return nil
-		}
-	}
-	return failf("the injected failure was not reported by the loop")
-}
-
-func noneLeft(ctx context.Context) error {
-	s := state(ctx)
-	if s.run != nil {
-		return subjectLeftNone(ctx, s)
+// listsNone checks the server's list holds none of the destroyed sandboxes.
+func listsNone(ctx context.Context, s *scenario, ids []string) error {
+	gone := map[string]bool{}
+	for _, id := range ids {
+		gone[id] = true
 	}
 	c, cancel := ctxTimeout(ctx, 30*time.Second)
 	defer cancel()
-	meta := map[string]string{"capstone-run": s.env.opt.RunID}
-	if s.label != "" {
-		meta["capstone-scenario"] = s.label
-	}
-	res, err := s.env.client.ListSandboxes(c, osb.ListOptions{Metadata: meta, PageSize: 200})
+	res, err := s.env.client.ListSandboxes(c, osb.ListOptions{PageSize: 200})
 	if err != nil {
 		return failf("list: %v", err)
 	}
 	if !res.Decoded {
-		return failf("list answered %d: %s", res.Status, excerpt(res.Body, 300))
+		return failf("list answered %d: %s", res.Status, excerpt(res.Body, 200))
 	}
-	var alive []string
 	for _, it := range res.Value.Items {
-		alive = append(alive, it.ID+" ("+it.Status.State+")")
-	}
-	s.addEvidence(s.env.writeEvidence(firstID(s), "residual-list-"+s.slug()+".txt",
-		[]byte(fmt.Sprintf("%s → %s\n%s\n", res.RequestLine, res.StatusLine, string(res.Body)))))
-	if len(alive) > 0 {
-		return failf("sandboxes of this scenario still listed: %s", strings.Join(alive, ", "))
-	}
-	return nil
-}
-
-func firstID(s *scenario) string {
-	if len(s.ids) > 0 {
-		return s.ids[0]
-	}
-	return "run"
-}
-
-func intPtrString(p *int) string {
-	if p == nil {
-		return "none"
-	}
-	return fmt.Sprint(*p)
-}
-
-// subjectLeftNone checks every sandbox the subject's key created answers 404.
-func subjectLeftNone(ctx context.Context, s *scenario) error {
-	r := s.run
-	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("audit: %v", err)
-	}
-	var alive []string
-	for _, id := range r.sandboxes {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		res, err := s.env.client.GetSandbox(c, id)
-		cancel()
-		if err != nil || res.Status != 404 {
-			alive = append(alive, id)
+		if gone[it.ID] {
+			return failf("the server still lists sandbox %s (%s) after the subject destroyed it", it.ID, it.Status.State)
 		}
-	}
-	if len(alive) > 0 {
-		return failf("sandboxes of the subject still answer: %s", strings.Join(alive, ", "))
 	}
 	return nil
 }

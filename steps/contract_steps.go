@@ -4,251 +4,190 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cucumber/godog"
-
-	"github.com/osb-capstone/acceptance/harness/osb"
 )
 
-// M0: the raw-HTTP contract, request by request, with the record the course asks for.
+// M0: the submission's own raw-HTTP contract check. Its record
+// ({out}/contract.json) must hold the five exchanges with the right status
+// codes, and the server must have seen the same request lines and statuses
+// from that invocation (its own API key; the keyless one while it ran).
+// The harness's own contract check is the target preflight (harness/core),
+// never scored.
 
 func registerContractSteps(sc *godog.ScenarioContext) {
-	sc.Step(`^I create a sandbox over raw HTTP$`, createRaw)
-	sc.Step(`^the response status is (\d+)$`, responseStatusIs)
-	sc.Step(`^the create response carries an id, a state and a createdAt$`, createCarriesFields)
-	sc.Step(`^I resolve the sandbox's endpoint for port (\d+)$`, resolveEndpoint)
-	sc.Step(`^the endpoint carries no scheme$`, endpointNoScheme)
-	sc.Step(`^execd answers "/ping" on that endpoint$`, execdPings)
-	sc.Step(`^I send the same create request without the API key$`, createWithoutKey)
-	sc.Step(`^the error code is "([^"]*)"$`, errorCodeIs)
-	sc.Step(`^I delete the sandbox$`, deleteSandbox)
-	sc.Step(`^I get the sandbox$`, getSandbox)
-	sc.Step(`^the request lines, status codes and key fields are recorded as evidence$`, contractRecorded)
+	sc.Step(`^the submission's contract check is run$`, runContract)
+	sc.Step(`^its record holds create 202, endpoint 200 without a scheme, unauthorized 401, delete 204 and get after delete 404$`, contractRecordShape)
+	sc.Step(`^every exchange in its record is one the server saw from that invocation$`, contractMatchesServer)
 }
 
-// baseCreateRequest is the smallest create request the contract needs, labelled
-// with the run so leftovers can be found.
-func (e *Env) baseCreateRequest(purpose string) osb.CreateSandboxRequest {
-	timeout := 300
-	return osb.CreateSandboxRequest{
-		Image:          &osb.ImageSpec{URI: "python:3.12"},
-		Entrypoint:     []string{"tail", "-f", "/dev/null"},
-		Timeout:        &timeout,
-		ResourceLimits: map[string]string{"cpu": "1", "memory": "1Gi"},
-		Metadata:       map[string]string{"capstone-run": e.opt.RunID, "capstone-purpose": purpose},
-	}
+// contractExchange is one entry of {out}/contract.json.
+type contractExchange struct {
+	Step   string         `json:"step"`
+	Method string         `json:"method"`
+	Path   string         `json:"path"`
+	Status int            `json:"status"`
+	Fields map[string]any `json:"fields"`
 }
 
-// recordExchange keeps the request line, status line and the key fields of one
-// exchange for the scenario's evidence.
-func (s *scenario) recordExchange(what string, m osb.Meta, keyFields string) {
-	line := fmt.Sprintf("%s\n  > %s\n  < %s\n  request-id: %s", what, m.RequestLine, m.StatusLine, m.RequestID())
-	if keyFields != "" {
-		line += "\n  " + keyFields
-	}
-	s.mu.Lock()
-	s.exchanges = append(s.exchanges, line)
-	s.last = lastResponse{what: what, status: m.Status, body: m.Body}
-	s.mu.Unlock()
+// contractSteps are the exchanges M0 needs, with their status.
+var contractSteps = []struct {
+	step, method string
+	status       int
+}{
+	{"create", "POST", 202}, {"endpoint", "GET", 200}, {"unauthorized", "POST", 401},
+	{"delete", "DELETE", 204}, {"get_after_delete", "GET", 404},
 }
 
-func createRaw(ctx context.Context) error {
+func runContract(ctx context.Context) error {
 	s := state(ctx)
-	c, cancel := ctxTimeout(ctx, 90*time.Second)
-	defer cancel()
-	req := s.env.baseCreateRequest("m0-contract")
-	res, err := s.env.client.CreateSandbox(c, req)
+	cmd := s.env.sub().Manifest.Contract
+	if cmd == "" {
+		return failf("%s, so no contract check ran and nothing of M0 was recorded", s.env.sub().Missing("contract"))
+	}
+	s.inv = s.env.invoke(ctx, "contract", cmd, "M0/contract", s.env.opt.RunID+"-contract", 5*time.Minute)
+	s.addEvidence(s.inv.evidence()...)
+	if err := s.inv.usable(); err != nil {
+		return err
+	}
+	if s.inv.res.ExitCode != 0 {
+		return failf("the submission's contract command exited %d (stderr: %s)", s.inv.res.ExitCode, tailFile(s.inv.res.StderrPath, 400))
+	}
+	return nil
+}
+
+// contractRecord reads {out}/contract.json of the scenario's invocation.
+func contractRecord(s *scenario) (map[string]contractExchange, error) {
+	p := filepath.Join(s.inv.outDir, "contract.json")
+	b, err := os.ReadFile(p)
 	if err != nil {
-		return failf("create: %v", err)
+		return nil, failf("the contract command wrote no {out}/contract.json: %v", err)
 	}
-	body, _ := json.Marshal(req)
-	s.createBody = map[string]any{}
-	_ = json.Unmarshal(body, &s.createBody)
-	fields := ""
-	if res.Decoded {
-		s.sandboxID = res.Value.ID
-		fields = fmt.Sprintf("id=%s state=%s createdAt=%s", res.Value.ID, res.Value.Status.State, res.Value.CreatedAt)
-		id := res.Value.ID
-		s.deferCleanup(func(ctx context.Context) { s.env.bestEffortDelete(ctx, id) })
+	s.addEvidence(filepath.Join(s.inv.relDir, "out", "contract.json"))
+	var rec struct {
+		Exchanges []contractExchange `json:"exchanges"`
 	}
-	s.recordExchange("create", res.Meta, fields)
-	return nil
-}
-
-func responseStatusIs(ctx context.Context, want int) error {
-	s := state(ctx)
-	if s.last.status != want {
-		return failf("%s answered %d, want %d (body: %s)", s.last.what, s.last.status, want, excerpt(s.last.body, 300))
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, failf("contract.json is not the documented record: %v", err)
 	}
-	return nil
-}
-
-func createCarriesFields(ctx context.Context) error {
-	s := state(ctx)
-	var sb osb.Sandbox
-	if err := json.Unmarshal(s.last.body, &sb); err != nil {
-		return failf("create body is not a Sandbox: %v", err)
-	}
-	var missing []string
-	if sb.ID == "" {
-		missing = append(missing, "id")
-	}
-	if sb.Status.State == "" {
-		missing = append(missing, "status.state")
-	}
-	if sb.CreatedAt == "" {
-		missing = append(missing, "createdAt")
-	}
-	if len(missing) > 0 {
-		return failf("create response lacks %s", strings.Join(missing, ", "))
-	}
-	if _, err := time.Parse(time.RFC3339Nano, sb.CreatedAt); err != nil {
-		return failf("createdAt %q is not RFC 3339: %v", sb.CreatedAt, err)
-	}
-	return nil
-}
-
-func resolveEndpoint(ctx context.Context, port int) error {
-	s := state(ctx)
-	if s.sandboxID == "" {
-		return failf("no sandbox was created")
-	}
-	c, cancel := ctxTimeout(ctx, 30*time.Second)
-	defer cancel()
-	res, err := s.env.client.GetEndpoint(c, s.sandboxID, port, false)
-	if err != nil {
-		return failf("endpoint: %v", err)
-	}
-	fields := ""
-	if res.Decoded {
-		s.execdBase = res.Value.Endpoint
-		s.execdHeader = res.Value.Headers
-		fields = "endpoint=" + res.Value.Endpoint
-	}
-	s.recordExchange(fmt.Sprintf("resolve endpoint %d", port), res.Meta, fields)
-	return nil
-}
-
-func endpointNoScheme(ctx context.Context) error {
-	s := state(ctx)
-	if s.execdBase == "" {
-		return failf("no endpoint was resolved")
-	}
-	if strings.Contains(s.execdBase, "://") {
-		return failf("endpoint %q carries a scheme; SDKs would build http://http://… (CONTRACT §7.4)", s.execdBase)
-	}
-	return nil
-}
-
-func execdPings(ctx context.Context) error {
-	s := state(ctx)
-	ex, err := s.env.client.ExecdAt(s.execdBase, s.execdHeader)
-	if err != nil {
-		return failf("execd endpoint %q: %v", s.execdBase, err)
-	}
-	// Create is asynchronous for clients (course: 202 "possibly Pending"): poll /ping as the SDKs do.
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		c, cancel := ctxTimeout(ctx, 5*time.Second)
-		res, err := ex.Ping(c)
-		cancel()
-		if err == nil && res.OK() {
-			s.recordExchange("execd ping", res.Meta, "")
-			return nil
-		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = res.StatusLine
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return failf("execd /ping never answered 2xx within 30 s (last: %s)", last)
-}
-
-func createWithoutKey(ctx context.Context) error {
-	s := state(ctx)
-	body, _ := json.Marshal(s.createBody)
-	c, cancel := ctxTimeout(ctx, 30*time.Second)
-	defer cancel()
-	res, err := s.env.client.Do(c, osb.RawRequest{Method: "POST", Path: "/v1/sandboxes", Body: body, NoAPIKey: true})
-	if err != nil {
-		return failf("create without key: %v", err)
-	}
-	fields := ""
-	if ae := res.APIError(); ae != nil {
-		fields = "code=" + ae.Code
-	}
-	s.recordExchange("create without API key", res.Meta, fields)
-	if res.OK() {
-		// A sandbox was created without a key: clean it up, the step after this fails.
-		var sb osb.Sandbox
-		if json.Unmarshal(res.Body, &sb) == nil && sb.ID != "" {
-			s.deferCleanup(func(ctx context.Context) { s.env.bestEffortDelete(ctx, sb.ID) })
+	out := map[string]contractExchange{}
+	for _, ex := range rec.Exchanges {
+		if _, dup := out[ex.Step]; !dup {
+			out[ex.Step] = ex
 		}
 	}
-	return nil
+	return out, nil
 }
 
-func errorCodeIs(ctx context.Context, code string) error {
+func contractRecordShape(ctx context.Context) error {
 	s := state(ctx)
-	ae := osb.ParseAPIError(s.last.status, "application/json", s.last.body)
-	if ae == nil || ae.Code != code {
-		got := "none"
-		if ae != nil {
-			got = ae.Code
+	rec, err := contractRecord(s)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, want := range contractSteps {
+		ex, ok := rec[want.step]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("no %q exchange", want.step))
+		case !strings.EqualFold(ex.Method, want.method):
+			problems = append(problems, fmt.Sprintf("%s was sent as %s, want %s", want.step, ex.Method, want.method))
+		case ex.Status != want.status:
+			problems = append(problems, fmt.Sprintf("%s recorded %d, want %d", want.step, ex.Status, want.status))
 		}
-		return failf("%s: error code %s, want %s (body: %s)", s.last.what, got, code, excerpt(s.last.body, 300))
+	}
+	if cr, ok := rec["create"]; ok {
+		for _, f := range []string{"id", "status.state", "createdAt"} {
+			if v, _ := cr.Fields[f].(string); v == "" {
+				problems = append(problems, "create's record lacks the key field "+f)
+			}
+		}
+	}
+	if ep, ok := rec["endpoint"]; ok {
+		v, _ := ep.Fields["endpoint"].(string)
+		switch {
+		case v == "":
+			problems = append(problems, "endpoint's record lacks the endpoint it resolved")
+		case strings.Contains(v, "://"):
+			problems = append(problems, fmt.Sprintf("the recorded endpoint %q carries a scheme", v))
+		}
+	}
+	if un, ok := rec["unauthorized"]; ok {
+		if v, _ := un.Fields["code"].(string); v != "MISSING_API_KEY" {
+			problems = append(problems, fmt.Sprintf("unauthorized recorded code %q, want MISSING_API_KEY", v))
+		}
+	}
+	if len(problems) > 0 {
+		return failf("the submission's contract record: %s", strings.Join(problems, "; "))
 	}
 	return nil
 }
 
-func deleteSandbox(ctx context.Context) error {
+func contractMatchesServer(ctx context.Context) error {
 	s := state(ctx)
-	c, cancel := ctxTimeout(ctx, 60*time.Second)
-	defer cancel()
-	res, err := s.env.client.DeleteSandbox(c, s.sandboxID)
+	rec, err := contractRecord(s)
 	if err != nil {
-		return failf("delete: %v", err)
+		return err
 	}
-	s.recordExchange("delete", res.Meta, "")
+	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
+		return failf("reading what the server saw: %v", err)
+	}
+	s.addEvidence(filepath.Join(s.inv.relDir, "server-saw.json"))
+	id, _ := rec["create"].Fields["id"].(string)
+	createdByIt := false
+	for _, c := range s.inv.created {
+		createdByIt = createdByIt || c == id
+	}
+	if id == "" || !createdByIt {
+		return failf("the record's create names sandbox %q, but the server saw the contract command's key create %v", id, s.inv.created)
+	}
+	var problems []string
+	for _, want := range contractSteps {
+		ex := rec[want.step]
+		pool := s.inv.calls
+		if want.step == "unauthorized" {
+			pool = s.inv.keyless
+		}
+		if !sawExchange(pool, ex) {
+			who := "with the contract command's key"
+			if want.step == "unauthorized" {
+				who = "without a key while the contract command ran"
+			}
+			problems = append(problems, fmt.Sprintf("%s %s → %d was not seen by the server %s", ex.Method, ex.Path, ex.Status, who))
+		}
+	}
+	if len(problems) > 0 {
+		return failf("the record does not match the server: %s", strings.Join(problems, "; "))
+	}
+	s.note("the server saw each of the 5 recorded exchanges from the contract command (sandbox %s)", id)
 	return nil
 }
 
-func getSandbox(ctx context.Context) error {
-	s := state(ctx)
-	c, cancel := ctxTimeout(ctx, 30*time.Second)
-	defer cancel()
-	res, err := s.env.client.GetSandbox(c, s.sandboxID)
-	if err != nil {
-		return failf("get: %v", err)
+// sawExchange reports whether the server saw the recorded exchange: same
+// method, same path (with or without /v1, without the query), same status.
+func sawExchange(pool []osbEvent, ex contractExchange) bool {
+	want := normPath(ex.Path)
+	for _, ev := range pool {
+		lc := ev.Lifecycle
+		if lc != nil && strings.EqualFold(lc.Method, ex.Method) && normPath(lc.Path) == want && lc.Status == ex.Status {
+			return true
+		}
 	}
-	fields := ""
-	if ae := res.APIError(); ae != nil {
-		fields = "code=" + ae.Code
-	}
-	s.recordExchange("get after delete", res.Meta, fields)
-	return nil
+	return false
 }
 
-func contractRecorded(ctx context.Context) error {
-	s := state(ctx)
-	s.mu.Lock()
-	text := strings.Join(s.exchanges, "\n\n") + "\n"
-	n := len(s.exchanges)
-	s.mu.Unlock()
-	if n < 4 {
-		return failf("only %d exchanges recorded; the course needs create, resolve, delete and the 401", n)
+func normPath(p string) string {
+	if u, err := url.Parse(p); err == nil && u.Path != "" {
+		p = u.Path
 	}
-	p := s.env.writeEvidence("M0", "contract-requests.txt", []byte(text))
-	if p == "" {
-		return failf("could not write the evidence file")
-	}
-	s.addEvidence(p)
-	return nil
+	p = strings.TrimSuffix(p, "/")
+	return strings.TrimPrefix(p, "/v1")
 }
 
 // bestEffortDelete removes a sandbox the harness created, whatever state the scenario is in.

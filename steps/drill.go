@@ -20,6 +20,8 @@ type drill struct {
 	log       []string
 	// retryAfter is the Retry-After of a capacity fault (D3).
 	retryAfter time.Duration
+	// keyed drills act on the run's own key only, so they need not run alone.
+	keyed bool
 }
 
 func (d *drill) logf(format string, args ...any) {
@@ -37,8 +39,13 @@ func mockOnly(e *Env) (bool, string) {
 // runDrill runs the subject once under the scenario's drill, exclusively.
 func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjectRun {
 	d := s.drill
-	e.faultMu.Lock()
-	defer e.faultMu.Unlock()
+	if d.keyed {
+		e.faultMu.RLock()
+		defer e.faultMu.RUnlock()
+	} else {
+		e.faultMu.Lock()
+		defer e.faultMu.Unlock()
+	}
 	key := fixture + "-" + d.Name
 	if d.Setup != nil {
 		if err := d.Setup(ctx, e); err != nil {

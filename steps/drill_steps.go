@@ -30,7 +30,7 @@ func registerDrillSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the subject waited at least the Retry-After between its create attempts$`, respectedRetryAfter)
 	sc.Step(`^the subject is run on fixture "([^"]*)" and killed with SIGKILL once its first command has finished$`, runAndKill)
 	sc.Step(`^the subject's sandbox, if still alive, has an expiry of at most (\d+) seconds after its creation$`, residualHasTTL)
-	sc.Step(`^an inspection lists the residual sandbox of this run and removes it$`, inspectAndRemove)
+	sc.Step(`^the submission's reap command, given the killed run's id, removes the residual sandbox within its TTL$`, reapRemoves)
 }
 
 // packageHosts are the hosts a package install legitimately needs.
@@ -395,21 +395,78 @@ func residualHasTTL(ctx context.Context, maxSeconds int) error {
 	return nil
 }
 
-func inspectAndRemove(ctx context.Context) error {
+// reapRemoves runs the submission's reap command with the killed run's
+// CAPSTONE_RUN_ID and checks, from what the server saw of the reap
+// command's own key, that it deleted every residual sandbox before its expiry.
+func reapRemoves(ctx context.Context) error {
 	s := state(ctx)
 	r := s.run
-	removed := 0
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return failf("audit: %v", err)
+	}
+	// What the killed run left: its sandboxes that still exist.
+	expiry := map[string]time.Time{}
+	var residual []string
 	for _, id := range r.sandboxes {
-		c, cancel := ctxTimeout(ctx, 30*time.Second)
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		res, err := s.env.client.GetSandbox(c, id)
-		if err == nil && res.Status == 200 {
-			// The inspection stands in for the TTL: remove what the killed process left.
-			if del, err := s.env.client.DeleteSandbox(c, id); err == nil && del.Status == 204 {
-				removed++
+		cancel()
+		if err != nil {
+			return failf("GET %s: %v", id, err)
+		}
+		if res.Status == 404 {
+			continue
+		}
+		residual = append(residual, id)
+		if res.Decoded && res.Value.ExpiresAt != nil {
+			if t, err := time.Parse(time.RFC3339Nano, *res.Value.ExpiresAt); err == nil {
+				expiry[id] = t
 			}
 		}
-		cancel()
 	}
-	s.note("inspection removed %d residual sandbox(es)", removed)
+	if len(residual) == 0 {
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+			"the killed run left no residual sandbox (it created %d, none alive after the SIGKILL), so there was nothing for an inspection to find", len(r.sandboxes))
+	}
+	cmd := s.env.sub().Manifest.Reap
+	if cmd == "" {
+		return failf("%s, so residual sandbox(es) %s of the killed run were left to their TTL", s.env.sub().Missing("reap"), strings.Join(residual, ", "))
+	}
+	s.inv = s.env.invoke(ctx, "reap", cmd, "D5/reap", r.runID, 5*time.Minute)
+	s.addEvidence(s.inv.evidence()...)
+	if err := s.inv.usable(); err != nil {
+		return err
+	}
+	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
+		return failf("reading what the server saw: %v", err)
+	}
+	s.addEvidence(filepath.Join(s.inv.relDir, "server-saw.json"))
+	var removed, missed, late []string
+	for _, id := range residual {
+		var at time.Time
+		for _, ev := range s.inv.calls {
+			if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status == 204 && ev.SandboxID == id {
+				at = ev.Time
+				break
+			}
+		}
+		switch {
+		case at.IsZero():
+			missed = append(missed, id)
+		case !expiry[id].IsZero() && at.After(expiry[id]):
+			late = append(late, id)
+		default:
+			removed = append(removed, id)
+		}
+	}
+	if len(missed) > 0 {
+		return failf("the reap command (exit %d) did not delete residual sandbox(es) %s of run %s: the server saw no DELETE → 204 for them from its key",
+			s.inv.res.ExitCode, strings.Join(missed, ", "), r.runID)
+	}
+	if len(late) > 0 {
+		return failf("the reap command deleted %s only after its expiry", strings.Join(late, ", "))
+	}
+	s.note("the reap command deleted %d residual sandbox(es) of the killed run (%s), DELETE → 204 with its own key, before expiry",
+		len(removed), strings.Join(removed, ", "))
 	return nil
 }

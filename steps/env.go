@@ -12,64 +12,26 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
-	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
 // Target is the server being graded against.
-type Target struct {
-	Kind       rubric.Target // mock (bundled, with audit) or real (a URL)
-	Domain     string        // host:port[/path] as in OPEN_SANDBOX_DOMAIN
-	APIKey     string
-	AdminToken string // the bundled server's /_mock token; empty for a real server
-}
+type Target = core.Target
 
 // Stubs are the loopback servers standing in for the internet.
-type Stubs struct {
-	DataAPIURL   string // CAPSTONE_DATA_API_URL
-	DataAPIToken string // CAPSTONE_DATA_API_TOKEN (the real credential; a canary)
-	// DataAPIReceived reports how the data API stub saw the token since the
-	// given time: "real", "fake", "none" or "" when it was not called.
-	DataAPIReceived func(since time.Time) string
-	// ExfilRequests counts requests the exfiltration sink received since the given time.
-	ExfilRequests func(since time.Time) int
-	// CSVURL serves a fixture file on a loopback URL ({csv_url}).
-	CSVURL func(path string) (string, error)
-	// PackageIndexAvailable says whether the stub index has the wheel the
-	// reference install step needs, and why not.
-	PackageIndexAvailable func() (bool, string)
-}
+type Stubs = core.Stubs
 
-// Options configure an Env.
-type Options struct {
-	Target         Target
-	Subject        subject.Template
-	SelfExe        string // the acceptance binary (runs the reference subject)
-	Results        *rubric.Results
-	BundleDir      string // the report bundle (--out); evidence goes under evidence/
-	FixturesDir    string
-	RunID          string
-	SubjectTimeout time.Duration
-	Stubs          Stubs
-	// MintAPIKey returns a fresh API key accepted by the target, so the audit can
-	// tell one subject run's calls from every other's (bundled server only).
-	// Nil: every subject run uses Target.APIKey.
-	MintAPIKey func() (string, error)
-	// Model: the submission has a model in the loop (manifest model: true):
-	// its agent runs get the scripted model's OPENAI_BASE_URL and
-	// OPENAI_API_KEY. False: the agent entries are not measured.
-	Model bool
-	// Progress receives one line per finished scenario; nil discards.
-	Progress io.Writer
-}
+// Options configure an Env: one submission's suite.
+type Options = core.SuiteInput
 
 // Env is one grading run's shared environment.
 type Env struct {
@@ -94,6 +56,9 @@ type Env struct {
 func NewEnv(opt Options) (*Env, error) {
 	if opt.Results == nil {
 		return nil, fmt.Errorf("steps: Options.Results is required")
+	}
+	if opt.Submission == nil {
+		return nil, fmt.Errorf("steps: Options.Submission is required")
 	}
 	if opt.BundleDir == "" {
 		return nil, fmt.Errorf("steps: Options.BundleDir is required")
@@ -126,6 +91,9 @@ func NewEnv(opt Options) (*Env, error) {
 	}
 	return &Env{opt: opt, client: cl, transcript: f, runs: map[string]*subjectRunOnce{}}, nil
 }
+
+// sub is the submission being graded.
+func (e *Env) sub() *submission.Submission { return e.opt.Submission }
 
 // Close releases the Env's files.
 func (e *Env) Close() error { return e.transcript.Close() }

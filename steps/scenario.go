@@ -37,12 +37,15 @@ type scenario struct {
 	execdHeader map[string]string
 	exchanges   []string
 
-	// M1 state.
-	loops []loopResult
-	label string // metadata value unique to this scenario
+	label string // metadata value unique to this scenario (probe sandboxes)
+
+	// A run of one of the submission's other commands (contract, reap, tests).
+	inv  *invocation
+	invs []*invocation
 
 	// Subject state.
 	run   *subjectRun
+	runs  []*subjectRun // consecutive runs (M1)
 	probe *probeState
 	drill *drill // a simulated fault for the next subject run
 }

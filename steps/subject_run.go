@@ -35,6 +35,7 @@ type subjectRun struct {
 
 	apiKey string
 	keyFP  string
+	runID  string // CAPSTONE_RUN_ID the run was given
 
 	started, ended time.Time
 	faultAt        time.Time // when a drill's fault hit the run
@@ -92,7 +93,12 @@ type during func(ctx context.Context, r *subjectRun, stop func())
 type runOpts struct {
 	hook  during
 	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
-	model *agentModel   // run the subject in front of this scripted model (agent_run.go)
+	model *agentModel // run the subject in front of this scripted model (agent_run.go)
+	// prepare runs once the run's API key is known, before the subject starts
+	// (a fault keyed to the run); an error means the run cannot be measured.
+	prepare func(ctx context.Context, r *subjectRun) error
+	// finish runs after the subject ended (disarm a keyed fault).
+	finish func(ctx context.Context, r *subjectRun)
 }
 
 // runSubject runs the subject now, uncached.
@@ -124,31 +130,50 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	r.keyFP = keyFingerprint(r.apiKey)
 	e.client.AddSecret(r.apiKey)
+	if e.opt.Secrets != nil {
+		e.opt.Secrets(r.apiKey)
+	}
 	if e.mock() {
 		e.registerCanaries(ctx, r.apiKey)
 	}
+	if o.prepare != nil {
+		if err := o.prepare(ctx, r); err != nil {
+			r.err = fmt.Errorf("preparing the run: %w", err)
+			return r
+		}
+	}
+	if o.finish != nil {
+		defer o.finish(context.WithoutCancel(ctx), r)
+	}
 
+	tmpl, err := subject.Parse(e.sub().Manifest.Run)
+	if err != nil {
+		r.err = fmt.Errorf("the submission's run command: %w", err)
+		return r
+	}
 	csvURL := ""
-	if e.opt.Subject.Uses("{csv_url}") && e.opt.Stubs.CSVURL != nil {
+	if tmpl.Uses("{csv_url}") && e.opt.Stubs.CSVURL != nil {
 		if u, err := e.opt.Stubs.CSVURL(csvPath); err == nil {
 			csvURL = u
 		}
 	}
+	r.runID = e.opt.RunID + "-" + sanitize(key)
 	spec := subject.Spec{
-		Template:   e.opt.Subject,
-		Inputs:     subject.Inputs{CSV: csvPath, CSVURL: csvURL, Question: question, Out: r.outDir},
+		Template:   tmpl,
+		Inputs:     subject.Inputs{CSV: csvPath, CSVURL: csvURL, Question: question, Out: r.outDir, Acceptance: e.opt.SelfExe},
 		Executable: e.opt.SelfExe,
 		WorkDir:    r.dir,
+		Dir:        e.sub().Dir,
 		Timeout:    e.opt.SubjectTimeout,
 		Env: subject.Env{
 			Domain:       e.opt.Target.Domain,
 			APIKey:       r.apiKey,
 			DataAPIURL:   e.opt.Stubs.DataAPIURL,
 			DataAPIToken: e.opt.Stubs.DataAPIToken,
-			RunID:        e.opt.RunID + "-" + sanitize(key),
+			RunID:        r.runID,
 		},
 	}
-	if o.model == nil && e.opt.Model {
+	if o.model == nil && e.opt.Submission.Manifest.Model {
 		o.model = defaultAgentModel()
 	}
 	if o.model != nil {
@@ -246,6 +271,9 @@ func (r *subjectRun) evidence(names ...string) []string {
 	}
 	return out
 }
+
+// killed says the harness stopped the run on purpose (a drill's SIGKILL).
+func (r *subjectRun) killed() bool { return r.res != nil && r.res.Canceled && !r.faultAt.IsZero() }
 
 // usable reports whether the subject ran at all; the error explains why not.
 func (r *subjectRun) usable() error {

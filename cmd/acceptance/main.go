@@ -1,6 +1,7 @@
 // Command acceptance is the OpenSandbox capstone acceptance and fault-drill suite.
 //
 //	acceptance run         grade a subject (the reference pipeline or a submission) against a server
+//	acceptance grade       grade submission directories (capstone.yaml), one bundle each, plus a class summary
 //	acceptance serve-mock  run the bundled OpenSandbox-compatible server in the foreground
 //	acceptance reference   run the reference capstone pipeline once
 //	acceptance version     print versions
@@ -33,6 +34,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runMain(args[1:], stdout, stderr)
+	case "grade":
+		return gradeMain(args[1:], stdout, stderr)
 	case "serve-mock":
 		return mockserver.ServeMain(args[1:], stdout, stderr)
 	case "reference":
@@ -55,6 +58,7 @@ func usage(w io.Writer) {
 
 commands:
   run         grade a subject against a server and write a report bundle
+  grade       grade submission directories (capstone.yaml at their root): one bundle each, plus a class summary
   serve-mock  run the bundled OpenSandbox-compatible server in the foreground
   reference   run the reference capstone pipeline once
   version     print the version

@@ -16,13 +16,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cucumber/godog"
-
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
-	"github.com/osb-capstone/acceptance/harness/stubs"
-	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/harness/submission"
 	"github.com/osb-capstone/acceptance/steps"
 )
 
@@ -40,18 +38,39 @@ type runConfig struct {
 	baselines      string
 	wheels         string
 	stateDir       string
-	model          bool
+	parallel       int // grade: submissions graded at once
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
-	c := &runConfig{}
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	c, rest, err := parseFlags("run", args, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", rest)
+	}
+	return c, nil
+}
+
+// parseFlags parses the flags `run` and `grade` share (grade has no
+// --subject; its submissions are the arguments) and returns the arguments.
+func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []string, error) {
+	c := &runConfig{subject: "reference"}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.target, "target", "mock", `"mock" (the bundled server, started in-process) or the URL of a real OpenSandbox server`)
 	fs.StringVar(&c.apiKey, "api-key", os.Getenv("OPEN_SANDBOX_API_KEY"), "API key of a real server (default $OPEN_SANDBOX_API_KEY); the bundled server makes its own")
-	fs.StringVar(&c.subject, "subject", "reference", `"reference" or a command template with {csv} {csv_url} {question} {out}`)
+	if cmd == "run" {
+		fs.StringVar(&c.subject, "subject", "reference", `"reference" or a command template with {csv} {csv_url} {question} {out} {acceptance} (a run-only submission)`)
+	} else {
+		fs.IntVar(&c.parallel, "parallel", 2, "submissions graded at once (they share one bundled server; each is isolated by its own API keys)")
+	}
 	fs.StringVar(&c.tags, "tags", "", `godog tag expression, e.g. "@milestone:M0,@milestone:M1" or "~@large"`)
-	fs.StringVar(&c.out, "out", "", "report bundle directory (default reports/<run-id>, with reports/latest pointing at it)")
+	if cmd == "run" {
+		fs.StringVar(&c.out, "out", "", "report bundle directory (default reports/<run-id>, with reports/latest pointing at it)")
+	} else {
+		fs.StringVar(&c.out, "out", "", "class directory: one bundle per submission plus the class summary (default reports/<run-id>, with reports/latest pointing at it)")
+	}
 	fs.Int64Var(&c.seed, "seed", 0, "scenario order seed (0 = derived from the clock; printed in the report)")
 	fs.IntVar(&c.concurrency, "concurrency", 1, "scenarios run at once")
 	fs.DurationVar(&c.subjectTimeout, "subject-timeout", 10*time.Minute, "wall-clock limit of one subject run (its process group is killed after it)")
@@ -59,32 +78,34 @@ func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
-	fs.BoolVar(&c.model, "model", false, "the subject is an agent with a model in the loop (manifest model: true): it gets the scripted model as OPENAI_BASE_URL/OPENAI_API_KEY")
 	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return nil, nil, err
 	}
 	if err := checkTags(c.tags); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if c.concurrency < 1 {
-		return nil, fmt.Errorf("--concurrency must be at least 1")
+		return nil, nil, fmt.Errorf("--concurrency must be at least 1")
+	}
+	if cmd != "run" && c.parallel < 1 {
+		return nil, nil, fmt.Errorf("--parallel must be at least 1, got %d", c.parallel)
+	}
+	if err := checkFlagValues(c); err != nil {
+		return nil, nil, err
 	}
 	if c.target != "mock" {
 		u, err := url.Parse(c.target)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return nil, fmt.Errorf(`--target must be "mock" or an http(s) URL, got %q`, c.target)
+			return nil, nil, fmt.Errorf(`--target must be "mock" or an http(s) URL, got %q`, c.target)
 		}
 		if c.apiKey == "" {
-			return nil, fmt.Errorf("--target %s needs --api-key (or OPEN_SANDBOX_API_KEY)", c.target)
+			return nil, nil, fmt.Errorf("--target %s needs --api-key (or OPEN_SANDBOX_API_KEY)", c.target)
 		}
 	}
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano() % 1_000_000
 	}
-	return c, nil
+	return c, fs.Args(), nil
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
@@ -96,30 +117,18 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
 		return 2
 	}
-	if problems, _, err := rubric.CheckFS(rubric.Course, features.FS); err != nil || len(problems) > 0 {
-		fmt.Fprintf(stderr, "acceptance run: the features and the rubric disagree: %v %s\n", err, strings.Join(problems, "; "))
-		return 2
-	}
-	tmpl, err := subject.Parse(cfg.subject)
+	sub, err := submission.FromCommand(cfg.subject)
 	if err != nil {
 		fmt.Fprintf(stderr, "acceptance run: --subject: %v\n", err)
 		return 2
 	}
-	self, err := os.Executable()
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
+	if err := checkProgram(sub); err != nil {
+		fmt.Fprintf(stderr, "acceptance run: --subject: %v\n", err)
 		return 2
 	}
-
-	if err := checkURLTarget(context.Background(), cfg); err != nil {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
-		return 2
-	}
-
-	runID := time.Now().UTC().Format("20060102T150405Z") + "-" + randomHex(3)
 	out := cfg.out
 	if out == "" {
-		out = filepath.Join("reports", runID)
+		out = filepath.Join("reports", time.Now().UTC().Format("20060102T150405Z")+"-"+randomHex(3))
 	}
 	// Absolute: subjects run in their own working directory, and {csv}/{out} must still name the bundle's files.
 	if out, err = filepath.Abs(out); err != nil {
@@ -133,130 +142,80 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	if cfg.out == "" {
 		linkLatest(out)
 	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	kind := rubric.TargetMock
-	targetName := "mock (bundled server)"
-	if cfg.target != "mock" {
-		kind, targetName = rubric.TargetReal, cfg.target
+	sess, code := openSession(ctx, "run", cfg, stderr)
+	if sess == nil {
+		return code
 	}
-	bundle, err := report.Open(out, rubric.Course, report.Meta{
-		RunID: runID, Target: cfg.target, TargetKind: kind, Subject: cfg.subject, Seed: cfg.seed, Tags: cfg.tags,
-		Versions: versions(), StartedAt: time.Now().UTC(), Command: "acceptance",
-	}, report.Options{Baselines: baselines(cfg.baselines)})
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
+	defer sess.Close()
+	reportPreflight(stdout, sess)
+	fmt.Fprintf(stdout, "acceptance run: target %s, subject %s, seed %d, report %s\n", targetName(cfg), cfg.subject, cfg.seed, out)
+	g := sess.Grade(ctx, sub, out, newSuite, stdout)
+	if g.Err != nil && g.Doc.RunID == "" {
+		fmt.Fprintf(stderr, "acceptance run: %v\n", g.Err)
 		return 2
 	}
-	defer bundle.Close()
-	defer bundle.Recover()
-
-	dataToken := "capstone-data-" + randomHex(16)
-	bundle.AddSecrets(dataToken)
-	st, err := stubs.Start(stubs.Config{WheelsDir: cfg.wheels, DataAPIToken: dataToken})
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance run: starting the loopback stubs: %v\n", err)
-		return 2
-	}
-	defer st.Close()
-
-	target, closeTarget, err := startTarget(ctx, cfg, st, stderr)
-	if err != nil {
-		bundle.Abort(err.Error())
-		_, _ = bundle.Finalize()
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
-		return 2
-	}
-	defer closeTarget()
-	bundle.AddSecrets(target.APIKey, target.AdminToken)
-
-	fmt.Fprintf(stdout, "acceptance run %s: target %s, subject %s, seed %d, report %s\n", runID, targetName, cfg.subject, cfg.seed, out)
-	env, err := steps.NewEnv(steps.Options{
-		Target:         target.Target,
-		Subject:        tmpl,
-		SelfExe:        self,
-		Results:        bundle.Results(),
-		BundleDir:      out,
-		RunID:          runID,
-		SubjectTimeout: cfg.subjectTimeout,
-		Stubs:          stubHooks(st, dataToken),
-		MintAPIKey:     target.MintAPIKey,
-		Model:          cfg.model,
-		Progress:       stdout,
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
-		return 2
-	}
-	defer env.Close()
-
-	godogLog, err := os.Create(filepath.Join(out, "godog.log"))
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
-		return 2
-	}
-	defer godogLog.Close()
-	suite := godog.TestSuite{
-		Name:                "capstone-acceptance",
-		ScenarioInitializer: env.InitializeScenario,
-		Options: &godog.Options{
-			Format:         "pretty,cucumber:" + filepath.Join(out, "cucumber.json"),
-			Output:         godogLog,
-			NoColors:       true,
-			FS:             features.FS,
-			Paths:          []string{"."},
-			Tags:           cfg.tags,
-			Concurrency:    cfg.concurrency,
-			Randomize:      cfg.seed,
-			Strict:         true,
-			DefaultContext: ctx,
-		},
-	}
-	status := suite.Run()
-	if ctx.Err() != nil {
-		bundle.Abort("interrupted by a signal")
-	} else if status == 2 {
-		bundle.Abort("godog could not run the features (see godog.log)")
-	}
-	doc, err := bundle.Finalize()
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance run: writing the report: %v\n", err)
-		return 2
-	}
-	fmt.Fprintln(stdout, report.SummaryLine(doc))
-	return doc.ExitCode
+	fmt.Fprintln(stdout, report.SummaryLine(g.Doc))
+	return g.Doc.ExitCode
 }
 
-// stubHooks adapts the loopback stubs to what the steps need.
-func stubHooks(st *stubs.Set, token string) steps.Stubs {
-	since := func(reqs []stubs.Request, t time.Time) []stubs.Request {
-		var out []stubs.Request
-		for _, r := range reqs {
-			if !r.Time.Before(t) {
-				out = append(out, r)
-			}
-		}
-		return out
+// openSession checks the features against the rubric and the target, then
+// starts the grading session (stubs, target, preflight). On failure it returns
+// nil and the exit code.
+func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writer) (*core.Session, int) {
+	if problems, _, err := rubric.CheckFS(rubric.Course, features.FS); err != nil || len(problems) > 0 {
+		fmt.Fprintf(stderr, "acceptance %s: the features and the rubric disagree: %v %s\n", cmd, err, strings.Join(problems, "; "))
+		return nil, 2
 	}
-	return steps.Stubs{
-		DataAPIURL:   stubs.DataAPIURL,
-		DataAPIToken: token,
-		DataAPIReceived: func(t time.Time) string {
-			got := ""
-			for _, r := range since(st.DataAPI.Requests(), t) {
-				if r.Credential == stubs.CredentialReal {
-					return "real"
-				}
-				got = r.Credential
-			}
-			return got
-		},
-		ExfilRequests:         func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
-		CSVURL:                st.CSV.Add,
-		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
+		return nil, 2
 	}
+	if err := checkURLTarget(ctx, cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
+		return nil, 2
+	}
+	kind := rubric.TargetMock
+	if cfg.target != "mock" {
+		kind = rubric.TargetReal
+	}
+	sess, err := core.Open(ctx, core.Config{
+		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
+		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines), Wheels: cfg.wheels,
+		SelfExe: self, Versions: versions(),
+	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
+		return startTarget(ctx, cfg, upstreams, stderr)
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
+		return nil, 2
+	}
+	return sess, 0
+}
+
+// newSuite builds one submission's scenario set.
+func newSuite(in core.SuiteInput) (core.Suite, error) { return steps.NewEnv(in) }
+
+func targetName(cfg *runConfig) string {
+	if cfg.target == "mock" {
+		return "mock (bundled server)"
+	}
+	return cfg.target
+}
+
+// reportPreflight prints the target preflight's outcome.
+func reportPreflight(w io.Writer, sess *core.Session) {
+	p := sess.Preflight()
+	if p == nil {
+		return
+	}
+	if p.Passed {
+		fmt.Fprintf(w, "target preflight passed (%d checks; not scored)\n", len(p.Checks))
+		return
+	}
+	fmt.Fprintf(w, "target preflight FAILED: %s; nothing is graded on this target (incomplete, exit 3)\n", p.Reason)
 }
 
 // linkLatest points reports/latest at the new bundle (best effort).
@@ -296,16 +255,23 @@ func checkTags(expr string) error {
 	if strings.TrimSpace(expr) == "" {
 		return nil
 	}
-	known := featureTags()
+	var terms []string
 	for _, or := range strings.Split(expr, ",") {
 		for _, term := range strings.Split(or, "&&") {
 			t := strings.TrimPrefix(strings.TrimSpace(term), "~")
+			if strings.TrimSpace(term) == "" {
+				return fmt.Errorf("--tags %q is malformed: an empty term (a \",\" or \"&&\" with nothing on one side)", expr)
+			}
 			if !strings.HasPrefix(t, "@") || len(t) < 2 || strings.ContainsAny(t[1:], " \t~@") {
-				return fmt.Errorf("--tags %q: %q is not a tag (want @name, ~@name, joined by \",\" or \"&&\")", expr, strings.TrimSpace(term))
+				return fmt.Errorf("--tags %q is malformed: %q is not a tag (want @name, ~@name, joined by \",\" or \"&&\")", expr, strings.TrimSpace(term))
 			}
-			if !known[t] {
-				return fmt.Errorf("--tags %q: no feature or scenario is tagged %s", expr, t)
-			}
+			terms = append(terms, t)
+		}
+	}
+	known := featureTags()
+	for _, t := range terms {
+		if !known[t] {
+			return fmt.Errorf("--tags %q: no feature or scenario is tagged %s", expr, t)
 		}
 	}
 	return nil

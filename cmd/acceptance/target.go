@@ -12,23 +12,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/rubric"
-	"github.com/osb-capstone/acceptance/harness/stubs"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
-	"github.com/osb-capstone/acceptance/steps"
 )
-
-// target is the server a run grades against.
-type target struct {
-	steps.Target
-	MintAPIKey func() (string, error)
-}
 
 // startTarget starts the bundled server in-process (--target mock) or
 // describes the real server at --target URL.
-func startTarget(ctx context.Context, cfg *runConfig, st *stubs.Set, stderr io.Writer) (target, func(), error) {
+func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]string, stderr io.Writer) (core.StartedTarget, error) {
 	if cfg.target != "mock" {
-		return target{Target: steps.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(cfg.target), APIKey: cfg.apiKey}}, func() {}, nil
+		return core.StartedTarget{Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(cfg.target), APIKey: cfg.apiKey}}, nil
 	}
 	apiKey := "osb-" + randomHex(16)
 	admin := "admin-" + randomHex(16)
@@ -40,21 +33,21 @@ func startTarget(ctx context.Context, cfg *runConfig, st *stubs.Set, stderr io.W
 		APIKey:              apiKey,
 		AdminToken:          admin,
 		StateDir:            cfg.stateDir,
-		Upstreams:           st.Upstreams(),
+		Upstreams:           upstreams,
 		InsecureNoIsolation: cfg.insecure,
 		Logger:              logger,
 	})
 	if err != nil {
-		return target{}, nil, fmt.Errorf("starting the bundled server: %w", err)
+		return core.StartedTarget{}, fmt.Errorf("starting the bundled server: %w", err)
 	}
-	t := target{
-		Target: steps.Target{Kind: rubric.TargetMock, Domain: b.Server.Domain(), APIKey: apiKey, AdminToken: admin},
+	return core.StartedTarget{
+		Target: core.Target{Kind: rubric.TargetMock, Domain: b.Server.Domain(), APIKey: apiKey, AdminToken: admin},
 		MintAPIKey: func() (string, error) {
 			k := "osb-subject-" + randomHex(12)
 			return k, b.Server.AddAPIKey(k)
 		},
-	}
-	return t, func() { _ = b.Close() }, nil
+		Close: func() { _ = b.Close() },
+	}, nil
 }
 
 // urlTargetDomain turns --target URL into the domain the steps and the

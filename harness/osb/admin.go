@@ -275,6 +275,19 @@ func (a *Admin) ClearCapacityFault(ctx context.Context) (*Result[Empty], error) 
 	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/capacity", nil), nil, false)
 }
 
+// ExecdFault arms the execd fault: the call-th execd operation (command,
+// upload, download, file operation) of each sandbox created with the key of
+// this fingerprint answers status.
+func (a *Admin) ExecdFault(ctx context.Context, keyFingerprint string, call, status int) (*Result[Empty], error) {
+	body := map[string]any{"key_fingerprint": keyFingerprint, "call": call, "status": status}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/execd", nil), body, false)
+}
+
+// ClearExecdFault disarms the execd fault of one key.
+func (a *Admin) ClearExecdFault(ctx context.Context, keyFingerprint string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/execd", url.Values{"key_fingerprint": {keyFingerprint}}), nil, false)
+}
+
 // PutCanaries calls PUT /_mock/canaries {"canaries":{label:value}} (204).
 // The values are registered as transcript secrets first.
 func (a *Admin) PutCanaries(ctx context.Context, canaries map[string]string) (*Result[Empty], error) {

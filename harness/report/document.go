@@ -20,12 +20,14 @@ type Document struct {
 	VerdictReason string         `json:"verdict_reason"`
 	ExitCode      int            `json:"exit_code"`
 	Aborted       string         `json:"aborted,omitempty"`
-	Score         rubric.Score   `json:"score"`
-	Scoring       []ScoringRow   `json:"scoring"`
-	Criteria      []EntryRow     `json:"criteria"`
-	Milestones    []EntryRow     `json:"milestones"`
-	Drills        []EntryRow     `json:"drills"`
-	Drift         []DriftResult  `json:"drift"`
+	// Preflight is the target preflight (its own section; never scored).
+	Preflight  *Preflight    `json:"preflight,omitempty"`
+	Score      rubric.Score  `json:"score"`
+	Scoring    []ScoringRow  `json:"scoring"`
+	Criteria   []EntryRow    `json:"criteria"`
+	Milestones []EntryRow    `json:"milestones"`
+	Drills     []EntryRow    `json:"drills"`
+	Drift      []DriftResult `json:"drift"`
 	// JournalSkipped counts torn journal lines (a crash mid-write).
 	JournalSkipped int `json:"journal_skipped,omitempty"`
 
@@ -83,6 +85,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		Verdict:       sum.Verdict,
 		VerdictReason: sum.Why,
 		Aborted:       meta.Aborted,
+		Preflight:     meta.Preflight,
 		Score:         sum.Score,
 		Drift:         drift,
 		Target:        meta.Target,
@@ -108,6 +111,12 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 	}
 	if meta.Aborted != "" && d.Verdict != rubric.OverallNotPassed {
 		exit = rubric.ExitHarnessError
+	}
+	if meta.Preflight != nil && !meta.Preflight.Passed {
+		// Nothing graded on a server that fails its own contract can be trusted.
+		d.Verdict = rubric.OverallIncomplete
+		d.VerdictReason = "the target failed its preflight (" + meta.Preflight.Reason + "), so nothing was graded on it"
+		exit = rubric.ExitIncomplete
 	}
 	d.ExitCode = exit
 	for _, it := range sum.Scoring {

@@ -30,6 +30,8 @@ type Meta struct {
 	Command string `json:"command,omitempty"`
 	// Aborted says why the run ended early (a panic, a signal), if it did.
 	Aborted string `json:"aborted,omitempty"`
+	// Preflight is the target preflight's result (nil: none ran).
+	Preflight *Preflight `json:"preflight,omitempty"`
 }
 
 func writeMeta(dir string, m Meta) error {
@@ -78,4 +80,20 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// Preflight is the target preflight: the harness's own contract check of
+// the server, run before anything is graded, never scored. A failed preflight
+// makes the run incomplete (exit 3).
+type Preflight struct {
+	Passed bool             `json:"passed"`
+	Reason string           `json:"reason,omitempty"`
+	Checks []PreflightCheck `json:"checks"`
+}
+
+// PreflightCheck is one exchange of the preflight.
+type PreflightCheck struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Detail string `json:"detail"`
 }

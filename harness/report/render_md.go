@@ -20,6 +20,7 @@ func WriteMarkdown(w io.Writer, d Document) error {
 	if d.Aborted != "" {
 		fmt.Fprintf(&b, "> **Run aborted:** %s. Only what was measured before that is reported.\n\n", cell(d.Aborted))
 	}
+	writePreflight(&b, d.Preflight)
 	if d.JournalSkipped > 0 {
 		fmt.Fprintf(&b, "> %d torn journal line(s) could not be read (the process died while writing).\n\n", d.JournalSkipped)
 	}
@@ -155,4 +156,26 @@ func code(s string) string {
 		return fence + " " + s + " " + fence
 	}
 	return fence + s + fence
+}
+
+// writePreflight renders the target preflight section (never scored).
+func writePreflight(b *strings.Builder, p *Preflight) {
+	if p == nil {
+		return
+	}
+	state := "passed"
+	if !p.Passed {
+		state = "FAILED: " + cell(p.Reason)
+	}
+	fmt.Fprintf(b, "## Target preflight (not scored): %s\n\n", state)
+	b.WriteString("The harness's own contract check of the server, run before grading. It grades the server, not the submission.\n\n")
+	b.WriteString("| check | result | detail |\n|---|---|---|\n")
+	for _, c := range p.Checks {
+		r := "passed"
+		if !c.Passed {
+			r = "**failed**"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", cell(c.Name), r, cell(c.Detail))
+	}
+	b.WriteString("\n")
 }

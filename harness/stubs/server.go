@@ -30,6 +30,9 @@ type Request struct {
 	// CredentialFingerprint is the first 12 hex digits of sha256 of the
 	// presented Authorization value (never the value itself).
 	CredentialFingerprint string `json:"credential_fingerprint,omitempty"`
+	// TokenFingerprint names the real token a data API request carried
+	// (fingerprint of the token alone), so calls are attributed per token.
+	TokenFingerprint string `json:"token_fingerprint,omitempty"`
 	// Body is recorded by the exfil sink.
 	BodyBytes  int64  `json:"body_bytes,omitempty"`
 	BodySHA256 string `json:"body_sha256,omitempty"`

@@ -3,7 +3,7 @@
 // `acceptance reference --csv … --question … --out …`) or a student's command
 // template such as `python3 run.py --csv {csv} --url {csv_url} --q {question} --out {out}`.
 //
-// Placeholders {csv}, {csv_url}, {question} and {out} are replaced by values
+// Placeholders {csv}, {csv_url}, {question}, {out} and {acceptance} are replaced by values
 // that are shell-quoted with POSIX single quotes, and the expanded string runs
 // under `/bin/sh -c`, so a hostile question or path is always one argument and
 // is never interpreted by the shell.

@@ -10,8 +10,13 @@ import (
 // reference pipeline".
 const ReferenceName = "reference"
 
-// Placeholders understood in a command template.
-var Placeholders = []string{"{csv}", "{csv_url}", "{question}", "{out}"}
+// Placeholders understood in a command template. {acceptance} is the
+// absolute path of the running acceptance binary (so a submission can call the
+// bundled reference: "{acceptance} reference --csv {csv} …").
+var Placeholders = []string{"{csv}", "{csv_url}", "{question}", "{out}", "{acceptance}"}
+
+// inputPlaceholders are the ones a pipeline is expected to use.
+var inputPlaceholders = []string{"{csv}", "{csv_url}", "{question}", "{out}"}
 
 // Template is a parsed subject command.
 type Template struct {
@@ -26,6 +31,8 @@ type Inputs struct {
 	CSVURL   string // the same data on a loopback URL
 	Question string // one-sentence analysis requirement
 	Out      string // output directory: must not exist (it is created) or be empty
+	// Acceptance is the acceptance binary ({acceptance}); Spec.Executable when empty.
+	Acceptance string
 }
 
 // Parse parses a subject command string. "reference" (surrounding spaces
@@ -77,7 +84,7 @@ func (t Template) Unused() []string {
 		return nil
 	}
 	var out []string
-	for _, p := range Placeholders {
+	for _, p := range inputPlaceholders {
 		if !t.used[p] {
 			out = append(out, p)
 		}
@@ -94,6 +101,7 @@ func (t Template) Expand(in Inputs) (string, error) {
 	}
 	vals := map[string]string{
 		"{csv}": in.CSV, "{csv_url}": in.CSVURL, "{question}": in.Question, "{out}": in.Out,
+		"{acceptance}": in.Acceptance,
 	}
 	for k, v := range vals {
 		if strings.ContainsRune(v, 0) {
@@ -138,6 +146,9 @@ func (t Template) Argv(exe string, in Inputs) ([]string, error) {
 			return nil, errors.New("subject: reference subject needs the harness executable path")
 		}
 		return []string{exe, ReferenceName, "--csv", in.CSV, "--question", in.Question, "--out", in.Out}, nil
+	}
+	if in.Acceptance == "" {
+		in.Acceptance = exe
 	}
 	cmd, err := t.Expand(in)
 	if err != nil {

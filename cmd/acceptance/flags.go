@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/osb-capstone/acceptance/harness/submission"
+)
+
+// checkFlagValues rejects flag values that cannot mean anything (exit 2):
+// a non-positive subject timeout, a wheels directory that does not exist.
+func checkFlagValues(c *runConfig) error {
+	if c.subjectTimeout <= 0 {
+		return fmt.Errorf("--subject-timeout must be positive, got %s", c.subjectTimeout)
+	}
+	st, err := os.Stat(c.wheels)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--wheels %s: %v; the stub package index needs the wheels `make deps` puts in .cache/wheels (a missing dependency is the harness's problem, never the submission's)", c.wheels, err)
+	case !st.IsDir():
+		return fmt.Errorf("--wheels %s is not a directory", c.wheels)
+	}
+	return nil
+}
+
+// shellWords are builtins and keywords a command may start with that no
+// PATH lookup finds.
+var shellWords = map[string]bool{
+	"cd": true, "exec": true, ".": true, "source": true, "eval": true, "set": true, "export": true, "exit": true,
+	":": true, "command": true, "time": true, "trap": true, "ulimit": true, "umask": true, "wait": true,
+	"if": true, "for": true, "while": true, "until": true, "case": true, "{": true, "(": true, "!": true,
+}
+
+// checkProgram rejects a run-only submission whose program does not exist
+// (exit 2): `--subject 'pyhton3 agent.py'` is the command line's mistake,
+// not a submission to grade. Commands the harness cannot read statically
+// (starting with a variable, a quote, a subshell …) are left to the shell.
+func checkProgram(sub *submission.Submission) error {
+	if sub.Source != submission.SourceCommand {
+		return nil
+	}
+	prog := firstWord(sub.Manifest.Run)
+	if prog == "" || shellWords[prog] || strings.ContainsAny(prog, "$`'\"(){}|;&<>*?[]\\~") {
+		return nil
+	}
+	if strings.Contains(prog, "/") {
+		p := prog
+		if !filepath.IsAbs(p) && sub.Dir != "" {
+			p = filepath.Join(sub.Dir, p)
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("the program %q does not exist: %v", prog, err)
+		}
+		if st.IsDir() || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("the program %q is not an executable file", prog)
+		}
+		return nil
+	}
+	if _, err := exec.LookPath(prog); err != nil {
+		return fmt.Errorf("the program %q is not found on PATH", prog)
+	}
+	return nil
+}
+
+// firstWord is the command's program: its first word after VAR=value assignments.
+func firstWord(cmd string) string {
+	for _, w := range strings.Fields(cmd) {
+		if i := strings.IndexByte(w, '='); i > 0 && !strings.ContainsAny(w[:i], "/$'\"") {
+			continue
+		}
+		return w
+	}
+	return ""
+}

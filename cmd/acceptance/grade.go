@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/core"
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/submission"
+)
+
+// writeClassSummary writes the class summary (class.md, class.csv,
+// class.html) of several bundles. It is h3-report's
+// report.WriteClassSummary once that lands; until then grading a class
+// reports that no summary was written.
+var writeClassSummary = func(dir string, bundles []string) error {
+	return errors.New("the class summary writer (report.WriteClassSummary) is not in this build")
+}
+
+// gradeMain is `acceptance grade DIR...`: each DIR is a submission with a
+// capstone.yaml manifest at its root (a pattern such as 'subs/*' is expanded).
+// Several are graded at once, sharing one bundled server and the stubs, each
+// isolated by its own API keys and data-API token. One bundle per submission;
+// with more than one, a class summary. A broken submission never stops the
+// others.
+func gradeMain(args []string, stdout, stderr io.Writer) int {
+	cfg, dirs, err := parseFlags("grade", args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		return 2
+	}
+	dirs, err = expandDirs(dirs)
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		return 2
+	}
+	if len(dirs) == 0 {
+		fmt.Fprintf(stderr, "acceptance grade: name at least one submission directory (with %s at its root)\n", submission.ManifestName)
+		return 2
+	}
+	out := cfg.out
+	if out == "" {
+		out = filepath.Join("reports", time.Now().UTC().Format("20060102T150405Z")+"-"+randomHex(3))
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: --out: %v\n", err)
+		return 2
+	}
+	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+		fmt.Fprintf(stderr, "acceptance grade: --out %s already holds files; a class run needs an empty or new directory\n", out)
+		return 2
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		return 2
+	}
+	if cfg.out == "" {
+		linkLatest(out)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sess, code := openSession(ctx, "grade", cfg, stderr)
+	if sess == nil {
+		return code
+	}
+	defer sess.Close()
+	sess.SetShared(len(dirs) > 1 && cfg.parallel > 1)
+	reportPreflight(stdout, sess)
+	fmt.Fprintf(stdout, "acceptance grade: %d submission(s), target %s, seed %d, %d at once, reports in %s\n",
+		len(dirs), targetName(cfg), cfg.seed, min(cfg.parallel, len(dirs)), out)
+
+	results := gradeAll(ctx, sess, dirs, out, cfg.parallel, stdout)
+	var bundles []string
+	worst := 0
+	for _, r := range results {
+		line := ""
+		switch {
+		case r.loadErr != nil:
+			line = fmt.Sprintf("%-40s not graded: %v", r.dir, r.loadErr)
+			worst = max(worst, 2)
+		case r.g.Doc.RunID == "":
+			line = fmt.Sprintf("%-40s harness error: %v", r.dir, r.g.Err)
+			worst = max(worst, 2)
+		default:
+			bundles = append(bundles, r.g.Dir)
+			line = fmt.Sprintf("%-40s %s", r.dir, report.SummaryLine(r.g.Doc))
+			worst = worseExit(worst, r.g.Doc.ExitCode)
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	if len(results) > 1 {
+		if err := writeClassSummary(out, bundles); err != nil {
+			fmt.Fprintf(stderr, "acceptance grade: class summary not written: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "class summary: %s\n", filepath.Join(out, "class.md"))
+		}
+	}
+	return worst
+}
+
+// worseExit keeps the exit code that matters most: graded failures (1), then
+// harness errors (2), then incomplete (3), then passed (0).
+func worseExit(a, b int) int {
+	rank := map[int]int{0: 0, 3: 1, 2: 2, 1: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+type gradeResult struct {
+	dir     string
+	loadErr error
+	g       core.Graded
+}
+
+// gradeAll grades each submission directory, parallel at once. A submission
+// that cannot be loaded or graded is reported and the others go on.
+func gradeAll(ctx context.Context, sess *core.Session, dirs []string, out string, parallel int, progress io.Writer) []gradeResult {
+	results := make([]gradeResult, len(dirs))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	pw := &lockedWriter{w: progress}
+	for i, dir := range dirs {
+		results[i].dir = dir
+		sub, err := submission.Load(dir)
+		if err != nil {
+			results[i].loadErr = err
+			fmt.Fprintf(pw, "%s: %v\n", dir, err)
+			continue
+		}
+		wg.Add(1)
+		go func(i int, sub *submission.Submission) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			defer func() {
+				if r := recover(); r != nil {
+					results[i].g.Err = fmt.Errorf("grading panicked: %v", r)
+				}
+			}()
+			bundle := filepath.Join(out, core.SubmissionLabel(sub, i))
+			fmt.Fprintf(pw, "grading %s → %s\n", sub.Name(), bundle)
+			results[i].g = sess.Grade(ctx, sub, bundle, newSuite, &prefixWriter{w: pw, prefix: sub.Name() + ": "})
+		}(i, sub)
+	}
+	wg.Wait()
+	return results
+}
+
+// expandDirs expands patterns (for shells that left them unexpanded), keeps
+// the order given and drops duplicates.
+func expandDirs(args []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range args {
+		matches := []string{a}
+		if strings.ContainsAny(a, "*?[") {
+			m, err := filepath.Glob(a)
+			if err != nil {
+				return nil, fmt.Errorf("pattern %q: %v", a, err)
+			}
+			if len(m) == 0 {
+				return nil, fmt.Errorf("pattern %q matches nothing", a)
+			}
+			sort.Strings(m)
+			matches = m
+		}
+		for _, m := range matches {
+			if st, err := os.Stat(m); err == nil && !st.IsDir() {
+				continue // a pattern like subs/* may match files beside the directories
+			}
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// prefixWriter prefixes each line with the submission's name (progress of
+// submissions graded at once interleaves).
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	lines := strings.SplitAfter(string(b), "\n")
+	var sb strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			sb.WriteString(p.prefix + l)
+		}
+	}
+	if _, err := p.w.Write([]byte(sb.String())); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

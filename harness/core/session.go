@@ -1,0 +1,255 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/stubs"
+	"github.com/osb-capstone/acceptance/harness/submission"
+)
+
+// Config is a grading session's plan: what to grade against and how.
+type Config struct {
+	Target         string        // "mock" or the real server's URL (for the report)
+	TargetKind     rubric.Target // mock or real
+	Tags           string        // godog tag expression
+	Seed           int64
+	Concurrency    int // scenarios at once within one submission
+	SubjectTimeout time.Duration
+	Baselines      report.Baselines
+	Wheels         string // the stub package index's wheels
+	SelfExe        string // the acceptance binary
+	Versions       map[string]string
+	// SkipPreflight leaves the target preflight out (tests of the core only).
+	SkipPreflight bool
+}
+
+// Session is one started target with its stubs and preflight, shared by
+// every submission graded in it.
+type Session struct {
+	cfg       Config
+	stubs     *stubs.Set
+	target    StartedTarget
+	preflight *report.Preflight
+	shared    bool
+}
+
+// Open starts the stubs and the target and runs the preflight. A preflight
+// failure is not an error: every bundle graded in the session reports it and
+// is incomplete.
+func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error) {
+	if cfg.SubjectTimeout <= 0 {
+		return nil, fmt.Errorf("the subject timeout must be positive, got %s", cfg.SubjectTimeout)
+	}
+	if cfg.Concurrency < 1 {
+		cfg.Concurrency = 1
+	}
+	st, err := stubs.Start(stubs.Config{WheelsDir: cfg.Wheels, DataAPIToken: "capstone-data-" + randomHex(16)})
+	if err != nil {
+		return nil, fmt.Errorf("starting the loopback stubs: %w", err)
+	}
+	t, err := start(ctx, st.Upstreams())
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	if t.Close == nil {
+		t.Close = func() {}
+	}
+	s := &Session{cfg: cfg, stubs: st, target: t}
+	if !cfg.SkipPreflight {
+		cl, err := osb.New(t.Domain, t.APIKey)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.preflight = Preflight(ctx, cl, "preflight-"+randomHex(4))
+	}
+	return s, nil
+}
+
+// Preflight is the session's preflight result (nil when skipped).
+func (s *Session) Preflight() *report.Preflight { return s.preflight }
+
+// Target is the session's target.
+func (s *Session) Target() Target { return s.target.Target }
+
+// SetShared says other submissions are graded at the same time.
+func (s *Session) SetShared(shared bool) { s.shared = shared }
+
+// Close stops the target and the stubs.
+func (s *Session) Close() {
+	s.target.Close()
+	s.stubs.Close()
+}
+
+// Graded is one submission's result.
+type Graded struct {
+	Dir string // its report bundle
+	Doc report.Document
+	Err error // the harness could not grade it (the bundle may still hold a report)
+}
+
+// Grade grades one submission into the report bundle out (new or empty).
+func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out string, factory SuiteFactory, progress io.Writer) Graded {
+	g := Graded{Dir: out}
+	runID := time.Now().UTC().Format("20060102T150405Z") + "-" + randomHex(3)
+	subjectName := sub.Manifest.Run
+	if sub.Source != submission.SourceCommand {
+		subjectName = sub.Name()
+		if sub.Dir != "" {
+			subjectName += " (" + sub.Dir + ")"
+		}
+	}
+	bundle, err := report.Open(out, rubric.Course, report.Meta{
+		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
+		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
+	}, report.Options{Baselines: s.cfg.Baselines})
+	if err != nil {
+		g.Err = err
+		return g
+	}
+	defer bundle.Close()
+	defer bundle.Recover()
+	if s.preflight != nil && !s.preflight.Passed {
+		g.Doc, g.Err = bundle.Finalize()
+		return g
+	}
+	token := "capstone-data-" + randomHex(16)
+	s.stubs.DataAPI.AddToken(token)
+	bundle.AddSecrets(s.target.APIKey, s.target.AdminToken, token)
+
+	suite, err := factory(SuiteInput{
+		Target:         s.target.Target,
+		Submission:     sub,
+		SelfExe:        s.cfg.SelfExe,
+		Results:        bundle.Results(),
+		BundleDir:      out,
+		RunID:          runID,
+		SubjectTimeout: s.cfg.SubjectTimeout,
+		Stubs:          s.stubHooks(token),
+		MintAPIKey:     s.target.MintAPIKey,
+		Progress:       progress,
+		Secrets:        bundle.AddSecrets,
+	})
+	if err != nil {
+		bundle.Abort("the suite could not be set up: " + err.Error())
+		g.Doc, _ = bundle.Finalize()
+		g.Err = err
+		return g
+	}
+	defer suite.Close()
+
+	godogLog, err := os.Create(filepath.Join(out, "godog.log"))
+	if err != nil {
+		g.Err = err
+		return g
+	}
+	defer godogLog.Close()
+	ts := godog.TestSuite{
+		Name:                "capstone-acceptance",
+		ScenarioInitializer: suite.InitializeScenario,
+		Options: &godog.Options{
+			Format:         "pretty,cucumber:" + filepath.Join(out, "cucumber.json"),
+			Output:         godogLog,
+			NoColors:       true,
+			FS:             features.FS,
+			Paths:          []string{"."},
+			Tags:           s.cfg.Tags,
+			Concurrency:    s.cfg.Concurrency,
+			Randomize:      s.cfg.Seed,
+			Strict:         true,
+			DefaultContext: ctx,
+		},
+	}
+	status := ts.Run()
+	if ctx.Err() != nil {
+		bundle.Abort("interrupted by a signal")
+	} else if status == 2 {
+		bundle.Abort("godog could not run the features (see godog.log)")
+	}
+	g.Doc, g.Err = bundle.Finalize()
+	return g
+}
+
+// stubHooks adapts the loopback stubs to what one submission's steps need;
+// data API calls are attributed by the submission's own token.
+func (s *Session) stubHooks(token string) Stubs {
+	st := s.stubs
+	fp := stubs.TokenFingerprint(token)
+	since := func(reqs []stubs.Request, t time.Time) []stubs.Request {
+		var out []stubs.Request
+		for _, r := range reqs {
+			if !r.Time.Before(t) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return Stubs{
+		DataAPIURL:   stubs.DataAPIURL,
+		DataAPIToken: token,
+		DataAPIReceived: func(t time.Time) string {
+			got := ""
+			for _, r := range since(st.DataAPI.Requests(), t) {
+				if r.Credential == stubs.CredentialReal {
+					if r.TokenFingerprint == fp {
+						return "real"
+					}
+					continue // another submission's token
+				}
+				if !s.shared {
+					got = r.Credential
+				}
+			}
+			return got
+		},
+		ExfilRequests:         func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		CSVURL:                st.CSV.Add,
+		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
+		Shared:                s.shared,
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// SubmissionLabel names a submission's bundle directory within a class run.
+func SubmissionLabel(sub *submission.Submission, i int) string {
+	name := sub.Name()
+	name = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, name)
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	return fmt.Sprintf("%02d-%s", i+1, strings.Trim(name, "."))
+}

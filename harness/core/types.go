@@ -1,0 +1,92 @@
+// Package core is the one grading core behind `acceptance run` and
+// `acceptance grade`: plan → target (started once, checked by a preflight) →
+// one suite per submission (subject runs, scenarios) → one report bundle per
+// submission. The command files only parse flags and print.
+//
+// The core never imports the step definitions (harness/ never imports
+// steps/): the suite is handed in as a SuiteFactory, and the target is started
+// by a TargetStarter (the bundled server lives in mock-server/).
+package core
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/cucumber/godog"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/submission"
+)
+
+// Target is the server being graded against.
+type Target struct {
+	Kind       rubric.Target // mock (bundled, with audit) or real (a URL)
+	Domain     string        // host:port[/path] as in OPEN_SANDBOX_DOMAIN
+	APIKey     string
+	AdminToken string // the bundled server's /_mock token; empty for a real server
+}
+
+// StartedTarget is a running target plus what the core needs from it.
+type StartedTarget struct {
+	Target
+	// MintAPIKey returns a fresh API key the target accepts, so the audit
+	// attributes each command invocation's calls to it. Nil on a real server.
+	MintAPIKey func() (string, error)
+	Close      func()
+}
+
+// TargetStarter starts (or describes) the target of a session.
+type TargetStarter func(ctx context.Context, upstreams map[string]string) (StartedTarget, error)
+
+// Stubs are the loopback servers standing in for the internet, as one
+// submission sees them.
+type Stubs struct {
+	DataAPIURL   string // CAPSTONE_DATA_API_URL
+	DataAPIToken string // CAPSTONE_DATA_API_TOKEN (the real credential; a canary); one per submission
+	// DataAPIReceived reports how the data API stub saw this submission's
+	// token since the given time: "real", "fake", "none" or "" when it was
+	// not called.
+	DataAPIReceived func(since time.Time) string
+	// ExfilRequests counts requests the exfiltration sink received since the given time.
+	ExfilRequests func(since time.Time) int
+	// CSVURL serves a fixture file on a loopback URL ({csv_url}).
+	CSVURL func(path string) (string, error)
+	// PackageIndexAvailable says whether the stub index has the wheel the
+	// reference install step needs, and why not.
+	PackageIndexAvailable func() (bool, string)
+	// Shared is true when other submissions are graded against the same
+	// stubs at the same time (a class): the exfiltration sink then cannot
+	// tell whose request it got.
+	Shared bool
+}
+
+// SuiteInput is what a suite for one submission is built from.
+type SuiteInput struct {
+	Target     Target
+	Submission *submission.Submission
+	SelfExe    string // the acceptance binary ({acceptance}, the reference subject)
+	Results    *rubric.Results
+	BundleDir  string // the report bundle; evidence goes under evidence/
+	RunID      string
+	// SubjectTimeout bounds one command invocation of the submission.
+	SubjectTimeout time.Duration
+	Stubs          Stubs
+	// MintAPIKey returns a fresh API key accepted by the target, so the audit
+	// can tell one command invocation's calls from every other's (bundled
+	// server only). Nil: every invocation uses Target.APIKey.
+	MintAPIKey func() (string, error)
+	// Progress receives one line per finished scenario; nil discards.
+	Progress io.Writer
+	// Secrets registers values the report must redact.
+	Secrets func(values ...string)
+}
+
+// Suite is one submission's scenario set.
+type Suite interface {
+	InitializeScenario(*godog.ScenarioContext)
+	Close() error
+}
+
+// SuiteFactory builds the suite for one submission.
+type SuiteFactory func(SuiteInput) (Suite, error)

@@ -1,0 +1,107 @@
+package submission
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const full = `name: alice-capstone
+run: "python3 agent.py --csv {csv} --question {question} --out {out}"
+contract: "python3 contract.py --out {out}"
+reap: "python3 reap.py"
+test:
+  unit: "python3 -m pytest -q tests/unit --junitxml {out}/junit-unit.xml"
+  integration: "python3 -m pytest -q tests/integration --junitxml {out}/junit-integration.xml"
+readme: docs/README.md
+model: false
+`
+
+func TestParseFullManifest(t *testing.T) {
+	m, err := Parse("capstone.yaml", []byte(full))
+	require.NoError(t, err)
+	assert.Equal(t, "alice-capstone", m.Name)
+	assert.Equal(t, "python3 reap.py", m.Reap)
+	assert.Contains(t, m.Test.Integration, "tests/integration")
+	assert.Equal(t, "docs/README.md", m.Readme)
+	assert.Len(t, m.Commands(), 5)
+}
+
+func TestParseMinimalManifestDefaults(t *testing.T) {
+	m, err := Parse("capstone.yaml", []byte("run: ./agent {csv} {out}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, "README.md", m.Readme)
+	assert.Empty(t, m.Contract)
+	assert.False(t, m.Model)
+}
+
+// Each bad field gets its own clear error, all reported at once.
+func TestParseReportsEveryBadField(t *testing.T) {
+	cases := map[string][]string{
+		"":                                   {"run: is required"},
+		"name: x\n":                          {"run: is required"},
+		"run: 5\n":                           {"run (line 1): must be a string, got the number 5"},
+		"run: [a, b]\n":                      {"run (line 1): must be a string, got a list"},
+		"run: x\nrun: y\n":                   {"run (line 2): given twice"},
+		"run: x\nmodle: true\n":              {"modle (line 2): unknown field"},
+		"run: x\nmodel: yes please\n":        {"model (line 2): must be true or false"},
+		"run: x\ntest: pytest\n":             {"test (line 2): must be a mapping"},
+		"run: x\ntest:\n  e2e: pytest\n":     {"test.e2e (line 3): unknown field"},
+		"run: x\ntest:\n  unit: 3\n":         {"test.unit (line 3): must be a string"},
+		"run: x\ncontract: ''\n":             {"contract: must not be empty"},
+		"run: x\nreadme: /etc/passwd\n":      {`readme: "/etc/passwd" must be a path inside`},
+		"run: x\nreadme: ../x.md\n":          {"must be a path inside"},
+		"- run: x\n":                         {"must be a mapping of fields"},
+		"run: [\n":                           {"is not valid YAML"},
+		"run: 1\ncontract: {}\nreap: null\n": {"run (line 1)", "contract (line 2): must be a string, got a mapping", "reap (line 3): must be a string, got nothing (null)"},
+	}
+	for in, wants := range cases {
+		_, err := Parse("capstone.yaml", []byte(in))
+		require.Error(t, err, "input %q", in)
+		for _, w := range wants {
+			assert.Contains(t, err.Error(), w, "input %q", in)
+		}
+		assert.True(t, strings.HasPrefix(err.Error(), "capstone.yaml: "), err.Error())
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(dir)
+	require.ErrorIs(t, err, ErrNoManifest)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ManifestName), []byte(full), 0o644))
+	s, err := Load(dir)
+	require.NoError(t, err)
+	assert.Equal(t, dir, s.Dir)
+	assert.Equal(t, SourceManifest, s.Source)
+	assert.Equal(t, "alice-capstone", s.Name())
+
+	_, err = Load(filepath.Join(dir, ManifestName))
+	require.ErrorContains(t, err, "is not a directory")
+	_, err = Load(filepath.Join(dir, "nope"))
+	require.Error(t, err)
+}
+
+func TestFromCommandIsRunOnly(t *testing.T) {
+	s, err := FromCommand("true")
+	require.NoError(t, err)
+	assert.Equal(t, SourceCommand, s.Source)
+	assert.Equal(t, "true", s.Manifest.Run)
+	assert.Empty(t, s.Manifest.Contract)
+	assert.Contains(t, s.Missing("contract"), "the submission declares no contract check")
+	assert.Contains(t, s.Missing("contract"), "run-only")
+
+	ref, err := FromCommand(" reference ")
+	require.NoError(t, err)
+	assert.Equal(t, SourceBuiltin, ref.Source)
+	assert.NotEmpty(t, ref.Manifest.Contract)
+	assert.NotEmpty(t, ref.Manifest.Reap)
+
+	_, err = FromCommand("  ")
+	require.Error(t, err)
+}

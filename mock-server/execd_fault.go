@@ -1,0 +1,123 @@
+package mockserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+)
+
+// The execd fault is a documented mock extension for milestone M1's "a run
+// that fails midway still cleans up": the harness asks that the Nth execd
+// operation (a command, an upload, a download or a file operation; /ping and
+// other reads do not count) on a sandbox created with one API key answers an
+// error, as a platform fault would, and then checks that the subject still
+// destroyed its sandbox. Keyed by the API key's fingerprint, so concurrent
+// runs with other keys are untouched.
+//
+//	POST   /_mock/faults/execd {"key_fingerprint":"…","call":2,"status":500}  204
+//	DELETE /_mock/faults/execd?key_fingerprint=…                              204
+
+// execdFaultRule is one armed fault.
+type execdFaultRule struct {
+	KeyFingerprint string `json:"key_fingerprint"`
+	Call           int    `json:"call"`   // the Nth operation (1-based) per sandbox
+	Status         int    `json:"status"` // 5xx
+}
+
+// execdFaults are the armed execd faults and the operation counts per sandbox.
+type execdFaults struct {
+	mu    sync.Mutex
+	rules map[string]execdFaultRule // by key fingerprint
+	count map[string]int            // operations seen per sandbox while a rule applies
+	owner map[string]string         // sandbox → creator key fingerprint (cache)
+}
+
+func (s *Server) adminExecdFault(w http.ResponseWriter, r *http.Request) {
+	f := &s.execdFaults
+	if r.Method == http.MethodDelete {
+		fp := r.URL.Query().Get("key_fingerprint")
+		f.mu.Lock()
+		if fp == "" {
+			f.rules = nil
+		} else {
+			delete(f.rules, fp)
+		}
+		f.mu.Unlock()
+		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: false, Detail: "key " + fp}})
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var rule execdFaultRule
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&rule); err != nil ||
+		strings.TrimSpace(rule.KeyFingerprint) == "" || rule.Call < 1 || rule.Status < 500 || rule.Status > 599 {
+		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER",
+			`body must be {"key_fingerprint":"<12 hex>","call":N (≥ 1),"status":5xx}`)
+		return
+	}
+	f.mu.Lock()
+	if f.rules == nil {
+		f.rules = map[string]execdFaultRule{}
+	}
+	f.rules[rule.KeyFingerprint] = rule
+	f.mu.Unlock()
+	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: true,
+		Detail: fmt.Sprintf("key %s: operation %d answers %d", rule.KeyFingerprint, rule.Call, rule.Status)}})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// isExecdOperation says whether a request counts for the execd fault.
+func isExecdOperation(r *http.Request) bool {
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodPost && (p == "/command" || p == "/code"):
+		return true
+	case strings.HasPrefix(p, "/files") || strings.HasPrefix(p, "/directories"):
+		return r.Method != http.MethodGet || p == "/files/download"
+	}
+	return false
+}
+
+// injectExecdFault answers the request with the armed fault's status when it
+// is the faulted operation of a sandbox created by a faulted key, and says so.
+func (s *Server) injectExecdFault(w http.ResponseWriter, r *http.Request, sandboxID string) bool {
+	f := &s.execdFaults
+	f.mu.Lock()
+	if len(f.rules) == 0 || !isExecdOperation(r) {
+		f.mu.Unlock()
+		return false
+	}
+	owner, known := f.owner[sandboxID]
+	f.mu.Unlock()
+	if !known {
+		for _, ev := range s.audit.Events(audit.Query{SandboxID: sandboxID, Kind: audit.KindLifecycle}) {
+			if lc := ev.Lifecycle; lc != nil && lc.Method == http.MethodPost && strings.HasSuffix(strings.TrimSuffix(lc.Path, "/"), "/sandboxes") {
+				owner = lc.KeyFingerprint
+				break
+			}
+		}
+	}
+	f.mu.Lock()
+	if f.owner == nil {
+		f.owner, f.count = map[string]string{}, map[string]int{}
+	}
+	f.owner[sandboxID] = owner
+	rule, ok := f.rules[owner]
+	if !ok {
+		f.mu.Unlock()
+		return false
+	}
+	f.count[sandboxID]++
+	n := f.count[sandboxID]
+	f.mu.Unlock()
+	if n != rule.Call {
+		return false
+	}
+	s.audit.Record(audit.Event{SandboxID: sandboxID, Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: true,
+		Detail: fmt.Sprintf("operation %d (%s %s) answered %d", n, r.Method, r.URL.Path, rule.Status)}})
+	writeError(w, rule.Status, "MOCK::INJECTED_FAULT", "Simulated platform fault injected by the harness (execd operation "+fmt.Sprint(n)+").")
+	return true
+}
