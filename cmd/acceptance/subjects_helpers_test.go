@@ -16,13 +16,13 @@ import (
 )
 
 // Helpers for subjects_test.go: grading the student-style submission in
-// fixtures/subjects/ (official Python SDK) end to end with runMain.
+// fixtures/submissions/student/ (official Python SDK) end to end with runMain.
 
 // subjectEnv is what a student-subject run needs on this machine.
 type subjectEnv struct {
 	root   string // repository root (absolute)
 	python string // the venv python with opensandbox==1.1.1
-	script string // fixtures/subjects/student_subject.py
+	script string // fixtures/submissions/student/student_subject.py
 	wheels string // the stub package index's wheels
 }
 
@@ -54,7 +54,7 @@ func requireSubjectEnv(t *testing.T) subjectEnv {
 	e := subjectEnv{
 		root:   root,
 		python: filepath.Join(root, ".cache", "py-sdk", "bin", "python"),
-		script: filepath.Join(root, "fixtures", "subjects", "student_subject.py"),
+		script: filepath.Join(root, "fixtures", "submissions", "student", "student_subject.py"),
 		wheels: filepath.Join(root, ".cache", "wheels"),
 	}
 	if out, err := exec.Command(e.python, "-c", "import opensandbox").CombinedOutput(); err != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 // Integration tests of the suite against a student-style submission written
-// with the official Python SDK (fixtures/subjects/student_subject.py): the
+// with the official Python SDK (fixtures/submissions/student/student_subject.py): the
 // good submission must pass, and each deliberate flaw must be caught by the
 // criterion the course names for it. Every test runs the whole `acceptance
 // run` (runMain: bundled server in-process, real sandboxes) with only the

@@ -29,11 +29,22 @@ import (
 	"time"
 )
 
-// Main runs `acceptance reference --csv F --question Q --out DIR [--domain
+// Main runs `acceptance reference contract|reap|selftest …` (see those
+// files) or the pipeline: `acceptance reference --csv F --question Q --out DIR [--domain
 // host:port] [--api-key KEY] [--wall-clock 10m] [--command-timeout 5m]
 // [--max-steps 4] [--image python:3.12]`. Exit code: 0 success, 1 the run
 // failed (summary.json says why), 2 usage error.
 func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "contract": // the M0 raw-HTTP contract check (contract.go)
+			return ContractMain(args[1:], stdout, stderr)
+		case "reap": // the D5 inspection (reap.go)
+			return ReapMain(args[1:], stdout, stderr)
+		case "selftest": // the submission's own tests, built in (selftest.go)
+			return SelftestMain(args[1:], stdout, stderr)
+		}
+	}
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("acceptance reference", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -59,6 +70,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.DataAPIURL = os.Getenv("CAPSTONE_DATA_API_URL")
 	cfg.DataAPIToken = os.Getenv("CAPSTONE_DATA_API_TOKEN")
+	cfg.RunID = os.Getenv("CAPSTONE_RUN_ID")
 	cfg.Log = stderr
 	if cfg.Agent {
 		cfg.ModelBaseURL, cfg.ModelAPIKey = os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY")

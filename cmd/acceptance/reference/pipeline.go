@@ -33,6 +33,10 @@ type Config struct {
 	DataAPIURL   string
 	DataAPIToken string
 
+	// RunID ($CAPSTONE_RUN_ID) labels the sandbox (metadata capstone-run-id)
+	// so an inspection (`reference reap`) finds it if this process is killed.
+	RunID string
+
 	Image          string
 	SandboxTTL     time.Duration // the sandbox's own timeout (server-side TTL)
 	WallClock      time.Duration // the whole run
@@ -252,7 +256,7 @@ func (r *runner) create(ctx context.Context) error {
 		Entrypoint:     []string{"tail", "-f", "/dev/null"},
 		Timeout:        &ttl,
 		ResourceLimits: map[string]string{"cpu": "1", "memory": "2Gi"},
-		Metadata:       map[string]string{"app": "capstone-reference"},
+		Metadata:       runLabel("capstone-reference", r.cfg.RunID),
 	}
 	if id := os.Getenv("CAPSTONE_RUN_ID"); id != "" {
 		// The documented convention: an inspection (reap) finds a killed run's sandboxes by this label.

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/submission"
+)
+
+// TestCalibration grades the calibration set (fixtures/submissions, see its
+// README) with one `acceptance grade` call and asserts, from each bundle's
+// report.json, that every known-bad submission fails exactly the entries its
+// planted defect violates (and nothing else fails), that the good ones fail
+// nothing, and that the empty submission earns 0 points.
+//
+// An expected failure the grader does not measure yet is listed in pending
+// with the reason: the subtest then still checks that nothing *else* fails,
+// and is skipped naming the entry, never passed. Once the grader measures it,
+// the pending mark is reported as stale so it can be removed.
+func TestCalibration(t *testing.T) {
+	e := requireSubjectEnv(t)
+	// The Python submissions run `python3` from PATH: the SDK venv first (fixtures/submissions/README.md).
+	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	subs := filepath.Join(e.root, "fixtures", "submissions")
+	dirs := make([]string, len(calibrationSet))
+	for i, c := range calibrationSet {
+		dirs[i] = filepath.Join(subs, c.dir)
+	}
+	out, stateDir := t.TempDir(), t.TempDir()
+	args := append([]string{"grade",
+		"--out", out,
+		"--state-dir", stateDir,
+		"--wheels", e.wheels,
+		"--baselines", t.TempDir(), // drift is not under test; never write into the repo
+		"--subject-timeout", "5m",
+		"--parallel", "2",
+		// The 50 MB input is no defect's target and costs ~10 s per submission;
+		// `make acceptance` and the run tests grade it.
+		"--tags", "~@large",
+	}, dirs...)
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := dispatch(args, &stdout, &stderr)
+	t.Logf("acceptance grade (%d submissions): exit %d in %s\n%s%s", len(dirs), code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
+	require.NotEqual(t, 2, code, "acceptance grade must grade the set, not fail on usage")
+
+	for i, c := range calibrationSet {
+		c, bundle := c, calibrationBundle(t, out, i, c.dir)
+		t.Run(c.dir, func(t *testing.T) { c.check(t, bundle) })
+	}
+	assertNoSandboxLeft(t, stateDir)
+}
+
+// calibrationCase is one submission and the entries it must fail.
+type calibrationCase struct {
+	dir  string
+	fail []string // exactly these entries fail (criteria, milestones, drills); none for a good one
+	// pending: expected failures the grader does not measure yet, with why.
+	pending map[string]string
+	// zero: the submission must earn 0 points (the empty one).
+	zero bool
+}
+
+// calibrationSet is the authority for fixtures/submissions/README.md's table.
+var calibrationSet = []calibrationCase{
+	{dir: "reference"},
+	{dir: "student"},
+	{dir: "bad-empty", zero: true, fail: []string{
+		"M0", "M1", "M2", "M3", "M4", "D1", "D2", "D3", "D4", "D5",
+		"function", "accuracy", "budget", "observability",
+	}},
+	// Every run leaves its sandbox alive: the closed loop's destroy + 404 and
+	// the audit chain's DELETE are missing.
+	{dir: "bad-no-destroy", fail: []string{"M1", "M2", "function", "accuracy", "observability"}},
+	{dir: "bad-wrong-number", fail: []string{"M2", "accuracy"}},
+	{dir: "bad-token-in-env", fail: []string{"M3", "credential"}},
+	{dir: "bad-allow-all", fail: []string{"M3", "network"}},
+	{dir: "bad-retry-gone", fail: []string{"D2"}, pending: map[string]string{
+		"D2": "the grader does not count calls to the vanished sandbox after the first failure yet (issue 8, D2 retry check)",
+	}},
+	{dir: "bad-no-backoff", fail: []string{"D3", "budget"}},
+	{dir: "bad-obey-data", fail: []string{"D4", "injection"}},
+	{dir: "bad-no-reap", fail: []string{"D5"}, pending: map[string]string{
+		"D5": "the grader's inspection is still the harness's own, not the submission's reap command (issue 8, D5)",
+	}},
+	{dir: "bad-failing-tests", fail: []string{"M4"}, pending: map[string]string{
+		"M4": "the grader does not run the submission's test commands yet (issue 8, M4)",
+	}},
+	{dir: "bad-lying-contract", fail: []string{"M0"}, pending: map[string]string{
+		"M0": "the grader does not compare the submission's contract.json with the audit yet (issue 8, M0)",
+	}},
+}
+
+// calibReport is the part of report.json the calibration reads.
+type calibReport struct {
+	reportJSON
+	Score struct {
+		Earned   float64 `json:"earned"`
+		Measured float64 `json:"measured"`
+	} `json:"score"`
+}
+
+// calibrationBundle finds the i-th submission's bundle (NN-name) and reads its report.json.
+func calibrationBundle(t *testing.T, out string, i int, name string) *calibReport {
+	t.Helper()
+	p := filepath.Join(out, twoDigits(i+1)+"-"+name, "report.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		m, _ := filepath.Glob(filepath.Join(out, "*", "report.json"))
+		t.Errorf("%s: no report.json at %s (%v); bundles: %v", name, p, err, m)
+		return nil
+	}
+	var r calibReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Errorf("%s: report.json does not parse: %v", p, err)
+		return nil
+	}
+	return &r
+}
+
+func twoDigits(n int) string { return string([]byte{byte('0' + n/10%10), byte('0' + n%10)}) }
+
+func (c calibrationCase) check(t *testing.T, r *calibReport) {
+	if r == nil {
+		t.Fatal("no report (see above)")
+	}
+	failed := map[string]string{}
+	for _, list := range [][]entryJSON{r.Criteria, r.Milestones, r.Drills} {
+		for _, en := range list {
+			if en.Verdict == "failed" || en.Verdict == "harness_error" {
+				failed[en.ID] = en.Verdict + ": " + strings.Join(en.failedReasons(), " | ")
+			}
+		}
+	}
+	want := map[string]bool{}
+	for _, id := range c.fail {
+		want[id] = true
+	}
+	var observed []string
+	for id := range failed {
+		observed = append(observed, id)
+	}
+	sort.Strings(observed)
+	t.Logf("%s: verdict %s, score %.4g of %.4g measured; failed: %v", c.dir, r.Verdict, r.Score.Earned, r.Score.Measured, observed)
+
+	// Nothing outside the planted defect fails.
+	for _, id := range observed {
+		if !want[id] {
+			t.Errorf("%s failed, but %s plants no defect it should catch: %s", id, c.dir, failed[id])
+		}
+	}
+	// Every entry the defect violates fails (or is pending, named).
+	var pending []string
+	for _, id := range c.fail {
+		_, got := failed[id]
+		why, isPending := c.pending[id]
+		switch {
+		case got && isPending:
+			t.Logf("stale pending mark: %s now fails for %s; remove it from calibrationSet", id, c.dir)
+		case !got && isPending:
+			pending = append(pending, id+" ("+why+")")
+		case !got:
+			en := findEntry(r, id)
+			t.Errorf("%s must fail for %s, but its verdict is %s: %s", id, c.dir, en.Verdict, en.Reason)
+		}
+	}
+	if len(c.fail) == 0 {
+		assert.NotEqual(t, "not_passed", r.Verdict, "a good submission: %s", r.VerdictReason)
+	} else if len(pending) < len(c.fail) {
+		assert.Equal(t, "not_passed", r.Verdict, "a bad submission is not passed: %s", r.VerdictReason)
+	}
+	if c.zero {
+		assert.Zero(t, r.Score.Earned, "%s does nothing and must earn 0 points", c.dir)
+	}
+	if len(pending) > 0 {
+		t.Skipf("pending (the grader does not measure it yet): %s", strings.Join(pending, "; "))
+	}
+}
+
+func findEntry(r *calibReport, id string) entryJSON {
+	for _, list := range [][]entryJSON{r.Criteria, r.Milestones, r.Drills} {
+		for _, en := range list {
+			if en.ID == id {
+				return en
+			}
+		}
+	}
+	return entryJSON{ID: id, Verdict: "absent", Reason: "no such entry in report.json"}
+}
+
+// TestCalibrationSetIsComplete (no sandboxes): every directory of
+// fixtures/submissions is a valid submission, is in calibrationSet and in the
+// README's table, and every one but the empty submission has a README that
+// names its commands.
+func TestCalibrationSetIsComplete(t *testing.T) {
+	subs := filepath.Join("..", "..", "fixtures", "submissions")
+	entries, err := os.ReadDir(subs)
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(subs, "README.md"))
+	require.NoError(t, err)
+	known := map[string]calibrationCase{}
+	for _, c := range calibrationSet {
+		known[c.dir] = c
+	}
+	bad := 0
+	for _, de := range entries {
+		if !de.IsDir() {
+			continue
+		}
+		name := de.Name()
+		dir := filepath.Join(subs, name)
+		sub, err := submission.Load(dir)
+		if !assert.NoError(t, err, "%s must be a valid submission", name) {
+			continue
+		}
+		c, ok := known[name]
+		assert.True(t, ok, "%s is not in calibrationSet", name)
+		assert.Contains(t, string(readme), "`"+name+"/`", "fixtures/submissions/README.md's table lists %s", name)
+		if strings.HasPrefix(name, "bad-") {
+			bad++
+			assert.NotEmpty(t, c.fail, "%s plants a defect: it must name the entries it fails", name)
+		}
+		if c.zero {
+			continue
+		}
+		doc, err := os.ReadFile(filepath.Join(dir, sub.Manifest.Readme))
+		if assert.NoError(t, err, "%s: README", name) {
+			for _, cmd := range sub.Manifest.Commands() {
+				// The README names each command (placeholders may be shown as values).
+				prog := strings.Fields(strings.ReplaceAll(cmd.Command, "{acceptance}", "acceptance"))
+				assert.Contains(t, string(doc), strings.Join(prog[:min(3, len(prog))], " "), "%s's README names its %s command", name, cmd.Field)
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, bad, 10, "at least ten known-bad submissions")
+	assert.Len(t, known, len(calibrationSet), "calibrationSet has no duplicates")
+}
