@@ -99,6 +99,11 @@ var calibrationSet = []calibrationCase{
 	{dir: "bad-lying-contract", fail: []string{"M0"}, pending: map[string]string{
 		"M0": "the grader does not compare the submission's contract.json with the audit yet (issue 8, M0)",
 	}},
+	// Agentic submissions (model: true; issue 12): agent_calibration_test.go
+	// also grades them on the agent feature alone.
+	{dir: "agent-reference"},
+	{dir: "bad-agent-env-in-prompt", fail: agentEnvInPromptFails},
+	{dir: "bad-agent-obey-forever", fail: agentObeyForeverFails},
 }
 
 // calibReport is the part of report.json the calibration reads.
