@@ -93,7 +93,7 @@ type during func(ctx context.Context, r *subjectRun, stop func())
 type runOpts struct {
 	hook  during
 	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
-	model *agentModel // run the subject in front of this scripted model (agent_run.go)
+	model *agentModel   // run the subject in front of this scripted model (agent_run.go)
 	// prepare runs once the run's API key is known, before the subject starts
 	// (a fault keyed to the run); an error means the run cannot be measured.
 	prepare func(ctx context.Context, r *subjectRun) error
