@@ -5,7 +5,10 @@ Feature: D2 · The sandbox disappears during the analysis
   On the bundled server the platform expires the subject's sandbox as soon as its first command has
   finished, as a TTL would (a simulated fault through the admin API, recorded in the audit). Against a real
   server the harness deletes the sandbox itself a few seconds after the subject created it, as the course's
-  "manually destroy the sandbox during the analysis".
+  "manually destroy the sandbox during the analysis". Retries are counted from the subject's calls to the
+  vanished sandbox (its dead execd endpoint, which the bundled server keeps listening on and records, and
+  lifecycle calls with the run's key) and the failed steps of its summary; at most 3 are allowed (the call
+  that failed, a status check and one more; DELETEs that clean up handles are not counted).
 
   @criterion:observability @fault
   Scenario: The sandbox disappears mid-run and the subject stops without retrying
@@ -15,3 +18,4 @@ Feature: D2 · The sandbox disappears during the analysis
     And the subject exited non-zero
     And the subject's summary classifies the error as "sandbox_gone"
     And the subject created no further sandbox after it disappeared
+    And the subject made at most 3 calls to the vanished sandbox after it disappeared

@@ -3,7 +3,8 @@ Feature: M3 · Security hardening
   The course: create with default deny, allowing only the package source and the APIs the task needs;
   show that a non-allowed host is denied; keep real keys out of the sandbox (Credential Vault); no keys
   or full environment in what the agent sees. Acceptance: each verification is documented by evidence;
-  anything that can only be "explained verbally" does not pass.
+  anything that can only be "explained verbally" does not pass. The course asks for the vault "when external
+  APIs are needed": a subject that never calls the data API leaves the vault check not measured, never passed.
 
   @criterion:network
   Scenario: The subject asks for default deny and the smallest allow list
@@ -20,10 +21,14 @@ Feature: M3 · Security hardening
     And the denial of "exfil.capstone.test" is recorded in the audit
 
   @criterion:credential
-  Scenario: The data API gets the real credential while the sandbox never holds it
+  Scenario: The sandbox never holds a real key
     When the subject is run on fixture "sales"
     Then no planted secret appears in the subject's sandbox
-    And if the subject called the data API, the API received the real token through the vault
+
+  @criterion:credential
+  Scenario: The data API gets the real credential through the vault
+    When the subject is run on fixture "sales"
+    Then the subject called the data API and the API received the real token through the vault
 
   @criterion:credential
   Scenario: No key appears in what the subject writes or prints

@@ -3,7 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
-	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -334,16 +334,26 @@ func endpointDead(ctx context.Context) error {
 		if ep == "" {
 			return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the server kept no endpoint record for destroyed sandbox %s", id)
 		}
-		host := strings.SplitN(ep, "/", 2)[0]
-		conn, err := net.DialTimeout("tcp", host, 2*time.Second)
+		// The bundled server may keep a removed sandbox's port listening to
+		// record late calls (it resets them): what matters is that nothing
+		// of the sandbox answers there any more.
+		u := "http://" + strings.TrimSuffix(ep, "/") + "/ping"
+		c, cancel := ctxTimeout(ctx, 3*time.Second)
+		req, _ := http.NewRequestWithContext(c, http.MethodGet, u, nil)
+		res, err := http.DefaultClient.Do(req)
+		cancel()
 		if err == nil {
-			conn.Close()
-			return failf("the execd endpoint %s of destroyed sandbox %s still accepts connections", host, id)
+			_ = res.Body.Close()
+			if res.StatusCode < 300 {
+				return failf("destroyed sandbox %s still answers on its execd endpoint: GET %s → %s", id, u, res.Status)
+			}
+			lines = append(lines, fmt.Sprintf("%s: GET %s → %s (not the sandbox)", id, u, res.Status))
+			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s: dial %s → %v", id, host, err))
+		lines = append(lines, fmt.Sprintf("%s: GET %s → %v", id, u, err))
 	}
 	s.addEvidence(s.env.writeEvidence("isolation", "destroyed-endpoints-"+s.slug()+".txt", []byte(strings.Join(lines, "\n")+"\n")))
-	s.note("%d destroyed sandbox endpoint(s) refuse connections", len(destroyed))
+	s.note("the execd endpoint(s) of %d destroyed sandbox(es) no longer answer", len(destroyed))
 	return nil
 }
 

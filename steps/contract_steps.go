@@ -50,7 +50,7 @@ func runContract(ctx context.Context) error {
 	if cmd == "" {
 		return failf("%s, so no contract check ran and nothing of M0 was recorded", s.env.sub().Missing("contract"))
 	}
-	s.inv = s.env.invoke(ctx, "contract", cmd, "M0/contract", s.env.opt.RunID+"-contract", 5*time.Minute)
+	s.inv = s.env.invoke(ctx, "contract", cmd, "subject-contract", s.env.opt.RunID+"-contract", 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
 	if err := s.inv.usable(); err != nil {
 		return err

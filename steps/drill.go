@@ -37,8 +37,26 @@ func mockOnly(e *Env) (bool, string) {
 }
 
 // runDrill runs the subject once under the scenario's drill, exclusively.
+// A drill without per-scenario hooks is the same run for every scenario that
+// asks for it (D1's two scenarios share one run).
 func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjectRun {
 	d := s.drill
+	if d.Opts.hook == nil && d.Opts.prepare == nil {
+		key := "drill:" + fixture + "-" + d.Name
+		e.runsMu.Lock()
+		o := e.runs[key]
+		if o == nil {
+			o = &subjectRunOnce{}
+			e.runs[key] = o
+		}
+		e.runsMu.Unlock()
+		o.once.Do(func() { o.run = e.runDrillNow(ctx, d, fixture) })
+		return o.run
+	}
+	return e.runDrillNow(ctx, d, fixture)
+}
+
+func (e *Env) runDrillNow(ctx context.Context, d *drill, fixture string) *subjectRun {
 	if d.keyed {
 		e.faultMu.RLock()
 		defer e.faultMu.RUnlock()

@@ -22,6 +22,8 @@ func registerDrillSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^a failed install step shows stderr that identifies a network denial$`, installStderrShowsDenial)
 	sc.Step(`^the install was attempted at most (\d+) times and the package index was asked at most (\d+) times$`, boundedRetries)
 	sc.Step(`^the denials of the package index are recorded in the audit$`, indexDenialsAudited)
+	sc.Step(`^the subject reached for the package index$`, reachedForIndex)
+	sc.Step(`^the subject made at most (\d+) calls to the vanished sandbox after it disappeared$`, boundedCallsAfterVanish)
 	sc.Step(`^the subject's sandbox will disappear while the subject is working in it$`, expireAfterFirstCommand)
 	sc.Step(`^the sandbox disappeared while the subject was running$`, sandboxDisappeared)
 	sc.Step(`^the subject created no further sandbox after it disappeared$`, noNewSandboxAfterExpiry)
@@ -134,6 +136,38 @@ func boundedRetries(ctx context.Context, maxAttempts, maxAsks int) error {
 	return nil
 }
 
+// reachedForIndex is D1's precondition: the denial is only met by a
+// subject that tries to install something (a pip command, or any attempt
+// to reach a package index host).
+func reachedForIndex(ctx context.Context) error {
+	s, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if !s.env.mock() {
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "target %s offers no way to deny the package index for one run", s.env.opt.Target.Kind)
+	}
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return failf("reading the audit trail: %v", err)
+	}
+	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	installs, asks := 0, 0
+	for _, ev := range r.audit {
+		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
+			installs++
+		}
+		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
+			asks++
+		}
+	}
+	if installs == 0 && asks == 0 {
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+			"no install step was attempted (no pip command ran and no package index host was asked in the subject's %d sandbox(es); it exited %d), so the denial was never met",
+			len(r.sandboxes), r.res.ExitCode)
+	}
+	return nil
+}
+
 func indexDenialsAudited(ctx context.Context) error {
 	s, r, err := audited(ctx)
 	if err != nil {
@@ -143,13 +177,13 @@ func indexDenialsAudited(ctx context.Context) error {
 	for _, ev := range r.audit {
 		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
 			if ev.Egress.Decision == "allow" {
-				return failf("the audit shows %s allowed (%s) while the fault was on", ev.Egress.Host, ev.Egress.Phase)
+				return failf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
 			}
 			denied++
 		}
 	}
 	if denied == 0 {
-		return failf("no denial of a package index host is in the audit: the subject never reached for the index")
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no package index host was asked from the subject's sandbox (its install, if any, never reached the network), so no denial was met")
 	}
 	s.note("%d denials of package index hosts audited", denied)
 	return nil
@@ -196,8 +230,9 @@ func sandboxDisappeared(ctx context.Context) error {
 		return err
 	}
 	if r.faultSandbox == "" {
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d) before its sandbox could be made to disappear mid-run",
-			r.res.Duration.Round(time.Millisecond), r.res.ExitCode)
+		_ = s.env.loadAudit(ctx, r)
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run",
+			r.res.Duration.Round(time.Millisecond), r.res.ExitCode, len(r.sandboxes))
 	}
 	s.note("sandbox %s disappeared %s into the run", r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond))
 	return nil
@@ -307,7 +342,7 @@ func respectedRetryAfter(ctx context.Context) error {
 func runAndKill(ctx context.Context, fixture string) error {
 	s := state(ctx)
 	d := &drill{Name: "sigkill-mid-run", Available: func(*Env) (bool, string) { return true, "" }}
-	d.Opts.grace = time.Nanosecond // SIGKILL at once: no chance to run a finally
+	d.Opts.hardKill = true // SIGKILL at once, no SIGTERM first: no chance to run a finally
 	kill := func(r *subjectRun, stop func()) func(string) {
 		return func(id string) {
 			r.faultAt = time.Now()
@@ -331,8 +366,9 @@ func runAndKill(ctx context.Context, fixture string) error {
 		return failf("%v", s.run.err)
 	}
 	if s.run.faultSandbox == "" {
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d) before it could be killed mid-run",
-			s.run.res.Duration.Round(time.Millisecond), s.run.res.ExitCode)
+		_ = s.env.loadAudit(ctx, s.run)
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created, none running a command) before it could be killed mid-run",
+			s.run.res.Duration.Round(time.Millisecond), s.run.res.ExitCode, len(s.run.sandboxes))
 	}
 	return nil
 }
@@ -432,7 +468,7 @@ func reapRemoves(ctx context.Context) error {
 	if cmd == "" {
 		return failf("%s, so residual sandbox(es) %s of the killed run were left to their TTL", s.env.sub().Missing("reap"), strings.Join(residual, ", "))
 	}
-	s.inv = s.env.invoke(ctx, "reap", cmd, "D5/reap", r.runID, 5*time.Minute)
+	s.inv = s.env.invoke(ctx, "reap", cmd, "subject-reap", r.runID, 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
 	if err := s.inv.usable(); err != nil {
 		return err
@@ -468,5 +504,73 @@ func reapRemoves(ctx context.Context) error {
 	}
 	s.note("the reap command deleted %d residual sandbox(es) of the killed run (%s), DELETE → 204 with its own key, before expiry",
 		len(removed), strings.Join(removed, ", "))
+	return nil
+}
+
+// vanishAllowance is how many calls to a vanished sandbox D2 tolerates
+// after it disappeared: the call that failed, one status check (GET → 404)
+// and one more; DELETEs that clean up handles are not counted.
+const vanishAllowance = 3
+
+// execdAfterRemovalKind is the audit kind the bundled server records for a
+// call to the execd endpoint of a sandbox that is gone (its port keeps
+// listening and records method and path).
+const execdAfterRemovalKind = "execd_after_removal"
+
+// boundedCallsAfterVanish counts the subject's calls to the vanished sandbox
+// after it disappeared: calls to its dead execd endpoint and lifecycle calls
+// with the run's key (bundled server: audit; real server: lifecycle calls
+// through the recording proxy), and the failed steps of its own summary.
+func boundedCallsAfterVanish(ctx context.Context, max int) error {
+	s, r, err := ran(ctx)
+	if err != nil {
+		return err
+	}
+	if r.faultSandbox == "" {
+		return failf("the sandbox never disappeared")
+	}
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return failf("reading the audit trail: %v", err)
+	}
+	s.addEvidence(filepath.Join(r.relDir, "audit.json"), filepath.Join(r.relDir, "lifecycle-calls.json"))
+	execd, lifecycle := 0, 0
+	var seen []string
+	for _, ev := range r.audit {
+		if ev.SandboxID != r.faultSandbox || ev.Time.Before(r.faultAt) {
+			continue
+		}
+		if ev.Kind == execdAfterRemovalKind {
+			execd++
+			seen = append(seen, "execd after removal")
+		}
+	}
+	for _, ev := range r.attempts {
+		if lc := ev.Lifecycle; lc != nil && ev.SandboxID == r.faultSandbox && !ev.Time.Before(r.faultAt) && lc.Method != "DELETE" {
+			lifecycle++
+			seen = append(seen, fmt.Sprintf("%s %s → %d", lc.Method, lc.Path, lc.Status))
+		}
+	}
+	failedSteps := 0
+	if r.sum != nil {
+		for _, st := range r.sum.Steps {
+			if st.ExitCode == nil || *st.ExitCode != 0 {
+				failedSteps++
+			}
+		}
+	}
+	calls := execd + lifecycle
+	where := "audit"
+	if !s.env.mock() {
+		where = "recording proxy (lifecycle calls only: calls to the execd endpoint go straight to the sandbox and are not seen)"
+	}
+	s.note("after the disappearance: %d call(s) to its execd endpoint, %d lifecycle call(s) with the run's key (%s), %d failed step(s) in the summary; allowance %d",
+		execd, lifecycle, where, failedSteps, max)
+	if calls > max {
+		return failf("the subject called the vanished sandbox %d times after it disappeared (%s): a vanished sandbox is not retryable (allowance %d)",
+			calls, clip(strings.Join(seen, ", "), 300), max)
+	}
+	if failedSteps > max {
+		return failf("the subject's summary records %d failed steps after its sandbox vanished: it kept trying (allowance %d)", failedSteps, max)
+	}
 	return nil
 }

@@ -24,6 +24,9 @@ func registerEngineeringSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^every step in the summary has a name, a command, an exit code, a duration and a truncation flag$`, stepsStructured)
 	sc.Step(`^the summary's sandbox id and duration are present$`, idAndDuration)
 	sc.Step(`^a reviewer confirms the submission's README and test commands reproduce the run$`, reviewerREADME)
+	sc.Step(`^the submission's unit and integration tests are run$`, runTests)
+	sc.Step(`^they passed with at least (\d+) unit test and (\d+) integration test$`, testsPassed)
+	sc.Step(`^the submission's README exists, fits one page and names its commands$`, readmeFits)
 	sc.Step(`^the run's measured figures are recorded as evidence for the cost estimate$`, costFigures)
 	sc.Step(`^a reviewer judges the submission's cost and delay estimate$`, reviewerCost)
 	sc.Step(`^a reviewer judges the answers to the defense questions$`, reviewerDefense)
@@ -127,7 +130,7 @@ func idAndDuration(ctx context.Context) error {
 
 func reviewerREADME(ctx context.Context) error {
 	return notMeasured(ctx, string(rubric.CategoryReviewerJudgment),
-		"whether another person can reproduce the run from the submission's README and test commands needs a reviewer; the harness only runs the subject command it is given")
+		"whether another person can reproduce the run from the submission's README and test commands needs a reviewer; the harness ran the declared tests and checked the README's length and commands (scenario above)")
 }
 
 func costFigures(ctx context.Context) error {

@@ -44,7 +44,8 @@ type Env struct {
 
 	// faultMu serialises scenarios that switch on a server-wide simulated fault
 	// (they take it for writing) against subject runs (for reading).
-	faultMu sync.RWMutex
+	// It is the session's lock when several submissions share one server.
+	faultMu *sync.RWMutex
 
 	progressMu sync.Mutex
 
@@ -89,7 +90,20 @@ func NewEnv(opt Options) (*Env, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Env{opt: opt, client: cl, transcript: f, runs: map[string]*subjectRunOnce{}}, nil
+	fm := opt.FaultLock
+	if fm == nil {
+		fm = &sync.RWMutex{}
+	}
+	return &Env{opt: opt, client: cl, transcript: f, runs: map[string]*subjectRunOnce{}, faultMu: fm}, nil
+}
+
+// repKey suffixes an evidence name with the repetition (--repeat), so each
+// repetition's subject runs have their own directories.
+func (e *Env) repKey(key string) string {
+	if e.opt.Repetition > 1 {
+		return fmt.Sprintf("%s-r%d", key, e.opt.Repetition)
+	}
+	return key
 }
 
 // sub is the submission being graded.

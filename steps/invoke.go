@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +50,10 @@ type invocation struct {
 // run's).
 func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeout time.Duration) *invocation {
 	inv := &invocation{field: field, name: name, runID: runID}
-	inv.relDir = filepath.Join("evidence", sanitize(name))
+	inv.relDir = "evidence"
+	for _, seg := range strings.Split(e.repKey(name), "/") {
+		inv.relDir = filepath.Join(inv.relDir, sanitize(seg))
+	}
 	inv.dir = filepath.Join(e.opt.BundleDir, inv.relDir)
 	inv.outDir = filepath.Join(inv.dir, "out")
 	if err := os.MkdirAll(inv.dir, 0o755); err != nil {
@@ -101,6 +105,8 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 		}
 		spec.Env.Domain = rec.Domain()
 	}
+	e.faultMu.RLock() // no server-wide fault of another scenario or submission meanwhile
+	defer e.faultMu.RUnlock()
 	e.progress("  … running the submission's %s command", field)
 	inv.started = time.Now()
 	inv.res, inv.err = subject.Run(ctx, spec)

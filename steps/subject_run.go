@@ -94,6 +94,8 @@ type runOpts struct {
 	hook  during
 	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
 	model *agentModel   // run the subject in front of this scripted model (agent_run.go)
+	// hardKill: stopping the run SIGKILLs the subject's group at once (D5).
+	hardKill bool
 	// prepare runs once the run's API key is known, before the subject starts
 	// (a fault keyed to the run); an error means the run cannot be measured.
 	prepare func(ctx context.Context, r *subjectRun) error
@@ -104,7 +106,7 @@ type runOpts struct {
 // runSubject runs the subject now, uncached.
 func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *subjectRun {
 	r := &subjectRun{key: key, fixture: fixture}
-	r.relDir = filepath.Join("evidence", "subject-"+sanitize(key))
+	r.relDir = filepath.Join("evidence", "subject-"+sanitize(e.repKey(key)))
 	r.dir = filepath.Join(e.opt.BundleDir, r.relDir)
 	r.outDir = filepath.Join(r.dir, "out")
 	if err := os.MkdirAll(filepath.Join(r.dir, "input"), 0o755); err != nil {
@@ -197,6 +199,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	spec.Grace = o.grace
+	spec.KillOnCancel = o.hardKill
 	var hookDone sync.WaitGroup
 	if o.hook != nil {
 		hookDone.Add(1)

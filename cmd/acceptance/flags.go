@@ -16,6 +16,9 @@ func checkFlagValues(c *runConfig) error {
 	if c.subjectTimeout <= 0 {
 		return fmt.Errorf("--subject-timeout must be positive, got %s", c.subjectTimeout)
 	}
+	if c.repeat < 1 {
+		return fmt.Errorf("--repeat must be at least 1, got %d", c.repeat)
+	}
 	st, err := os.Stat(c.wheels)
 	switch {
 	case err != nil:

@@ -52,6 +52,26 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: name at least one submission directory (with %s at its root)\n", submission.ManifestName)
 		return 2
 	}
+	// Manifests are read before anything starts: a class whose every
+	// manifest is broken is the command line's problem (exit 2).
+	subs := make([]*submission.Submission, len(dirs))
+	loadErrs := make([]error, len(dirs))
+	loaded := 0
+	for i, d := range dirs {
+		if subs[i], loadErrs[i] = submission.Load(d); loadErrs[i] == nil {
+			loaded++
+		} else {
+			fmt.Fprintf(stderr, "acceptance grade: %v\n", loadErrs[i])
+		}
+	}
+	if loaded == 0 {
+		fmt.Fprintf(stderr, "acceptance grade: no submission could be loaded\n")
+		return 2
+	}
+	if err := checkURLTarget(context.Background(), cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		return 2
+	}
 	out := cfg.out
 	if out == "" {
 		out = filepath.Join("reports", time.Now().UTC().Format("20060102T150405Z")+"-"+randomHex(3))
@@ -83,7 +103,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "acceptance grade: %d submission(s), target %s, seed %d, %d at once, reports in %s\n",
 		len(dirs), targetName(cfg), cfg.seed, min(cfg.parallel, len(dirs)), out)
 
-	results := gradeAll(ctx, sess, dirs, out, cfg.parallel, stdout)
+	results := gradeAll(ctx, sess, dirs, subs, loadErrs, out, cfg.parallel, stdout)
 	var bundles []string
 	worst := 0
 	for _, r := range results {
@@ -91,10 +111,10 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		switch {
 		case r.loadErr != nil:
 			line = fmt.Sprintf("%-40s not graded: %v", r.dir, r.loadErr)
-			worst = max(worst, 2)
+			worst = worseExit(worst, 2)
 		case r.g.Doc.RunID == "":
 			line = fmt.Sprintf("%-40s harness error: %v", r.dir, r.g.Err)
-			worst = max(worst, 2)
+			worst = worseExit(worst, 2)
 		default:
 			bundles = append(bundles, r.g.Dir)
 			line = fmt.Sprintf("%-40s %s", r.dir, report.SummaryLine(r.g.Doc))
@@ -130,17 +150,16 @@ type gradeResult struct {
 
 // gradeAll grades each submission directory, parallel at once. A submission
 // that cannot be loaded or graded is reported and the others go on.
-func gradeAll(ctx context.Context, sess *core.Session, dirs []string, out string, parallel int, progress io.Writer) []gradeResult {
+func gradeAll(ctx context.Context, sess *core.Session, dirs []string, subs []*submission.Submission, loadErrs []error, out string, parallel int, progress io.Writer) []gradeResult {
 	results := make([]gradeResult, len(dirs))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	pw := &lockedWriter{w: progress}
 	for i, dir := range dirs {
 		results[i].dir = dir
-		sub, err := submission.Load(dir)
-		if err != nil {
-			results[i].loadErr = err
-			fmt.Fprintf(pw, "%s: %v\n", dir, err)
+		sub := subs[i]
+		if loadErrs[i] != nil {
+			results[i].loadErr = loadErrs[i]
 			continue
 		}
 		wg.Add(1)

@@ -39,6 +39,7 @@ type runConfig struct {
 	wheels         string
 	stateDir       string
 	parallel       int // grade: submissions graded at once
+	repeat         int
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
@@ -78,6 +79,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
+	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is reported flaky (failed), never passed")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -90,9 +92,6 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	if cmd != "run" && c.parallel < 1 {
 		return nil, nil, fmt.Errorf("--parallel must be at least 1, got %d", c.parallel)
 	}
-	if err := checkFlagValues(c); err != nil {
-		return nil, nil, err
-	}
 	if c.target != "mock" {
 		u, err := url.Parse(c.target)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
@@ -101,6 +100,9 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 		if c.apiKey == "" {
 			return nil, nil, fmt.Errorf("--target %s needs --api-key (or OPEN_SANDBOX_API_KEY)", c.target)
 		}
+	}
+	if err := checkFlagValues(c); err != nil {
+		return nil, nil, err
 	}
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano() % 1_000_000
@@ -124,6 +126,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := checkProgram(sub); err != nil {
 		fmt.Fprintf(stderr, "acceptance run: --subject: %v\n", err)
+		return 2
+	}
+	if err := checkURLTarget(context.Background(), cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
 		return 2
 	}
 	out := cfg.out
@@ -160,7 +166,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return g.Doc.ExitCode
 }
 
-// openSession checks the features against the rubric and the target, then
+// openSession checks the features against the rubric, then
 // starts the grading session (stubs, target, preflight). On failure it returns
 // nil and the exit code.
 func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writer) (*core.Session, int) {
@@ -173,10 +179,6 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
 		return nil, 2
 	}
-	if err := checkURLTarget(ctx, cfg); err != nil {
-		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
-		return nil, 2
-	}
 	kind := rubric.TargetMock
 	if cfg.target != "mock" {
 		kind = rubric.TargetReal
@@ -184,7 +186,7 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	sess, err := core.Open(ctx, core.Config{
 		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
 		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines), Wheels: cfg.wheels,
-		SelfExe: self, Versions: versions(),
+		SelfExe: self, Versions: versions(), Repeat: cfg.repeat,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)
 	})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -35,6 +36,9 @@ type Config struct {
 	Versions       map[string]string
 	// SkipPreflight leaves the target preflight out (tests of the core only).
 	SkipPreflight bool
+	// Repeat runs every scenario this many times (default 1); an entry a
+	// scenario passed in some repetitions and failed in others is flaky.
+	Repeat int
 }
 
 // Session is one started target with its stubs and preflight, shared by
@@ -45,6 +49,7 @@ type Session struct {
 	target    StartedTarget
 	preflight *report.Preflight
 	shared    bool
+	faults    sync.RWMutex // server-wide simulated faults vs every submission's runs
 }
 
 // Open starts the stubs and the target and runs the preflight. A preflight
@@ -132,6 +137,33 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	s.stubs.DataAPI.AddToken(token)
 	bundle.AddSecrets(s.target.APIKey, s.target.AdminToken, token)
 
+	reps := max(s.cfg.Repeat, 1)
+	for rep := 1; rep <= reps && ctx.Err() == nil; rep++ {
+		if err := s.runSuite(ctx, sub, bundle, out, runID, token, rep, factory, progress); err != nil {
+			bundle.Abort("the suite could not be set up: " + err.Error())
+			g.Err = err
+			break
+		}
+	}
+	if reps > 1 {
+		recordFlaky(bundle.Results(), reps)
+	}
+	if ctx.Err() != nil {
+		bundle.Abort("interrupted by a signal")
+	}
+	g.Doc, g.Err = bundle.Finalize()
+	return g
+}
+
+// runSuite runs every selected scenario once (repetition rep) into the bundle.
+func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bundle *report.Bundle, out, runID, token string, rep int,
+	factory SuiteFactory, progress io.Writer) error {
+	if rep > 1 {
+		runID = fmt.Sprintf("%s-r%d", runID, rep)
+		if progress != nil {
+			fmt.Fprintf(progress, "repetition %d\n", rep)
+		}
+	}
 	suite, err := factory(SuiteInput{
 		Target:         s.target.Target,
 		Submission:     sub,
@@ -144,26 +176,28 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 		MintAPIKey:     s.target.MintAPIKey,
 		Progress:       progress,
 		Secrets:        bundle.AddSecrets,
+		FaultLock:      &s.faults,
+		Repetition:     rep,
 	})
 	if err != nil {
-		bundle.Abort("the suite could not be set up: " + err.Error())
-		g.Doc, _ = bundle.Finalize()
-		g.Err = err
-		return g
+		return err
 	}
 	defer suite.Close()
-
-	godogLog, err := os.Create(filepath.Join(out, "godog.log"))
+	name := "godog.log"
+	cucumber := "cucumber.json"
+	if rep > 1 {
+		name, cucumber = fmt.Sprintf("godog-r%d.log", rep), fmt.Sprintf("cucumber-r%d.json", rep)
+	}
+	godogLog, err := os.Create(filepath.Join(out, name))
 	if err != nil {
-		g.Err = err
-		return g
+		return err
 	}
 	defer godogLog.Close()
 	ts := godog.TestSuite{
 		Name:                "capstone-acceptance",
 		ScenarioInitializer: suite.InitializeScenario,
 		Options: &godog.Options{
-			Format:         "pretty,cucumber:" + filepath.Join(out, "cucumber.json"),
+			Format:         "pretty,cucumber:" + filepath.Join(out, cucumber),
 			Output:         godogLog,
 			NoColors:       true,
 			FS:             features.FS,
@@ -175,14 +209,41 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 			DefaultContext: ctx,
 		},
 	}
-	status := ts.Run()
-	if ctx.Err() != nil {
-		bundle.Abort("interrupted by a signal")
-	} else if status == 2 {
-		bundle.Abort("godog could not run the features (see godog.log)")
+	if status := ts.Run(); status == 2 && ctx.Err() == nil {
+		bundle.Abort("godog could not run the features (see " + name + ")")
 	}
-	g.Doc, g.Err = bundle.Finalize()
-	return g
+	return nil
+}
+
+// recordFlaky marks every entry a scenario passed in some repetitions and
+// failed in others: it is flaky, never plain passed (a failed outcome whose
+// reason says so).
+func recordFlaky(res *rubric.Results, reps int) {
+	type key struct {
+		id       rubric.ID
+		scenario string
+	}
+	passed, failed := map[key]int{}, map[key]int{}
+	seen := map[key]bool{}
+	var order []key
+	for _, o := range res.Outcomes() {
+		k := key{o.ID, o.Scenario}
+		if !seen[k] {
+			seen[k] = true
+			order = append(order, k)
+		}
+		switch {
+		case o.Verdict == rubric.Passed:
+			passed[k]++
+		case o.Verdict == rubric.Failed || o.Category == rubric.CategoryTimeout:
+			failed[k]++
+		}
+	}
+	for _, k := range order {
+		if passed[k] > 0 && failed[k] > 0 {
+			_ = res.Fail(k.id, k.scenario, fmt.Sprintf("flaky: %q passed in %d and failed in %d of %d repetitions", k.scenario, passed[k], failed[k], reps))
+		}
+	}
 }
 
 // stubHooks adapts the loopback stubs to what one submission's steps need;

@@ -11,6 +11,7 @@ package core
 import (
 	"context"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -80,6 +81,12 @@ type SuiteInput struct {
 	Progress io.Writer
 	// Secrets registers values the report must redact.
 	Secrets func(values ...string)
+	// FaultLock is shared by every submission graded on one server: a drill
+	// that switches on a server-wide fault (egress deny, capacity) holds it
+	// for writing, every other run of a submission's command for reading.
+	FaultLock *sync.RWMutex
+	// Repetition is which of --repeat N runs this suite is (1-based; 0 = 1).
+	Repetition int
 }
 
 // Suite is one submission's scenario set.

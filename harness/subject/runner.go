@@ -36,6 +36,9 @@ type Spec struct {
 	Timeout time.Duration
 	// Grace is the delay between SIGTERM and SIGKILL. Zero means DefaultGrace.
 	Grace time.Duration
+	// KillOnCancel: when ctx ends the run, the group gets SIGKILL at once, no
+	// SIGTERM first (drill D5: a crash leaves no chance to run a finally).
+	KillOnCancel bool
 	// MaxOutputBytes caps each of stdout/stderr on disk. Zero means
 	// DefaultMaxOutputBytes.
 	MaxOutputBytes int64
@@ -163,6 +166,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		stopLeader(pgid, grace, waitCh)
 	case <-ctx.Done():
 		res.Canceled = true
+		if spec.KillOnCancel {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
 		stopLeader(pgid, grace, waitCh)
 	}
 	res.Duration = time.Since(start)

@@ -206,3 +206,28 @@ func TestSpecValidation(t *testing.T) {
 	_, err = Run(context.Background(), s)
 	assert.ErrorContains(t, err, "not empty")
 }
+
+// KillOnCancel: a cancelled run is SIGKILLed at once; a TERM trap (a
+// "finally") never runs. Without it the trap runs.
+func TestKillOnCancelSkipsTheFinally(t *testing.T) {
+	for _, hard := range []bool{false, true} {
+		s := spec(t, `trap 'touch {out}/finally; exit 1' TERM; echo started > {out}/started; while :; do sleep 0.05; done`)
+		s.KillOnCancel = hard
+		s.Grace = 2 * time.Second
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			for i := 0; i < 200; i++ {
+				if _, err := os.Stat(filepath.Join(s.Inputs.Out, "started")); err == nil {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+		}()
+		res, err := Run(ctx, s)
+		require.NoError(t, err)
+		assert.True(t, res.Canceled)
+		_, ferr := os.Stat(filepath.Join(s.Inputs.Out, "finally"))
+		assert.Equal(t, !hard, ferr == nil, "KillOnCancel=%v: the TERM trap ran=%v", hard, ferr == nil)
+	}
+}

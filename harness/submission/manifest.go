@@ -116,6 +116,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 	}
 	m := &Manifest{}
 	seen := map[string]bool{}
+	invalid := map[string]bool{} // fields already reported
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		key := k.Value
@@ -134,6 +135,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 			s, ok := scalarString(v)
 			if !ok {
 				add(key, v.Line, "must be a string, got %s", describe(v))
+				invalid[key] = true
 				continue
 			}
 			setString(m, key, s)
@@ -166,6 +168,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 				s, ok := scalarString(tv)
 				if !ok {
 					add(f, tv.Line, "must be a string, got %s", describe(tv))
+					invalid[f] = true
 					continue
 				}
 				if tk.Value == "unit" {
@@ -180,7 +183,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 		switch {
 		case !seen[field] && required:
 			add(field, 0, "is required (the command that runs the pipeline, e.g. \"python3 agent.py --csv {csv} --question {question} --out {out}\")")
-		case seen[field] && strings.TrimSpace(cmd) == "":
+		case seen[field] && !invalid[field] && strings.TrimSpace(cmd) == "":
 			add(field, 0, "must not be empty (leave the field out if the submission has no such command)")
 		}
 	}
@@ -189,7 +192,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 	checkCommand("reap", m.Reap, false)
 	checkCommand("test.unit", m.Test.Unit, false)
 	checkCommand("test.integration", m.Test.Integration, false)
-	if seen["readme"] {
+	if seen["readme"] && !invalid["readme"] {
 		r := m.Readme
 		switch {
 		case strings.TrimSpace(r) == "":
@@ -198,7 +201,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 			add("readme", 0, "%q must be a path inside the submission directory", r)
 		}
 	}
-	if seen["name"] && strings.TrimSpace(m.Name) == "" {
+	if seen["name"] && !invalid["name"] && strings.TrimSpace(m.Name) == "" {
 		add("name", 0, "must not be empty (leave it out to use the directory name)")
 	}
 	if len(merr.Fields) > 0 {

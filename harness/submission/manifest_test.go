@@ -105,3 +105,10 @@ func TestFromCommandIsRunOnly(t *testing.T) {
 	_, err = FromCommand("  ")
 	require.Error(t, err)
 }
+
+// A field with the wrong type is reported once, not also as empty.
+func TestParseReportsAFieldOnce(t *testing.T) {
+	_, err := Parse("capstone.yaml", []byte("run: 5\n"))
+	require.Error(t, err)
+	assert.Equal(t, "capstone.yaml: run (line 1): must be a string, got the number 5", err.Error())
+}

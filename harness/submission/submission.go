@@ -79,15 +79,30 @@ func FromCommand(cmd string) (*Submission, error) {
 	return &Submission{Source: SourceCommand, Manifest: Manifest{Run: cmd, Readme: "README.md"}}, nil
 }
 
+// ReferenceDir is where the repository keeps the reference as a submission
+// directory (with its README); `--subject reference` grades it when it is
+// there (relative to the working directory).
+const ReferenceDir = "fixtures/submissions/reference"
+
 // Reference is the bundled reference pipeline as a complete submission: the
-// acceptance binary's own reference modes.
+// repository's fixtures/submissions/reference when the working directory has
+// it, else the same entry points built in (every one a mode of the acceptance
+// binary; no README, so its README check cannot pass).
 func Reference() *Submission {
+	if s, err := Load(ReferenceDir); err == nil {
+		s.Source = SourceBuiltin
+		return s
+	}
 	return &Submission{Source: SourceBuiltin, Manifest: Manifest{
 		Name:     "reference",
 		Run:      "{acceptance} reference --csv {csv} --question {question} --out {out}",
 		Contract: "{acceptance} reference contract --out {out}",
 		Reap:     "{acceptance} reference reap",
-		Readme:   "README.md",
+		Test: Tests{
+			Unit:        "{acceptance} reference selftest unit --junit {out}/junit-unit.xml",
+			Integration: "{acceptance} reference selftest integration --junit {out}/junit-integration.xml",
+		},
+		Readme: "README.md",
 	}}
 }
 

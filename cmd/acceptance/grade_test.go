@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// Integration tests of `acceptance grade`.
+
+func testdataSubmission(t testing.TB, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return p
+}
+
+func TestGradeUsageErrors(t *testing.T) {
+	wheels := filepath.Join(repoRoot(t), ".cache", "wheels")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no submission", nil, "name at least one submission directory"},
+		{"pattern matches nothing", []string{"testdata/nothing-*"}, `pattern "testdata/nothing-*" matches nothing`},
+		{"bad parallel", []string{"--parallel", "0", "testdata/empty"}, "--parallel must be at least 1"},
+		{"run's --subject is not a grade flag", []string{"--subject", "true", "testdata/empty"}, "flag provided but not defined: -subject"},
+		{"no manifest", []string{"testdata"}, "no capstone.yaml at the submission's root"},
+		{"every manifest broken", []string{"testdata/broken"}, "run (line 1): must be a string, got the number 5; test (line 2): must be a mapping"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "class")
+			var stdout, stderr bytes.Buffer
+			code := gradeMain(append([]string{"--out", out, "--wheels", wheels}, tc.args...), &stdout, &stderr)
+			assert.Equal(t, rubric.ExitHarnessError, code, "stderr: %s", stderr.String())
+			assert.Contains(t, stderr.String(), tc.want)
+			_, err := os.Stat(out)
+			assert.True(t, os.IsNotExist(err), "a usage error leaves no class directory behind")
+		})
+	}
+}
+
+// TestGradeNothingEarnsNothing: an empty submission (a manifest whose
+// pipeline does nothing) graded beside a broken one, and a bare
+// `--subject true`, each earn 0 points; every entry is failed or not
+// measured with a reason; the broken submission does not stop the other.
+func TestGradeNothingEarnsNothing(t *testing.T) {
+	requireSandboxes(t)
+	gradingEnv(t)
+	class := filepath.Join(t.TempDir(), "class")
+	var stdout, stderr bytes.Buffer
+	code := gradeMain(runArgs(t, class, "--concurrency", "2", testdataSubmission(t, "empty"), testdataSubmission(t, "broken")), &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	assert.Equal(t, rubric.ExitGradedFail, code)
+	assert.Contains(t, stdout.String(), "not graded: ")
+	requireNothingEarned(t, filepath.Join(class, "01-empty"))
+
+	out := filepath.Join(t.TempDir(), "bundle")
+	stdout.Reset()
+	stderr.Reset()
+	code = runMain(runArgs(t, out, "--subject", "true", "--concurrency", "2"), &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	assert.Equal(t, rubric.ExitGradedFail, code)
+	b := requireNothingEarned(t, out)
+	assert.Contains(t, b.row(t, "M0").Reason, "the submission declares no contract check")
+	assert.Contains(t, b.row(t, "maintainability").Reason, "the submission declares no unit test command")
+}
+
+func requireNothingEarned(t *testing.T, dir string) *bundle {
+	t.Helper()
+	b := readBundle(t, dir)
+	assert.Equal(t, 0.0, b.doc.Score.Earned, "a submission that does nothing earns nothing")
+	assert.Equal(t, rubric.OverallNotPassed, b.doc.Verdict)
+	for _, r := range b.rows() {
+		assert.NotEqual(t, rubric.Passed, r.Verdict, "%s passed for a submission that does nothing: %s", r.ID, r.Reason)
+		assert.NotEmpty(t, strings.TrimSpace(r.Reason), "%s has no reason", r.ID)
+	}
+	for _, id := range []string{"network", "credential", "injection", "isolation"} {
+		assert.Equal(t, rubric.NotMeasured, b.row(t, id).Verdict, "security criterion %s: nothing was violated, nothing measured (%s)", id, b.row(t, id).Reason)
+	}
+	assert.Contains(t, b.row(t, "D1").Reason, "no install step was attempted")
+	assert.Contains(t, b.row(t, "M1").Reason, "created no sandbox")
+	requireNoLeaks(t, sandboxIDsIn(t, dir))
+	return b
+}

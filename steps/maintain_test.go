@@ -1,0 +1,42 @@
+package steps
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/submission"
+)
+
+func TestCommandKey(t *testing.T) {
+	assert.Equal(t, "contract.py", commandKey("python3 contract.py --out {out}"))
+	assert.Equal(t, "tests/unit", commandKey("python3 -m pytest -q tests/unit --junitxml {out}/junit-unit.xml"))
+	assert.Equal(t, "reference", commandKey("{acceptance} reference --csv {csv}"))
+	assert.Equal(t, "make test", commandKey("make test"))
+}
+
+func TestCheckReadme(t *testing.T) {
+	dir := t.TempDir()
+	sub := &submission.Submission{Dir: dir, Source: submission.SourceManifest, Manifest: submission.Manifest{
+		Run: "python3 agent.py --csv {csv}", Reap: "python3 reap.py", Readme: "README.md"}}
+	_, err := checkReadme(sub)
+	require.ErrorContains(t, err, "no README at README.md")
+
+	write := func(s string) { require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte(s), 0o644)) }
+	write("# agent\nRun `python3 agent.py`.\n")
+	_, err = checkReadme(sub)
+	require.ErrorContains(t, err, `reap ("reap.py")`)
+
+	write("# agent\nRun `python3 agent.py`, clean up with `python3 reap.py`.\n")
+	msg, err := checkReadme(sub)
+	require.NoError(t, err)
+	assert.Contains(t, msg, "names its 2 command(s)")
+
+	write("# agent\nagent.py reap.py\n" + strings.Repeat("line\n", 100))
+	_, err = checkReadme(sub)
+	require.ErrorContains(t, err, "one page is at most 80 lines")
+}

@@ -1,0 +1,154 @@
+package steps
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// testCount is how many tests a test command ran, and where the count came from.
+type testCount struct {
+	Passed, Failed, Skipped int
+	Source                  string // "junit <files>", "pytest summary", …; "" when nothing could be counted
+}
+
+// junitSuite is the part of a JUnit XML report the count needs: either a
+// <testsuites> root or a single <testsuite>.
+type junitSuite struct {
+	XMLName xml.Name     `xml:""`
+	Suites  []junitSuite `xml:"testsuite"`
+	Cases   []struct {
+		Failure *struct{} `xml:"failure"`
+		Error   *struct{} `xml:"error"`
+		Skipped *struct{} `xml:"skipped"`
+	} `xml:"testcase"`
+}
+
+func (s junitSuite) add(c *testCount) {
+	for _, tc := range s.Cases {
+		switch {
+		case tc.Failure != nil || tc.Error != nil:
+			c.Failed++
+		case tc.Skipped != nil:
+			c.Skipped++
+		default:
+			c.Passed++
+		}
+	}
+	for _, sub := range s.Suites {
+		sub.add(c)
+	}
+}
+
+// countJUnit counts the test cases of every JUnit XML file the command wrote
+// into dir (recursively, files ending in .xml, at most 50 files of 16 MiB).
+func countJUnit(dir string) (testCount, bool) {
+	var c testCount
+	var files []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(strings.ToLower(p), ".xml") || len(files) >= 50 {
+			return nil
+		}
+		if info, err := d.Info(); err != nil || info.Size() > 16<<20 {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		var s junitSuite
+		if xml.Unmarshal(b, &s) != nil || (s.XMLName.Local != "testsuite" && s.XMLName.Local != "testsuites") {
+			return nil
+		}
+		s.add(&c)
+		files = append(files, filepath.Base(p))
+		return nil
+	})
+	if len(files) == 0 {
+		return c, false
+	}
+	c.Source = "JUnit XML " + strings.Join(files, ", ")
+	return c, true
+}
+
+var (
+	rePassedN    = regexp.MustCompile(`\b(\d+) passed\b`)
+	reFailedN    = regexp.MustCompile(`\b(\d+) failed\b`)
+	reErrorsN    = regexp.MustCompile(`\b(\d+) errors?\b`)
+	reSkippedN   = regexp.MustCompile(`\b(\d+) skipped\b`)
+	reUnittestN  = regexp.MustCompile(`(?m)^Ran (\d+) tests? in `)
+	reUnittestOK = regexp.MustCompile(`(?m)^OK\b`)
+	reUnittestF  = regexp.MustCompile(`(?m)^FAILED \((.*)\)`)
+	reGoPass     = regexp.MustCompile(`(?m)^\s*--- PASS: `)
+	reGoFail     = regexp.MustCompile(`(?m)^\s*--- FAIL: `)
+	reGoSkip     = regexp.MustCompile(`(?m)^\s*--- SKIP: `)
+)
+
+// countSummary counts tests from a runner's own summary line: pytest's
+// "N passed, M failed … in Xs", unittest's "Ran N tests" then "OK" or
+// "FAILED (failures=F, errors=E)", go test -v's "--- PASS"/"--- FAIL" lines,
+// and a plain "N passed, M failed".
+func countSummary(out string) (testCount, bool) {
+	atoi := func(m []string, i int) int {
+		if len(m) > i {
+			n, _ := strconv.Atoi(m[i])
+			return n
+		}
+		return 0
+	}
+	last := func(re *regexp.Regexp) []string {
+		all := re.FindAllStringSubmatch(out, -1)
+		if len(all) == 0 {
+			return nil
+		}
+		return all[len(all)-1]
+	}
+	if m := last(reUnittestN); m != nil {
+		c := testCount{Source: "unittest summary"}
+		n := atoi(m, 1)
+		if f := last(reUnittestF); f != nil {
+			for _, part := range strings.Split(f[1], ",") {
+				k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+				x, _ := strconv.Atoi(v)
+				switch k {
+				case "failures", "errors":
+					c.Failed += x
+				case "skipped":
+					c.Skipped += x
+				}
+			}
+		} else if reUnittestOK.MatchString(out) {
+			if k := regexp.MustCompile(`skipped=(\d+)`).FindStringSubmatch(out); k != nil {
+				c.Skipped = atoi(k, 1)
+			}
+		} else {
+			return testCount{}, false
+		}
+		c.Passed = n - c.Failed - c.Skipped
+		return c, true
+	}
+	if p, f := len(reGoPass.FindAllString(out, -1)), len(reGoFail.FindAllString(out, -1)); p+f > 0 {
+		return testCount{Passed: p, Failed: f, Skipped: len(reGoSkip.FindAllString(out, -1)), Source: "go test -v summary"}, true
+	}
+	// pytest and plain "N passed, M failed": the last line that says "passed" or "failed".
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		pm, fm := rePassedN.FindStringSubmatch(l), reFailedN.FindStringSubmatch(l)
+		if pm == nil && fm == nil {
+			continue
+		}
+		c := testCount{Passed: atoi(pm, 1), Failed: atoi(fm, 1), Source: "summary line " + strconv.Quote(strings.TrimSpace(l))}
+		if em := reErrorsN.FindStringSubmatch(l); em != nil {
+			c.Failed += atoi(em, 1)
+		}
+		if sm := reSkippedN.FindStringSubmatch(l); sm != nil {
+			c.Skipped = atoi(sm, 1)
+		}
+		return c, true
+	}
+	return testCount{}, false
+}
