@@ -258,10 +258,6 @@ func (r *runner) create(ctx context.Context) error {
 		ResourceLimits: map[string]string{"cpu": "1", "memory": "2Gi"},
 		Metadata:       runLabel("capstone-reference", r.cfg.RunID),
 	}
-	if id := os.Getenv("CAPSTONE_RUN_ID"); id != "" {
-		// The documented convention: an inspection (reap) finds a killed run's sandboxes by this label.
-		req.Metadata["capstone-run-id"] = id
-	}
 	if u := r.dataAPI(); u != nil {
 		rules = append(rules, osb.NetworkRule{Action: "allow", Target: u.Hostname()})
 		if r.cfg.DataAPIToken != "" {
