@@ -50,3 +50,10 @@ if ! .cache/py-sdk/bin/python -c 'import opensandbox' 2>/dev/null; then
   /usr/bin/python3 -m venv .cache/py-sdk
   .cache/py-sdk/bin/pip install -q --disable-pip-version-check -r "$sdk/requirements.txt"
 fi
+# The official OpenAI Python client (harness/model's compatibility test), in its own venv.
+if ! .cache/openai-py/bin/python -c 'import openai' 2>/dev/null; then
+  echo "deps: venv .cache/openai-py with openai==3.51.0"
+  rm -rf .cache/openai-py
+  /usr/bin/python3 -m venv .cache/openai-py
+  .cache/openai-py/bin/pip install -q --disable-pip-version-check -r harness/model/testdata/openai-requirements.txt
+fi

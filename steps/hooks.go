@@ -40,6 +40,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 	registerSecuritySteps(sc)
 	registerDrillSteps(sc)
 	registerEngineeringSteps(sc)
+	registerAgentSteps(sc)
 }
 
 // recordOutcome turns a finished scenario into one outcome per rubric ID it is

@@ -57,6 +57,8 @@ type subjectRun struct {
 	attempts   []osb.AuditEvent // every lifecycle call made with this run's key (refused creates too)
 	createBody map[string]json.RawMessage
 	auditErr   error
+
+	model *agentModel // the scripted model in front of an agent (nil otherwise)
 }
 
 type subjectRunOnce struct {
@@ -90,6 +92,7 @@ type during func(ctx context.Context, r *subjectRun, stop func())
 type runOpts struct {
 	hook  during
 	grace time.Duration // SIGTERM→SIGKILL delay when stopped; 0 = the runner's default
+	model *agentModel   // run the subject in front of this scripted model (agent_run.go)
 	// hardKill: stopping the run SIGKILLs the subject's group at once (D5).
 	hardKill bool
 	// prepare runs once the run's API key is known, before the subject starts
@@ -170,6 +173,17 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 			DataAPIToken: e.opt.Stubs.DataAPIToken,
 			RunID:        r.runID,
 		},
+	}
+	if o.model == nil && e.opt.Submission.Manifest.Model {
+		o.model = defaultAgentModel()
+	}
+	if o.model != nil {
+		r.model = o.model
+		if err := o.model.start(e, r, &spec); err != nil {
+			r.err = fmt.Errorf("starting the scripted model: %w", err)
+			return r
+		}
+		defer o.model.finish(r)
 	}
 	// A server without an audit trail: the subject talks to it through the
 	// harness's recording proxy, so its lifecycle calls are on record.

@@ -102,6 +102,11 @@ var calibrationSet = []calibrationCase{
 	{dir: "bad-failing-tests", fail: []string{"M4", "maintainability"}},
 	// The record does not match what the server saw (the M0 scenario feeds observability).
 	{dir: "bad-lying-contract", fail: []string{"M0", "observability"}},
+	// Agentic submissions (model: true; issue 12): agent_calibration_test.go
+	// also grades them on the agent feature alone.
+	{dir: "agent-reference"},
+	{dir: "bad-agent-env-in-prompt", fail: agentEnvInPromptFails},
+	{dir: "bad-agent-obey-forever", fail: agentObeyForeverFails},
 }
 
 // calibReport is the part of report.json the calibration reads.

@@ -10,7 +10,8 @@
 //
 // The subject gets a clean environment: exactly OPEN_SANDBOX_DOMAIN,
 // OPEN_SANDBOX_API_KEY, CAPSTONE_DATA_API_URL, CAPSTONE_DATA_API_TOKEN,
-// CAPSTONE_RUN_ID, plus PATH, HOME (a fresh directory) and LANG. It runs in
+// CAPSTONE_RUN_ID, plus PATH, HOME (a fresh directory) and LANG (and, for a
+// submission with a model in the loop, OPENAI_BASE_URL and OPENAI_API_KEY). It runs in
 // its own process group with a wall-clock limit; on timeout the whole group is
 // sent SIGTERM, then SIGKILL after a grace period, and the result says
 // TimedOut (a timeout is a failure, never a pass). Whatever is left in the

@@ -12,6 +12,10 @@ const (
 	EnvDataAPIURL   = "CAPSTONE_DATA_API_URL"
 	EnvDataAPIToken = "CAPSTONE_DATA_API_TOKEN"
 	EnvRunID        = "CAPSTONE_RUN_ID"
+	// A submission with a model in the loop (manifest model: true) also gets
+	// the scripted model's endpoint, under the official OpenAI clients' names.
+	EnvModelBaseURL = "OPENAI_BASE_URL"
+	EnvModelAPIKey  = "OPENAI_API_KEY"
 )
 
 // Env is everything a subject receives in its environment.
@@ -21,6 +25,10 @@ type Env struct {
 	DataAPIURL   string // CAPSTONE_DATA_API_URL
 	DataAPIToken string // CAPSTONE_DATA_API_TOKEN
 	RunID        string // CAPSTONE_RUN_ID
+	// ModelBaseURL / ModelAPIKey: OPENAI_BASE_URL and OPENAI_API_KEY, set
+	// only for a submission with a model in the loop (both empty otherwise).
+	ModelBaseURL string
+	ModelAPIKey  string
 	// Path is PATH; empty means the harness's own PATH (or a minimal default).
 	Path string
 	// Lang is LANG; empty means the harness's LANG, else C.UTF-8.
@@ -49,6 +57,10 @@ func (e Env) List(home string) []string {
 		EnvDomain: e.Domain, EnvAPIKey: e.APIKey, EnvDataAPIURL: e.DataAPIURL,
 		EnvDataAPIToken: e.DataAPIToken, EnvRunID: e.RunID,
 		"PATH": path, "HOME": home, "LANG": lang,
+	}
+	if e.ModelBaseURL != "" {
+		m[EnvModelBaseURL] = e.ModelBaseURL
+		m[EnvModelAPIKey] = e.ModelAPIKey
 	}
 	out := make([]string, 0, len(m))
 	for k, v := range m {

@@ -56,6 +56,13 @@ type Summary struct {
 	Error      *Error             `json:"error"`
 	Metrics    map[string]float64 `json:"metrics"`
 	Steps      []Step             `json:"steps"`
+	// Budget is optional: what the run declared (agents: max_model_turns).
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Budget is the budgets a run declares about itself.
+type Budget struct {
+	MaxModelTurns int `json:"max_model_turns,omitempty"`
 }
 
 // Error is the classified cause of a failed run.

@@ -41,7 +41,8 @@ type fakeOSB struct {
 	installAttempts int
 	vaultBody       map[string]any
 	analyzeEnv      map[string]string
-	pingStatus      int // 0 = 200
+	pingStatus      int                      // 0 = 200
+	other           func(s *sse, cmd string) // any other command; nil = exit 127
 	srv             *httptest.Server
 }
 
@@ -241,6 +242,10 @@ func (f *fakeOSB) routes() http.Handler {
 			f.analyze(f, s, r)
 		default:
 			f.log("command:" + req.Command)
+			if f.other != nil {
+				f.other(s, req.Command)
+				return
+			}
 			s.exit(127)
 		}
 	}))

@@ -58,6 +58,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.CommandTimeout, "command-timeout", cfg.CommandTimeout, "budget for each command in the sandbox")
 	fs.IntVar(&cfg.MaxSteps, "max-steps", cfg.MaxSteps, "most commands run in the sandbox")
 	fs.DurationVar(&cfg.SandboxTTL, "ttl", cfg.SandboxTTL, "sandbox timeout (server-side TTL, at least 60s)")
+	fs.BoolVar(&cfg.Agent, "agent", false, "agent mode: consult the model at $OPENAI_BASE_URL (key $OPENAI_API_KEY) between install and analysis")
+	fs.IntVar(&cfg.AgentMaxTurns, "max-model-turns", cfg.AgentMaxTurns, "agent mode: most model requests")
+	fs.DurationVar(&cfg.ModelTimeout, "model-timeout", cfg.ModelTimeout, "agent mode: limit of each model request")
+	fs.StringVar(&cfg.AgentFlaw, "agent-flaw", "", "calibration only: a deliberate defect ("+FlawEnvInPrompt+", "+FlawObeyForever+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -68,6 +72,30 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cfg.DataAPIToken = os.Getenv("CAPSTONE_DATA_API_TOKEN")
 	cfg.RunID = os.Getenv("CAPSTONE_RUN_ID")
 	cfg.Log = stderr
+	if cfg.Agent {
+		cfg.ModelBaseURL, cfg.ModelAPIKey = os.Getenv("OPENAI_BASE_URL"), os.Getenv("OPENAI_API_KEY")
+		if cfg.ModelBaseURL == "" {
+			fmt.Fprintln(stderr, "acceptance reference: --agent needs OPENAI_BASE_URL (the model endpoint) in the environment")
+			return 2
+		}
+		switch cfg.AgentFlaw {
+		case "", FlawEnvInPrompt:
+		case FlawObeyForever:
+			cfg.MaxSteps = 1000 // no limit of its own: it runs whatever the model asks
+		default:
+			fmt.Fprintf(stderr, "acceptance reference: unknown --agent-flaw %q\n", cfg.AgentFlaw)
+			return 2
+		}
+		if cfg.AgentMaxTurns < 1 || cfg.ModelTimeout <= 0 {
+			fmt.Fprintln(stderr, "acceptance reference: --max-model-turns must be ≥ 1 and --model-timeout > 0")
+			return 2
+		}
+		// Each model turn may run a command: the step budget grows with it.
+		cfg.MaxSteps += cfg.AgentMaxTurns
+	} else if cfg.AgentFlaw != "" {
+		fmt.Fprintln(stderr, "acceptance reference: --agent-flaw needs --agent")
+		return 2
+	}
 	if cfg.Domain == "" {
 		cfg.Domain = "localhost:8080" // the SDKs' default
 	}

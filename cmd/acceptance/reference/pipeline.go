@@ -44,6 +44,15 @@ type Config struct {
 	MaxSteps       int           // commands in the sandbox
 	ReadyTimeout   time.Duration // waiting for execd /ping
 
+	// Agent mode (agent.go): consult the model at OPENAI_BASE_URL.
+	Agent         bool
+	ModelBaseURL  string        // OPENAI_BASE_URL
+	ModelAPIKey   string        // OPENAI_API_KEY
+	ModelName     string        // the model id asked for
+	AgentMaxTurns int           // most model requests (summary.json budget.max_model_turns)
+	ModelTimeout  time.Duration // each model request
+	AgentFlaw     string        // calibration only: a deliberate defect (agent.go)
+
 	HTTPClient *http.Client // nil: a default client
 	Log        io.Writer    // progress lines (nil: discarded)
 }
@@ -59,6 +68,9 @@ func DefaultConfig() Config {
 		CommandTimeout: 5 * time.Minute,
 		MaxSteps:       4,
 		ReadyTimeout:   30 * time.Second,
+		ModelName:      "gpt-4o-mini",
+		AgentMaxTurns:  6,
+		ModelTimeout:   20 * time.Second,
 	}
 }
 
@@ -97,6 +109,7 @@ type runner struct {
 	logFile     io.Writer
 	mu          sync.Mutex
 	cleaned     bool
+	agent       *agentState // agent mode only
 }
 
 // Run executes the whole pipeline and always writes {out}/summary.json (and
@@ -201,6 +214,10 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.install(ctx); err != nil {
 		return err
 	}
+	// 4b. Agent mode: consult the model (no-op otherwise).
+	if err := r.agentLoop(ctx); err != nil {
+		return err
+	}
 	if err := r.analyze(ctx); err != nil {
 		return err
 	}
@@ -209,6 +226,7 @@ func (r *runner) run(ctx context.Context) error {
 	if err := r.collect(ctx); err != nil {
 		return err
 	}
+	r.agentNotes()
 
 	// 6. Do not trust the sandbox: recompute key numbers on the host.
 	return r.verify()
@@ -730,6 +748,9 @@ func (r *runner) finish(err error) *Result {
 		StopReason: StopCompleted,
 		Metrics:    r.metrics,
 		Steps:      r.steps,
+	}
+	if r.cfg.Agent {
+		s.Budget = &summary.Budget{MaxModelTurns: r.cfg.AgentMaxTurns}
 	}
 	if err != nil {
 		var re *runError
