@@ -123,7 +123,7 @@ func checkReadme(sub *submission.Submission) (string, error) {
 	var unnamed []string
 	for _, c := range sub.Manifest.Commands() {
 		key := commandKey(c.Command)
-		if key != "" && !bytes.Contains(b, []byte(key)) {
+		if key != "" && !namesCommand(b, key) {
 			unnamed = append(unnamed, fmt.Sprintf("%s (%q)", c.Field, key))
 		}
 	}
@@ -155,6 +155,32 @@ func commandKey(cmd string) string {
 		return words[0]
 	}
 	return ""
+}
+
+// namesCommand reports whether a README names a command by its key: the
+// key's words in order on one line, other words (flags such as `--agent`)
+// allowed between them, as a README writes `acceptance reference --agent
+// --agent-flaw env-in-prompt` for the key "reference env-in-prompt".
+func namesCommand(readme []byte, key string) bool {
+	if bytes.Contains(readme, []byte(key)) {
+		return true
+	}
+	words := strings.Fields(key)
+	for _, line := range strings.Split(string(readme), "\n") {
+		rest, ok := line, true
+		for _, w := range words {
+			i := strings.Index(rest, w)
+			if i < 0 {
+				ok = false
+				break
+			}
+			rest = rest[i+len(w):]
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 func readAll(p string) string {

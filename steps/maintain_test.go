@@ -17,6 +17,19 @@ func TestCommandKey(t *testing.T) {
 	assert.Equal(t, "tests/unit", commandKey("python3 -m pytest -q tests/unit --junitxml {out}/junit-unit.xml"))
 	assert.Equal(t, "reference", commandKey("{acceptance} reference --csv {csv}"))
 	assert.Equal(t, "make test", commandKey("make test"))
+	assert.Equal(t, "reference env-in-prompt", commandKey("{acceptance} reference --agent --agent-flaw env-in-prompt --csv {csv}"))
+}
+
+// TestNamesCommand: a README names a command when the key's words stand in
+// order on one line, flags between them allowed; not when they are split
+// across lines or out of order.
+func TestNamesCommand(t *testing.T) {
+	key := "reference env-in-prompt"
+	assert.True(t, namesCommand([]byte("run `acceptance reference --agent --agent-flaw env-in-prompt --csv x`\n"), key))
+	assert.True(t, namesCommand([]byte("acceptance reference env-in-prompt"), key))
+	assert.False(t, namesCommand([]byte("acceptance reference --agent\n--agent-flaw env-in-prompt\n"), key))
+	assert.False(t, namesCommand([]byte("env-in-prompt before reference\n"), key))
+	assert.False(t, namesCommand([]byte("# nothing here\n"), key))
 }
 
 func TestCheckReadme(t *testing.T) {

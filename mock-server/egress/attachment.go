@@ -63,6 +63,9 @@ func (h *Hub) socketPath(id string) string {
 const maxSocketPath = 107
 
 func (a *Attachment) start() error {
+	if len(a.sock) > maxSocketPath {
+		return fmt.Errorf("egress: the state dir is too long for a gateway socket (%d bytes, unix sockets allow %d); use a shorter --state-dir", len(a.sock), maxSocketPath)
+	}
 	_ = os.Remove(a.sock)
 	ln, err := net.Listen("unix", a.sock)
 	if err != nil {

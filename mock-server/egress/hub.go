@@ -106,9 +106,6 @@ func NewHub(cfg HubConfig) (*Hub, error) {
 	}
 	h.ca = ca
 	h.dir = filepath.Join(cfg.StateDir, "egress")
-	if p := h.socketPath("probe"); len(p) > maxSocketPath {
-		return nil, fmt.Errorf("egress: state dir %s is too long: a gateway socket path would be %d bytes, unix sockets allow %d", cfg.StateDir, len(p), maxSocketPath)
-	}
 	if err := os.MkdirAll(h.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("egress: %w", err)
 	}

@@ -35,10 +35,14 @@ func TestGatewaySocketFitsUnderTheDefaultStateRoot(t *testing.T) {
 }
 
 // TestStateDirTooLongForSockets: a state dir whose sockets could not be bound
-// is refused when the hub is made, with the reason, not at the first create.
+// fails the attach with the reason (not "bind: invalid argument").
 func TestStateDirTooLongForSockets(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), strings.Repeat("x", 100))
-	_, err := NewHub(HubConfig{StateDir: dir, Audit: &recorder{}})
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	h, err := NewHub(HubConfig{StateDir: dir, Audit: &recorder{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	_, err = h.Attach(uuid.NewString(), Policy{}, false)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "too long")
 }
