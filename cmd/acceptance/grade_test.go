@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,8 @@ func TestGradeUsageErrors(t *testing.T) {
 		{"run's --subject is not a grade flag", []string{"--subject", "true", "testdata/empty"}, "flag provided but not defined: -subject"},
 		{"no manifest", []string{"testdata"}, "no capstone.yaml at the submission's root"},
 		{"every manifest broken", []string{"testdata/broken"}, "run (line 1): must be a string, got the number 5; test (line 2): must be a mapping"},
+		// Flags after the submission directories are flags, not directories.
+		{"flag after the submissions", []string{"testdata/broken", "--parallel", "0"}, "--parallel must be at least 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,4 +94,19 @@ func requireNothingEarned(t *testing.T, dir string) *bundle {
 	assert.Contains(t, b.row(t, "M1").Reason, "created no sandbox")
 	requireNoLeaks(t, sandboxIDsIn(t, dir))
 	return b
+}
+
+// TestParseInterspersed: flags stand anywhere among the arguments; a bare
+// "--" ends the flags.
+func TestParseInterspersed(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	out := fs.String("out", "", "")
+	par := fs.Int("parallel", 1, "")
+	rest, err := parseInterspersed(fs, []string{"a", "--out", "X", "b", "--parallel=3", "c", "--", "--d"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c", "--d"}, rest)
+	assert.Equal(t, "X", *out)
+	assert.Equal(t, 3, *par)
+	_, err = parseInterspersed(fs, []string{"a", "--nope"})
+	assert.ErrorContains(t, err, "flag provided but not defined: -nope")
 }

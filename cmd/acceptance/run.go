@@ -85,7 +85,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
 	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is reported flaky (failed), never passed")
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
 		return nil, nil, err
 	}
 	if err := checkTags(c.tags); err != nil {
@@ -116,7 +117,29 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	if c.seed == 0 {
 		c.seed = time.Now().UnixNano() % 1_000_000
 	}
-	return c, fs.Args(), nil
+	return c, rest, nil
+}
+
+// parseInterspersed parses flags wherever they stand among the arguments
+// (`grade DIR --out X` as well as `grade --out X DIR`) and returns the
+// arguments in order; everything after a bare "--" is an argument.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		// fs.Parse stops at the first non-flag, or just after a "--".
+		left := fs.Args()
+		if consumed := args[:len(args)-len(left)]; len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(rest, left...), nil
+		}
+		if len(left) == 0 {
+			return rest, nil
+		}
+		rest = append(rest, left[0])
+		args = left[1:]
+	}
 }
 
 func runMain(args []string, stdout, stderr io.Writer) int {
