@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,29 +11,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 )
 
 const bundleFixtures = "../../harness/report/testdata/bundles"
-
-func copyTree(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	}))
-	return dst
-}
 
 func runCmd(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
@@ -50,7 +31,7 @@ func TestDiffCommandExitCodes(t *testing.T) {
 	assert.Contains(t, out, "no regression")
 
 	// Plant a verdict change in a copy of the new bundle's report.json.
-	planted := copyTree(t, d)
+	planted := reporttest.CopyBundle(t, d)
 	p := filepath.Join(planted, "report.json")
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(mustReadFile(t, p), &doc))
@@ -83,7 +64,7 @@ func mustReadFile(t *testing.T, p string) []byte {
 // run.json without an end, no reports, an empty cucumber.json) is rendered,
 // reported as aborted, and its cucumber.json made valid.
 func TestRenderKilledRun(t *testing.T) {
-	dir := copyTree(t, filepath.Join(bundleFixtures, "m0m5-c"))
+	dir := reporttest.CopyBundle(t, filepath.Join(bundleFixtures, "m0m5-c"))
 	require.NoError(t, os.Remove(filepath.Join(dir, "report.json")))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cucumber.json"), nil, 0o644))
 	var meta map[string]any
@@ -109,7 +90,7 @@ func TestRenderKilledRun(t *testing.T) {
 }
 
 func TestReviewCommandFromFile(t *testing.T) {
-	dir := copyTree(t, filepath.Join(bundleFixtures, "m0m5-c"))
+	dir := reporttest.CopyBundle(t, filepath.Join(bundleFixtures, "m0m5-c"))
 	answers := filepath.Join(t.TempDir(), "review.yaml")
 	require.NoError(t, os.WriteFile(answers, []byte("reviewer: Rita\nentries:\n  cost: {verdict: passed, points: 9}\n"), 0o644))
 	code, out, errs := runCmd("review", "--answers", answers, dir)
