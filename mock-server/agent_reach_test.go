@@ -1,7 +1,6 @@
 package mockserver
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +14,7 @@ import (
 // opened and it cannot be ptrace-attached: a forged entrypoint_exit written to
 // its event descriptor is impossible and the sandbox stays Running.
 func TestAgentOutOfReachOfSandboxCode(t *testing.T) {
-	srv, _ := realEnv(t)
-	status, m := apiDo(t, srv, "POST", "/v1/sandboxes", validCreate())
-	require.Equal(t, http.StatusAccepted, status, "%v", m)
-	id := m["id"].(string)
-	_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
-	base := "http://" + ep["endpoint"].(string)
+	srv, id, base := realSandbox(t)
 
 	findAgent := `for p in /proc/[0-9]*; do if [ "$(tr '\0' ' ' < $p/cmdline 2>/dev/null)" = "/.osb/agent __osb_agent__ " ]; then echo ${p#/proc/}; fi; done`
 	out, _ := runCommand(t, base, findAgent)

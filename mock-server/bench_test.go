@@ -32,12 +32,7 @@ func BenchmarkCreateReadyDelete(b *testing.B) {
 // execd endpoint (SSE parsed on the way) on the real runtime.
 func BenchmarkExecRoundTrip(b *testing.B) {
 	srv, _ := realEnv(b)
-	status, m := apiDo(b, srv, "POST", "/v1/sandboxes", validCreate())
-	if status != http.StatusAccepted {
-		b.Fatalf("create: %d %v", status, m)
-	}
-	_, ep := apiDo(b, srv, "GET", "/v1/sandboxes/"+m["id"].(string)+"/endpoints/44772", nil)
-	base := "http://" + ep["endpoint"].(string)
+	_, base := createSandbox(b, srv, validCreate())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		out, code := runCommand(b, base, "echo x")

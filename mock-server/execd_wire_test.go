@@ -20,12 +20,7 @@ import (
 // unsatisfiable range answers 416 with a text body; a bash session's run is
 // audited like a command.
 func TestExecdWireLikeRealExecd(t *testing.T) {
-	srv, _ := realEnv(t)
-	status, m := apiDo(t, srv, "POST", "/v1/sandboxes", validCreate())
-	require.Equal(t, http.StatusAccepted, status, "%v", m)
-	id := m["id"].(string)
-	_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
-	base := "http://" + ep["endpoint"].(string)
+	srv, id, base := realSandbox(t)
 
 	res := postJSON(t, base+"/command", map[string]any{"command": "printf 'a b' > /workspace/x.txt; echo ok"}, nil)
 	require.Equal(t, "keep-alive", res.Header.Get("Connection"))

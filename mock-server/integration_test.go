@@ -59,6 +59,26 @@ func realEnv(t testing.TB) (*Server, runtime.Runtime) {
 	return srv, rt
 }
 
+// createSandbox creates a sandbox from body on srv (it must be accepted) and
+// returns its id and the base URL of its execd endpoint (port 44772).
+func createSandbox(t testing.TB, srv *Server, body map[string]any) (id, base string) {
+	t.Helper()
+	status, m := apiDo(t, srv, "POST", "/v1/sandboxes", body)
+	require.Equal(t, http.StatusAccepted, status, "%v", m)
+	id = m["id"].(string)
+	_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
+	return id, "http://" + ep["endpoint"].(string)
+}
+
+// realSandbox starts the server on the real runtime (realEnv) and creates one
+// default sandbox on it: the server, the sandbox's id and its execd base URL.
+func realSandbox(t testing.TB) (srv *Server, id, base string) {
+	t.Helper()
+	srv, _ = realEnv(t)
+	id, base = createSandbox(t, srv, validCreate())
+	return srv, id, base
+}
+
 func apiDo(t testing.TB, srv *Server, method, path string, body any) (int, map[string]any) {
 	t.Helper()
 	var rdr io.Reader
@@ -109,12 +129,7 @@ func runCommand(t testing.TB, base, command string) ([]string, *int) {
 }
 
 func TestRealRuntimeEndToEnd(t *testing.T) {
-	srv, _ := realEnv(t)
-	status, m := apiDo(t, srv, "POST", "/v1/sandboxes", validCreate())
-	require.Equal(t, http.StatusAccepted, status, "%v", m)
-	id := m["id"].(string)
-	_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
-	base := "http://" + ep["endpoint"].(string)
+	srv, id, base := realSandbox(t)
 
 	res, err := http.Get(base + "/ping")
 	require.NoError(t, err)
@@ -146,7 +161,7 @@ func TestRealRuntimeEndToEnd(t *testing.T) {
 
 	dir := srv.lookup(id).rt.Dir()
 	assert.DirExists(t, dir)
-	status, _ = apiDo(t, srv, "DELETE", "/v1/sandboxes/"+id, nil)
+	status, _ := apiDo(t, srv, "DELETE", "/v1/sandboxes/"+id, nil)
 	assert.Equal(t, http.StatusNoContent, status)
 	assert.NoDirExists(t, dir, "sandbox directory removed on delete")
 	status, _ = apiDo(t, srv, "GET", "/v1/sandboxes/"+id, nil)
@@ -234,12 +249,7 @@ func TestRealRuntimeCloseLeavesNothing(t *testing.T) {
 // A background command's exit code reaches the audit when the sandbox is
 // removed; one still running then is recorded as killed.
 func TestRealRuntimeBackgroundOutcomeAudited(t *testing.T) {
-	srv, _ := realEnv(t)
-	status, m := apiDo(t, srv, "POST", "/v1/sandboxes", validCreate())
-	require.Equal(t, http.StatusAccepted, status, "%v", m)
-	id := m["id"].(string)
-	_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
-	base := "http://" + ep["endpoint"].(string)
+	srv, id, base := realSandbox(t)
 
 	for _, c := range []string{"exit 7", "sleep 60"} {
 		body, _ := json.Marshal(map[string]any{"command": c, "background": true})

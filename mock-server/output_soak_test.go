@@ -102,13 +102,10 @@ func concurrentSeq(base string, c, n int) (int, []string, []error) {
 
 func soakSandbox(t *testing.T) (*Server, string, string) {
 	srv, _ := realEnv(t)
-	status, m := apiDo(t, srv, "POST", "/v1/sandboxes", map[string]any{
+	id, base := createSandbox(t, srv, map[string]any{
 		"image": map[string]any{"uri": "python:3.11"}, "entrypoint": []string{"tail", "-f", "/dev/null"},
 		"resourceLimits": map[string]string{"cpu": "2", "memory": "1Gi"}, "timeout": 3600})
-	require.Equal(t, http.StatusAccepted, status, "%v", m)
-	id := m["id"].(string)
-	_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
-	return srv, id, "http://" + ep["endpoint"].(string)
+	return srv, id, base
 }
 
 // TestOutputCompleteConcurrent (issue 9 item 1): concurrent commands through

@@ -51,11 +51,8 @@ func TestRunningCommandAuditedAtRemoval(t *testing.T) {
 		{"shutdown", "killed: sandbox removed (server shutdown)", func(string) { require.NoError(t, srv.Close()) }},
 	}
 	for _, c := range cases {
-		status, m := apiDo(t, srv, "POST", "/v1/sandboxes", validCreate())
-		require.Equal(t, http.StatusAccepted, status, "%v", m)
-		id := m["id"].(string)
-		_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
-		startStreaming(t, "http://"+ep["endpoint"].(string), "echo MARK; sleep 100")
+		id, base := createSandbox(t, srv, validCreate())
+		startStreaming(t, base, "echo MARK; sleep 100")
 		time.Sleep(300 * time.Millisecond)
 		c.remove(id)
 		var got *audit.Command

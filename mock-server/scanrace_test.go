@@ -72,11 +72,7 @@ func TestFinalScanNeverFollowsSandboxPaths(t *testing.T) {
 	}
 	var worst time.Duration
 	for a := 0; a < attempts; a++ {
-		status, m := apiDo(t, srv, "POST", "/v1/sandboxes", validCreate())
-		require.Equal(t, http.StatusAccepted, status, "%v", m)
-		id := m["id"].(string)
-		_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/44772", nil)
-		base := "http://" + ep["endpoint"].(string)
+		id, base := createSandbox(t, srv, validCreate())
 		require.NoError(t, os.WriteFile(filepath.Join(srv.lookup(id).rt.Dir(), "tmp", "swap.py"), []byte(swapScript), 0o644))
 		body, _ := json.Marshal(map[string]any{"command": "python3 /tmp/swap.py " + host + " 8", "background": true})
 		res, err := http.Post(base+"/command", "application/json", bytes.NewReader(body))
