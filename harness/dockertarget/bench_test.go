@@ -17,24 +17,7 @@ import (
 // It stands the target up first; it needs the engine and the images
 // (OSB_DOCKER_BENCH=1 make bench, or go test -run '^$' -bench DockerCreate).
 func BenchmarkDockerCreateRunning(b *testing.B) {
-	if os.Getenv("OSB_DOCKER_BENCH") != "1" {
-		b.Skip("set OSB_DOCKER_BENCH=1: stands up the docker target")
-	}
-	wd, _ := os.Getwd()
-	repo := findRepo(wd)
-	// The stand-in images must be built from the acceptance binary, not this test binary.
-	bin := os.Getenv("OSB_ACCEPTANCE_BIN")
-	if bin == "" {
-		bin = filepath.Join(repo, "bin", "acceptance")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		b.Skipf("no acceptance binary at %s (make build, or set OSB_ACCEPTANCE_BIN)", bin)
-	}
-	t, err := Start(context.Background(), Config{RepoDir: repo, Log: os.Stderr, Binary: bin})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer t.Close()
+	t := startTarget(b, "OSB_DOCKER_BENCH")
 	policies := map[string]any{
 		"no-policy": nil,
 		"policy":    map[string]any{"defaultAction": "deny", "egress": []any{map[string]any{"action": "allow", "target": "pypi.org"}}},
@@ -59,13 +42,46 @@ func BenchmarkDockerCreateRunning(b *testing.B) {
 				if state != "Running" {
 					b.Fatalf("create answered state %q", state)
 				}
-				hr, _ := http.NewRequest(http.MethodDelete, t.URL+"/v1/sandboxes/"+id, nil)
-				hr.Header.Set("OPEN-SANDBOX-API-KEY", t.APIKey)
-				if resp, err := http.DefaultClient.Do(hr); err == nil {
-					resp.Body.Close()
-				}
+				removeSandbox(t, id)
 			}
 		})
+	}
+}
+
+// startTarget stands the docker target up for a test or benchmark that was
+// opted in with optIn=1 (it is skipped, as not measured, otherwise) and closes
+// it when tb ends; a close error fails tb. The stand-in images are built from
+// the acceptance binary (OSB_ACCEPTANCE_BIN, default bin/acceptance), not from
+// the test binary; without one tb is skipped.
+func startTarget(tb testing.TB, optIn string) *Target {
+	tb.Helper()
+	if os.Getenv(optIn) != "1" {
+		tb.Skipf("not measured: set %s=1 (stands up the docker target)", optIn)
+	}
+	wd, _ := os.Getwd()
+	repo := findRepo(wd)
+	bin := envOr("OSB_ACCEPTANCE_BIN", filepath.Join(repo, "bin", "acceptance"))
+	if _, err := os.Stat(bin); err != nil {
+		tb.Skipf("not measured: no acceptance binary at %s (make build, or set OSB_ACCEPTANCE_BIN)", bin)
+	}
+	tg, err := Start(context.Background(), Config{RepoDir: repo, Log: os.Stderr, Binary: bin})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := tg.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return tg
+}
+
+// removeSandbox deletes sandbox id on t, best effort.
+func removeSandbox(t *Target, id string) {
+	hr, _ := http.NewRequest(http.MethodDelete, t.URL+"/v1/sandboxes/"+id, nil)
+	hr.Header.Set("OPEN-SANDBOX-API-KEY", t.APIKey)
+	if resp, err := http.DefaultClient.Do(hr); err == nil {
+		resp.Body.Close()
 	}
 }
 

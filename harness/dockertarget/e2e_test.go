@@ -3,9 +3,6 @@ package dockertarget
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,21 +16,7 @@ import (
 // with and without a network policy: small and large outputs, several in a
 // row on one client (keep-alive), as the suite does.
 func TestDockerTargetCommands(t *testing.T) {
-	if os.Getenv("OSB_DOCKER_E2E") != "1" {
-		t.Skip("not measured: set OSB_DOCKER_E2E=1 (stands up the docker target)")
-	}
-	wd, _ := os.Getwd()
-	repo := findRepo(wd)
-	bin := envOr("OSB_ACCEPTANCE_BIN", filepath.Join(repo, "bin", "acceptance"))
-	tg, err := Start(context.Background(), Config{RepoDir: repo, Log: os.Stderr, Binary: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := tg.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	tg := startTarget(t, "OSB_DOCKER_E2E")
 	client, err := osb.New(strings.TrimPrefix(tg.URL, "http://"), tg.APIKey)
 	if err != nil {
 		t.Fatal(err)
@@ -77,10 +60,6 @@ func TestDockerTargetCommands(t *testing.T) {
 				t.Errorf("a denied name must fail with NXDOMAIN: %v %+v", err, res)
 			}
 		}
-		hr, _ := http.NewRequest(http.MethodDelete, tg.URL+"/v1/sandboxes/"+id, nil)
-		hr.Header.Set("OPEN-SANDBOX-API-KEY", tg.APIKey)
-		if resp, err := http.DefaultClient.Do(hr); err == nil {
-			resp.Body.Close()
-		}
+		removeSandbox(tg, id)
 	}
 }
