@@ -1,8 +1,9 @@
 package agent
 
 import (
-	"encoding/json"
 	"net/http"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // writeError writes execd's {"code","message"} error body.
@@ -10,13 +11,11 @@ func writeError(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, map[string]string{"code": code, "message": message})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b = []byte(`{"code":"UNKNOWN","message":"encode response"}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8") // as gin's c.JSON
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+// execdJSON is how execd (a gin server) writes JSON: gin's c.JSON Content-Type,
+// json.Marshal's bytes with no newline after them.
+var execdJSON = wire.JSONReply{
+	ContentType:  "application/json; charset=utf-8",
+	EncodeFailed: `{"code":"UNKNOWN","message":"encode response"}`,
 }
+
+func writeJSON(w http.ResponseWriter, status int, v any) { execdJSON.Write(w, status, v) }

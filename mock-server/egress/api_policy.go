@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // AuthHeader is the egress API auth header (CONTRACT §3.1).
@@ -75,11 +76,11 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
+// sidecarJSON is how the egress sidecar writes JSON: as json.Encoder does, a
+// newline after the value.
+var sidecarJSON = wire.JSONReply{Newline: true}
+
+func writeJSON(w http.ResponseWriter, status int, v any) { sidecarJSON.Write(w, status, v) }
 
 func bodyError(w http.ResponseWriter, err error) {
 	if errors.Is(err, errBodyTooLarge) {

@@ -57,6 +57,8 @@ func TestAPIPolicyRoutes(t *testing.T) {
 	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 	assert.JSONEq(t, `{"status":"ok","mode":"enforcing","enforcementMode":"dns+nft","policy":{"defaultAction":"deny","egress":[
 		{"action":"allow","target":"pypi.org"},{"action":"allow","target":"*.pythonhosted.org"},{"action":"allow","target":"unmapped.test"}]}}`, w.Body.String())
+	assert.True(t, strings.HasSuffix(w.Body.String(), "}\n") && !strings.HasSuffix(w.Body.String(), "\n\n"),
+		"the sidecar's JSON ends with one newline, as json.Encoder writes it: %q", w.Body.String())
 
 	// PATCH prepends, replaces same targets (case-insensitive), first entry in the patch wins.
 	w = e.api(t, "PATCH", "/policy", `[{"action":"deny","target":"PYPI.org"},{"action":"allow","target":"pypi.org"},{"action":"allow","target":"data.test"}]`)

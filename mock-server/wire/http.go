@@ -12,13 +12,41 @@ const encodeFailed = `{"code":"GENERAL::UNKNOWN_ERROR","message":"response encod
 // WriteJSON replies status with v as JSON (Content-Type application/json). A
 // json.RawMessage is sent as given. If v cannot be encoded the reply is a 500
 // with a {code,message} body instead.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
+func WriteJSON(w http.ResponseWriter, status int, v any) { JSONReply{}.Write(w, status, v) }
+
+// JSONReply is how a server writes its JSON replies where they differ from
+// WriteJSON's on the wire. The zero value writes as WriteJSON does.
+type JSONReply struct {
+	// ContentType replaces "application/json" (execd, a gin server, sends
+	// "application/json; charset=utf-8").
+	ContentType string
+	// Newline ends the body with "\n", as json.Encoder writes it (the egress
+	// sidecar's replies).
+	Newline bool
+	// EncodeFailed replaces the {code,message} body of the 500 sent when v
+	// cannot be encoded.
+	EncodeFailed string
+}
+
+// Write replies status with v as JSON, as o says; the body is one write. If v
+// cannot be encoded the reply is a 500 with o's encode-failed body instead.
+func (o JSONReply) Write(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(encodeFailed)
+		if o.EncodeFailed != "" {
+			b = []byte(o.EncodeFailed)
+		}
 	}
-	w.Header().Set("Content-Type", "application/json")
+	if o.Newline {
+		b = append(b, '\n')
+	}
+	ct := o.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -84,6 +84,35 @@ func TestWriteJSON(t *testing.T) {
 	assert.JSONEq(t, encodeFailed, rr.Body.String())
 }
 
+// The exact bytes of each style: the zero JSONReply is WriteJSON's; the
+// options change the Content-Type, end the body with one newline (as
+// json.Encoder does) and replace the encode-failed body.
+func TestJSONReplyBytes(t *testing.T) {
+	v := map[string]string{"a": "<b>"}
+	rr := httptest.NewRecorder()
+	JSONReply{}.Write(rr, http.StatusCreated, v)
+	assert.Equal(t, 201, rr.Code)
+	assert.Equal(t, "application/json", rr.Header().Get("Content-Type"))
+	assert.Equal(t, `{"a":"\u003cb\u003e"}`, rr.Body.String(), "json.Marshal's bytes, no newline")
+
+	rr = httptest.NewRecorder()
+	JSONReply{Newline: true}.Write(rr, http.StatusOK, v)
+	var enc strings.Builder
+	require.NoError(t, json.NewEncoder(&enc).Encode(v))
+	assert.Equal(t, enc.String(), rr.Body.String(), "as json.Encoder writes it")
+	assert.Equal(t, "{\"a\":\"\\u003cb\\u003e\"}\n", rr.Body.String())
+
+	rr = httptest.NewRecorder()
+	JSONReply{ContentType: "application/json; charset=utf-8"}.Write(rr, http.StatusOK, json.RawMessage(`{ "ok" : true }`))
+	assert.Equal(t, "application/json; charset=utf-8", rr.Header().Get("Content-Type"))
+	assert.Equal(t, `{"ok":true}`, rr.Body.String())
+
+	rr = httptest.NewRecorder()
+	JSONReply{EncodeFailed: `{"code":"X"}`, Newline: true}.Write(rr, http.StatusOK, func() {})
+	assert.Equal(t, 500, rr.Code)
+	assert.Equal(t, "{\"code\":\"X\"}\n", rr.Body.String())
+}
+
 func TestStatusRecorder(t *testing.T) {
 	rr := httptest.NewRecorder()
 	rec := &StatusRecorder{ResponseWriter: rr}
