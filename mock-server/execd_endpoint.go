@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log"
 	"mime"
 	"mime/multipart"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
@@ -34,6 +36,11 @@ type execdEndpoint struct {
 	srv       *http.Server
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
+
+	// removing is set when the sandbox's removal begins, before its execd is
+	// killed: from then on the streams through this endpoint are cut on
+	// purpose (see cutLog).
+	removing atomic.Bool
 
 	closeOnce  sync.Once
 	inflightMu sync.Mutex
@@ -81,6 +88,7 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 		},
 		Transport:     e.transport,
 		FlushInterval: -1,
+		ErrorLog:      e.cutLog(),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, context.Canceled) {
 				return
@@ -93,12 +101,40 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 	return e, nil
 }
 
+// cutLog is the ErrorLog of the proxies in front of this sandbox's execd (this
+// endpoint's and the server proxy's). It passes every line on to the standard
+// logger's output, as a nil ErrorLog would, but one: the body-copy read error
+// logged when the sandbox is removed under a running command. Its execd is
+// killed with it, so the stream really is cut mid-body, on purpose: the
+// client sees the cut, and the audit records the command as killed by the
+// removal (abandonInflight). A client hanging up logs nothing; a stream cut
+// while the sandbox is not being removed is still logged.
+func (e *execdEndpoint) cutLog() *log.Logger {
+	return log.New(cutFilter{cut: e.removing.Load}, log.Prefix(), log.Flags())
+}
+
+// bodyCopyReadError is what httputil.ReverseProxy logs when the upstream's
+// response body breaks off while it is being copied to the client.
+var bodyCopyReadError = []byte("httputil: ReverseProxy read error during body copy")
+
+// cutFilter drops the body-copy read error while cut() says the cut is
+// expected and passes every other line to the standard logger's output.
+type cutFilter struct{ cut func() bool }
+
+func (f cutFilter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, bodyCopyReadError) && f.cut() {
+		return len(p), nil
+	}
+	return log.Writer().Write(p)
+}
+
 // Addr is 127.0.0.1:<port>.
 func (e *execdEndpoint) Addr() string { return e.ln.Addr().String() }
 
 // Close stops serving execd and drops its connections; the port itself
 // lingers for the grace period (execd_linger.go).
 func (e *execdEndpoint) Close() {
+	e.removing.Store(true)
 	e.closeOnce.Do(func() {
 		_ = e.srv.Close()
 		e.transport.CloseIdleConnections()
@@ -408,6 +444,7 @@ func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
 // seen so far. It runs before the sandbox is destroyed, so the record is in
 // the audit before the removal returns; the streams' own end adds nothing.
 func (e *execdEndpoint) abandonInflight(reason string) {
+	e.removing.Store(true)
 	e.inflightMu.Lock()
 	list := make([]*inflightCommand, 0, len(e.inflight))
 	for fl := range e.inflight {

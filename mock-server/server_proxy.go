@@ -64,6 +64,7 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 			}
 		},
 		FlushInterval: -1,
+		ErrorLog:      sb.execd.cutLog(), // quiet about streams the sandbox's removal cuts
 		ModifyResponse: func(resp *http.Response) error {
 			if resp.StatusCode == http.StatusBadGateway {
 				_ = resp.Body.Close()
