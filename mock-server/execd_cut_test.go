@@ -8,7 +8,6 @@ import (
 	"log"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,27 +17,9 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
-// lockedBuffer is a bytes.Buffer safe for the standard logger's writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // captureStdLog sends the standard logger's output to a buffer for the test.
-func captureStdLog(t *testing.T) *lockedBuffer {
-	buf := &lockedBuffer{}
+func captureStdLog(t *testing.T) *syncBuffer {
+	buf := &syncBuffer{}
 	prev := log.Writer()
 	log.SetOutput(buf)
 	t.Cleanup(func() { log.SetOutput(prev) })
