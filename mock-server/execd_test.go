@@ -283,25 +283,29 @@ func TestExecdFileAudit(t *testing.T) {
 	sb.mu.Unlock()
 }
 
+// egressGet GETs url with the egress API's auth header: the status and body.
+func egressGet(t testing.TB, url, token string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	req.Header.Set("OPENSANDBOX-EGRESS-AUTH", token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, b
+}
+
 func TestExecdEgressRoute(t *testing.T) {
 	e := newEnv(t, withEgress(newFakeEgress()))
 	id := e.create(func(m map[string]any) { m["networkPolicy"] = map[string]any{"defaultAction": "deny"} })
 	ep := e.call("GET", "/v1/sandboxes/"+id+"/endpoints/18080", nil, nil).JSON(t)
 	token := ep["headers"].(map[string]any)["OPENSANDBOX-EGRESS-AUTH"].(string)
-	req, _ := http.NewRequest("GET", "http://"+ep["endpoint"].(string)+"/policy", nil)
-	req.Header.Set("OPENSANDBOX-EGRESS-AUTH", token)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_, b := egressGet(t, "http://"+ep["endpoint"].(string)+"/policy", token)
 	assert.JSONEq(t, `{"egress":true,"path":"/policy"}`, string(b))
 	// and via the server proxy (the caller sends the egress header itself)
-	req, _ = http.NewRequest("GET", e.srv.URL()+"/sandboxes/"+id+"/proxy/18080/policy", nil)
-	req.Header.Set("OPENSANDBOX-EGRESS-AUTH", token)
-	res, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	b, _ = io.ReadAll(res.Body)
-	res.Body.Close()
+	_, b = egressGet(t, e.srv.URL()+"/sandboxes/"+id+"/proxy/18080/policy", token)
 	assert.JSONEq(t, `{"egress":true,"path":"/policy"}`, string(b))
 	// the sandbox got the gateway socket, CA file and env
 	spec := e.rt.byID(id).spec

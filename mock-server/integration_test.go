@@ -194,18 +194,11 @@ func TestRealRuntimeEgressAPI(t *testing.T) {
 	srv, _ := realEnv(t)
 	body := validCreate()
 	body["networkPolicy"] = map[string]any{"defaultAction": "deny", "egress": []any{map[string]string{"action": "allow", "target": "pypi.org"}}}
-	status, m := apiDo(t, srv, "POST", "/v1/sandboxes", body)
-	require.Equal(t, http.StatusAccepted, status, "%v", m)
-	id := m["id"].(string)
+	id, _ := createSandbox(t, srv, body)
 	_, ep := apiDo(t, srv, "GET", "/v1/sandboxes/"+id+"/endpoints/18080", nil)
 	token := ep["headers"].(map[string]any)["OPENSANDBOX-EGRESS-AUTH"].(string)
-	req, _ := http.NewRequest("GET", "http://"+ep["endpoint"].(string)+"/policy", nil)
-	req.Header.Set("OPENSANDBOX-EGRESS-AUTH", token)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	assert.Equal(t, http.StatusOK, res.StatusCode, "%s", b)
+	status, b := egressGet(t, "http://"+ep["endpoint"].(string)+"/policy", token)
+	assert.Equal(t, http.StatusOK, status, "%s", b)
 	assert.Contains(t, string(b), "pypi.org")
 }
 
