@@ -207,6 +207,15 @@ type tapWriter struct {
 }
 
 func (t *tapWriter) WriteHeader(code int) {
+	if informational(code) {
+		// A 100 Continue (an upload sent with "Expect: 100-continue", as
+		// curl does above 1 MiB) or 103 Early Hints goes to the client as is;
+		// the response and its record are still to come. Taking it for the
+		// final status ended the exchange early: the upload's tee was closed
+		// under the proxy, which answered 502.
+		t.ResponseWriter.WriteHeader(code)
+		return
+	}
 	if t.status == 0 {
 		t.status = code
 		if t.onHeader != nil {
@@ -221,6 +230,12 @@ func (t *tapWriter) WriteHeader(code int) {
 		}
 	}
 	t.ResponseWriter.WriteHeader(code)
+}
+
+// informational is a 1xx status other than 101 Switching Protocols: an
+// interim response, never the exchange's final status.
+func informational(code int) bool {
+	return code >= 100 && code < 200 && code != http.StatusSwitchingProtocols
 }
 
 func (t *tapWriter) Write(b []byte) (int, error) {

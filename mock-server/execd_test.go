@@ -219,6 +219,51 @@ func TestServerProxyStripsCredentials(t *testing.T) {
 	assert.Equal(t, "GENERAL::UNKNOWN_ERROR", r.JSON(t)["code"])
 }
 
+// An upload sent with "Expect: 100-continue" (curl does so for bodies above
+// 1 MiB) gets execd's answer, straight and through the server proxy, and is
+// audited with it. The interim 100 was once taken for the final status: the
+// audit tee was closed under the proxy, which answered 502.
+func TestExecdUploadExpectContinue(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(nil)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<17) // 2 MiB
+	for name, url := range map[string]string{
+		"endpoint":     "http://" + e.execdAddr(id) + "/files/upload",
+		"server proxy": e.srv.URL() + "/sandboxes/" + id + "/proxy/44772/files/upload",
+	} {
+		path := "/workspace/" + strings.ReplaceAll(name, " ", "-") + ".bin"
+		ct, body := multipartUpload(t, map[string][]byte{path: big}, []string{path})
+		req, err := http.NewRequest("POST", url, body)
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", ct)
+		req.Header.Set("Expect", "100-continue")
+		res, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+		require.NoError(t, err, name)
+		msg, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", name, msg)
+
+		var got *audit.File
+		for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindFile}) {
+			if ev.File.Path == path {
+				got = ev.File
+			}
+		}
+		require.NotNil(t, got, name)
+		assert.Equal(t, http.StatusOK, got.Status, name)
+		assert.Equal(t, int64(len(big)), got.Size, name)
+		sb := e.rt.byID(id)
+		sb.mu.Lock()
+		assert.Equal(t, big, sb.files[path], name)
+		sb.mu.Unlock()
+	}
+	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: audit.KindLifecycle}) {
+		if ev.Lifecycle != nil {
+			assert.NotEqual(t, http.StatusContinue, ev.Lifecycle.Status, "an interim 100 is never a recorded status")
+		}
+	}
+}
+
 func multipartUpload(t *testing.T, files map[string][]byte, order []string) (string, *bytes.Buffer) {
 	t.Helper()
 	var buf bytes.Buffer

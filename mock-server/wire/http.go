@@ -60,8 +60,10 @@ type StatusRecorder struct {
 }
 
 // WriteHeader records the first status and passes it on.
+// An interim 1xx (100 Continue, 103 Early Hints; not 101) is passed on and not
+// recorded: the final status is still to come.
 func (r *StatusRecorder) WriteHeader(code int) {
-	if r.Status == 0 {
+	if r.Status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		r.Status = code
 	}
 	r.ResponseWriter.WriteHeader(code)

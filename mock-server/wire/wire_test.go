@@ -129,6 +129,16 @@ func TestStatusRecorder(t *testing.T) {
 	rec = &StatusRecorder{ResponseWriter: httptest.NewRecorder()}
 	rec.WriteHeader(204)
 	assert.Equal(t, 204, rec.Code())
+
+	// an interim 100 Continue (an upload with "Expect: 100-continue") is not
+	// the exchange's status; a 101 is
+	rec = &StatusRecorder{ResponseWriter: httptest.NewRecorder()}
+	rec.WriteHeader(http.StatusContinue)
+	rec.WriteHeader(http.StatusCreated)
+	assert.Equal(t, 201, rec.Code())
+	rec = &StatusRecorder{ResponseWriter: httptest.NewRecorder()}
+	rec.WriteHeader(http.StatusSwitchingProtocols)
+	assert.Equal(t, 101, rec.Code())
 }
 
 func TestWriteError(t *testing.T) {
