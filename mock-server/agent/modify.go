@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -71,10 +72,7 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := os.Rename(src, dst); err != nil {
 			if errors.Is(err, syscall.EXDEV) {
-				err = copyTree(src, dst)
-				if err == nil {
-					err = os.RemoveAll(src)
-				}
+				err = moveAcross(src, dst)
 			}
 			if err != nil {
 				writeError(w, fsStatus(err), fsCode(err), "move: "+err.Error())
@@ -83,6 +81,70 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// copyTreeFn is copyTree; a test replaces it to fail a copy half-way.
+var copyTreeFn = copyTree
+
+// moveAcross moves src to dst across mounts (/workspace ↔ /tmp are separate
+// bind mounts here, one overlay filesystem in a Docker container): a copy,
+// then the source removed. It refuses what rename(2) refuses in a container
+// instead of copying without end: a directory into its own subtree (EINVAL,
+// e.g. "/" → "/workspace/root", which copied the sandbox's root into itself
+// until something broke), and a mount point, or a tree holding one (EBUSY,
+// e.g. "/", "/proc", "/workspace"). A copy that fails half-way is removed:
+// the source is untouched and nothing is left behind.
+func moveAcross(src, dst string) error {
+	if rel, err := filepath.Rel(src, dst); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+		return &os.LinkError{Op: "rename", Old: src, New: dst, Err: syscall.EINVAL}
+	}
+	for _, m := range mountPoints() {
+		if m == src || strings.HasPrefix(m, strings.TrimSuffix(src, "/")+"/") {
+			return &os.LinkError{Op: "rename", Old: src, New: dst, Err: syscall.EBUSY}
+		}
+	}
+	if err := copyTreeFn(src, dst); err != nil {
+		_ = os.RemoveAll(dst)
+		return err
+	}
+	return os.RemoveAll(src)
+}
+
+// mountPoints lists this process's mount points (its mount namespace: the
+// sandbox's own), from /proc/self/mountinfo (field 5, octal escapes undone).
+func mountPoints() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		out = append(out, unescapeMountinfo(f[4]))
+	}
+	return out
+}
+
+// unescapeMountinfo undoes the kernel's \ooo escapes (space, tab, newline, backslash).
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // copyTree copies across mounts (/workspace ↔ /tmp are separate bind mounts).
