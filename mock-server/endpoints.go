@@ -36,7 +36,7 @@ func (s *Server) handleEndpoint(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		errs = append(errs, vIntParse([]any{"path", "port"}, portStr))
 	}
-	q := r.URL.Query()
+	q := pyQuery(r.URL.RawQuery)
 	useProxy := false
 	if v, ok := q["use_server_proxy"]; ok && len(v) > 0 {
 		b, ok := parseBoolQuery(v[len(v)-1])

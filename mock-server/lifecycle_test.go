@@ -400,12 +400,31 @@ func TestListFiltersAndPagination(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, r.Status, q)
 		assert.Equal(t, "INVALID_METADATA_FORMAT", r.JSON(t)["code"], q)
 	}
+	// A malformed percent escape is kept, as Starlette keeps it, never dropped:
+	// a filter that lists everything would make a reap script delete every
+	// sandbox of the key.
+	r := e.call("GET", "/v1/sandboxes?metadata=%%%", nil, nil)
+	assert.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
+	assert.Equal(t, "INVALID_METADATA_FORMAT", r.JSON(t)["code"])
+	items, _ = list("?metadata=team%3D%zz")
+	assert.Empty(t, items, "team=%zz matches no sandbox")
+	r = e.call("GET", "/v1/sandboxes?page=%zz", nil, nil)
+	assert.Equal(t, http.StatusUnprocessableEntity, r.Status, "%s", r.Body)
+}
+
+func TestPyQuery(t *testing.T) {
+	q := pyQuery("a=1&b=x%20y+z&c=&d&e=%zz&e=%&f=%C3%A9%FF&&")
+	assert.Equal(t, url.Values{"a": {"1"}, "b": {"x y z"}, "c": {""}, "d": {""}, "e": {"%zz", "%"},
+		"f": {"é\ufffd"}}, q)
 }
 
 func TestParseQSLStrict(t *testing.T) {
 	got, err := parseQSLStrict("a=1&b=x%20y&c=&d=e+f")
 	require.NoError(t, err)
 	assert.Equal(t, [][2]string{{"a", "1"}, {"b", "x y"}, {"d", "e f"}}, got)
+	got, err = parseQSLStrict("a=%zz&b=%41")
+	require.NoError(t, err, "parse_qsl keeps a malformed escape")
+	assert.Equal(t, [][2]string{{"a", "%zz"}, {"b", "A"}}, got)
 	for _, bad := range []string{"a", "a=1&", "&a=1", "a=1&&b=2"} {
 		_, err := parseQSLStrict(bad)
 		assert.Error(t, err, bad)

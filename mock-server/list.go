@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 type pagination struct {
@@ -36,14 +37,58 @@ func parseQSLStrict(v string) ([][2]string, error) {
 		if value == "" {
 			continue
 		}
-		n, err1 := url.QueryUnescape(name)
-		val, err2 := url.QueryUnescape(value)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("bad query field: %q", field)
-		}
-		out = append(out, [2]string{n, val})
+		out = append(out, [2]string{pyUnquotePlus(name), pyUnquotePlus(value)})
 	}
 	return out, nil
+}
+
+// pyQuery parses a raw query string as Starlette does for FastAPI's query
+// parameters, urllib.parse.parse_qsl(q, keep_blank_values=True): '&'-separated,
+// '+' is a space, and a malformed percent escape is kept as it is, never
+// dropped. (net/url drops a pair whose escape is malformed, so
+// "?metadata=%%%" listed every sandbox where the real server answers 400.)
+func pyQuery(raw string) url.Values {
+	out := url.Values{}
+	for _, field := range strings.Split(raw, "&") {
+		if field == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(field, "=")
+		k := pyUnquotePlus(name)
+		out[k] = append(out[k], pyUnquotePlus(value))
+	}
+	return out
+}
+
+// pyUnquotePlus is urllib.parse.unquote_plus: '+' → ' ', %XX → the byte, a
+// malformed escape left as is, the bytes read as UTF-8 with each invalid byte
+// replaced by U+FFFD.
+func pyUnquotePlus(s string) string {
+	s = strings.ReplaceAll(s, "+", " ")
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && ishex(s[i+1]) && ishex(s[i+2]) {
+			v, _ := strconv.ParseUint(s[i+1:i+3], 16, 8)
+			b = append(b, byte(v))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		sb.WriteRune(r)
+		b = b[n:]
+	}
+	return sb.String()
+}
+
+func ishex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // queryInt parses an integer query parameter with bounds (0 = unbounded max),
@@ -71,7 +116,7 @@ func queryInt(q url.Values, name string, def, min, max int) (int, *validationIte
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q := pyQuery(r.URL.RawQuery)
 	page, bad := queryInt(q, "page", 1, 1, 0)
 	var errs []validationItem
 	if bad != nil {

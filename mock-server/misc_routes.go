@@ -24,7 +24,7 @@ func (s *Server) handlePools(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	kind := r.PathValue("kind")
-	q := r.URL.Query()
+	q := pyQuery(r.URL.RawQuery)
 	switch kind {
 	case "logs", "events", "inspect", "summary":
 	default:
