@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"gopkg.in/yaml.v3"
 )
@@ -260,10 +261,12 @@ func setString(m *Manifest, key, s string) {
 // ErrNoManifest is returned by Load for a directory without capstone.yaml.
 var ErrNoManifest = errors.New("no " + ManifestName + " at the submission's root")
 
-// readManifest reads dir/capstone.yaml, bounded.
+// readManifest reads dir/capstone.yaml, bounded. It opens without blocking
+// (O_NONBLOCK) and checks the file before reading: a capstone.yaml that is a
+// FIFO once hung the grade at the open, waiting for a writer.
 func readManifest(dir string) ([]byte, error) {
 	p := filepath.Join(dir, ManifestName)
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", dir, ErrNoManifest)
 	}

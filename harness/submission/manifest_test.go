@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,6 +85,19 @@ func TestLoad(t *testing.T) {
 
 	_, err = Load(filepath.Join(dir, ManifestName))
 	require.ErrorContains(t, err, "is not a directory")
+
+	// a capstone.yaml that is a FIFO (or a device) is refused at once, never
+	// waited on
+	fifo := t.TempDir()
+	require.NoError(t, syscall.Mkfifo(filepath.Join(fifo, ManifestName), 0o644))
+	done := make(chan error, 1)
+	go func() { _, err := Load(fifo); done <- err }()
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "is not a regular file")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load blocked on a FIFO capstone.yaml")
+	}
 	_, err = Load(filepath.Join(dir, "nope"))
 	require.Error(t, err)
 }
