@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -80,6 +82,8 @@ func Validate(d report.Document, a Answers, now time.Time) (*report.Judgments, e
 	j := &report.Judgments{Reviewer: strings.TrimSpace(a.Reviewer), Entries: map[rubric.ID]report.Judgment{}, Questions: map[int]report.Judgment{}}
 	if j.Reviewer == "" {
 		add("reviewer", "required: who judged (or pass --reviewer)")
+	} else if c, bad := controlChar(j.Reviewer, false); bad {
+		add("reviewer", "contains the control character %q", c)
 	}
 	items := map[string]Item{}
 	for _, it := range Items(d) {
@@ -198,7 +202,16 @@ func checkAnswer(field string, ans Answer, limit float64, add func(string, strin
 		ok = false
 	}
 	jd.Note = strings.TrimSpace(ans.Note)
+	for _, f := range [][2]string{{"note", jd.Note}, {"override_reason", ans.OverrideReason}} {
+		if c, bad := controlChar(f[1], true); bad {
+			add(field+"."+f[0], "contains the control character %q", c)
+			ok = false
+		}
+	}
 	switch {
+	case ans.Points != nil && (math.IsNaN(*ans.Points) || math.IsInf(*ans.Points, 0)):
+		add(field+".points", "%v is not a number of points", *ans.Points)
+		ok = false
 	case ans.Points == nil && jd.Verdict == rubric.Passed:
 		jd.Points = round2(limit)
 	case ans.Points == nil:
@@ -217,6 +230,21 @@ func checkAnswer(field string, ans Answer, limit float64, add func(string, strin
 		ok = false
 	}
 	return jd, ok
+}
+
+// controlChar finds a control character (a NUL, an escape sequence's ESC…)
+// in s, which would land raw in report.md, report.html and results.json;
+// multiline allows newlines and tabs (a note may span lines).
+func controlChar(s string, multiline bool) (rune, bool) {
+	for _, r := range s {
+		if multiline && (r == '\n' || r == '\r' || r == '\t') {
+			continue
+		}
+		if unicode.IsControl(r) {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 func reasonSuffix(r string) string {

@@ -201,6 +201,10 @@ func TestReviewValidationErrorsPerField(t *testing.T) {
 		{"reviewer: R\nentries:\n  budget: {verdict: passed, override_reason: x}\n", "entries.budget: the harness's measurement timed out (summary.json not written within 120s); a timeout never earns points and cannot be overridden"},
 		{"reviewer: R\nentries:\n  cost: {verdict: passed, pionts: 3}\n", "field pionts not found"},
 		{"", "the answers file is empty"},
+		{"reviewer: R\nentries:\n  cost: {verdict: passed, points: .nan}\n", "entries.cost.points: NaN is not a number of points"},
+		{"reviewer: R\nentries:\n  cost: {verdict: passed, points: .inf, override_reason: x}\n", "entries.cost.points: +Inf is not a number of points"},
+		{"reviewer: \"R\\x1b[31m\"\nentries:\n  cost: {verdict: passed}\n", `reviewer: contains the control character '\x1b'`},
+		{"reviewer: R\nentries:\n  cost: {verdict: failed, note: \"a\\0b\"}\n", `entries.cost.note: contains the control character '\x00'`},
 	}
 	for _, c := range cases {
 		_, err := FromFile(dir, strings.NewReader(c.answers), "", t0)
