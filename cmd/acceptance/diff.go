@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -37,9 +38,11 @@ func diffMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.Threshold = t
-	if o.FloorMs < 0 || o.FloorBytes < 0 {
-		fmt.Fprintln(stderr, "acceptance diff: --floor-ms and --floor-bytes must not be negative")
-		return 2
+	for _, f := range []float64{o.FloorMs, o.FloorBytes} {
+		if !(f >= 0) || math.IsInf(f, 0) { // NaN compares false with everything: it would turn every check off
+			fmt.Fprintln(stderr, "acceptance diff: --floor-ms and --floor-bytes must be finite numbers, not negative")
+			return 2
+		}
 	}
 	c, err := report.Compare(fs.Arg(0), fs.Arg(1), o)
 	if err != nil {

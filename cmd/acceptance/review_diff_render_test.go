@@ -47,7 +47,8 @@ func TestDiffCommandExitCodes(t *testing.T) {
 	assert.Contains(t, out, "! isolation       passed → failed")
 
 	for _, args := range [][]string{{"diff"}, {"diff", c}, {"diff", "--threshold", "0", c, d}, {"diff", "--threshold", "x%", c, d},
-		{"diff", t.TempDir(), d}, {"diff", "--floor-ms", "-1", c, d}} {
+		{"diff", t.TempDir(), d}, {"diff", "--floor-ms", "-1", c, d}, {"diff", "--floor-ms", "NaN", c, d},
+		{"diff", "--floor-bytes", "+Inf", c, d}} {
 		code, _, errs := runCmd(args...)
 		assert.Equal(t, 2, code, "%v: %s", args, errs)
 	}
