@@ -16,7 +16,8 @@ Rules this script follows (they are what the host relies on):
     latin-1 with a note), delimiter (the candidate , ; TAB | that occurs most
     often in the header line), header = first record.
   * An empty (0-byte or blank) file is an input error: a clear message on stderr
-    starting with "INPUT_ERROR:" and exit code 3. A header-only file is a valid
+    starting with "INPUT_ERROR:" and exit code 3; so are a file with NUL bytes
+    (binary, not text) and a ragged table. A header-only file is a valid
     input with 0 rows: the report says so and the chart says "no data rows".
 
 Exit codes: 0 success, 3 input error, anything else (a Python traceback) is a
@@ -179,6 +180,10 @@ def main():
     sha, size = file_sha256(INPUT)
     if size == 0:
         input_error("input.csv is empty (0 bytes): there is no header and no data to analyse")
+    with open(INPUT, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            if b"\x00" in chunk:
+                input_error("input.csv contains NUL bytes: it is a binary file, not CSV text")
     encoding = detect_encoding(INPUT)
     delimiter = detect_delimiter(INPUT, encoding)
     try:
@@ -187,6 +192,11 @@ def main():
         input_error("input.csv has no header row (only blank lines): nothing to analyse")
     except pd.errors.ParserError as e:
         input_error("input.csv is not a consistent CSV table: %s" % e)
+    if len(df) > 0 and not isinstance(df.index, pd.RangeIndex):
+        # pandas takes the first column as an index when the first data row
+        # has one field more than the header: a ragged table, not data.
+        input_error("input.csv is not a consistent CSV table: line 2 has %d fields, the header has %d"
+                    % (len(df.columns) + 1, len(df.columns)))
 
     rows, ncols = int(len(df)), int(len(df.columns))
     missing = {str(c): int(df[c].isna().sum()) for c in df.columns}
@@ -269,8 +279,10 @@ def main():
         sample = df[c].dropna().astype(str).head(1000)
         if len(sample) == 0:
             continue
-        parsed = pd.to_datetime(sample, errors="coerce")
-        if parsed.notna().mean() >= 0.8 and sample.str.contains(r"\d").mean() >= 0.8:
+        # A date is short; dateutil takes minutes over one long cell (a 20 MB
+        # field ran the analysis into its time limit), so long text is no date.
+        parsed = pd.to_datetime(sample[sample.str.len() <= 64], errors="coerce")
+        if parsed.notna().sum() >= 0.8 * len(sample) and sample.str.contains(r"\d").mean() >= 0.8:
             date_cols.append(c)
     wants_time = re.search(r" (month|months|monthly|over time|trend|daily|weekly) ", qn) is not None
 

@@ -672,6 +672,42 @@ func TestFlowRealScript(t *testing.T) {
 			assertOrder(t, f.callLog(), "create", "upload", "install", "analyze", "delete", "get:404")
 		})
 	}
+	// Inputs an outside probe sends: each ends in input_error (the script and
+	// the host agree it is not a table), or, for one very long cell, in a
+	// normal analysis well within the command's limit: dateutil once spent
+	// minutes on a long cell (a 20 MB field ran into the 5-minute limit).
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, body, stderr string
+	}{
+		{"ragged.csv", "a,b\n1,2,3\n4\n5,6\n", "line 2 has 3 fields, the header has 2"},
+		{"nul.csv", "a\x00b,c\n1,2\n", "contains NUL bytes"},
+		{"garbage.csv", "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00", "contains NUL bytes"},
+		{"long_cell.csv", "a,b\n1," + strings.Repeat("x", 2<<20) + "\n2,y\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := filepath.Join(dir, c.name)
+			require.NoError(t, os.WriteFile(src, []byte(c.body), 0o644))
+			f.mu.Lock()
+			f.calls, f.live, f.installAttempts = nil, false, 0
+			f.mu.Unlock()
+			res, out := runFlow(t, f, func(c *Config) {
+				c.CSV, c.Question = src, "What is the total of a?"
+				c.CommandTimeout = time.Minute
+			})
+			s := loadSummary(t, out)
+			if c.stderr == "" {
+				require.Equal(t, 0, res.ExitCode, "%+v", s.Error)
+				assert.Equal(t, 2.0, s.Metrics["rows"])
+				return
+			}
+			assert.Equal(t, 1, res.ExitCode)
+			require.NotNil(t, s.Error)
+			assert.Equal(t, summary.ClassInputError, s.Error.Class, s.Error.Message)
+			assert.Contains(t, s.Steps[1].Stderr, c.stderr)
+			assertOrder(t, f.callLog(), "create", "upload", "install", "analyze", "delete", "get:404")
+		})
+	}
 }
 
 // question is the fixture's own question from fixtures/manifest.json.
