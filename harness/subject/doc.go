@@ -15,7 +15,9 @@
 // its own process group with a wall-clock limit; on timeout the whole group is
 // sent SIGTERM, then SIGKILL after a grace period, and the result says
 // TimedOut (a timeout is a failure, never a pass). Whatever is left in the
-// group after the subject exits is terminated the same way and reported.
+// group after the subject exits is terminated the same way and reported, and
+// so is a descendant that left the group with setsid(2): it is found by the
+// run's own HOME in its environment (Result.Escaped).
 // Stdout and stderr stream to files with a size cap; nothing is held whole in
 // memory.
 package subject

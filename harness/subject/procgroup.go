@@ -97,3 +97,83 @@ func killGroup(pgid int, grace time.Duration) bool {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	return waitGroupGone(pgid, 2*time.Second)
 }
+
+// escapees lists the live processes outside group pgid whose environment
+// holds marker (the subject's own "HOME=<fresh home>", set for this run and
+// inherited by every descendant): processes that left the subject's group
+// with setsid(2), e.g. `setsid server &` or a daemonised helper, and would
+// outlive the run. A process that rewrote its own environment is not found.
+func escapees(marker string, pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	want := []byte(marker)
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.pgrp == pgid || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.Equal(kv, want) {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// killEscapees ends the subject's escaped descendants: SIGTERM, up to grace
+// for them to go, then SIGKILL (at once when hard). It looks again after each
+// round, as an escapee may have started another, and returns every pid ended.
+func killEscapees(marker string, pgid int, grace time.Duration, hard bool) []int {
+	var all []int
+	for round := 0; round < 5; round++ {
+		pids := escapees(marker, pgid)
+		if len(pids) == 0 {
+			break
+		}
+		all = append(all, pids...)
+		sig := syscall.SIGTERM
+		if hard {
+			sig = syscall.SIGKILL
+		}
+		for _, p := range pids {
+			_ = syscall.Kill(p, sig)
+		}
+		deadline := time.Now().Add(grace)
+		for !allGone(pids) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		for _, p := range pids {
+			if !processGone(p) {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+		deadline = time.Now().Add(2 * time.Second)
+		for !allGone(pids) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return all
+}
+
+func allGone(pids []int) bool {
+	for _, p := range pids {
+		if !processGone(p) {
+			return false
+		}
+	}
+	return true
+}

@@ -72,6 +72,10 @@ type Result struct {
 	Leftover []int `json:"leftover,omitempty"`
 	// GroupGone is true when no live process of the group remained at the end.
 	GroupGone bool `json:"group_gone"`
+	// Escaped lists descendants that had left the process group (setsid) and
+	// were still running after the subject; they were terminated by the
+	// harness (found by the run's own HOME in their environment).
+	Escaped []int `json:"escaped,omitempty"`
 }
 
 // Succeeded reports exit code 0 within the time limit.
@@ -190,6 +194,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		}
 	}
 	res.GroupGone = len(groupMembers(pgid)) == 0
+	// Descendants that left the group (setsid) carry the run's own HOME: they
+	// go too, or they would outlive the run (and may hold the pipes).
+	res.Escaped = killEscapees("HOME="+home, pgid, grace, res.TimedOut || res.Canceled)
 
 	// A process that left the group (setsid) may still hold the pipes:
 	// stop waiting for it after a short delay.

@@ -123,6 +123,28 @@ func TestBackgroundLeftoversAreKilledAfterNormalExit(t *testing.T) {
 	assert.Equal(t, "done\n", string(out))
 }
 
+// A descendant that left the subject's process group (setsid: a daemonised
+// helper) is found by the run's own HOME and ended too; it once outlived the
+// run.
+func TestEscapedDescendantIsKilled(t *testing.T) {
+	for _, timedOut := range []bool{false, true} {
+		s := spec(t, `setsid sh -c 'echo $$ > "$HOME/esc.pid"; trap "" TERM; exec sleep 300' & sleep 0.3; [ -s "$HOME/esc.pid" ] && echo started`)
+		if timedOut {
+			s.Template = spec(t, `setsid sh -c 'echo $$ > "$HOME/esc.pid"; exec sleep 300' & sleep 300`).Template
+			s.Timeout = time.Second
+		}
+		res := run(t, s)
+		b, err := os.ReadFile(filepath.Join(res.HomeDir, "esc.pid"))
+		require.NoError(t, err)
+		esc, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		require.NoError(t, err)
+		assert.Equal(t, timedOut, res.TimedOut)
+		assert.True(t, processGone(esc), "the escaped process %d outlived the run (timed out: %v)", esc, timedOut)
+		assert.Contains(t, res.Escaped, esc)
+		assert.NotContains(t, res.Leftover, esc, "it had left the group")
+	}
+}
+
 func TestMissingAndEmptyOutputs(t *testing.T) {
 	s := spec(t, `echo '# Report' > {out}/report.md; : > {out}/summary.json`)
 	res := run(t, s)
