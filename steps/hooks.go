@@ -85,6 +85,7 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 		o.Verdict = rubric.Passed
 		o.Reason = notes
 	}
+	o.Reason = printable(o.Reason)
 	if _, rerr := e.opt.Results.RecordTags(s.tags, o); rerr != nil {
 		e.progress("  ! could not record %s: %v", s.name, rerr)
 	}
