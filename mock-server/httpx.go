@@ -1,11 +1,14 @@
 package mockserver
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/wire"
@@ -101,4 +104,41 @@ func formatTime(t time.Time) string {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// jsonBody is FastAPI's reading of a JSON request body: without a
+// Content-Type the body is parsed as JSON; with one, only application/json or
+// application/*+json is; any other type (curl -d sends
+// application/x-www-form-urlencoded, text/plain) leaves the body raw bytes,
+// which the body model refuses: 422 model_attributes_type with the text as
+// input. An empty body goes on to the handler (FastAPI: "Field required").
+func jsonBody(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ct := r.Header.Get("Content-Type")
+		if ct == "" || isJSONContentType(ct) {
+			h(w, r)
+			return
+		}
+		body := readBody(r)
+		if len(body) == 0 {
+			r.Body = io.NopCloser(bytes.NewReader(nil))
+			h(w, r)
+			return
+		}
+		writeValidation(w, vType("model_attributes_type", []any{"body"}, strings.ToValidUTF8(string(body), "\ufffd"),
+			"Input should be a valid dictionary or object to extract fields from"))
+	}
+}
+
+// isJSONContentType is FastAPI's test (email.message's content type: a value
+// without exactly one "/" counts as text/plain): maintype application and
+// subtype json or *+json, case-insensitive.
+func isJSONContentType(ct string) bool {
+	t, _, _ := strings.Cut(ct, ";")
+	t = strings.ToLower(strings.TrimSpace(t))
+	if strings.Count(t, "/") != 1 {
+		return false
+	}
+	main, sub, _ := strings.Cut(t, "/")
+	return main == "application" && (sub == "json" || strings.HasSuffix(sub, "+json"))
 }

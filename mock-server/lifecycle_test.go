@@ -1,6 +1,7 @@
 package mockserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,6 +157,44 @@ func TestCreateValidation422(t *testing.T) {
 		})
 	}
 	assert.Empty(t, e.rt.sandboxes, "no sandbox may be started for an invalid request")
+}
+
+// FastAPI parses a body as JSON only without a Content-Type or with a JSON
+// one; `curl -d` (form-urlencoded) or text/plain gets 422 from the real
+// server, so it does here too, on every route with a JSON body.
+func TestNonJSONContentTypeIs422(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(nil)
+	body, err := json.Marshal(validCreate())
+	require.NoError(t, err)
+	for _, ct := range []string{"application/x-www-form-urlencoded", "text/plain", "text/json", "json", "multipart/form-data; boundary=x"} {
+		r := e.call("POST", "/v1/sandboxes", body, map[string]string{"Content-Type": ct})
+		require.Equal(t, http.StatusUnprocessableEntity, r.Status, "%s: %s", ct, r.Body)
+		assert.Equal(t, []string{"model_attributes_type@[body]"}, detailTypes(t, r), ct)
+		assert.Equal(t, string(body), r.JSON(t)["detail"].([]any)[0].(map[string]any)["input"], ct)
+	}
+	r := e.call("PATCH", "/v1/sandboxes/"+id+"/metadata", `{"a":"b"}`, map[string]string{"Content-Type": "text/plain"})
+	assert.Equal(t, http.StatusUnprocessableEntity, r.Status, "%s", r.Body)
+	r = e.call("POST", "/v1/sandboxes/"+id+"/renew-expiration", `{"expiresAt":"2999-01-01T00:00:00Z"}`,
+		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	assert.Equal(t, http.StatusUnprocessableEntity, r.Status, "%s", r.Body)
+	r = e.call("POST", "/v1/sandboxes", "", map[string]string{"Content-Type": "text/plain"})
+	assert.Equal(t, []string{"missing@[body]"}, detailTypes(t, r), "an empty body is missing, whatever its type")
+
+	// JSON types and no type at all are parsed (raw requests: the spec
+	// validator knows only application/json)
+	for _, ct := range []string{"Application/JSON; charset=utf-8", "application/merge-patch+json", "application/vnd.api+json", ""} {
+		req, err := http.NewRequest("POST", e.srv.URL()+"/v1/sandboxes", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set(headerAPIKey, testKey)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		res, err := e.client.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		assert.Equal(t, http.StatusAccepted, res.StatusCode, "Content-Type %q", ct)
+	}
 }
 
 func TestCreateServiceErrors(t *testing.T) {

@@ -60,14 +60,14 @@ func (s *Server) routes(mux *http.ServeMux) {
 			}
 		}
 	}
-	handle("POST", "/sandboxes", s.handleCreate)
+	handle("POST", "/sandboxes", jsonBody(s.handleCreate))
 	handle("GET", "/sandboxes", s.handleList)
 	handle("GET", "/sandboxes/{id}", s.handleGet)
 	handle("DELETE", "/sandboxes/{id}", s.handleDelete)
-	handle("PATCH", "/sandboxes/{id}/metadata", s.handlePatchMetadata)
+	handle("PATCH", "/sandboxes/{id}/metadata", jsonBody(s.handlePatchMetadata))
 	handle("POST", "/sandboxes/{id}/pause", s.handlePause)
 	handle("POST", "/sandboxes/{id}/resume", s.handleResume)
-	handle("POST", "/sandboxes/{id}/renew-expiration", s.handleRenew)
+	handle("POST", "/sandboxes/{id}/renew-expiration", jsonBody(s.handleRenew))
 	handle("GET", "/sandboxes/{id}/endpoints/{port}", s.handleEndpoint)
 	handle("", "/sandboxes/{id}/proxy/{port}", s.handleServerProxy)
 	handle("", "/sandboxes/{id}/proxy/{port}/{path...}", s.handleServerProxy)
