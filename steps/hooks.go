@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cucumber/godog"
 
@@ -98,7 +99,11 @@ func reasonSuffix(o rubric.Outcome) string {
 	}
 	r := o.Reason
 	if len(r) > 160 {
-		r = r[:157] + "..."
+		cut := 157
+		for cut > 0 && !utf8.RuneStart(r[cut]) {
+			cut-- // never split a character: the console line stays valid UTF-8
+		}
+		r = r[:cut] + "..."
 	}
 	return "\n              " + r
 }

@@ -4,8 +4,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 func TestSanitizeKeepsExtension(t *testing.T) {
@@ -49,4 +52,10 @@ func TestPrintableReason(t *testing.T) {
 	for _, r := range printable(string([]byte{0, 1, 2, 27, 0x9b, 0xc3, 0x28, 'x'})) {
 		assert.False(t, r < 0x20 && r != '\n' && r != '\t', "control %q left", r)
 	}
+}
+
+func TestReasonSuffixKeepsCharactersWhole(t *testing.T) {
+	r := reasonSuffix(rubric.Outcome{Verdict: rubric.Failed, Reason: strings.Repeat("é", 100)})
+	assert.True(t, utf8.ValidString(r), "%q", r)
+	assert.True(t, strings.HasSuffix(r, "é..."), "%q", r)
 }
