@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // HostInput is step 1 of the workflow: what the host knows about the CSV
@@ -24,9 +25,11 @@ type HostInput struct {
 }
 
 // ReadHostInput streams the file once (never holding it in memory) to get
-// its size, sha256 and line count.
+// its size, sha256 and line count. It opens without blocking (a --csv that
+// is a FIFO once hung the run at the open, deaf to SIGTERM) and refuses
+// anything but a regular file.
 func ReadHostInput(path string) (*HostInput, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

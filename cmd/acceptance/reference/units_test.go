@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -134,6 +135,20 @@ func TestReadHostInput(t *testing.T) {
 	assert.Equal(t, hex.EncodeToString(sum[:]), in.SHA256)
 	_, err = ReadHostInput(filepath.Join(t.TempDir(), "missing.csv"))
 	assert.Error(t, err)
+
+	// a FIFO (or a device) is refused at once, never waited on
+	fifo := filepath.Join(t.TempDir(), "fifo.csv")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	done := make(chan error, 1)
+	go func() { _, err := ReadHostInput(fifo); done <- err }()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, "is not a regular file")
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadHostInput blocked on a FIFO")
+	}
+	_, err = ReadHostInput("/dev/zero")
+	assert.ErrorContains(t, err, "is not a regular file")
 }
 
 func TestRecomputeHost(t *testing.T) {
