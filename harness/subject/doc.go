@@ -17,7 +17,9 @@
 // TimedOut (a timeout is a failure, never a pass). Whatever is left in the
 // group after the subject exits is terminated the same way and reported, and
 // so is a descendant that left the group with setsid(2): it is found by the
-// run's own HOME in its environment (Result.Escaped).
+// run's own HOME in its environment (Result.Escaped). Then every entry of
+// {out} that no reader may open (a FIFO, socket or device, a link to no
+// regular file) is removed and listed in Result.Defused.
 // Stdout and stderr stream to files with a size cap; nothing is held whole in
 // memory.
 package subject

@@ -72,6 +72,12 @@ type Result struct {
 	Leftover []int `json:"leftover,omitempty"`
 	// GroupGone is true when no live process of the group remained at the end.
 	GroupGone bool `json:"group_gone"`
+	// Defused lists the entries of OutDir that were no file to read and were
+	// removed after the run ("summary.json: fifo"): FIFOs, sockets, devices and
+	// symbolic links that do not lead to a regular file. Every later reader
+	// (the summary, the report, the chart, the output scan) would have blocked
+	// on a FIFO, or read /dev/zero without end.
+	Defused []string `json:"defused,omitempty"`
 	// Escaped lists descendants that had left the process group (setsid) and
 	// were still running after the subject; they were terminated by the
 	// harness (found by the run's own HOME in their environment).
@@ -213,6 +219,7 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if errCap.err != nil {
 		return res, fmt.Errorf("subject: writing stderr log: %w", errCap.err)
 	}
+	res.Defused = defuseOutputs(res.OutDir)
 	res.Missing, res.Empty = CheckOutputs(res.OutDir)
 	return res, nil
 }

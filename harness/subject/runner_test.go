@@ -145,6 +145,23 @@ func TestEscapedDescendantIsKilled(t *testing.T) {
 	}
 }
 
+// Outputs no reader may open are removed once the subject is gone: a FIFO
+// summary.json once hung the whole grading run (deaf to SIGTERM), a link to
+// /dev/zero would be read without end. Regular files, directories and links
+// to regular files stay.
+func TestOutputsThatCannotBeReadAreDefused(t *testing.T) {
+	s := spec(t, `cd {out} && mkfifo summary.json && ln -s /dev/zero report.md && echo png > real.png && ln -s real.png chart.png && mkdir -p sub && mkfifo sub/deep && ln -s /nonexistent dangling && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("sock")'`)
+	res := run(t, s)
+	require.True(t, res.Succeeded(), "%+v", res)
+	assert.Equal(t, []string{"dangling: symbolic link to no regular file", "report.md: symbolic link to no regular file",
+		"sock: socket", "sub/deep: fifo", "summary.json: fifo"}, res.Defused)
+	assert.Equal(t, []string{"report.md", "chart.png", "summary.json"}, res.Missing, "a link is no output file (CheckOutputs)")
+	b, err := os.ReadFile(filepath.Join(s.Inputs.Out, "chart.png"))
+	require.NoError(t, err, "a link to a regular file stays")
+	assert.Equal(t, "png\n", string(b))
+	assert.DirExists(t, filepath.Join(s.Inputs.Out, "sub"))
+}
+
 func TestMissingAndEmptyOutputs(t *testing.T) {
 	s := spec(t, `echo '# Report' > {out}/report.md; : > {out}/summary.json`)
 	res := run(t, s)
