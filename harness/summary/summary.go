@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
@@ -172,11 +174,41 @@ func collect(e *jsonschema.ValidationError, out *[]ValidationError) {
 	*out = append(*out, ValidationError{Path: path, Keyword: kw, Message: e.ErrorKind.LocalizedString(printer)})
 }
 
+// MaxBytes is the largest summary.json Load reads: steps are clipped to 8 KiB
+// of output each, so a real one is far smaller.
+const MaxBytes = 16 << 20
+
+// readBounded reads a regular file of at most max bytes. It opens without
+// blocking (a FIFO summary.json would wait for a writer forever) and never
+// reads more than max+1 bytes (a huge one would fill the harness's memory).
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
+}
+
 // Load reads and validates path. The Summary is returned whenever the file is
 // JSON (best effort for invalid documents: fields of the wrong type stay zero);
 // the error is only for an unreadable file or a broken schema.
 func Load(path string) (*Summary, []ValidationError, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("summary: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -129,6 +130,17 @@ func TestLoadAndWrite(t *testing.T) {
 
 	_, _, err = Load(filepath.Join(dir, "missing.json"))
 	assert.Error(t, err)
+
+	// a FIFO is refused at once (never waited on), an oversized file unread
+	fifo := filepath.Join(dir, "fifo.json")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	_, _, err = Load(fifo)
+	assert.ErrorContains(t, err, "is not a regular file")
+	big := filepath.Join(dir, "big.json")
+	require.NoError(t, os.WriteFile(big, nil, 0o644))
+	require.NoError(t, os.Truncate(big, MaxBytes+1))
+	_, _, err = Load(big)
+	assert.ErrorContains(t, err, "is larger than")
 
 	// Write: nil maps become {} and [] and the result validates
 	out := filepath.Join(dir, "w.json")
