@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -204,6 +205,9 @@ func Parse(path string, b []byte) (*Manifest, error) {
 	}
 	if seen["name"] && !invalid["name"] && strings.TrimSpace(m.Name) == "" {
 		add("name", 0, "must not be empty (leave it out to use the directory name)")
+	} else if strings.ContainsFunc(m.Name, unicode.IsControl) {
+		// the name is printed on the console and in every report
+		add("name", 0, "must not contain control characters (a newline, an escape sequence…)")
 	}
 	if len(merr.Fields) > 0 {
 		return nil, merr

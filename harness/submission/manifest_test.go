@@ -59,6 +59,7 @@ func TestParseReportsEveryBadField(t *testing.T) {
 		"run: x\nreadme: ../x.md\n":          {"must be a path inside"},
 		"- run: x\n":                         {"must be a mapping of fields"},
 		"run: [\n":                           {"is not valid YAML"},
+		"run: x\nname: \"a\\e[2Kb\"\n":       {"name: must not contain control characters"},
 		"run: 1\ncontract: {}\nreap: null\n": {"run (line 1)", "contract (line 2): must be a string, got a mapping", "reap (line 3): must be a string, got nothing (null)"},
 	}
 	for in, wants := range cases {
