@@ -95,6 +95,8 @@ func verdictClass(v rubric.Verdict) string {
 		return "pass"
 	case rubric.Failed:
 		return "fail"
+	case rubric.Flaky:
+		return "flaky"
 	case rubric.HarnessError:
 		return "error"
 	case VerdictPending:

@@ -116,6 +116,8 @@ func verdictCell(v rubric.Verdict, c rubric.Category) string {
 		return "passed"
 	case rubric.Failed:
 		return "**FAILED**"
+	case rubric.Flaky:
+		return "**FLAKY**"
 	case rubric.HarnessError:
 		return "**HARNESS ERROR**"
 	case rubric.NotMeasured:
