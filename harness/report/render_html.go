@@ -37,16 +37,19 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 
 // htmlView is what report.html.tmpl renders.
 type htmlView struct {
-	D          Document
-	F          *Final
-	Reviewed   bool
-	Score      float64
-	Total      float64
-	Verdict    rubric.Overall
-	Reason     string
-	Versions   []string
-	Sections   []htmlSection
-	Timelines  []htmlTimeline
+	D         Document
+	F         *Final
+	Reviewed  bool
+	Score     float64
+	Total     float64
+	Verdict   rubric.Overall
+	Reason    string
+	Versions  []string
+	Sections  []htmlSection
+	Timelines []htmlTimeline
+	// Commands are the timelines of the submission's contract, reap and
+	// test commands.
+	Commands   []htmlTimeline
 	FinalByID  map[rubric.ID]FinalEntry
 	ItemPoints map[rubric.ID]float64
 }
@@ -107,8 +110,10 @@ func verdictClass(v rubric.Verdict) string {
 
 // WriteHTML renders report.html: one self-contained page (inline CSS and
 // SVG, no script, no external asset; chart thumbnails are small data URIs)
-// with the verdict and score at the top, the rubric as a coloured table, each
-// entry's reason and evidence links, and a timeline of every subject run.
+// with the verdict and score at the top, the target preflight (never
+// scored), the rubric as a coloured table, each entry's reason and evidence
+// links, a timeline of every subject run and of every contract, reap and
+// test command the submission ran.
 func WriteHTML(w io.Writer, d Document) error {
 	v := htmlView{D: d, F: d.Final, Reviewed: d.Final != nil, FinalByID: map[rubric.ID]FinalEntry{}}
 	if v.F == nil {
@@ -149,6 +154,9 @@ func WriteHTML(w io.Writer, d Document) error {
 	}
 	for _, r := range d.Runs {
 		v.Timelines = append(v.Timelines, layoutTimeline(r))
+	}
+	for _, r := range d.Invocations {
+		v.Commands = append(v.Commands, layoutTimeline(r))
 	}
 	return htmlTmpl.Execute(w, v)
 }
@@ -229,10 +237,23 @@ func layoutTimeline(r SubjectRun) htmlTimeline {
 		if r.HarnessError != "" {
 			cls, note = "error", "harness error: "+r.HarnessError
 		}
-		add("subject", r.Start, r.End, "subject process", note, cls)
+		lane, label := "subject", "subject process"
+		if r.Field != "" {
+			lane, label = "command", r.Field+" command"
+		}
+		add(lane, r.Start, r.End, label, note, cls)
 	}
 	for _, s := range r.Sandboxes {
+		if s.Created.IsZero() && s.Deleted.IsZero() && s.EndState == "" {
+			continue // only looked up (e.g. a GET answered 404): no life to draw
+		}
 		end, note, cls := s.Deleted, "deleted", "box"
+		created := s.Created
+		if created.IsZero() {
+			// Created before this timeline (e.g. the killed run's sandbox a
+			// reap command deleted): drawn from the start.
+			created, note = t0, "created earlier, deleted"
+		}
 		if end.IsZero() {
 			end, note, cls = r.End, "never deleted", "fail"
 			if s.EndState != "" {
@@ -246,7 +267,7 @@ func layoutTimeline(r SubjectRun) htmlTimeline {
 		if len(id) > 8 {
 			id = id[:8]
 		}
-		add("sandbox", s.Created, end, "sandbox "+id, note, cls)
+		add("sandbox", created, end, "sandbox "+id, note, cls)
 		if !s.Gone404.IsZero() {
 			tl.Marks = append(tl.Marks, svgMark{X: x(s.Gone404), Label: "404", Kind: "gone"})
 		}
