@@ -28,11 +28,15 @@ touch .flipped
 exec python3 contract.py "$@"
 `
 
-// TestRepeatReportsFlakyEndToEnd grades a submission whose contract check
-// passes in one repetition and fails in the other, with --repeat 2: M0 is
-// flaky — its own verdict in report.json, results.jsonl, report.md,
-// junit.xml, report.html and results.json — earns nothing, and the run is
-// not passed (exit 1).
+// TestRepeatReportsFlakyEndToEnd grades, with --repeat 2, the testdata
+// submission and a copy whose contract check passes in one repetition and
+// fails in the other. The copy's M0 is flaky — its own verdict in
+// report.json, results.jsonl, report.md, junit.xml, report.html and
+// results.json — earns nothing, and its run is not passed (exit 1); the
+// steady one's M0 passed both times and stays passed. The class summary
+// counts it flaky, `acceptance diff` from the steady bundle to the flaky one
+// reports the regression, and `acceptance review` refuses to pass it
+// without an override reason.
 func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 	requireSandboxes(t)
 	gradingEnv(t)
@@ -65,11 +69,14 @@ func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 
 	class := filepath.Join(t.TempDir(), "class")
 	var stdout, stderr bytes.Buffer
-	code := gradeMain(runArgs(t, class, "--tags", "@milestone:M0", "--repeat", "2", "--seed", "3", sub), &stdout, &stderr)
+	code := gradeMain(runArgs(t, class, "--tags", "@milestone:M0", "--repeat", "2", "--seed", "3", "--parallel", "1", src, sub), &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	out := filepath.Join(class, "01-flaky")
+	steady := filepath.Join(class, "01-testdata-reference")
+	out := filepath.Join(class, "02-flaky")
+	assert.Equal(t, rubric.Passed, readBundle(t, steady).row(t, "M0").Verdict, "passed in both repetitions")
 	b := readBundle(t, out)
 
+	assert.Contains(t, stdout.String(), `flaky         M0: passed 1 of 2 repetitions of "The submission's contract check`)
 	m0 := b.row(t, "M0")
 	require.Equal(t, rubric.Flaky, m0.Verdict, m0.Reason)
 	assert.Contains(t, m0.Reason, "flaky: passed 1 of 2 repetitions")
@@ -126,5 +133,23 @@ func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "results.json has M0")
-	requireNoLeaks(t, sandboxIDsIn(t, out))
+
+	// The class summary counts it flaky, apart from failed.
+	classMD, err := os.ReadFile(filepath.Join(class, report.ClassMarkdownFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(classMD), "1 with a flaky entry")
+	assert.Contains(t, string(classMD), "| **M0** M0 · Contract verification | 1 | 0 | 1 | 0 | 0 | 50% |")
+
+	// The upgrade check: steady → flaky is a regression.
+	dcode, dout, derr := runCmd("diff", steady, out)
+	assert.Equal(t, 1, dcode, dout+derr)
+	assert.Contains(t, dout, "M0 passed → flaky")
+
+	// A reviewer cannot pass it without a reason.
+	ans := filepath.Join(t.TempDir(), "review.yaml")
+	require.NoError(t, os.WriteFile(ans, []byte("reviewer: R\nentries:\n  M0: {verdict: passed}\n"), 0o644))
+	rcode, rout, rerr := runCmd("review", "--answers", ans, out)
+	assert.NotEqual(t, 0, rcode, rout)
+	assert.Contains(t, rerr, "entries.M0.override_reason: M0 was measured by the harness (flaky: ")
+	requireNoLeaks(t, append(sandboxIDsIn(t, out), sandboxIDsIn(t, steady)...))
 }

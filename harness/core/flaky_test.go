@@ -38,7 +38,8 @@ func TestRecordFlaky(t *testing.T) {
 		must(res.Pass(rubric.M2, "steady", ""))
 		must(res.Fail(rubric.M3, "broken", "always"))
 	})
-	recordFlaky(res, ends)
+	lines := recordFlaky(res, ends)
+	assert.Equal(t, []string{`flaky         M1: passed 2 of 3 repetitions of "loop" (never passed, no points)`}, lines)
 
 	sum := rubric.Evaluate(rubric.Course, rubric.TargetMock, res.Outcomes())
 	m1 := sum.Results[rubric.M1]

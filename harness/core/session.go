@@ -148,7 +148,11 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 		ends = append(ends, len(bundle.Results().Outcomes()))
 	}
 	if reps > 1 {
-		recordFlaky(bundle.Results(), ends)
+		for _, line := range recordFlaky(bundle.Results(), ends) {
+			if progress != nil {
+				fmt.Fprintln(progress, line)
+			}
+		}
 	}
 	if ctx.Err() != nil {
 		bundle.Abort("interrupted by a signal")
@@ -223,8 +227,9 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 // passed and failed outcomes. Flaky is never plain passed. ends[i] is the
 // number of outcomes recorded when repetition i+1 ended; a repetition counts
 // as failed for an entry and scenario when it recorded any failure or
-// timeout for it, as passed when it recorded only passes.
-func recordFlaky(res *rubric.Results, ends []int) {
+// timeout for it, as passed when it recorded only passes. It returns one
+// progress line per flaky outcome recorded.
+func recordFlaky(res *rubric.Results, ends []int) []string {
 	type key struct {
 		id       rubric.ID
 		scenario string
@@ -262,11 +267,14 @@ func recordFlaky(res *rubric.Results, ends []int) {
 		}
 		start = end
 	}
+	var lines []string
 	for _, k := range order {
 		if passed[k] > 0 && failed[k] > 0 {
 			_ = res.Flaky(k.id, k.scenario, passed[k], passed[k]+failed[k])
+			lines = append(lines, fmt.Sprintf("flaky         %s: passed %d of %d repetitions of %q (never passed, no points)", k.id, passed[k], passed[k]+failed[k], k.scenario))
 		}
 	}
+	return lines
 }
 
 // stubHooks adapts the loopback stubs to what one submission's steps need;
