@@ -113,6 +113,10 @@ func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 	html, err := os.ReadFile(filepath.Join(out, report.HTMLFile))
 	require.NoError(t, err)
 	assert.Regexp(t, `id="entry-M0"><td><b>M0</b>[^<]*</td><td class="v flaky">flaky</td>`, string(html))
+	// Both repetitions of the contract command are on the page, the failing one red.
+	assert.Contains(t, string(html), `<div class="run cmd" id="cmd-contract">`)
+	assert.Contains(t, string(html), `<h3>contract (contract-r2): <code>sh flip.sh --out {out}</code>`)
+	assert.Regexp(t, `(?s)id="cmd-contract-r2">.*?<rect class="fail"[^>]*><title>contract command: exit 1</title>`, string(html))
 
 	var gs struct {
 		Tests []struct {
