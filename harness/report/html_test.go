@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -420,4 +421,24 @@ func TestHTMLFailedPreflight(t *testing.T) {
 	b.Reset()
 	require.NoError(t, WriteHTML(&b, d))
 	assert.NotContains(t, b.String(), `id="preflight"`)
+}
+
+// A run with hundreds of sandboxes and commands (a test suite's) draws at
+// most maxBars of each and says how many more there are.
+func TestTimelineBoundsBars(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
+	r := SubjectRun{Key: "test.integration", Field: "test.integration", Command: "pytest", Start: t0, End: t0.Add(time.Minute)}
+	for i := 0; i < maxBars+25; i++ {
+		at := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		r.Sandboxes = append(r.Sandboxes, SandboxLife{ID: fmt.Sprintf("sb-%03d", i), Created: at, Deleted: at.Add(time.Second)})
+		code := 0
+		r.Steps = append(r.Steps, TimelineStep{Name: fmt.Sprintf("cmd %d", i), Start: at, DurationMs: 50, ExitCode: &code})
+	}
+	tl := layoutTimeline(r)
+	assert.Equal(t, 25, tl.HiddenSandboxes)
+	assert.Equal(t, 25, tl.HiddenSteps)
+	assert.Len(t, tl.Bars, 1+2*maxBars, "the command, maxBars sandboxes, maxBars steps")
+	var b bytes.Buffer
+	require.NoError(t, WriteHTML(&b, Document{Invocations: []SubjectRun{r}}))
+	assert.Contains(t, b.String(), "Not drawn: 25 more sandbox(es) and 25 more command(s)")
 }

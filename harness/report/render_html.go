@@ -66,8 +66,11 @@ type htmlRow struct {
 }
 
 type htmlTimeline struct {
-	Run    SubjectRun
-	Width  int
+	Run SubjectRun
+	// HiddenSandboxes and HiddenSteps count the bars left out beyond
+	// maxBars (a test suite may create hundreds); the evidence has them all.
+	HiddenSandboxes, HiddenSteps int
+	Width                        int
 	Height int
 	Ticks  []svgText
 	Bars   []svgBar
@@ -168,6 +171,8 @@ const (
 	tlRowH   = 22
 	tlTop    = 26
 	tlBottom = 14
+	// maxBars bounds the sandbox bars and the step bars of one timeline each.
+	maxBars = 40
 )
 
 // layoutTimeline places a run's bars and markers on a time axis.
@@ -243,10 +248,16 @@ func layoutTimeline(r SubjectRun) htmlTimeline {
 		}
 		add(lane, r.Start, r.End, label, note, cls)
 	}
+	drawn := 0
 	for _, s := range r.Sandboxes {
 		if s.Created.IsZero() && s.Deleted.IsZero() && s.EndState == "" {
 			continue // only looked up (e.g. a GET answered 404): no life to draw
 		}
+		if drawn == maxBars {
+			tl.HiddenSandboxes++
+			continue
+		}
+		drawn++
 		end, note, cls := s.Deleted, "deleted", "box"
 		created := s.Created
 		if created.IsZero() {
@@ -271,6 +282,10 @@ func layoutTimeline(r SubjectRun) htmlTimeline {
 		if !s.Gone404.IsZero() {
 			tl.Marks = append(tl.Marks, svgMark{X: x(s.Gone404), Label: "404", Kind: "gone"})
 		}
+	}
+	if len(steps) > maxBars {
+		tl.HiddenSteps = len(steps) - maxBars
+		steps = steps[:maxBars]
 	}
 	for _, s := range steps {
 		cls, note := "pass", "exit ?"
