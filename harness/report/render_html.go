@@ -71,11 +71,11 @@ type htmlTimeline struct {
 	// maxBars (a test suite may create hundreds); the evidence has them all.
 	HiddenSandboxes, HiddenSteps int
 	Width                        int
-	Height int
-	Ticks  []svgText
-	Bars   []svgBar
-	Marks  []svgMark
-	Legend []Marker
+	Height                       int
+	Ticks                        []svgText
+	Bars                         []svgBar
+	Marks                        []svgMark
+	Legend                       []Marker
 }
 
 type svgBar struct {
