@@ -59,6 +59,7 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	require.Len(t, rows, 5)
 	passed := map[rubric.ID]int{}
 	measured := map[rubric.ID]int{}
+	flaky := map[rubric.ID]int{}
 	for i, b := range bundles {
 		row := rows[i+1]
 		assert.Equal(t, filepath.Base(b), row[col["student"]])
@@ -79,8 +80,11 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 			if r.Verdict == rubric.Passed {
 				passed[r.ID]++
 			}
-			if r.Verdict == rubric.Passed || r.Verdict == rubric.Failed {
+			if r.Verdict == rubric.Passed || r.Verdict == rubric.Failed || r.Verdict == rubric.Flaky {
 				measured[r.ID]++
+			}
+			if r.Verdict == rubric.Flaky {
+				flaky[r.ID]++
 			}
 		}
 	}
@@ -89,10 +93,17 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	for _, e := range c.Entries {
 		assert.Equal(t, passed[e.ID], e.Passed, e.ID)
 		assert.Equal(t, measured[e.ID], e.Measured, e.ID)
+		assert.Equal(t, flaky[e.ID], e.Flaky, e.ID)
 	}
+	assert.Equal(t, 1, flaky[rubric.D2], "alice's D2 is flaky")
+	assert.Equal(t, 1, c.WithFlaky)
 	md := string(mustRead(t, filepath.Join(dir, ClassMarkdownFile)))
 	assert.Contains(t, md, "| network | failed | exfil.invalid resolved and was reached")
-	assert.True(t, strings.Contains(md, "| **isolation** Isolation: cannot be accessed after sandbox is destroyed | 3 | 0 | 0 | 0 | 100% |"), md)
+	assert.True(t, strings.Contains(md, "| **isolation** Isolation: cannot be accessed after sandbox is destroyed | 3 | 0 | 0 | 0 | 0 | 100% |"), md)
+	// Flaky is counted apart, measured and never a pass.
+	assert.True(t, strings.Contains(md, "| **D2** Drill 2 · Disappearance in the sandbox | 0 | 0 | 1 | 2 | 0 | 0% |"), md)
+	assert.Contains(t, md, "| D2 | flaky | flaky: passed 1 of 2 repetitions")
+	assert.Contains(t, md, "1 with a flaky entry")
 }
 
 func TestClassSummaryShowsReviewedFinal(t *testing.T) {

@@ -7,8 +7,9 @@
 //	                       evidence links and a reproduce command, evidence drift
 //	report.json            machine-readable, schema_version "1"
 //	junit.xml              one testcase per criterion/milestone/drill
-//	report.html            self-contained page: verdict, score, coloured rubric table,
-//	                       evidence links, a timeline (inline SVG) of each subject run
+//	report.html            self-contained page: verdict, score, the target preflight (never
+//	                       scored), coloured rubric table, evidence links, a timeline (inline
+//	                       SVG) of each subject run and of each contract, reap and test command
 //	results.json           Gradescope autograder results (gradescope.schema.json)
 //	review.json            a reviewer's judgement (harness/review), merged at render time
 //	                       into report.md/html, junit.xml and results.json — never into

@@ -47,6 +47,10 @@ type Document struct {
 	// Runs are the subject runs' timelines (from evidence/subject-*/), read
 	// at render time for report.html.
 	Runs []SubjectRun `json:"-"`
+	// Invocations are the timelines of the submission's contract, reap and
+	// test commands (evidence/subject-*/invocation.json), read at render
+	// time for report.html.
+	Invocations []SubjectRun `json:"-"`
 }
 
 // ScoringRow is one scoring item in report.json.

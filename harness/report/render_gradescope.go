@@ -75,6 +75,9 @@ func WriteGradescope(w io.Writer, d Document) error {
 		if r.Category != "" {
 			extra["category"] = string(r.Category)
 		}
+		if r.Verdict == rubric.Flaky {
+			extra["flaky"] = r.Reason
+		}
 		if r.Verdict == rubric.NotMeasured {
 			extra["not_measured"] = map[string]string{"category": string(r.Category), "reason": r.Reason}
 		}
@@ -134,6 +137,9 @@ func gsOutput(r EntryRow, fe FinalEntry) string {
 			b.WriteString("a timeout never earns points. ")
 		}
 	}
+	if r.Verdict == rubric.Flaky {
+		b.WriteString("Passed in only some of the repetitions (`--repeat`) and failed in the others: a flaky entry is never passed and earns no points. ")
+	}
 	if r.Reason != "" {
 		b.WriteString(r.Reason)
 		b.WriteString("\n")
@@ -166,6 +172,8 @@ func verdictWords(v rubric.Verdict, c rubric.Category) string {
 		return "passed"
 	case rubric.Failed:
 		return "failed"
+	case rubric.Flaky:
+		return "flaky"
 	case rubric.HarnessError:
 		return "harness error"
 	case VerdictPending:

@@ -56,7 +56,7 @@ type junitMessage struct {
 
 // WriteJUnit renders junit.xml: one testcase per criterion, milestone and
 // drill. not_measured → <skipped message="…"> (never an error), failed →
-// <failure>, harness_error → <error>.
+// <failure>, flaky → <failure type="flaky">, harness_error → <error>.
 func WriteJUnit(w io.Writer, d Document) error {
 	top := junitSuites{Name: "acceptance " + d.RunID}
 	props := []junitProperty{
@@ -86,6 +86,10 @@ func WriteJUnit(w io.Writer, d Document) error {
 			switch r.Verdict {
 			case rubric.Failed:
 				c.Failure = &junitMessage{Message: r.Reason, Type: "failed", Text: caseDetail(r)}
+				s.Failures++
+			case rubric.Flaky:
+				// Passed only some of the time: a failure, typed so CI tools can tell.
+				c.Failure = &junitMessage{Message: r.Reason, Type: "flaky", Text: caseDetail(r)}
 				s.Failures++
 			case rubric.HarnessError:
 				c.Error = &junitMessage{Message: r.Reason, Type: "harness_error", Text: caseDetail(r)}

@@ -50,7 +50,7 @@ func WriteMarkdown(w io.Writer, d Document) error {
 
 	b.WriteString("\n## Score by scoring item\n\n")
 	b.WriteString("Each item earns weight × passed/inputs and counts weight × measured/inputs as measured; ")
-	b.WriteString("not-measured inputs (timeouts included) are left out of both.\n\n")
+	b.WriteString("not-measured inputs (timeouts included) are left out of both; a flaky input is measured and earns nothing.\n\n")
 	b.WriteString("| Item | Weight | Measured | Earned | Fed by |\n|---|---:|---:|---:|---|\n")
 	for _, s := range d.Scoring {
 		ins := make([]string, len(s.Inputs))
@@ -116,6 +116,8 @@ func verdictCell(v rubric.Verdict, c rubric.Category) string {
 		return "passed"
 	case rubric.Failed:
 		return "**FAILED**"
+	case rubric.Flaky:
+		return "**FLAKY**"
 	case rubric.HarnessError:
 		return "**HARNESS ERROR**"
 	case rubric.NotMeasured:

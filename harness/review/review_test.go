@@ -301,3 +301,58 @@ func TestMeasuredEntryWithReviewerNoteKeepsMeasuredVerdict(t *testing.T) {
 	assert.Equal(t, 100.0, f.Score)
 	assert.True(t, f.Complete, f.Pending)
 }
+
+// A flaky entry (passed only some repetitions of --repeat) is never passed:
+// a reviewer cannot make it passed, or give it points, without an override
+// reason, and an override is shown as one. Its points stay 0 until then.
+func TestReviewCannotPassFlakyWithoutReason(t *testing.T) {
+	dir := referenceBundle(t,
+		rubric.Outcome{ID: rubric.M1, Verdict: rubric.Failed, Scenario: "scenario", Reason: "the second run left a sandbox"},
+		rubric.Outcome{ID: rubric.M1, Verdict: rubric.Flaky, Scenario: "scenario", Reason: "flaky: passed 1 of 2 repetitions of scenario \"scenario\""},
+		rubric.Outcome{ID: rubric.M5, Verdict: rubric.Failed, Scenario: "demo", Reason: "the demo run hung"},
+		rubric.Outcome{ID: rubric.M5, Verdict: rubric.Flaky, Scenario: "demo", Reason: "flaky: passed 2 of 3 repetitions of scenario \"demo\""},
+	)
+	d, err := report.ReadDocument(dir)
+	require.NoError(t, err)
+	for _, r := range d.AllEntries() {
+		if r.ID == rubric.M1 || r.ID == rubric.M5 {
+			mv, _, _ := r.MeasuredPart()
+			assert.Equal(t, rubric.Flaky, mv, r.ID)
+		}
+	}
+	assert.Equal(t, rubric.OverallNotPassed, d.Verdict, "flaky gates like a failure")
+
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  M1: {verdict: passed}\n"), "", t0)
+	assert.ErrorContains(t, err, "entries.M1.override_reason: M1 was measured by the harness (flaky: flaky: passed 1 of 2 repetitions")
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  M5: {verdict: passed}\n"), "", t0)
+	assert.ErrorContains(t, err, "entries.M5.override_reason: the harness measured it flaky (flaky: passed 2 of 3 repetitions")
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  M5: {verdict: failed, points: 1, note: half a demo}\n"), "", t0)
+	assert.ErrorContains(t, err, "a reviewer cannot turn a flaky measurement into a pass or points")
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nquestions:\n  1: {verdict: passed}\n"), "", t0)
+	assert.ErrorContains(t, err, "questions.1: M5's measured part is flaky")
+
+	// Without a review the flaky entries earn nothing.
+	f := report.ComputeFinal(d, nil)
+	for _, e := range f.Entries {
+		if e.ID == rubric.M1 || e.ID == rubric.M5 {
+			assert.Equal(t, rubric.Flaky, e.Verdict, e.ID)
+			assert.Equal(t, 0.0, e.Points, e.ID)
+			assert.Equal(t, report.ProvMeasured, e.Provenance, e.ID)
+		}
+	}
+
+	ans := "reviewer: R\nentries:\n  M1: {verdict: passed, override_reason: \"the second repetition ran while the server was being restarted\"}\n"
+	f, err = FromFile(dir, strings.NewReader(ans), "", t0)
+	require.NoError(t, err)
+	for _, e := range f.Entries {
+		if e.ID == rubric.M1 {
+			assert.Equal(t, report.ProvOverride, e.Provenance)
+			assert.Equal(t, rubric.Flaky, e.MeasuredVerdict)
+			assert.Equal(t, rubric.Passed, e.Verdict)
+			assert.Equal(t, 5.0, e.Points)
+		}
+	}
+	md := read(t, filepath.Join(dir, report.MarkdownFile))
+	assert.Contains(t, md, "**OVERRIDE** of the measured flaky: the second repetition ran while the server was being restarted")
+	assert.Equal(t, rubric.OverallNotPassed, f.Verdict, "M5 is still flaky")
+}

@@ -167,6 +167,14 @@ func TestAggregate(t *testing.T) {
 		{"timeout never passes", []Outcome{{Verdict: Passed}, {Verdict: NotMeasured, Category: CategoryTimeout, Reason: "probe timed out after 30s"}}, NotMeasured, CategoryTimeout, "probe timed out after 30s"},
 		{"pass with partial nm", []Outcome{{Verdict: Passed, Reason: "ok"}, {Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "no audit"}}, Passed, "", "ok; partly not measured: no audit"},
 		{"nm precedence", []Outcome{{Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "a"}, {Verdict: NotMeasured, Category: CategoryPreconditionUnmet, Reason: "b"}}, NotMeasured, CategoryPreconditionUnmet, "a; b"},
+		{"flaky supersedes its scenario", []Outcome{{Verdict: Passed, Scenario: "s"}, {Verdict: Failed, Scenario: "s", Reason: "hung"},
+			{Verdict: Flaky, Scenario: "s", Reason: "flaky: passed 1 of 2 repetitions"}}, Flaky, "", "flaky: passed 1 of 2 repetitions; when it failed: hung"},
+		{"flaky over its timeouts", []Outcome{{Verdict: Passed, Scenario: "s"}, {Verdict: NotMeasured, Category: CategoryTimeout, Scenario: "s", Reason: "timed out"},
+			{Verdict: Flaky, Scenario: "s", Reason: "flaky: passed 1 of 2 repetitions"}}, Flaky, "", "flaky: passed 1 of 2 repetitions; when it failed: timed out"},
+		{"flaky over another harness error", []Outcome{{Verdict: Passed, Scenario: "s"}, {Verdict: Failed, Scenario: "s", Reason: "hung"},
+			{Verdict: Flaky, Scenario: "s", Reason: "flaky"}, {Verdict: HarnessError, Scenario: "t", Reason: "x"}}, Flaky, "", "flaky; when it failed: hung"},
+		{"another scenario's failure wins", []Outcome{{Verdict: Passed, Scenario: "s"}, {Verdict: Failed, Scenario: "s", Reason: "hung"},
+			{Verdict: Flaky, Scenario: "s", Reason: "flaky"}, {Verdict: Failed, Scenario: "t", Reason: "leak"}}, Failed, "", "leak"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -267,6 +275,37 @@ func TestSecurityGate(t *testing.T) {
 			assert.Contains(t, s.Why, "security criterion failed: "+string(id))
 		})
 	}
+}
+
+// A flaky entry is measured, never passed, earns nothing and gates the run
+// like a failure; a flaky security criterion is a security failure.
+func TestFlakyGatesLikeAFailure(t *testing.T) {
+	r := NewResults(Course)
+	passAllMeasurable(t, r, TargetMock)
+	require.NoError(t, r.Fail(Network, "", "reached exfil in repetition 2"))
+	require.NoError(t, r.Flaky(Network, "", 1, 2))
+	require.NoError(t, r.Fail(M2, "", "wrong number in repetition 3"))
+	require.NoError(t, r.Flaky(M2, "", 2, 3))
+	s := Evaluate(Course, TargetMock, r.Outcomes())
+	assert.Equal(t, Flaky, s.Results[Network].Verdict)
+	assert.Equal(t, []ID{Network, M2}, s.Flaky)
+	assert.Empty(t, s.Failed)
+	assert.Equal(t, []ID{Network}, s.SecurityFailed)
+	assert.Equal(t, OverallNotPassed, s.Verdict)
+	assert.Equal(t, ExitGradedFail, s.ExitCode())
+	assert.Equal(t, "security criterion flaky (failed in some repetitions): network; also flaky: M2", s.Why)
+	all := NewResults(Course)
+	passAllMeasurable(t, all, TargetMock)
+	full := Evaluate(Course, TargetMock, all.Outcomes())
+	assert.Equal(t, full.Score.Measured, s.Score.Measured, "flaky entries are measured")
+	assert.Less(t, s.Score.Earned, full.Score.Earned-8, "and earn nothing")
+	assert.Equal(t, "flaky (passed only some repetitions): M2", NotPassedReason(nil, []ID{M2}))
+	assert.Equal(t, "failed: M1; flaky (passed only some repetitions): M2", NotPassedReason([]ID{M1}, []ID{M2}))
+
+	// The outcome's shape: a reason, no category.
+	assert.NoError(t, Outcome{ID: M1, Verdict: Flaky, Reason: "flaky: passed 1 of 2"}.Validate())
+	assert.Error(t, Outcome{ID: M1, Verdict: Flaky}.Validate())
+	assert.Error(t, Outcome{ID: M1, Verdict: Flaky, Reason: "x", Category: CategoryTimeout}.Validate())
 }
 
 func TestOverallVerdicts(t *testing.T) {
