@@ -43,6 +43,9 @@ type BundledConfig struct {
 	// ExecdGracePeriod: how long a removed sandbox's execd port records and
 	// resets late calls (0: 10 minutes, negative: off; see execd_linger.go).
 	ExecdGracePeriod time.Duration
+	// RenewIntent: renew-on-access through the server proxy (off by default,
+	// as the real server's [renew_intent]).
+	RenewIntent RenewIntentConfig
 }
 
 // Bundled is a running bundled server.
@@ -139,7 +142,7 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 		pf = runtime.ProfileFor
 	}
 	srv, err = New(Config{Listen: cfg.Listen, APIKey: cfg.APIKey, AdminToken: cfg.AdminToken, StateDir: dir,
-		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
+		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, RenewIntent: cfg.RenewIntent, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
 	}

@@ -170,7 +170,7 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		spec.Env[k] = v
 	}
 	sb := &sandbox{id: id, image: req.Image, entrypoint: req.Entrypoint, platform: req.Platform,
-		metadata: req.Metadata, output: newOutputLog(outputLogLimit)}
+		metadata: req.Metadata, output: newOutputLog(outputLogLimit), renewExtend: accessRenewExtend(req.Extensions)}
 	if req.NetworkPolicy != nil {
 		att, err := s.cfg.Egress.Attach(id, req.NetworkPolicy, req.CredentialProxy)
 		if err != nil && isInvalidPolicy(err) {
