@@ -31,6 +31,7 @@ type sandbox struct {
 	// lastAccessRenew the last renewal it caused (renew_access.go).
 	renewExtend     time.Duration
 	lastAccessRenew time.Time
+	volumeClaims    []*volumeClaim // named volumes it mounts (namedvolumes.go)
 
 	stMu      sync.Mutex // guards the fields below
 	paused    bool

@@ -45,14 +45,15 @@ func TestHostPathVolumes(t *testing.T) {
 		vol  map[string]any
 		code string
 	}{
-		"outside the allow list": {map[string]any{"name": "x", "host": map[string]any{"path": outside}, "mountPath": "/x"}, "VOLUME::HOST_PATH_NOT_ALLOWED"},
-		"symlink out of it":      {map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "subPath": "escape", "mountPath": "/x"}, "VOLUME::HOST_PATH_NOT_ALLOWED"},
-		"subPath traversal":      {map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "subPath": "../x", "mountPath": "/x"}, "VOLUME::INVALID_SUB_PATH"},
-		"relative host path":     {map[string]any{"name": "x", "host": map[string]any{"path": "data"}, "mountPath": "/x"}, "VOLUME::INVALID_HOST_PATH"},
-		"reserved mount path":    {map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "mountPath": "/.osb"}, "VOLUME::INVALID_MOUNT_PATH"},
-		"relative mount path":    {map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "mountPath": "x"}, "VOLUME::INVALID_MOUNT_PATH"},
-		"bad name":               {map[string]any{"name": "Data_1", "host": map[string]any{"path": allowed}, "mountPath": "/x"}, "VOLUME::INVALID_NAME"},
-		"pvc backend":            {map[string]any{"name": "x", "pvc": map[string]any{"claimName": "c"}, "mountPath": "/x"}, "VOLUME::UNSUPPORTED_BACKEND"},
+		"outside the allow list":    {map[string]any{"name": "x", "host": map[string]any{"path": outside}, "mountPath": "/x"}, "VOLUME::HOST_PATH_NOT_ALLOWED"},
+		"symlink out of it":         {map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "subPath": "escape", "mountPath": "/x"}, "VOLUME::HOST_PATH_NOT_ALLOWED"},
+		"subPath traversal":         {map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "subPath": "../x", "mountPath": "/x"}, "VOLUME::INVALID_SUB_PATH"},
+		"relative host path":        {map[string]any{"name": "x", "host": map[string]any{"path": "data"}, "mountPath": "/x"}, "VOLUME::INVALID_HOST_PATH"},
+		"reserved mount path":       {map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "mountPath": "/.osb"}, "VOLUME::INVALID_MOUNT_PATH"},
+		"relative mount path":       {map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "mountPath": "x"}, "VOLUME::INVALID_MOUNT_PATH"},
+		"bad name":                  {map[string]any{"name": "Data_1", "host": map[string]any{"path": allowed}, "mountPath": "/x"}, "VOLUME::INVALID_NAME"},
+		"pvc without a volume root": {map[string]any{"name": "x", "pvc": map[string]any{"claimName": "c"}, "mountPath": "/x"}, "VOLUME::UNSUPPORTED_BACKEND"},
+		"ossfs backend":             {map[string]any{"name": "x", "ossfs": map[string]any{"bucket": "b"}, "mountPath": "/x"}, "VOLUME::UNSUPPORTED_BACKEND"},
 	} {
 		status, m := create(c.vol)
 		assert.Equal(t, http.StatusBadRequest, status, "%s: %v", name, m)

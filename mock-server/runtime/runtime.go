@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"time"
 )
 
@@ -44,6 +45,11 @@ type Mount struct {
 	Host     string // canonical host path
 	Path     string // absolute in-sandbox path
 	ReadOnly bool
+	// File, when set, is an open descriptor (OpenBeneath, OpenNoSymlinks) of
+	// what to bind: the mount is made from it (bwrap --bind-fd, which checks
+	// the mounted inode is the descriptor's), never by resolving Host again.
+	// The caller keeps ownership (close it once Create returns).
+	File *os.File
 }
 
 // Profile is what an image name maps to on this host.

@@ -262,6 +262,11 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		}
 		defer sf.Close()
 		s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, sf) // agentFDSeccomp, read (and closed) by bwrap
+		for _, m := range spec.Mounts {
+			if m.File != nil {
+				s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, m.File) // --bind-fd, closed by bwrap
+			}
+		}
 	}
 	s.cmd.Stdout = logf
 	s.cmd.Stderr = logf
@@ -365,12 +370,16 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, p := range extra {
 		a = append(a, "--ro-bind", spec.ExtraFiles[p], p)
 	}
-	for _, m := range spec.Mounts {
-		op := "--bind"
-		if m.ReadOnly {
-			op = "--ro-bind"
+	for i, m := range spec.Mounts {
+		op, src := "--bind", m.Host
+		if m.File != nil {
+			// inherited right after the seccomp descriptor (start), closed by bwrap once bound
+			op, src = "--bind-fd", strconv.Itoa(agentFDSeccomp+1+mountFileIndex(spec.Mounts, i))
 		}
-		a = append(a, op, m.Host, m.Path)
+		if m.ReadOnly {
+			op = strings.Replace(op, "--bind", "--ro-bind", 1)
+		}
+		a = append(a, op, src, m.Path)
 	}
 	a = append(a, "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
 	// Only the non-secret basics go on the (host-visible) command line; the
@@ -403,6 +412,17 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	}
 	a = append(a, "/.osb/agent", AgentArg)
 	return a
+}
+
+// mountFileIndex is the position of mounts[i] among the mounts that carry a File.
+func mountFileIndex(mounts []Mount, i int) int {
+	n := 0
+	for _, m := range mounts[:i] {
+		if m.File != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // varSkeleton is the sandbox's own writable /var (a Docker container's /var
