@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -104,16 +105,11 @@ func (s *Server) checkVolumes(req *createRequest) (mounts []osbruntime.Mount, cl
 		}
 		switch {
 		case v.Host != nil:
-			host, st, c, m := s.checkHostPath(v.Name, v.Host.Path, sub)
+			f, st, c, m := s.checkHostPath(v.Name, v.Host.Path, sub)
 			if c != "" {
 				return mounts, claims, st, c, m
 			}
-			f, err := osbruntime.OpenNoSymlinks(host)
-			if err != nil {
-				s.log.Warn("host volume", "path", host, "err", err)
-				return mounts, claims, bad, "VOLUME::HOST_PATH_NOT_FOUND", fmt.Sprintf("Volume '%s': host path '%s' cannot be resolved.", v.Name, host)
-			}
-			mounts = append(mounts, osbruntime.Mount{Host: host, Path: mp, ReadOnly: v.ReadOnly, File: f})
+			mounts = append(mounts, osbruntime.Mount{Host: f.Name(), Path: mp, ReadOnly: v.ReadOnly, File: f})
 		case v.PVC != nil:
 			f, claim, st, c, m := s.acquirePVC(v, *v.PVC, sub)
 			if c != "" {
@@ -137,55 +133,57 @@ func closeMounts(mounts []osbruntime.Mount) {
 	}
 }
 
-// checkHostPath resolves host(+sub) and checks it against the allow list
-// (lexically, then with symbolic links resolved); it creates a missing
-// directory, as the real server does. Returns the canonical path to bind.
-func (s *Server) checkHostPath(name, host, sub string) (string, int, string, string) {
+// checkHostPath checks host(+sub) against the allow list lexically, then
+// opens it beneath the allowed prefix it lies in (openat2 RESOLVE_BENEATH:
+// a symbolic link leading out of the prefix is refused, and nothing is
+// created outside it), creating missing directories as the real server does.
+// Returns the open descriptor to bind.
+func (s *Server) checkHostPath(name, host, sub string) (*os.File, int, string, string) {
 	const bad = 400
 	switch {
 	case host == "":
-		return "", bad, "VOLUME::INVALID_HOST_PATH", "Host path cannot be empty."
+		return nil, bad, "VOLUME::INVALID_HOST_PATH", "Host path cannot be empty."
 	case !strings.HasPrefix(host, "/") || strings.ContainsRune(host, 0):
-		return "", bad, "VOLUME::INVALID_HOST_PATH", fmt.Sprintf("Host path '%s' must be an absolute path starting with '/'.", host)
+		return nil, bad, "VOLUME::INVALID_HOST_PATH", fmt.Sprintf("Host path '%s' must be an absolute path starting with '/'.", host)
 	case strings.Contains(host, "/.."):
-		return "", bad, "VOLUME::INVALID_HOST_PATH", fmt.Sprintf("Host path '%s' contains path traversal component '..'.", host)
+		return nil, bad, "VOLUME::INVALID_HOST_PATH", fmt.Sprintf("Host path '%s' contains path traversal component '..'.", host)
 	case strings.Contains(host, "//") || (len(host) > 1 && strings.HasSuffix(host, "/")):
-		return "", bad, "VOLUME::INVALID_HOST_PATH", fmt.Sprintf("Host path '%s' is not normalized. Remove redundant slashes.", host)
+		return nil, bad, "VOLUME::INVALID_HOST_PATH", fmt.Sprintf("Host path '%s' is not normalized. Remove redundant slashes.", host)
 	}
 	allowed := s.cfg.AllowedHostPaths
-	under := func(p string, prefixes []string) bool {
-		for _, pre := range prefixes {
-			pre = filepath.Clean(pre)
-			if p == pre || strings.HasPrefix(p, strings.TrimSuffix(pre, "/")+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	notAllowed := func(p string) (string, int, string, string) {
-		return "", bad, "VOLUME::HOST_PATH_NOT_ALLOWED", fmt.Sprintf("Host path '%s' is not under any allowed prefix. Allowed prefixes: %v", p, allowed)
+	notAllowed := func(p string) (*os.File, int, string, string) {
+		return nil, bad, "VOLUME::HOST_PATH_NOT_ALLOWED", fmt.Sprintf("Host path '%s' is not under any allowed prefix. Allowed prefixes: %v", p, allowed)
 	}
 	resolved := filepath.Join(host, sub)
-	if !under(resolved, allowed) {
+	prefix := ""
+	for _, pre := range allowed {
+		pre = filepath.Clean(pre)
+		if (resolved == pre || strings.HasPrefix(resolved, strings.TrimSuffix(pre, "/")+"/")) && len(pre) > len(prefix) {
+			prefix = pre
+		}
+	}
+	if prefix == "" {
 		return notAllowed(resolved)
 	}
-	if _, err := os.Stat(resolved); os.IsNotExist(err) {
-		if err := os.MkdirAll(resolved, 0o755); err != nil {
-			return "", 500, "VOLUME::HOST_PATH_CREATE_FAILED", fmt.Sprintf("Volume '%s': could not ensure host path directory exists at '%s'.", name, resolved)
-		}
+	createFailed := func() (*os.File, int, string, string) {
+		return nil, 500, "VOLUME::HOST_PATH_CREATE_FAILED", fmt.Sprintf("Volume '%s': could not ensure host path directory exists at '%s'.", name, resolved)
 	}
-	canonical, err := filepath.EvalSymlinks(resolved)
+	if err := os.MkdirAll(prefix, 0o755); err != nil { // the configured prefix itself
+		return createFailed()
+	}
+	rel, err := filepath.Rel(prefix, resolved)
 	if err != nil {
-		return "", bad, "VOLUME::HOST_PATH_NOT_FOUND", fmt.Sprintf("Volume '%s': host path '%s' cannot be resolved.", name, resolved)
+		return notAllowed(resolved)
 	}
-	var canonPrefixes []string
-	for _, p := range allowed {
-		if c, err := filepath.EvalSymlinks(p); err == nil {
-			canonPrefixes = append(canonPrefixes, c)
-		}
+	f, err := osbruntime.OpenBeneath(prefix, filepath.ToSlash(rel), true)
+	switch {
+	case errors.Is(err, osbruntime.ErrEscapes):
+		return notAllowed(resolved + " (a symbolic link leads out of " + prefix + ")")
+	case errors.Is(err, osbruntime.ErrNotMountable):
+		return nil, bad, "VOLUME::INVALID_HOST_PATH", fmt.Sprintf("Volume '%s': host path '%s' is neither a directory nor a regular file.", name, resolved)
+	case err != nil:
+		s.log.Warn("host volume", "path", resolved, "err", err)
+		return createFailed()
 	}
-	if !under(canonical, canonPrefixes) {
-		return notAllowed(canonical)
-	}
-	return canonical, 0, "", ""
+	return f, 0, "", ""
 }

@@ -60,6 +60,12 @@ func TestHostPathVolumes(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, status, "%s: %v", name, m)
 		assert.Equal(t, c.code, m["code"], name)
 	}
+	// a link in the allowed directory never makes the server create anything outside it
+	status, m = create(map[string]any{"name": "x", "host": map[string]any{"path": allowed}, "subPath": "escape/made/deeper", "mountPath": "/x"})
+	assert.Equal(t, http.StatusBadRequest, status, "%v", m)
+	assert.Equal(t, "VOLUME::HOST_PATH_NOT_ALLOWED", m["code"])
+	_, err = os.Stat(filepath.Join(outside, "made"))
+	assert.True(t, os.IsNotExist(err), "a directory was created outside the allowed path through a link")
 	status, m = create(map[string]any{"name": "x", "mountPath": "/x"})
 	assert.Equal(t, http.StatusUnprocessableEntity, status, "no backend: %v", m)
 	srv.cfg.AllowedHostPaths = nil

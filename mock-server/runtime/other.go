@@ -40,8 +40,3 @@ var ErrNotMountable = errors.New("not a directory or regular file")
 func OpenBeneath(root, rel string, mkdirs bool) (*os.File, error) {
 	return nil, errors.New("runtime: volumes need Linux")
 }
-
-// OpenNoSymlinks needs openat2 (Linux only).
-func OpenNoSymlinks(p string) (*os.File, error) {
-	return nil, errors.New("runtime: volumes need Linux")
-}

@@ -45,7 +45,7 @@ type Mount struct {
 	Host     string // canonical host path
 	Path     string // absolute in-sandbox path
 	ReadOnly bool
-	// File, when set, is an open descriptor (OpenBeneath, OpenNoSymlinks) of
+	// File, when set, is an open descriptor (OpenBeneath) of
 	// what to bind: the mount is made from it (bwrap --bind-fd, which checks
 	// the mounted inode is the descriptor's), never by resolving Host again.
 	// The caller keeps ownership (close it once Create returns).

@@ -98,27 +98,3 @@ func OpenBeneath(root, rel string, mkdirs bool) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), path.Join(root, rel)), nil
 }
-
-// OpenNoSymlinks opens the absolute path p as an O_PATH descriptor, refusing
-// any symbolic link on the way (for a host path already resolved to its
-// canonical form: a link swapped in since makes the open fail).
-func OpenNoSymlinks(p string) (*os.File, error) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-	if errors.Is(err, unix.ELOOP) {
-		return nil, fmt.Errorf("%s: a symbolic link appeared on the path: %w", p, ErrEscapes)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	if t := st.Mode & unix.S_IFMT; t != unix.S_IFDIR && t != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%s: %w", p, ErrNotMountable)
-	}
-	return os.NewFile(uintptr(fd), p), nil
-}
