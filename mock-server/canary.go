@@ -69,7 +69,7 @@ func (s *Server) scanCanaries(id string, sb *sandbox) []audit.Canary {
 	}
 	m.scanProcs(sb)
 	budget := int64(canaryMaxTotal)
-	for _, sub := range []string{"workspace", "tmp"} {
+	for _, sub := range scannedDirs {
 		_, _ = runtime.WalkFiles(filepath.Join(sb.rt.Dir(), sub), canaryMaxEntries, time.Now().Add(canaryScanTime),
 			func(e runtime.WalkEntry) {
 				if e.File == nil || budget <= 0 {
@@ -83,6 +83,10 @@ func (s *Server) scanCanaries(id string, sb *sandbox) []audit.Canary {
 	m.scanRecorded(s, id, sb)
 	return m.record(s, id)
 }
+
+// scannedDirs are the sandbox's writable directories that the canary scan and
+// the final manifest walk (its /workspace, /tmp and private /var).
+var scannedDirs = []string{"workspace", "tmp", "var"}
 
 const (
 	canaryMaxEntries = 10000           // files looked at per scan
@@ -191,14 +195,14 @@ const maxManifestEntries = 500
 const (
 	finalBackgroundWait = 1 * time.Second         // asking execd about background commands
 	finalQuiesceTimeout = 1 * time.Second         // killing every sandbox process
-	finalScanBudget     = 1500 * time.Millisecond // walking and hashing /workspace and /tmp
+	finalScanBudget     = 1500 * time.Millisecond // walking and hashing /workspace, /tmp and /var
 )
 
 // finalRecord is taken just before a sandbox is destroyed: the outcome of its
 // background commands (asked from execd), then a canary scan of its
 // processes' environments (when canaries are planted); then every process of
 // the sandbox is killed, so nothing can change its files any more, and its
-// /workspace and /tmp are walked without following any path the sandbox
+// /workspace, /tmp and /var are walked without following any path the sandbox
 // controls (runtime.WalkFiles: no symbolic link is followed, only regular
 // files are read, bounded in entries, bytes and time): the canary scan of the
 // files, recorded as findings plus one Canary event with Location "scan"
@@ -239,7 +243,7 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 		var r result
 		entries := 0
 		budget := int64(canaryMaxTotal)
-		for _, sub := range []string{"workspace", "tmp"} {
+		for _, sub := range scannedDirs {
 			res, _ := runtime.WalkFiles(filepath.Join(sb.rt.Dir(), sub), canaryMaxEntries, deadline, func(e runtime.WalkEntry) {
 				inManifest := entries < maxManifestEntries
 				entries++

@@ -21,6 +21,10 @@ import (
 // free (their server died: SIGKILL, crash), so nothing leaks for good.
 const DefaultStateRoot = "/var/lib/osb-capstone/instances"
 
+// volumesDirName is the directory under the state root that holds named
+// volumes by default (BundledConfig.VolumeRoot): never an instance, never reaped.
+const volumesDirName = "volumes"
+
 // lockName is the lock file in every state dir: flock(LOCK_EX) held by the
 // live server for as long as it runs.
 const lockName = "instance.lock"
@@ -95,8 +99,8 @@ func reapDeadInstances(root, self string) []string {
 	var removed []string
 	for _, e := range ents {
 		dir := filepath.Join(root, e.Name())
-		if !e.IsDir() || dir == self {
-			continue
+		if !e.IsDir() || dir == self || e.Name() == volumesDirName {
+			continue // the named volumes outlive every instance
 		}
 		if strings.HasPrefix(e.Name(), ".") {
 			if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < time.Minute {

@@ -118,3 +118,30 @@ func TestStaleEgressSocketsRemovedOnStart(t *testing.T) {
 	assert.NoFileExists(t, stale)
 	assert.Contains(t, b.Reaped, "socket "+stale)
 }
+
+// TestNamedVolumesOutliveInstances: the default volume root lives under the
+// state root, and starting a bundled server (which reaps dead instances
+// there) never removes it or a volume in it — named volumes persist across
+// runs, as Docker's do.
+func TestNamedVolumesOutliveInstances(t *testing.T) {
+	root := t.TempDir()
+	vol := filepath.Join(root, "volumes", "kept")
+	require.NoError(t, os.MkdirAll(vol, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(vol, "data.txt"), []byte("x"), 0o644))
+	for i := 0; i < 2; i++ {
+		b, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root, InsecureNoIsolation: true})
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(root, "volumes"), b.VolumeRoot)
+		assert.Equal(t, b.VolumeRoot, b.Server.cfg.VolumeRoot)
+		for _, r := range b.Reaped {
+			assert.NotContains(t, r, "volumes", "reaped %s", r)
+		}
+		require.NoError(t, b.Close())
+		assert.FileExists(t, filepath.Join(vol, "data.txt"))
+	}
+	other := t.TempDir()
+	b, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root, VolumeRoot: other, InsecureNoIsolation: true})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, other, b.Server.cfg.VolumeRoot)
+}

@@ -98,6 +98,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	ws := filepath.Join(s.dir, "workspace")
 	tmp := filepath.Join(s.dir, "tmp")
 	home := filepath.Join(s.dir, "home")
+	varDir := filepath.Join(s.dir, "var")
 	if _, err := os.Stat(s.dir); err == nil {
 		return fmt.Errorf("runtime: sandbox directory %s already exists (a leftover? call Reap)", s.dir)
 	}
@@ -117,13 +118,16 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	for _, d := range []struct {
 		p    string
 		mode os.FileMode
-	}{{s.dir, 0o700}, {ws, 0o755}, {tmp, 0o777 | os.ModeSticky}, {home, 0o700}} {
+	}{{s.dir, 0o700}, {ws, 0o755}, {tmp, 0o777 | os.ModeSticky}, {home, 0o700}, {varDir, 0o755}} {
 		if err := os.MkdirAll(d.p, 0o700); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
 		if err := os.Chmod(d.p, d.mode); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
+	}
+	if err := makeVarSkeleton(varDir); err != nil {
+		return fmt.Errorf("runtime: %w", err)
 	}
 	if secure {
 		if err := makeDevNodes(filepath.Join(s.dir, "dev")); err != nil {
@@ -258,6 +262,11 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		}
 		defer sf.Close()
 		s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, sf) // agentFDSeccomp, read (and closed) by bwrap
+		for _, m := range spec.Mounts {
+			if m.File != nil {
+				s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, m.File) // --bind-fd, closed by bwrap
+			}
+		}
 	}
 	s.cmd.Stdout = logf
 	s.cmd.Stderr = logf
@@ -348,6 +357,7 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	}
 	a = append(a,
 		"--bind", ws, "/workspace", "--bind", tmp, "/tmp", "--bind", home, "/root",
+		"--bind", filepath.Join(s.dir, "var"), "/var",
 		"--ro-bind", s.rt.opts.AgentPath, "/.osb/agent")
 	if spec.GatewaySocket != "" {
 		a = append(a, "--ro-bind", spec.GatewaySocket, "/run/osb/gateway.sock")
@@ -360,12 +370,16 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, p := range extra {
 		a = append(a, "--ro-bind", spec.ExtraFiles[p], p)
 	}
-	for _, m := range spec.Mounts {
-		op := "--bind"
-		if m.ReadOnly {
-			op = "--ro-bind"
+	for i, m := range spec.Mounts {
+		op, src := "--bind", m.Host
+		if m.File != nil {
+			// inherited right after the seccomp descriptor (start), closed by bwrap once bound
+			op, src = "--bind-fd", strconv.Itoa(agentFDSeccomp+1+mountFileIndex(spec.Mounts, i))
 		}
-		a = append(a, op, m.Host, m.Path)
+		if m.ReadOnly {
+			op = strings.Replace(op, "--bind", "--ro-bind", 1)
+		}
+		a = append(a, op, src, m.Path)
 	}
 	a = append(a, "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
 	// Only the non-secret basics go on the (host-visible) command line; the
@@ -398,6 +412,41 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	}
 	a = append(a, "/.osb/agent", AgentArg)
 	return a
+}
+
+// mountFileIndex is the position of mounts[i] among the mounts that carry a File.
+func mountFileIndex(mounts []Mount, i int) int {
+	n := 0
+	for _, m := range mounts[:i] {
+		if m.File != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// varSkeleton is the sandbox's own writable /var (a Docker container's /var
+// is a private copy-on-write layer): the directories a Debian image has, on
+// the sandbox's disk-limited storage. The host's /var is never visible.
+var varSkeleton = []struct {
+	name string
+	mode os.FileMode
+}{
+	{"backups", 0o755}, {"cache", 0o755}, {"lib", 0o755}, {"local", 0o755}, {"log", 0o755},
+	{"mail", 0o755}, {"opt", 0o755}, {"spool", 0o755}, {"tmp", 0o777 | os.ModeSticky},
+}
+
+func makeVarSkeleton(dir string) error {
+	for _, d := range varSkeleton {
+		p := filepath.Join(dir, d.name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, d.mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // buildEnv is the sandbox environment: a minimal base, the image profile's
