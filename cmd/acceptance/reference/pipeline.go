@@ -104,6 +104,7 @@ type runner struct {
 	sandboxID   string
 	dataAPIUsed bool
 	steps       []summary.Step
+	degraded    []summary.Degradation // steps done without, non-fatally
 	metrics     map[string]float64
 	ev          Evidence
 	logFile     io.Writer
@@ -538,6 +539,17 @@ func (r *runner) install(ctx context.Context) error {
 			return nil
 		}
 		exit := r.steps[len(r.steps)-1].ExitCode
+		if c.Unreachable {
+			// No upstream (offline target): not a denial, and retrying cannot
+			// help. Go on without the package: analyze.py falls back to a
+			// plain table without tabulate. Recorded, never silent.
+			a.Decision = "skipped: package index unreachable, continuing without " + InstallPackage
+			r.ev.Install = append(r.ev.Install, a)
+			r.degraded = append(r.degraded, summary.Degradation{Step: name,
+				Reason: fmt.Sprintf("install skipped (exit %s): %s; the analysis runs without %s (plain tables)", fmtExit(exit), c.Reason, InstallPackage)})
+			r.note("install attempt %d: the package index is unreachable (%s); continuing without %s", attempt, c.Reason, InstallPackage)
+			return nil
+		}
 		if c.Retryable && attempt < maxAttempts {
 			a.Decision = "retry: " + c.Reason
 			r.ev.Install = append(r.ev.Install, a)
@@ -748,6 +760,7 @@ func (r *runner) finish(err error) *Result {
 		StopReason: StopCompleted,
 		Metrics:    r.metrics,
 		Steps:      r.steps,
+		Degraded:   r.degraded,
 	}
 	if r.cfg.Agent {
 		s.Budget = &summary.Budget{MaxModelTurns: r.cfg.AgentMaxTurns}
