@@ -515,6 +515,27 @@ func TestFlowSandboxGoneMidRun(t *testing.T) {
 	assert.True(t, res.Evidence.Cleanup.Confirmed)
 }
 
+// TestFlowSandboxGoneAfterStreamBreaks: a real server kills the container
+// (the stream breaks) about a second before its delete completes and GET
+// answers 404; the run must still see sandbox_gone, not a platform error.
+func TestFlowSandboxGoneAfterStreamBreaks(t *testing.T) {
+	f := newFake(t)
+	f.analyze = func(f *fakeOSB, s *sse, _ *http.Request) {
+		time.AfterFunc(time.Second, func() {
+			f.mu.Lock()
+			f.live = false // the delete completes a second later
+			f.mu.Unlock()
+		})
+		s.ev(map[string]any{"type": "error", "error": map[string]any{"ename": "CommandExecError", "evalue": "-1", "traceback": []string{"signal: killed"}}})
+	}
+	res, out := runFlow(t, f, nil)
+	s := loadSummary(t, out)
+	assert.Equal(t, 1, res.ExitCode)
+	assert.Equal(t, StopSandboxGone, s.StopReason)
+	assert.Equal(t, summary.ClassSandboxGone, s.Error.Class)
+	assert.True(t, res.Evidence.GoneObserved)
+}
+
 func TestFlowWallClockAndSignal(t *testing.T) {
 	hang := func(f *fakeOSB, s *sse, r *http.Request) {
 		s.out("stdout", "working…")

@@ -692,13 +692,30 @@ func (r *runner) goneOr(ctx context.Context, orElse *runError) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	res, err := r.cl.GetSandbox(cctx, r.sandboxID)
-	if err == nil && res.Status == http.StatusNotFound {
-		r.ev.GoneObserved = true
-		return fail(StopSandboxGone, summary.ClassSandboxGone, "the sandbox %s no longer exists (GET 404): it was deleted or expired mid-run; not retryable", r.sandboxID)
+	// A real server stops the container (breaking the stream) before its
+	// delete finishes (about a second), so GET may still find the sandbox for
+	// a moment: look again for a few seconds. Not after a signal or the wall
+	// clock: then the run is stopping anyway.
+	deadline := time.Now().Add(goneGrace)
+	for {
+		res, err := r.cl.GetSandbox(cctx, r.sandboxID)
+		if err == nil && res.Status == http.StatusNotFound {
+			r.ev.GoneObserved = true
+			return fail(StopSandboxGone, summary.ClassSandboxGone, "the sandbox %s no longer exists (GET 404): it was deleted or expired mid-run; not retryable", r.sandboxID)
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return errOrNil(orElse)
+		}
+		select {
+		case <-cctx.Done():
+			return errOrNil(orElse)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return errOrNil(orElse)
 }
+
+// goneGrace is how long a broken stream waits for GET to show the sandbox gone.
+var goneGrace = 4 * time.Second
 
 func errOrNil(e *runError) error {
 	if e == nil {
