@@ -73,7 +73,8 @@ type EntryRow struct {
 	Evidence  []string        `json:"evidence"`
 	Reproduce string          `json:"reproduce"`
 	// StandIns are the stand-in components this verdict rests on
-	// (rubric.DependsOn); empty when it rests on official ones only.
+	// (rubric.DependsOn); empty when it rests on official ones only, or when
+	// none of its outcomes was measured.
 	StandIns []rubric.Component `json:"stand_ins,omitempty"`
 	Outcomes []OutcomeRow       `json:"outcomes"`
 }
@@ -146,9 +147,8 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		r := sum.Results[id]
 		row := EntryRow{ID: id, Title: e.Title, Verdict: r.Verdict, Reason: r.Reason, Category: r.Category,
 			Evidence: append([]string{}, r.Evidence...), Reproduce: Reproduce(meta, e), Outcomes: []OutcomeRow{}}
-		if e.MeasurableOn(kind) && len(r.Outcomes) > 0 {
-			// An entry this target cannot measure at all, or that no
-			// scenario measured, rests on nothing.
+		if measuredSome(r.Outcomes) {
+			// A verdict nothing was measured for rests on nothing.
 			row.StandIns = rubric.RestsOn(id, d.StandIns)
 		}
 		for _, o := range r.Outcomes {
@@ -165,6 +165,16 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 	}
 	sort.SliceStable(d.Drift, func(i, j int) bool { return d.Drift[i].ID < d.Drift[j].ID })
 	return d, sum
+}
+
+// measuredSome: at least one outcome was measured (not not_measured).
+func measuredSome(os []rubric.Outcome) bool {
+	for _, o := range os {
+		if o.Verdict != rubric.NotMeasured {
+			return true
+		}
+	}
+	return false
 }
 
 // ComponentKeyPrefix starts a versions key that names one component of a

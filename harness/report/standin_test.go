@@ -59,8 +59,11 @@ func TestStandInMarkedPerEntry(t *testing.T) {
 	assert.Equal(t, []rubric.Component{rubric.ComponentExecd, rubric.ComponentEgress, rubric.ComponentSandboxImage}, row(d, rubric.Network).StandIns)
 	assert.Equal(t, []rubric.Component{rubric.ComponentExecd, rubric.ComponentSandboxImage}, row(d, rubric.M1).StandIns)
 	assert.Empty(t, row(d, rubric.M0).StandIns, "M0 is lifecycle only")
-	assert.Empty(t, row(d, rubric.Credential).StandIns, "credential is not measurable on a real target")
-	assert.Empty(t, row(d, rubric.D1).StandIns, "D1 is not measurable on a real target")
+	assert.Equal(t, []rubric.Component{rubric.ComponentExecd, rubric.ComponentEgress, rubric.ComponentSandboxImage}, row(d, rubric.Credential).StandIns,
+		"what was measured of credential rests on the stand-ins too")
+	assert.Empty(t, row(d, rubric.D3).StandIns, "D3 was not measured")
+	assert.Empty(t, row(d, rubric.Budget).StandIns, "budget timed out: nothing measured")
+	assert.Equal(t, []rubric.Component{rubric.ComponentExecd, rubric.ComponentSandboxImage}, row(d, rubric.Observability).StandIns, "a harness error is marked too")
 	assert.Empty(t, row(d, rubric.M2).StandIns, "no scenario measured M2")
 
 	var js strings.Builder
