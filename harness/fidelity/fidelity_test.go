@@ -41,6 +41,17 @@ func TestFromReportAndRender(t *testing.T) {
 	if strings.Contains(md, "| milestone `M0` | passed | passed † ") {
 		t.Errorf("M0 rests on no stand-in:\n%s", md)
 	}
+	// An absolute subject path is made relative to the repository.
+	r := Run{Subject: "reference (/w/repo/fixtures/submissions/reference)"}
+	r.RelativeTo("/w/repo")
+	if r.Subject != "reference (fixtures/submissions/reference)" {
+		t.Errorf("relative subject: %q", r.Subject)
+	}
+	r = Run{Subject: "x (/elsewhere/sub)"}
+	r.RelativeTo("/w/repo")
+	if r.Subject != "x (/elsewhere/sub)" {
+		t.Errorf("a path outside the repository is kept: %q", r.Subject)
+	}
 	// Round trip through runs/*.json.
 	if err := Save(dir, "docker", real); err != nil {
 		t.Fatal(err)

@@ -91,6 +91,20 @@ func FromReport(bundleDir string) (Run, error) {
 	return r, nil
 }
 
+// RelativeTo rewrites an absolute path in the subject's name ("reference
+// (/abs/repo/fixtures/…)") relative to dir when it lies under it, so the
+// committed ledger names no machine's checkout.
+func (r *Run) RelativeTo(dir string) {
+	open := strings.LastIndex(r.Subject, " (/")
+	if open < 0 || !strings.HasSuffix(r.Subject, ")") {
+		return
+	}
+	p := r.Subject[open+2 : len(r.Subject)-1]
+	if rel, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(rel, "..") {
+		r.Subject = r.Subject[:open] + " (" + filepath.ToSlash(rel) + ")"
+	}
+}
+
 func kindOrder(k string) int {
 	switch k {
 	case "criterion":
