@@ -51,7 +51,8 @@ func TestStandInsOf(t *testing.T) {
 }
 
 // TestStandInMarkedPerEntry: on a target with stand-ins each entry says which
-// its verdict rests on, in report.json, report.md, junit.xml and report.html;
+// its verdict rests on, in report.json, report.md, junit.xml, Gradescope's
+// results.json and report.html;
 // entries the target cannot measure, and lifecycle-only ones, say nothing.
 func TestStandInMarkedPerEntry(t *testing.T) {
 	d := standInDoc(t)
@@ -100,6 +101,10 @@ func TestStandInMarkedPerEntry(t *testing.T) {
 			assert.Contains(t, c.SystemOut.Text, "stand-in: rests on stand-in execd, egress, sandbox")
 		}
 	}
+
+	var gs strings.Builder
+	require.NoError(t, WriteGradescope(&gs, d))
+	assert.Contains(t, gs.String(), "*Stand-in:* this verdict rests on stand-in execd, sandbox (built by this project, not OpenSandbox's)")
 
 	var ht strings.Builder
 	require.NoError(t, WriteHTML(&ht, d))
