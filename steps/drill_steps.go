@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/summary"
 )
 
 // Fault drills D1, D2, D3 and D5.
@@ -165,7 +166,66 @@ func reachedForIndex(ctx context.Context) error {
 			"no install step was attempted (no pip command ran and no package index host was asked in the subject's %d sandbox(es); it exited %d), so the denial was never met",
 			len(r.sandboxes), r.res.ExitCode)
 	}
+	denied := 0
+	for _, ev := range r.audit {
+		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision != "allow" {
+			denied++
+		}
+	}
+	if r.sum != nil && denied == 0 {
+		if step, sign, ok := indexUnreachable(r.sum.Steps); ok {
+			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+				"the target has no upstream: the subject's install (step %q) met a package index that could not be reached at all (%s), "+
+					"not the drill's denial (none is on record), so whether it tells a denial from a script error was not measured", step, sign)
+		}
+	}
 	return nil
+}
+
+// unreachableSign is a package index that could not be reached at all, with
+// nothing saying it was denied: a resolver that failed temporarily
+// (SERVFAIL/EAI_AGAIN), a refused connection, or a connection cut before
+// any answer (a gateway with no upstream).
+var unreachableSign = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]|connection refused|` +
+	`SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`)
+
+// denialSign is what a denial looks like (NXDOMAIN, a 403 from the egress layer).
+var denialSign = regexp.MustCompile(`(?i)name or service not known|\[Errno -[25]\]|EAI_NONAME|could not resolve host|nodename nor servname|` +
+	`no address associated with hostname|403 forbidden|proxyerror|egress denied|blocked by (the )?(network|egress) policy`)
+
+// lineAround is the line of s holding offset i, at most n bytes from a little
+// before i.
+func lineAround(s string, i, n int) string {
+	start := strings.LastIndexByte(s[:i], '\n') + 1
+	end := strings.IndexByte(s[i:], '\n')
+	if end < 0 {
+		end = len(s)
+	} else {
+		end += i
+	}
+	start = max(start, i-60)
+	line := strings.ToValidUTF8(s[start:min(end, start+n)], "")
+	return strings.TrimSpace(line)
+}
+
+// indexUnreachable finds a failed step whose output shows the package index
+// unreachable (no upstream) and no step that shows a denial: the step's
+// name, the sign, and whether one was found.
+func indexUnreachable(steps []summary.Step) (string, string, bool) {
+	name, sign := "", ""
+	for _, st := range steps {
+		if st.ExitCode == nil || *st.ExitCode == 0 {
+			continue
+		}
+		out := st.Stderr + "\n" + st.Stdout
+		if denialSign.MatchString(out) {
+			return "", "", false
+		}
+		if loc := unreachableSign.FindStringIndex(out); name == "" && loc != nil {
+			name, sign = st.Name, lineAround(out, loc[0], 200)
+		}
+	}
+	return name, sign, name != ""
 }
 
 func indexDenialsAudited(ctx context.Context) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/summary"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
 )
 
@@ -65,6 +66,46 @@ func TestKeyFingerprint(t *testing.T) {
 	}
 	// A known value: sha256("abc") = ba7816bf8f01cfea414140de5dae2223…
 	assert.Equal(t, "ba7816bf8f01", keyFingerprint("abc"))
+}
+
+// TestIndexUnreachable: D1 is not measured when the subject's install met a
+// package index with no upstream (SERVFAIL/EAI_AGAIN, refused, cut before any
+// answer) instead of the drill's denial; any sign of a denial wins.
+func TestIndexUnreachable(t *testing.T) {
+	one, zero := 1, 0
+	pip := func(cause string) string {
+		return "WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError('<HTTPSConnection>: Failed to establish a new connection: " +
+			cause + "')': /simple/tabulate/\nERROR: No matching distribution found for tabulate\n"
+	}
+	step := func(name, stderr string, exit *int) summary.Step {
+		return summary.Step{Name: name, Command: "python3 -m pip install tabulate", ExitCode: exit, Stderr: stderr}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []summary.Step
+		want  bool
+		sign  string
+	}{
+		{"SERVFAIL", []summary.Step{step("install", pip("[Errno -3] Temporary failure in name resolution"), &one)}, true, "Temporary failure in name resolution"},
+		{"refused", []summary.Step{step("install", pip("[Errno 111] Connection refused"), &one)}, true, "Connection refused"},
+		{"gateway cut TLS", []summary.Step{step("install", "connection broken by 'SSLError(SSLZeroReturnError(6, 'TLS/SSL connection has been closed (EOF)'))'", &one)}, true, "SSLZeroReturnError"},
+		{"degraded install, analysis ran", []summary.Step{step("install", pip("[Errno -3] Temporary failure in name resolution"), &one), step("analyze", "", &zero)}, true, "Temporary failure in name resolution"},
+		{"NXDOMAIN: denied", []summary.Step{step("install", pip("[Errno -2] Name or service not known"), &one)}, false, ""},
+		{"denied and unresolvable: denied", []summary.Step{step("install", pip("[Errno -3] Temporary failure in name resolution"), &one), step("install (attempt 2)", pip("[Errno -2] Name or service not known"), &one)}, false, ""},
+		{"proxy 403: denied", []summary.Step{step("install", "Tunnel connection failed: 403 Forbidden", &one)}, false, ""},
+		{"the same text in a step that succeeded", []summary.Step{step("install", pip("[Errno -3] Temporary failure in name resolution"), &zero)}, false, ""},
+		{"script error", []summary.Step{step("analyze", "KeyError: 'price'", &one)}, false, ""},
+		{"no steps", nil, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name, sign, ok := indexUnreachable(tc.steps)
+			assert.Equal(t, tc.want, ok)
+			assert.Contains(t, sign, tc.sign)
+			if ok {
+				assert.Equal(t, "install", name)
+			}
+		})
+	}
 }
 
 func TestNetworkDenial(t *testing.T) {

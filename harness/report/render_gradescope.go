@@ -144,6 +144,9 @@ func gsOutput(r EntryRow, fe FinalEntry) string {
 		b.WriteString(r.Reason)
 		b.WriteString("\n")
 	}
+	if len(r.StandIns) > 0 {
+		fmt.Fprintf(&b, "\n*Stand-in:* this verdict %s.\n", StandInNote(r.StandIns))
+	}
 	if fe.OverrideReason != "" {
 		fmt.Fprintf(&b, "\nReviewer override (%s): %s\n", fe.Reviewer, fe.OverrideReason)
 	}
