@@ -1,6 +1,7 @@
 package rubric
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,8 +27,8 @@ func TestDependsOnCoversCourse(t *testing.T) {
 			assert.True(t, known[c], "entry %s: unknown component %q", e.ID, c)
 		}
 		// Whatever runs through the egress sidecar runs commands there too.
-		if contains(deps, ComponentEgress) {
-			assert.True(t, contains(deps, ComponentExecd), "entry %s rests on egress but not on execd", e.ID)
+		if slices.Contains(deps, ComponentEgress) {
+			assert.True(t, slices.Contains(deps, ComponentExecd), "entry %s rests on egress but not on execd", e.ID)
 		}
 	}
 	for id := range DependsOn {
@@ -54,13 +55,4 @@ func TestRestsOn(t *testing.T) {
 	for _, e := range Course.All() {
 		assert.Nil(t, RestsOn(e.ID, nil), "bundled server: %s rests on no stand-in", e.ID)
 	}
-}
-
-func contains(cs []Component, c Component) bool {
-	for _, x := range cs {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
