@@ -436,5 +436,9 @@ func TestWalkFlakyOrFailedOffersOnlyValid(t *testing.T) {
 	// --override of a timed-out entry, or of a reviewer entry with nothing
 	// to override, is refused before anything is asked.
 	_, err = Walk(dir, strings.NewReader(""), &out, WalkOptions{Overrides: []rubric.ID{rubric.Maintainability}, Now: now})
-	assert.ErrorContains(t, err, "--override maintainability: maintainability has no measured failure")
+	assert.ErrorContains(t, err, "--override maintainability: the harness's measurement timed out (the submission's test.unit command ran past 5m0s)")
+	_, err = Walk(referenceBundle(t), strings.NewReader(""), &out, WalkOptions{Overrides: []rubric.ID{rubric.Cost}, Now: now})
+	assert.ErrorContains(t, err, "--override cost: cost has no measured failure (nor flaky measurement) to override")
+	_, err = Walk(referenceBundle(t), strings.NewReader(""), &out, WalkOptions{Overrides: []rubric.ID{rubric.D2}, Now: now})
+	assert.NoError(t, err, "a measured pass can be overridden (with a reason)")
 }

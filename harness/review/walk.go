@@ -59,6 +59,12 @@ func Walk(dir string, in io.Reader, out io.Writer, o WalkOptions) (*report.Final
 			return nil, fmt.Errorf("--override %s: no such entry in this bundle's score (known: %s)", id, knownEntries(d))
 		}
 		mv, mcat, mreason := r.MeasuredPart()
+		switch {
+		case mv == rubric.NotMeasured && mcat == rubric.CategoryTimeout:
+			return nil, fmt.Errorf("--override %s: the harness's measurement timed out (%s); a timeout never earns points and cannot be overridden: re-run", id, mreason)
+		case mv == rubric.HarnessError:
+			return nil, fmt.Errorf("--override %s: the harness failed to measure it (%s); a harness error cannot be overridden: re-run", id, mreason)
+		}
 		if r.Reviewable() {
 			// Already an item: a measured failure (or flaky) of it is
 			// offered as an override anyway; anything else is judged.
@@ -68,12 +74,7 @@ func Walk(dir string, in io.Reader, out io.Writer, o WalkOptions) (*report.Final
 			overrideSet[id] = true
 			continue
 		}
-		switch {
-		case mv == rubric.NotMeasured && mcat == rubric.CategoryTimeout:
-			return nil, fmt.Errorf("--override %s: the harness's measurement timed out (%s); a timeout never earns points and cannot be overridden: re-run", id, mreason)
-		case mv == rubric.HarnessError:
-			return nil, fmt.Errorf("--override %s: the harness failed to measure it (%s); a harness error cannot be overridden: re-run", id, mreason)
-		case r.Verdict == rubric.NotMeasured && r.Category == "":
+		if r.Verdict == rubric.NotMeasured && r.Category == "" {
 			return nil, fmt.Errorf("--override %s: nothing measured %s in this run (%s); re-run with its scenarios rather than overriding", id, id, r.Reason)
 		}
 		overrideSet[id] = true
