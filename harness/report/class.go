@@ -196,6 +196,60 @@ func WriteClassSummary(dir string, bundles []string) error {
 	return errors.Join(errs...)
 }
 
+// RefreshClassSummary re-writes the class summary in classDir (written by
+// `acceptance grade`) over the bundles its class.csv lists, when bundle is
+// one of them: after a review of one submission the summary shows its final
+// score. It reports whether it re-wrote anything; no class.csv in classDir,
+// or a bundle it does not list, is (false, nil).
+func RefreshClassSummary(classDir, bundle string) (bool, error) {
+	f, err := os.Open(filepath.Join(classDir, ClassCSVFile))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("report: class summary: %w", err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) == 0 {
+		return false, fmt.Errorf("report: class summary %s: not a class.csv: %v", filepath.Join(classDir, ClassCSVFile), err)
+	}
+	col := -1
+	for i, h := range rows[0] {
+		if h == "bundle" {
+			col = i
+		}
+	}
+	if col < 0 {
+		return false, fmt.Errorf("report: class summary %s has no bundle column", filepath.Join(classDir, ClassCSVFile))
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		return a
+	}
+	want := abs(bundle)
+	var bundles []string
+	listed := false
+	for _, r := range rows[1:] {
+		if col >= len(r) || r[col] == "" {
+			continue
+		}
+		b := filepath.FromSlash(r[col])
+		if !filepath.IsAbs(b) {
+			b = filepath.Join(classDir, b)
+		}
+		listed = listed || abs(b) == want
+		bundles = append(bundles, b)
+	}
+	if !listed {
+		return false, nil
+	}
+	return true, WriteClassSummary(classDir, bundles)
+}
+
 // LoadJudgments reads a bundle's review.json; (nil, nil) when there is none.
 // It does not validate the judgement (harness/review does, when recording it).
 func LoadJudgments(dir string) (*Judgments, error) {

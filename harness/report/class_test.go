@@ -115,3 +115,40 @@ func TestClassSummaryShowsReviewedFinal(t *testing.T) {
 	assert.Equal(t, 21.5, c.Students[1].Final.Score, "14 measured + 7.5 judged")
 	assert.False(t, c.Students[1].Final.Complete, "M5 and the questions still await the reviewer")
 }
+
+// After a review of one of its bundles the class summary is re-written over
+// the same bundles and shows that bundle's final score; a bundle the summary
+// does not list, or a directory without one, is left alone.
+func TestRefreshClassSummaryAfterReview(t *testing.T) {
+	root, bundles := classFixture(t)
+	dir := filepath.Join(root, "class")
+	require.NoError(t, WriteClassSummary(dir, bundles))
+	before := string(mustRead(t, filepath.Join(dir, ClassCSVFile)))
+	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], ReviewFile),
+		[]byte(`{"reviewer":"r","entries":{"cost":{"verdict":"passed","points":7.5}},"questions":{}}`), 0o644))
+
+	ok, err := RefreshClassSummary(dir, filepath.Join(t.TempDir(), "elsewhere"))
+	require.NoError(t, err)
+	assert.False(t, ok, "a bundle the summary does not list")
+	ok, err = RefreshClassSummary(t.TempDir(), bundles[1])
+	require.NoError(t, err)
+	assert.False(t, ok, "no class summary")
+	assert.Equal(t, before, string(mustRead(t, filepath.Join(dir, ClassCSVFile))))
+
+	ok, err = RefreshClassSummary(dir, bundles[1])
+	require.NoError(t, err)
+	assert.True(t, ok)
+	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 5, "the same four bundles")
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	assert.Equal(t, "bob", rows[2][col["student"]])
+	assert.Equal(t, "21.5", rows[2][col["final_score"]])
+	assert.Equal(t, "false", rows[2][col["review_complete"]])
+	assert.Equal(t, "", rows[3][col["final_score"]], "carol is not reviewed")
+	assert.Equal(t, "unreadable", rows[4][col["verdict"]], "dave is still listed")
+	assert.Contains(t, string(mustRead(t, filepath.Join(dir, ClassMarkdownFile))), "21.5 (review pending)")
+}

@@ -29,12 +29,20 @@ const fixtureBundle = "testdata/bundles/m0m5-a"
 // server-saw.json, and a subject run killed mid-run.
 const commandsBundle = "testdata/bundles/m0d5-cmds"
 
+// testsBundle is a real bundle of the testdata submission graded on M4
+// (`acceptance grade --tags @milestone:M4`; home directories, transcripts,
+// the input copy and the subject's chart and report left out): the
+// submission's test.unit and test.integration commands with their
+// invocation.json and server-saw.json (the integration test creates and
+// deletes a sandbox with its key), and the sales subject run.
+const testsBundle = "testdata/bundles/m4-tests"
+
 // copyBundle copies a fixture bundle into a fresh directory.
 var copyBundle = reporttest.CopyBundle
 
 // htmlFixtureDoc is the golden fixture document with the subject run of
-// fixtureBundle, and the preflight and the contract and reap commands of
-// commandsBundle.
+// fixtureBundle, the preflight and the contract and reap commands of
+// commandsBundle, and the test commands of testsBundle.
 func htmlFixtureDoc(t *testing.T) Document {
 	d := fixtureDoc(t)
 	runs, err := ReadRuns(fixtureBundle)
@@ -46,8 +54,50 @@ func htmlFixtureDoc(t *testing.T) Document {
 	d.Preflight = meta.Preflight
 	invs, err := ReadInvocations(commandsBundle)
 	require.NoError(t, err)
-	d.Invocations = invs
+	tests, err := ReadInvocations(testsBundle)
+	require.NoError(t, err)
+	d.Invocations = append(invs, tests...)
 	return d
+}
+
+// The test commands' timelines, from a real M4 run: the unit test made no
+// call; the integration test created a sandbox with the command's key and
+// deleted it, and the server saw both calls.
+func TestReadInvocationsTestCommands(t *testing.T) {
+	invs, err := ReadInvocations(testsBundle)
+	require.NoError(t, err)
+	require.Len(t, invs, 2)
+	unit, integ := invs[0], invs[1]
+	assert.Equal(t, "test.unit", unit.Field)
+	assert.Equal(t, "python3 -m unittest discover -s tests/unit -v", unit.Command)
+	assert.Equal(t, "evidence/subject-test.unit", unit.Dir)
+	assert.Equal(t, 0, unit.ExitCode)
+	assert.True(t, unit.HasAudit)
+	assert.Equal(t, 0, unit.Calls)
+	assert.Empty(t, unit.Sandboxes)
+
+	assert.Equal(t, "test.integration", integ.Field)
+	assert.Equal(t, "python3 -m unittest discover -s tests/integration -v", integ.Command)
+	assert.True(t, integ.Start.After(unit.End) || integ.Start.Equal(unit.End), "the integration test runs after the unit test")
+	assert.Equal(t, 0, integ.ExitCode)
+	assert.True(t, integ.HasAudit)
+	assert.Equal(t, 2, integ.Calls)
+	require.Len(t, integ.Sandboxes, 1)
+	sb := integ.Sandboxes[0]
+	assert.True(t, strings.HasPrefix(sb.ID, "8c5af3c3"))
+	assert.False(t, sb.Created.Before(integ.Start), "created while the command ran")
+	assert.True(t, sb.Deleted.After(sb.Created))
+	assert.False(t, sb.Deleted.After(integ.End), "deleted before the command ended")
+	var labels []string
+	for _, m := range integ.Markers {
+		labels = append(labels, m.Kind+": "+m.Label)
+	}
+	assert.Equal(t, []string{"call: POST /v1/sandboxes → 202", "call: DELETE /v1/sandboxes/8c5af3c3 → 204"}, labels)
+
+	runs, err := ReadRuns(testsBundle)
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "the test commands are not subject runs")
+	assert.Equal(t, "sales", runs[0].Key)
 }
 
 // The contract and reap commands' timelines: what the server saw from each
@@ -269,11 +319,13 @@ func chromiumCmd(ctx context.Context, bin, profile string, args ...string) *exec
 	return exec.CommandContext(ctx, bin, flags...)
 }
 
-// TestHTMLInChromium renders two real bundles' report.html in headless
+// TestHTMLInChromium renders three real bundles' report.html in headless
 // Chromium, asserts the key elements in the DOM it built, and keeps
-// screenshots at reports/html-test/report.png and report-commands.png: the
-// first has a subject run with its chart; the second the target preflight,
-// a killed subject run and the submission's contract and reap commands.
+// screenshots at reports/html-test/report.png, report-commands.png and
+// report-tests.png: the first has a subject run with its chart; the second
+// the target preflight, a killed subject run and the submission's contract
+// and reap commands; the third the submission's unit and integration test
+// commands.
 func TestHTMLInChromium(t *testing.T) {
 	bin := findChromium(t)
 	dir := copyBundle(t, fixtureBundle)
@@ -353,6 +405,44 @@ func TestHTMLInChromium(t *testing.T) {
 	require.NoError(t, err, "screenshot written")
 	assert.Greater(t, fi.Size(), int64(10_000), "a real picture")
 	_ = os.WriteFile(filepath.Join(shotDir, "report-commands.html"), mustRead(t, page), 0o644)
+	t.Logf("screenshot: %s", shot)
+
+	// The submission's test commands (a real M4 run).
+	dir = copyBundle(t, testsBundle)
+	_, err = RenderDir(dir, rubric.Course, Options{})
+	require.NoError(t, err)
+	page = filepath.Join(dir, HTMLFile)
+	abs, _ = filepath.Abs(page)
+	out.Reset()
+	errb.Reset()
+	cmd = chromiumCmd(ctx, bin, t.TempDir(), "--dump-dom", "file://"+abs)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Run(), "chromium --dump-dom: %s", errb.String())
+	dom = out.String()
+	assert.Regexp(t, `id="score">19 / 100<`, dom)
+	assert.Contains(t, dom, `id="entry-maintainability"`)
+	assert.Contains(t, dom, `<h2 id="commands">`)
+	assert.Regexp(t, `<div class="run cmd" id="cmd-test.unit">\s*<h3>test.unit: <code>python3 -m unittest discover -s tests/unit -v</code>`, dom)
+	assert.Regexp(t, `<div class="run cmd" id="cmd-test.integration">\s*<h3>test.integration: <code>python3 -m unittest discover -s tests/integration -v</code>`, dom)
+	assert.Regexp(t, `<svg class="timeline"[^>]*aria-label="timeline of the test.unit command \(test.unit\)"`, dom)
+	assert.Regexp(t, `<svg class="timeline"[^>]*aria-label="timeline of the test.integration command \(test.integration\)"`, dom)
+	assert.Contains(t, dom, ">test.integration command</text>")
+	assert.Contains(t, dom, ">sandbox 8c5af3c3</text>")
+	assert.Contains(t, dom, "call: POST /v1/sandboxes → 202")
+	assert.Contains(t, dom, "call: DELETE /v1/sandboxes/8c5af3c3 → 204")
+	assert.Contains(t, dom, `<a href="evidence/subject-test.integration/server-saw.json">server-saw.json</a>`)
+	assert.Regexp(t, `<svg class="timeline"[^>]*aria-label="timeline of subject run sales"`, dom)
+
+	shot, _ = filepath.Abs(filepath.Join(shotDir, "report-tests.png"))
+	_ = os.Remove(shot)
+	cmd = chromiumCmd(ctx, bin, t.TempDir(), "--hide-scrollbars", "--window-size=1280,3200", "--screenshot="+shot, "file://"+abs)
+	errb.Reset()
+	cmd.Stdout, cmd.Stderr = nil, &errb
+	require.NoError(t, cmd.Run(), "chromium --screenshot: %s", errb.String())
+	fi, err = os.Stat(shot)
+	require.NoError(t, err, "screenshot written")
+	assert.Greater(t, fi.Size(), int64(10_000), "a real picture")
+	_ = os.WriteFile(filepath.Join(shotDir, "report-tests.html"), mustRead(t, page), 0o644)
 	t.Logf("screenshot: %s", shot)
 }
 

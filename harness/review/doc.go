@@ -24,6 +24,12 @@
 //     an entry no scenario measured in this run cannot be overridden either;
 //   - a failed verdict needs a note saying what the submission did.
 //
+// Walk offers only what Validate accepts: an entry measured failed or flaky
+// is announced as such and answered failed (0 points) or passed with an
+// override reason asked at once; an --override asks its reason first; items
+// nothing can be recorded for (M5's questions while its measured part is
+// failed or flaky, a timed-out entry) are shown and skipped.
+//
 // report.json is never rewritten: the review lives in review.json and is
 // merged at render time (report.md, report.html, results.json).
 package review
