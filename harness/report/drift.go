@@ -74,6 +74,9 @@ var snapMu sync.Mutex
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
+// snapLocation is go-snaps' "at <path>.snap:<line>" line in a mismatch.
+var snapLocation = regexp.MustCompile(`(?m)^at \S*\.snap:(\d+)$`)
+
 // fakeT satisfies go-snaps' testingT outside `go test`. go-snaps reports a
 // mismatch through Error (with its diff) and a write through Log, and asks
 // for cleanups that reset its per-test counters; we collect all three.
@@ -149,6 +152,9 @@ func (b Baselines) Check(target rubric.Target, id rubric.ID, snapshot string) Dr
 		res.Status = DriftChanged
 		res.Detail = "normalised evidence differs from the baseline"
 		res.Diff = strings.TrimSpace(ansi.ReplaceAllString(strings.Join(t.errors, "\n"), ""))
+		// go-snaps names the file relative to the working directory, which
+		// would put this machine's layout in the report: name it as configured.
+		res.Diff = snapLocation.ReplaceAllString(res.Diff, "at "+strings.ReplaceAll(filepath.ToSlash(res.Baseline), "$", "$$")+":$1")
 	case b.Update && len(t.logs) > 0:
 		res.Status, res.Detail = DriftUpdated, ansi.ReplaceAllString(strings.Join(t.logs, "; "), "")
 	default:
