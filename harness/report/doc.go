@@ -44,9 +44,9 @@
 //
 //	harness/report/baselines/<target>/<id>_1.snap
 //
-// (the directory is Options.BaselineDir; "_1" is go-snaps' standalone
-// numbering). A grading run never writes baselines: only Options.Update
-// (set from UPDATE_BASELINES=1 by BaselinesFromEnv, used by `make baselines`)
-// does. A mismatch is reported as drift in report.md/report.json — it is not a
+// (the directory is Options.Baselines.Dir; "_1" is go-snaps' standalone
+// numbering). A grading run never writes baselines: only Baselines.Update
+// (set from UPDATE_BASELINES=1 by BaselinesFromEnv, used by `make
+// update-baselines`) does. A mismatch is reported as drift in report.md/report.json — it is not a
 // failed criterion. See drift.go for how go-snaps is driven outside testing.T.
 package report

@@ -40,7 +40,7 @@ type Baselines struct {
 	// Dir holds one subdirectory per target kind; empty disables drift checks.
 	Dir string
 	// Update writes (creates or replaces) baselines instead of reporting drift.
-	// Only `UPDATE_BASELINES=1` (make baselines) sets it; a grading run never does.
+	// Only `UPDATE_BASELINES=1` (make update-baselines) sets it; a grading run never does.
 	Update bool
 	// Exclude, when set, leaves evidence files out of snapshots: drift is about
 	// the platform's contract, and some evidence records a subject's own
@@ -83,7 +83,7 @@ var snapLocation = regexp.MustCompile(`(?m)^at \S*\.snap:(\d+)$`)
 //
 // Why a fake T rather than our own file compare: go-snaps owns the .snap
 // format, the diff rendering and the create/update rules, so baselines made by
-// `make baselines` and those compared in a grading run are the same files
+// `make update-baselines` and those compared in a grading run are the same files
 // handled by the same code. Two go-snaps behaviours are fenced off here:
 // UPDATE_SNAPS=always makes go-snaps rewrite regardless of its Update option,
 // so a grading run refuses to check drift while it is set; and on CI (as
