@@ -115,6 +115,8 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 	if root != "" {
 		b.Reaped = append(b.Reaped, reapDeadInstances(root, dir)...)
 	}
+	// auto-created deleteOnSandboxTermination volumes a dead server left
+	b.Reaped = append(b.Reaped, SweepNamedVolumes(volRoot)...)
 	rt, err := NewRuntime(RuntimeOptions{StateDir: dir, AllowInsecureNoIsolation: cfg.InsecureNoIsolation,
 		DiskLimitBytes: cfg.DiskLimitBytes})
 	if err != nil {

@@ -26,15 +26,49 @@ import (
 // Docker creates a missing bind source, and the mount is made from the
 // opened descriptor, so nothing swapped in later can redirect it.
 
-// volumeStore counts the live references to each named volume.
+// volumeStore counts the live references to each named volume; which
+// volumes to delete once unused, and which a live server uses, are kept in
+// the volume root's registry (volumereg.go), so a crash loses neither.
 type volumeStore struct {
-	mu    sync.Mutex
-	refs  map[string]int    // volume dir → mounts held by live (or starting) sandboxes
-	owned map[string]string // volume dir → claimName, for auto-created volumes to delete once unused
+	mu   sync.Mutex
+	regs map[string]*volumeRegistry // volume root → this server's registry handle
+	refs map[string]map[string]int  // volume root → claimName → mounts held by live (or starting) sandboxes
 }
 
 // volumeClaim is one reference a sandbox holds (released when it is removed).
-type volumeClaim struct{ dir string }
+type volumeClaim struct{ root, claim, dir string }
+
+// registry opens (once) this server's handle on root's registry; the caller holds st.mu.
+func (s *Server) registry(root string) (*volumeRegistry, error) {
+	st := &s.volumes
+	if r := st.regs[root]; r != nil {
+		return r, nil
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, err
+	}
+	r, err := openVolumeRegistry(root, s.cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if st.regs == nil {
+		st.regs, st.refs = map[string]*volumeRegistry{}, map[string]map[string]int{}
+	}
+	st.regs[root], st.refs[root] = r, map[string]int{}
+	return r, nil
+}
+
+// closeVolumeRegistries drops this server's registry handles (Close, after
+// every sandbox released its volumes).
+func (s *Server) closeVolumeRegistries() {
+	st := &s.volumes
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for root, r := range st.regs {
+		r.close()
+		delete(st.regs, root)
+	}
+}
 
 // acquirePVC resolves one pvc volume: the volume directory (created when
 // allowed), subPath beneath it, and an open descriptor to bind. The claim
@@ -57,9 +91,15 @@ func (s *Server) acquirePVC(v volumeSpec, p pvcSpec, sub string) (*os.File, *vol
 	st := &s.volumes
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.refs == nil {
-		st.refs, st.owned = map[string]int{}, map[string]string{}
+	reg, err := s.registry(root)
+	if err != nil {
+		return inspectFailed(fmt.Errorf("volume registry: %w", err))
 	}
+	unlock, err := lockVolumeRoot(root)
+	if err != nil {
+		return inspectFailed(fmt.Errorf("volume registry: %w", err))
+	}
+	defer unlock()
 	created := false
 	info, err := os.Lstat(dir)
 	switch {
@@ -68,10 +108,14 @@ func (s *Server) acquirePVC(v volumeSpec, p pvcSpec, sub string) (*os.File, *vol
 			return nil, nil, bad, "VOLUME::PVC_NOT_FOUND", fmt.Sprintf("Volume '%s': Docker named volume '%s' does not exist. "+
 				"Named volumes must be created before sandbox creation (e.g., 'docker volume create <name>').", v.Name, p.ClaimName)
 		}
-		if err := os.MkdirAll(root, 0o700); err != nil {
-			return inspectFailed(err)
+		if p.DeleteOnSandboxTermination {
+			// marked before it exists: a crash in between leaves only a marker, which a sweep drops
+			if err := os.WriteFile(ownedMarker(root, p.ClaimName), nil, 0o600); err != nil {
+				return inspectFailed(err)
+			}
 		}
 		if err := os.Mkdir(dir, 0o755); err != nil {
+			_ = os.Remove(ownedMarker(root, p.ClaimName))
 			return nil, nil, http.StatusInternalServerError, "VOLUME::PVC_INSPECT_FAILED",
 				fmt.Sprintf("Volume '%s': failed to auto-create named volume '%s'.", v.Name, p.ClaimName)
 		}
@@ -86,6 +130,7 @@ func (s *Server) acquirePVC(v volumeSpec, p pvcSpec, sub string) (*os.File, *vol
 	if err != nil {
 		if created {
 			_ = os.RemoveAll(dir)
+			_ = os.Remove(ownedMarker(root, p.ClaimName))
 		}
 		switch {
 		case errors.Is(err, osbruntime.ErrEscapes):
@@ -95,36 +140,47 @@ func (s *Server) acquirePVC(v volumeSpec, p pvcSpec, sub string) (*os.File, *vol
 		}
 		return inspectFailed(err)
 	}
-	st.refs[dir]++
-	if created && p.DeleteOnSandboxTermination {
-		st.owned[dir] = p.ClaimName
+	st.refs[root][p.ClaimName]++
+	if err := reg.publish(st.refs[root]); err != nil {
+		s.log.Warn("volume registry: publishing this server's claims", "root", root, "err", err)
 	}
-	return f, &volumeClaim{dir: dir}, 0, "", ""
+	return f, &volumeClaim{root: root, claim: p.ClaimName, dir: dir}, 0, "", ""
 }
 
 // releaseVolumes drops a sandbox's (or a failed create's) references; an
 // auto-created volume with deleteOnSandboxTermination is removed once no
-// sandbox uses it (Docker refuses to remove a volume in use).
+// sandbox of any live server uses it (Docker refuses to remove a volume in use).
 func (s *Server) releaseVolumes(claims []*volumeClaim) {
 	st := &s.volumes
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	byRoot := map[string]map[string]bool{}
 	for _, c := range claims {
-		if c == nil {
+		if c == nil || st.refs[c.root] == nil {
 			continue
 		}
-		if st.refs[c.dir]--; st.refs[c.dir] > 0 {
-			continue
-		}
-		delete(st.refs, c.dir)
-		if name, ok := st.owned[c.dir]; ok {
-			delete(st.owned, c.dir)
-			if err := os.RemoveAll(c.dir); err != nil {
-				s.log.Warn("removing auto-created named volume", "claim", name, "err", err)
-			} else {
-				s.log.Info("removed auto-created named volume", "claim", name)
+		refs := st.refs[c.root]
+		if refs[c.claim]--; refs[c.claim] <= 0 {
+			delete(refs, c.claim)
+			if byRoot[c.root] == nil {
+				byRoot[c.root] = map[string]bool{}
 			}
+			byRoot[c.root][c.claim] = true
 		}
+	}
+	for root, unused := range byRoot {
+		unlock, err := lockVolumeRoot(root)
+		if err != nil {
+			s.log.Warn("volume registry", "root", root, "err", err)
+			continue
+		}
+		if err := st.regs[root].publish(st.refs[root]); err != nil {
+			s.log.Warn("volume registry: publishing this server's claims", "root", root, "err", err)
+		}
+		for _, r := range sweepVolumes(root, unused) {
+			s.log.Info("removed auto-created named volume", "what", r)
+		}
+		unlock()
 	}
 }
 

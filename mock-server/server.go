@@ -197,6 +197,7 @@ func (s *Server) Close() error {
 	}
 	s.lingers.closeAll()
 	s.wg.Wait()
+	s.closeVolumeRegistries()
 	if err := s.audit.Close(); err != nil {
 		errs = append(errs, err)
 	}

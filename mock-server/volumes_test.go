@@ -191,7 +191,12 @@ func TestNamedVolumes(t *testing.T) {
 	require.NoError(t, err)
 	var names []string
 	for _, e := range ents {
-		names = append(names, e.Name())
+		if e.Name() != volumeRegDir { // the registry (volumereg.go)
+			names = append(names, e.Name())
+		}
 	}
 	assert.ElementsMatch(t, []string{"shared", "fresh"}, names, "nothing else appeared in the volume root")
+	owned, err := os.ReadDir(filepath.Join(root, volumeRegDir, "owned"))
+	require.NoError(t, err)
+	assert.Empty(t, owned, "no deletion is pending once the auto-created volume is gone")
 }

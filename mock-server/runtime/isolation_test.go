@@ -93,7 +93,7 @@ func TestIsolationHostFileNotReadable(t *testing.T) {
 func TestIsolationReadOnlyOutsideWorkspaceAndTmp(t *testing.T) {
 	rt := newRuntime(t)
 	sb := newSandbox(t, rt)
-	for _, p := range []string{"/x", "/etc/x", "/usr/x", "/usr/bin/x", "/bin/x", "/opt/x", "/proc/x", "/.osb/x", "/etc/ssl/x"} {
+	for _, p := range []string{"/x", "/etc/x", "/usr/x", "/usr/bin/x", "/bin/x", "/opt/x", "/proc/x", "/.osb/x", "/etc/ssl/x", "/dev/x", "/dev/pts/x", "/run/x"} {
 		if r := sh(t, sb, "echo pwned > "+p); r.ok() {
 			t.Errorf("could write %s", p)
 		}
@@ -105,6 +105,15 @@ func TestIsolationReadOnlyOutsideWorkspaceAndTmp(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sb.Dir(), "workspace", "ok")); err != nil {
 		t.Errorf("workspace write not on the sandbox dir: %v", err)
+	}
+	// /root and /dev/shm are writable too, and on the sandbox's own storage
+	// (where the disk limit holds and the canary scan looks: runtime.Writable).
+	for p, host := range map[string]string{"/root/ok": "home/ok", "/dev/shm/ok": "shm/ok"} {
+		if r := sh(t, sb, "echo fine > "+p); !r.ok() {
+			t.Errorf("could not write %s: %s", p, r.Raw)
+		} else if _, err := os.Stat(filepath.Join(sb.Dir(), host)); err != nil {
+			t.Errorf("%s not on the sandbox's own storage: %v", p, err)
+		}
 	}
 	// /var is writable, as in a Docker container, but private: the sandbox's
 	// own copy on its own storage, never the host's /var, never another

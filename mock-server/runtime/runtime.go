@@ -1,8 +1,8 @@
 // Package runtime turns a sandbox spec into a real, isolated Linux sandbox:
 // its own named network namespace (loopback only, plus the egress relay when a
 // policy exists), a bubblewrap mount/PID/IPC/UTS namespace with /workspace,
-// /tmp, /root and a private /var writable (all on the sandbox's own
-// disk-limited storage) and the rest read-only, Docker's default capabilities, a clean environment,
+// /tmp, /root, a private /var and /dev/shm writable (all on the sandbox's own
+// disk-limited storage, listed by Writable for the scans) and the rest read-only, Docker's default capabilities, a clean environment,
 // and a per-sandbox cgroup for limits and freezing. Inside it runs the agent
 // (mock-server/agent): execd, and the egress sidecar when asked for.
 package runtime

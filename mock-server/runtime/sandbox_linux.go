@@ -72,8 +72,9 @@ type sandbox struct {
 	entry    *AgentEvent
 	since    time.Time
 	gone     bool
-	ownsDir  bool // false when start found the directory already there
-	mounted  bool // s.dir is a tmpfs (the disk limit)
+	ownsDir  bool         // false when start found the directory already there
+	mounted  bool         // s.dir is a tmpfs (the disk limit)
+	volumes  []heldVolume // writable volumes, held open for the scans until Destroy
 	destroyM sync.Mutex
 }
 
@@ -99,6 +100,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	tmp := filepath.Join(s.dir, "tmp")
 	home := filepath.Join(s.dir, "home")
 	varDir := filepath.Join(s.dir, "var")
+	shm := filepath.Join(s.dir, "shm")
 	if _, err := os.Stat(s.dir); err == nil {
 		return fmt.Errorf("runtime: sandbox directory %s already exists (a leftover? call Reap)", s.dir)
 	}
@@ -118,7 +120,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	for _, d := range []struct {
 		p    string
 		mode os.FileMode
-	}{{s.dir, 0o700}, {ws, 0o755}, {tmp, 0o777 | os.ModeSticky}, {home, 0o700}, {varDir, 0o755}} {
+	}{{s.dir, 0o700}, {ws, 0o755}, {tmp, 0o777 | os.ModeSticky}, {home, 0o700}, {varDir, 0o755}, {shm, 0o777 | os.ModeSticky}} {
 		if err := os.MkdirAll(d.p, 0o700); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
@@ -167,6 +169,9 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		if !filepath.IsAbs(m.Host) || !filepath.IsAbs(m.Path) {
 			return fmt.Errorf("runtime: volume %s → %s: paths must be absolute", m.Host, m.Path)
 		}
+	}
+	if err := s.holdVolumes(spec.Mounts); err != nil {
+		return fmt.Errorf("runtime: %w", err)
 	}
 	if spec.GatewaySocket != "" {
 		if _, err := os.Stat(spec.GatewaySocket); err != nil {
@@ -355,6 +360,10 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, d := range devNodes {
 		a = append(a, "--dev-bind", filepath.Join(s.dir, "dev", d.name), "/dev/"+d.name)
 	}
+	// /dev/shm (1777, as Docker's) is on the sandbox's own disk-limited
+	// storage, where the scans see it; the rest of /dev is read-only (below),
+	// so nothing else there can hold a file.
+	a = append(a, "--bind", filepath.Join(s.dir, "shm"), "/dev/shm")
 	a = append(a,
 		"--bind", ws, "/workspace", "--bind", tmp, "/tmp", "--bind", home, "/root",
 		"--bind", filepath.Join(s.dir, "var"), "/var",
@@ -381,7 +390,7 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 		}
 		a = append(a, op, src, m.Path)
 	}
-	a = append(a, "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
+	a = append(a, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
 	// Only the non-secret basics go on the (host-visible) command line; the
 	// full environment reaches the agent through the config pipe.
 	for _, k := range []string{"PATH", "HOME", "LANG"} {
@@ -713,6 +722,12 @@ func (s *sandbox) Destroy() error {
 	if s.dirFile != nil {
 		_ = s.dirFile.Close()
 	}
+	s.mu.Lock()
+	for _, v := range s.volumes {
+		_ = v.f.Close()
+	}
+	s.volumes = nil
+	s.mu.Unlock()
 	if err := unmountDir(filepath.Join(s.dir, "dev")); err != nil {
 		errs = append(errs, err)
 	}
@@ -764,4 +779,53 @@ func (s *sandbox) Quiesce(timeout time.Duration) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// heldVolume is a writable volume's descriptor (O_PATH), kept so the canary
+// scan and the final manifest walk what was mounted, never a path again.
+type heldVolume struct {
+	path string // in-sandbox mount path
+	f    *os.File
+}
+
+// holdVolumes keeps a descriptor of every writable mount: a duplicate of the
+// one the mount is made from (the caller closes its own), or, for a mount
+// given by path only, the path opened without following a final link.
+func (s *sandbox) holdVolumes(mounts []Mount) error {
+	for _, m := range mounts {
+		if m.ReadOnly {
+			continue
+		}
+		var fd int
+		var err error
+		if m.File != nil {
+			fd, err = unix.FcntlInt(m.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		} else {
+			fd, err = unix.Open(m.Host, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("volume %s: %w", m.Path, err)
+		}
+		s.mu.Lock()
+		s.volumes = append(s.volumes, heldVolume{path: m.Path, f: os.NewFile(uintptr(fd), m.Host)})
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Writable lists every place the sandbox can write: /workspace, /tmp, /root,
+// its private /var and /dev/shm (all under its directory), then each writable
+// volume through the descriptor held since it was mounted.
+func (s *sandbox) Writable() []WritableDir {
+	out := dirWritable(s.dir)
+	s.mu.Lock()
+	vols := slices.Clone(s.volumes)
+	s.mu.Unlock()
+	for _, v := range vols {
+		f := v.f
+		out = append(out, WritableDir{Path: v.path, Volume: true, walk: func(maxEntries int, deadline time.Time, fn func(WalkEntry)) (WalkResult, error) {
+			return WalkOpen(f, maxEntries, deadline, fn)
+		}})
+	}
+	return out
 }
