@@ -157,7 +157,7 @@ func startServer(ctx context.Context, bin, dir, dockerHost string, cfg serverCon
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "DOCKER_HOST=" + dockerHost,
 		"SANDBOX_CONFIG_PATH=" + cfgPath, "NO_PROXY=*"}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = serverProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return nil, fmt.Errorf("starting opensandbox-server: %w", err)
