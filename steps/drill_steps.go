@@ -90,24 +90,106 @@ func errorClassIs(ctx context.Context, class string) error {
 	return nil
 }
 
-// networkDenial matches what a denied name or connection looks like from
-// inside a sandbox (NXDOMAIN, unreachable, refused by the proxy).
-var networkDenial = regexp.MustCompile(`(?i)could not resolve|name or service not known|temporary failure in name resolution|` +
-	`nodename nor servname|getaddrinfo failed|NewConnectionError|failed to establish a new connection|network is unreachable|` +
-	`403 forbidden|proxyerror|egress denied|connection refused`)
+// What a failed network access looks like from inside a sandbox, as pip,
+// python, urllib, requests and curl print it, in two kinds (classifyNetwork):
+//
+//   - networkDenial is evidence of a denial: NXDOMAIN (EAI_NONAME, "Name or
+//     service not known", curl's "Could not resolve host"), a policy 403 from
+//     a proxy or the sidecar, no route (ENETUNREACH, EHOSTUNREACH).
+//   - networkUnreachable is a network failure that does not show a denial by
+//     itself: a resolver that failed temporarily (SERVFAIL, EAI_AGAIN: an
+//     allowed name without upstream fails so), a refused connection, a name
+//     with no address, or a connection error that names no cause.
+//
+// Denial wins when both are present (a pip run may meet both).
+var (
+	networkDenial = regexp.MustCompile(`(?i)name or service not known|\[Errno -2\]|could not resolve host|nxdomain|` +
+		`nodename nor servname|getaddrinfo failed|network is unreachable|no route to host|` +
+		`403 forbidden|egress denied`)
+	networkUnreachable = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]|servfail|` +
+		`connection refused|\[Errno 111\]|no address associated with hostname|` +
+		`could not resolve|NewConnectionError|failed to establish a new connection|proxyerror`)
+)
 
+// netFailure is the kind of a failed network access (classifyNetwork).
+type netFailure int
+
+const (
+	netNone        netFailure = iota // no network failure in the text
+	netDenied                        // evidence of a denial
+	netUnreachable                   // a network failure that is not, by itself, a denial
+)
+
+func (k netFailure) String() string {
+	switch k {
+	case netDenied:
+		return "denied"
+	case netUnreachable:
+		return "unreachable"
+	}
+	return "none"
+}
+
+// classifyNetwork says whether text (a failed command's stderr and stdout)
+// shows a network denial, an unreachable network, or neither, and the
+// matched words.
+func classifyNetwork(text string) (netFailure, string) {
+	if m := networkDenial.FindString(text); m != "" {
+		return netDenied, m
+	}
+	if m := networkUnreachable.FindString(text); m != "" {
+		return netUnreachable, m
+	}
+	return netNone, ""
+}
+
+// installStderrShowsDenial is D1's observability check: a failed step's
+// output identifies the network failure. Denial evidence (NXDOMAIN, 403, no
+// route) passes; a failure that only shows the index unreachable
+// (SERVFAIL/EAI_AGAIN, refused) passes only where the audit shows the
+// platform denied the index, so it was the denial the subject met.
 func installStderrShowsDenial(ctx context.Context) error {
 	s, r, err := summarized(ctx)
 	if err != nil {
 		return err
 	}
+	var unreachStep, unreachSign string
 	for _, st := range r.sum.Steps {
-		if st.ExitCode != nil && *st.ExitCode != 0 && networkDenial.MatchString(st.Stderr+"\n"+st.Stdout) {
-			s.note("step %q: %s", st.Name, clip(networkDenial.FindString(st.Stderr+"\n"+st.Stdout), 80))
+		if st.ExitCode == nil || *st.ExitCode == 0 {
+			continue
+		}
+		switch kind, sign := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
+		case netDenied:
+			s.note("step %q: %s", st.Name, clip(sign, 80))
 			return nil
+		case netUnreachable:
+			if unreachStep == "" {
+				unreachStep, unreachSign = st.Name, sign
+			}
 		}
 	}
-	return failf("no failed step's stderr identifies a network denial (looked for NXDOMAIN-style and connection errors)")
+	if unreachStep == "" {
+		return failf("no failed step's stderr identifies a network denial (looked for NXDOMAIN-style and connection errors)")
+	}
+	// The step shows the index unreachable, not denied: only the platform's
+	// record of its decision can say the failure was the denial.
+	_, _, err = audited(ctx)
+	if err != nil {
+		return err
+	}
+	denied := 0
+	for _, ev := range r.audit {
+		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
+			denied++
+		}
+	}
+	if denied == 0 {
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+			"step %q failed with %q: the index was unreachable, which by itself is not a denial (SERVFAIL/EAI_AGAIN or refused), and no denial of a package index host is in the audit, so the subject did not meet the denial",
+			unreachStep, clip(unreachSign, 80))
+	}
+	s.note("step %q: %s (the index unreachable; the audit shows %d denial(s) of package index hosts, so this is the denial)", unreachStep, clip(unreachSign, 80), denied)
+	return nil
 }
 
 // pipInstall matches a command that installs packages with pip (pip, pip3, python -m pip).
@@ -168,7 +250,7 @@ func reachedForIndex(ctx context.Context) error {
 	}
 	denied := 0
 	for _, ev := range r.audit {
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision != "allow" {
+		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
 			denied++
 		}
 	}
