@@ -99,16 +99,19 @@ func errorClassIs(ctx context.Context, class string) error {
 //   - networkUnreachable is a network failure that does not show a denial by
 //     itself: a resolver that failed temporarily (SERVFAIL, EAI_AGAIN: an
 //     allowed name without upstream fails so), a refused connection, a name
-//     with no address, or a connection error that names no cause.
+//     with no address (EAI_NODATA), a TLS connection cut before any answer (a
+//     gateway without upstream), or a connection error that names no cause.
 //
 // Denial wins when both are present (a pip run may meet both).
 var (
-	networkDenial = regexp.MustCompile(`(?i)name or service not known|\[Errno -2\]|could not resolve host|nxdomain|` +
+	networkDenial = regexp.MustCompile(`(?i)name or service not known|\[Errno -2\]|EAI_NONAME|could not resolve host|nxdomain|` +
 		`nodename nor servname|getaddrinfo failed|network is unreachable|no route to host|` +
-		`403 forbidden|egress denied`)
+		`403 forbidden|egress denied|blocked by (the )?(network|egress) policy`)
 	networkUnreachable = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]|servfail|` +
-		`connection refused|\[Errno 111\]|no address associated with hostname|` +
-		`could not resolve|NewConnectionError|failed to establish a new connection|proxyerror`)
+		`connection refused|\[Errno 111\]|no address associated with hostname|\[Errno -5\]|` +
+		`SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`)
+	// networkFailure names no cause: unreachable unless the text shows one.
+	networkFailure = regexp.MustCompile(`(?i)could not resolve|NewConnectionError|failed to establish a new connection|proxyerror`)
 )
 
 // netFailure is the kind of a failed network access (classifyNetwork).
@@ -131,14 +134,16 @@ func (k netFailure) String() string {
 }
 
 // classifyNetwork says whether text (a failed command's stderr and stdout)
-// shows a network denial, an unreachable network, or neither, and the
-// matched words.
+// shows a network denial, an unreachable network, or neither, and the line
+// that shows it (at most 200 bytes).
 func classifyNetwork(text string) (netFailure, string) {
-	if m := networkDenial.FindString(text); m != "" {
-		return netDenied, m
+	if loc := networkDenial.FindStringIndex(text); loc != nil {
+		return netDenied, lineAround(text, loc[0], 200)
 	}
-	if m := networkUnreachable.FindString(text); m != "" {
-		return netUnreachable, m
+	for _, re := range []*regexp.Regexp{networkUnreachable, networkFailure} {
+		if loc := re.FindStringIndex(text); loc != nil {
+			return netUnreachable, lineAround(text, loc[0], 200)
+		}
 	}
 	return netNone, ""
 }
@@ -160,7 +165,7 @@ func installStderrShowsDenial(ctx context.Context) error {
 		}
 		switch kind, sign := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
 		case netDenied:
-			s.note("step %q: %s", st.Name, clip(sign, 80))
+			s.note("step %q: %s", st.Name, clip(sign, 120))
 			return nil
 		case netUnreachable:
 			if unreachStep == "" {
@@ -186,9 +191,9 @@ func installStderrShowsDenial(ctx context.Context) error {
 	if denied == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"step %q failed with %q: the index was unreachable, which by itself is not a denial (SERVFAIL/EAI_AGAIN or refused), and no denial of a package index host is in the audit, so the subject did not meet the denial",
-			unreachStep, clip(unreachSign, 80))
+			unreachStep, clip(unreachSign, 120))
 	}
-	s.note("step %q: %s (the index unreachable; the audit shows %d denial(s) of package index hosts, so this is the denial)", unreachStep, clip(unreachSign, 80), denied)
+	s.note("step %q: %s (the index unreachable; the audit shows %d denial(s) of package index hosts, so this is the denial)", unreachStep, clip(unreachSign, 120), denied)
 	return nil
 }
 
@@ -264,17 +269,6 @@ func reachedForIndex(ctx context.Context) error {
 	return nil
 }
 
-// unreachableSign is a package index that could not be reached at all, with
-// nothing saying it was denied: a resolver that failed temporarily
-// (SERVFAIL/EAI_AGAIN), a refused connection, or a connection cut before
-// any answer (a gateway with no upstream).
-var unreachableSign = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]|connection refused|` +
-	`SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`)
-
-// denialSign is what a denial looks like (NXDOMAIN, a 403 from the egress layer).
-var denialSign = regexp.MustCompile(`(?i)name or service not known|\[Errno -[25]\]|EAI_NONAME|could not resolve host|nodename nor servname|` +
-	`no address associated with hostname|403 forbidden|proxyerror|egress denied|blocked by (the )?(network|egress) policy`)
-
 // lineAround is the line of s holding offset i, at most n bytes from a little
 // before i.
 func lineAround(s string, i, n int) string {
@@ -291,20 +285,21 @@ func lineAround(s string, i, n int) string {
 }
 
 // indexUnreachable finds a failed step whose output shows the package index
-// unreachable (no upstream) and no step that shows a denial: the step's
-// name, the sign, and whether one was found.
+// unreachable (classifyNetwork: no upstream, refused, cut) and no step that
+// shows a denial: the step's name, the sign, and whether one was found.
 func indexUnreachable(steps []summary.Step) (string, string, bool) {
 	name, sign := "", ""
 	for _, st := range steps {
 		if st.ExitCode == nil || *st.ExitCode == 0 {
 			continue
 		}
-		out := st.Stderr + "\n" + st.Stdout
-		if denialSign.MatchString(out) {
+		switch kind, line := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
+		case netDenied:
 			return "", "", false
-		}
-		if loc := unreachableSign.FindStringIndex(out); name == "" && loc != nil {
-			name, sign = st.Name, lineAround(out, loc[0], 200)
+		case netUnreachable:
+			if name == "" {
+				name, sign = st.Name, line
+			}
 		}
 	}
 	return name, sign, name != ""

@@ -3,6 +3,7 @@ package steps
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -120,16 +121,18 @@ func TestClassifyNetwork(t *testing.T) {
 		"python getaddrinfo (seen in an M3 probe)": "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n" +
 			"  File \"/usr/lib/python3.11/socket.py\", line 962, in getaddrinfo\n    for res in _socket.getaddrinfo(host, port, family, type, proto, flags):\n" +
 			"socket.gaierror: [Errno -2] Name or service not known\n",
-		"urllib":                     "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>",
-		"pip through a proxy":        "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))': /simple/pandas/",
-		"curl":                       "curl: (6) Could not resolve host: pypi.org",
-		"no route":                   "OSError: [Errno 101] Network is unreachable",
-		"rejected by a firewall":     "ConnectionError: [Errno 113] No route to host",
-		"macOS resolver":             "socket.gaierror: [Errno 8] nodename nor servname provided, or not known",
-		"windows resolver":           "socket.gaierror: [Errno 11001] getaddrinfo failed",
-		"egress sidecar":             "HTTP/1.1 403 Forbidden: egress denied by policy",
-		"upper-case from some tools": "ERROR: COULD NOT RESOLVE HOST",
-		"dig":                        ";; ->>HEADER<<- opcode: QUERY, status: NXDOMAIN, id: 4242",
+		"urllib":                      "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>",
+		"pip through a proxy":         "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))': /simple/pandas/",
+		"curl":                        "curl: (6) Could not resolve host: pypi.org",
+		"no route":                    "OSError: [Errno 101] Network is unreachable",
+		"rejected by a firewall":      "ConnectionError: [Errno 113] No route to host",
+		"macOS resolver":              "socket.gaierror: [Errno 8] nodename nor servname provided, or not known",
+		"windows resolver":            "socket.gaierror: [Errno 11001] getaddrinfo failed",
+		"egress sidecar":              "HTTP/1.1 403 Forbidden: egress denied by policy",
+		"upper-case from some tools":  "ERROR: COULD NOT RESOLVE HOST",
+		"dig":                         ";; ->>HEADER<<- opcode: QUERY, status: NXDOMAIN, id: 4242",
+		"EAI_NONAME":                  "getaddrinfo: EAI_NONAME",
+		"a tool's own policy message": "ERROR: blocked by the egress policy: exfil.capstone.test",
 		// pip meets SERVFAIL on one attempt and NXDOMAIN on the next: the denial is shown.
 		"both in one output": "[Errno -3] Temporary failure in name resolution\n[Errno -2] Name or service not known",
 	}
@@ -151,11 +154,18 @@ func TestClassifyNetwork(t *testing.T) {
 		"timed out":         "NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f>: Failed to establish a new connection: [Errno 110] Connection timed out')",
 		"curl, proxy":       "curl: (5) Could not resolve proxy: proxy.internal",
 		"glibc EAI_AGAIN":   "getaddrinfo: EAI_AGAIN",
+		"gateway cut TLS":   "connection broken by 'SSLError(SSLZeroReturnError(6, 'TLS/SSL connection has been closed (EOF)'))'",
+		"TLS EOF":           "ssl.SSLEOFError: EOF occurred in violation of protocol (_ssl.c:2426)",
 	}
 	for name, out := range unreachable {
 		kind, sign := classifyNetwork(out)
 		assert.Equal(t, netUnreachable, kind, "%s: %q (matched %q)", name, out, sign)
+		assert.NotEmpty(t, sign, name)
 	}
+	// The line shown is the one with the cause, not a generic wrapper before it.
+	_, sign := classifyNetwork("Traceback (most recent call last):\n  File \"x.py\"\nrequests.exceptions.ConnectionError: NewConnectionError\n" +
+		strings.Repeat("x", 300) + "\nsocket.gaierror: [Errno -3] Temporary failure in name resolution")
+	assert.Equal(t, "socket.gaierror: [Errno -3] Temporary failure in name resolution", sign)
 	// Failures that are not a network failure must not be taken for one.
 	other := map[string]string{
 		"missing module":         "Traceback (most recent call last):\n  File \"/workspace/analyze.py\", line 3, in <module>\n    import pandas as pd\nModuleNotFoundError: No module named 'pandas'",

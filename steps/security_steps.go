@@ -203,15 +203,15 @@ func probeDenied(ctx context.Context, host string) error {
 	kind, sign := classifyNetwork(ex.StderrText())
 	switch kind {
 	case netDenied:
-		s.note("the probe of %s was denied: %s", host, clip(sign, 80))
+		s.note("the probe of %s was denied: %s", host, clip(sign, 120))
 		return nil
 	case netNone:
 		return failf("the probe failed (exit %d) but not with a network denial: %s", *ex.ExitCode, clip(ex.StderrText(), 300))
 	}
 	// Unreachable (SERVFAIL/EAI_AGAIN, refused): not a denial by itself. Only
 	// the platform's record of its decision can tell.
-	why := fmt.Sprintf("the probe of %s failed as unreachable (%q), not denied (NXDOMAIN, 403, no route): %s",
-		host, clip(sign, 80), clip(ex.StderrText(), 200))
+	why := fmt.Sprintf("the probe of %s failed as unreachable, not denied (NXDOMAIN, 403, no route): its stderr says %q",
+		host, clip(sign, 200))
 	if !s.env.mock() {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
 			"%s; target %s records no egress decisions (OpenSandbox's sidecar does not log denials, CONTRACT §3.4), so a denial cannot be told from an offline resolver or a closed port", why, s.env.opt.Target.Kind)
@@ -224,7 +224,7 @@ func probeDenied(ctx context.Context, host string) error {
 	case "":
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "%s; no egress decision for %s is in the probe sandbox's audit", why, host)
 	case "deny":
-		s.note("the probe of %s failed as unreachable (%s); the audit shows it denied", host, clip(sign, 80))
+		s.note("the probe of %s failed as unreachable (%s); the audit shows it denied", host, clip(sign, 120))
 		return nil
 	}
 	return failf("%s; the audit shows the policy let %s through (decision %q): the probe failed only because nothing answered", why, host, decision)
