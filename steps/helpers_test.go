@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/summary"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
@@ -196,5 +197,31 @@ func TestIsCreatePath(t *testing.T) {
 		"v1/sandboxes",
 	} {
 		assert.False(t, isCreatePath(p), p)
+	}
+}
+
+// TestEgressDecision: what the bundled server's audit says about a probed
+// host, which decides a probe that failed only as unreachable. Any decision
+// that is not a denial (allow, or error: allowed but without upstream) means
+// the policy let the host through.
+func TestEgressDecision(t *testing.T) {
+	ev := func(host, decision string) osb.AuditEvent {
+		return osb.AuditEvent{Kind: "egress", Egress: &osb.AuditEgress{Phase: "dns", Host: host, Decision: decision}}
+	}
+	const h = "exfil.capstone.test"
+	for _, tc := range []struct {
+		name   string
+		events []osb.AuditEvent
+		want   string
+	}{
+		{"none", nil, ""},
+		{"another host only", []osb.AuditEvent{ev("pypi.org", "allow")}, ""},
+		{"denied", []osb.AuditEvent{ev(h, "deny"), ev(h+".", "deny")}, "deny"},
+		{"denied, case and trailing dot", []osb.AuditEvent{ev("EXFIL.capstone.test.", "deny")}, "deny"},
+		{"allowed after a denial", []osb.AuditEvent{ev(h, "deny"), ev(h, "allow")}, "allow"},
+		{"allowed without upstream", []osb.AuditEvent{ev(h, "error")}, "error"},
+		{"not an egress event", []osb.AuditEvent{{Kind: "command"}}, ""},
+	} {
+		assert.Equal(t, tc.want, egressDecision(tc.events, h), tc.name)
 	}
 }

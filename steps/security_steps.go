@@ -231,9 +231,7 @@ func probeDenied(ctx context.Context, host string) error {
 }
 
 // probeEgressDecision is the probe sandbox's audited egress decision for
-// host: the first one that is not a denial (allow, or error: allowed by the
-// policy but without upstream) if any, else "deny", or "" when none is
-// recorded. The audit is kept as evidence.
+// host (egressDecision); the audit is kept as evidence.
 func probeEgressDecision(ctx context.Context, s *scenario, host string) (string, error) {
 	c, cancel := ctxTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -243,16 +241,23 @@ func probeEgressDecision(ctx context.Context, s *scenario, host string) (string,
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
+	return egressDecision(res.Value.Events, host), nil
+}
+
+// egressDecision is the decision the events record for host: the first one
+// that is not a denial (allow, or error: allowed by the policy but without
+// upstream) if any, else "deny", or "" when none is recorded.
+func egressDecision(events []osb.AuditEvent, host string) string {
 	decision := ""
-	for _, ev := range res.Value.Events {
+	for _, ev := range events {
 		if ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), host) {
 			if ev.Egress.Decision != "deny" {
-				return ev.Egress.Decision, nil // allowed by the policy (allow, or error: allowed without upstream)
+				return ev.Egress.Decision // allowed by the policy (allow, or error: allowed without upstream)
 			}
 			decision = "deny"
 		}
 	}
-	return decision, nil
+	return decision
 }
 
 // noUpstream matches a resolver that failed temporarily (SERVFAIL upstream,
