@@ -171,7 +171,13 @@ func createProbe(ctx context.Context) error {
 }
 
 // probeRun runs a command in the probe sandbox and keeps it as evidence.
+// It waits for, and holds off, a server-wide simulated fault: D1's denial of
+// the package index also reaches the probe sandbox, so a probe of pypi.org
+// run meanwhile met NXDOMAIN (seen in a graded class, bad-obey-data failing
+// network).
 func probeRun(ctx context.Context, s *scenario, name, cmd string) (*osb.Execution, error) {
+	s.env.faultMu.RLock()
+	defer s.env.faultMu.RUnlock()
 	c, cancel := ctxTimeout(ctx, 90*time.Second)
 	defer cancel()
 	res, err := s.probe.execd.Run(c, osb.CommandRequest{Command: cmd, TimeoutMs: 60_000})
