@@ -307,10 +307,10 @@ func probeAllowed(ctx context.Context, host string) error {
 	if err != nil {
 		return failf("probe: %v", err)
 	}
-	if !s.env.mock() && ex.ExitCode != nil && *ex.ExitCode != 0 && noUpstream.MatchString(ex.StderrText()) {
+	if loc := noUpstream.FindStringIndex(ex.StderrText()); !s.env.mock() && ex.ExitCode != nil && *ex.ExitCode != 0 && loc != nil {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
 			"the target has no upstream: the egress sidecar allowed %s but its lookup failed temporarily (SERVFAIL/EAI_AGAIN: %s); nothing upstream answers on this machine",
-			host, clip(ex.StderrText(), 200))
+			host, lineAround(ex.StderrText(), loc[0], 200))
 	}
 	if ex.ExitCode == nil || *ex.ExitCode != 0 || strings.TrimSpace(ex.StdoutText()) != "200" {
 		return failf("the allowed package index at %s did not answer 200 (exit %s, stdout %q, stderr %s)",
