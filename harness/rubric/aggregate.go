@@ -50,10 +50,7 @@ func Aggregate(e Entry, target Target, outcomes []Outcome) Result {
 			res.Reason = "reviewer judgment: " + e.ReviewerJudgment
 		case !e.MeasurableOn(target):
 			res.Category = CategoryUnsupportedByTarget
-			res.Reason = e.Targets[target].Reason
-			if res.Reason == "" {
-				res.Reason = "not measurable on target " + string(target)
-			}
+			res.Reason = targetReason(e, target)
 		default:
 			res.Reason = NoScenarioReason
 		}
@@ -61,7 +58,27 @@ func Aggregate(e Entry, target Target, outcomes []Outcome) Result {
 	}
 
 	res.Verdict, res.Category, res.Reason = Fold(mine)
+	if res.Verdict == NotMeasured && res.Category == CategoryPreconditionUnmet && !e.MeasurableOn(target) && e.MeasurableAnywhere() {
+		// The target cannot measure the entry whatever the subject does (the
+		// registry says why): an unmet precondition of some scenario (e.g. a
+		// submission without a model) would not make it measurable here, so
+		// the target's limit is the accurate category.
+		res.Category = CategoryUnsupportedByTarget
+		if res.Reason != "" {
+			res.Reason = targetReason(e, target) + "; the scenarios: " + res.Reason
+		} else {
+			res.Reason = targetReason(e, target)
+		}
+	}
 	return res
+}
+
+// targetReason is the registry's reason why target cannot measure e.
+func targetReason(e Entry, target Target) string {
+	if r := e.Targets[target].Reason; r != "" {
+		return r
+	}
+	return "not measurable on target " + string(target)
 }
 
 // Fold folds recorded outcomes (of one entry, in sequence order, at least

@@ -26,7 +26,10 @@
 //     in the reason);
 //   - else only not_measured outcomes → not_measured, reasons joined, category
 //     by precedence timeout > precondition_unmet > unsupported_by_target >
-//     reviewer_judgment;
+//     reviewer_judgment; except that on a target the registry says cannot
+//     measure the entry, precondition_unmet becomes unsupported_by_target with
+//     the registry's reason first (meeting the precondition, e.g. giving a
+//     submission a model, would not make the entry measurable there);
 //   - no outcome at all → not_measured: the registry's reason when the entry is
 //     reviewer judgment (category reviewer_judgment) or cannot be measured on the
 //     chosen target (unsupported_by_target); otherwise "no scenario measured

@@ -198,6 +198,41 @@ func TestAggregate(t *testing.T) {
 	assert.Contains(t, res.Reason, "admin API")
 }
 
+// On a target that cannot measure the entry, an unmet precondition (a
+// submission without a model) is not the reason it is not measured: the
+// target's limit is, whatever the subject does. Seen on the docker target:
+// injection and D3 showed precondition_unmet ("no model in the loop").
+func TestAggregateTargetLimitOverPrecondition(t *testing.T) {
+	outs := func(id ID) []Outcome {
+		return []Outcome{
+			{Seq: 1, ID: id, Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "target real: no way to exhaust capacity", Scenario: "platform"},
+			{Seq: 2, ID: id, Verdict: NotMeasured, Category: CategoryPreconditionUnmet, Reason: "the submission has no model in the loop", Scenario: "agent"},
+		}
+	}
+	for _, id := range []ID{D3, Injection} {
+		e, _ := Course.Get(id)
+		res := Aggregate(e, TargetReal, outs(id))
+		assert.Equal(t, NotMeasured, res.Verdict, id)
+		assert.Equal(t, CategoryUnsupportedByTarget, res.Category, id)
+		assert.True(t, strings.HasPrefix(res.Reason, e.Targets[TargetReal].Reason+"; the scenarios: "), "%s: %s", id, res.Reason)
+		assert.Contains(t, res.Reason, "no model in the loop", id)
+		// The bundled server can measure both: the precondition stays the reason.
+		res = Aggregate(e, TargetMock, outs(id))
+		assert.Equal(t, CategoryPreconditionUnmet, res.Category, id)
+		assert.Equal(t, "target real: no way to exhaust capacity; the submission has no model in the loop", res.Reason, id)
+	}
+	// An entry the real target can measure keeps its precondition.
+	m2, _ := Course.Get(M2)
+	res := Aggregate(m2, TargetReal, outs(M2))
+	assert.Equal(t, CategoryPreconditionUnmet, res.Category)
+	// A timeout is never relabelled; a pass is not touched.
+	d3, _ := Course.Get(D3)
+	res = Aggregate(d3, TargetReal, []Outcome{{Seq: 1, ID: D3, Verdict: NotMeasured, Category: CategoryTimeout, Reason: "timed out"}})
+	assert.Equal(t, CategoryTimeout, res.Category)
+	res = Aggregate(d3, TargetReal, []Outcome{{Seq: 1, ID: D3, Verdict: Passed, Reason: "model 429 respected"}})
+	assert.Equal(t, Passed, res.Verdict)
+}
+
 // passAllMeasurable records a pass for every entry measurable on target.
 func passAllMeasurable(t *testing.T, r *Results, target Target) {
 	for _, e := range Course.Graded() {
