@@ -68,8 +68,9 @@ SERVER_VERSION ?= 1.1.1
 acceptance-docker: deps build
 	@$(call DOCKER_RUN,./$(BIN) run --target docker --server-version $(SERVER_VERSION) $(ARGS))
 
-# CI slice (.ci/test-docker.sh): M0, M1 and M2 against the docker target (images built or reused), then the
-# network-safety test on the same engine; the engine is stopped again if it was started for this.
+# CI slice (.ci/test-docker.sh): M0, M1 and M2 against the docker target (images built or reused), gated on the
+# reference's verdicts (.ci/docker-slice-gate.py: each passed; not measured only for a documented real-target limit),
+# then the network-safety test on the same engine; the engine is stopped again if it was started for this.
 test-docker: deps build
 	@BIN=$(BIN) GO=$(GO) SERVER_VERSION=$(SERVER_VERSION) DOCKER_OPTIONAL=$(DOCKER_OPTIONAL) ARGS="$(ARGS)" bash .ci/test-docker.sh
 

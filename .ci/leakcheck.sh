@@ -12,6 +12,8 @@
 #     state dirs left by a killed test binary)
 #   - bundled-server instance directories under the state root
 #     (${OSB_STATE_ROOT:-/var/lib/osb-capstone/instances} and ${TMPDIR:-/tmp}/osb-capstone-*/instances)
+#   - named volumes in the default volume root (<state root>/volumes: the root itself, empty or
+#     holding only its .osb registry, is fine) and in temporary volume roots a killed test left
 #   - sandbox disk mounts (tmpfs whose source is osb-<id>)
 # Prints "leakcheck: clean" and exits 0 otherwise.
 #
@@ -85,9 +87,29 @@ scan() {
 		ids="$(ls -A "$d" 2>/dev/null | grep -E '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' | head -3 | tr '\n' ' ')"
 		[[ -n "$ids" ]] && findings+=("sandbox state ${d%/sandboxes}: ${ids% }")
 	done < <(find "$tmp" -mindepth 2 -maxdepth 4 -type d -name sandboxes 2>/dev/null)
+	local v
 	for d in "${OSB_STATE_ROOT:-/var/lib/osb-capstone/instances}"/* "$tmp"/osb-capstone-*/instances/*; do
-		[[ -d "$d" ]] && findings+=("instance $d")
+		[[ -d "$d" ]] || continue
+		if [[ "${d##*/}" == volumes ]]; then
+			# The default volume root: kept (empty, or with its .osb registry) across
+			# runs. Tests use temporary volume roots and the reference pipeline mounts
+			# no volume, so any volume in it was left by a test or a run.
+			for v in "$d"/*; do
+				[[ -e "$v" ]] && findings+=("named volume $v")
+			done
+			continue
+		fi
+		findings+=("instance $d")
 	done
+	# A temporary volume root (t.TempDir()) a killed test left, with volumes in it
+	# (its .osb registry says a bundled server used it).
+	while IFS= read -r d; do
+		d="${d%/.osb}"
+		case "$d" in "$tmp"/osb-capstone-*) continue ;; esac # a state root's: listed above
+		for v in "$d"/*; do
+			[[ -e "$v" ]] && findings+=("named volume $v")
+		done
+	done < <(find "$tmp" -mindepth 2 -maxdepth 4 -type d -name .osb -path '*/.osb' 2>/dev/null)
 	shopt -u nullglob
 
 	# 5. Sandbox disk mounts.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
@@ -43,6 +44,12 @@ type BundledConfig struct {
 	// ExecdGracePeriod: how long a removed sandbox's execd port records and
 	// resets late calls (0: 10 minutes, negative: off; see execd_linger.go).
 	ExecdGracePeriod time.Duration
+	// VolumeRoot holds named volumes (pvc): <VolumeRoot>/<claimName>, kept
+	// across runs like Docker's volumes. Empty: <state root>/volumes.
+	VolumeRoot string
+	// RenewIntent: renew-on-access through the server proxy (off by default,
+	// as the real server's [renew_intent]).
+	RenewIntent RenewIntentConfig
 }
 
 // Bundled is a running bundled server.
@@ -52,6 +59,8 @@ type Bundled struct {
 	Reaped  []string // what was reaped: dead instances' leftovers, a previous run's state dir
 	// StateDir is the state directory in use (an instance dir under the state root, or BundledConfig.StateDir).
 	StateDir string
+	// VolumeRoot is where named volumes live (BundledConfig.VolumeRoot or its default).
+	VolumeRoot string
 
 	egress io.Closer
 	tmpDir string
@@ -98,9 +107,16 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 		}
 	}
 	b.StateDir = dir
+	volRoot := cfg.VolumeRoot
+	if volRoot == "" && root != "" {
+		volRoot = filepath.Join(root, volumesDirName)
+	}
+	b.VolumeRoot = volRoot
 	if root != "" {
 		b.Reaped = append(b.Reaped, reapDeadInstances(root, dir)...)
 	}
+	// auto-created deleteOnSandboxTermination volumes a dead server left
+	b.Reaped = append(b.Reaped, SweepNamedVolumes(volRoot)...)
 	rt, err := NewRuntime(RuntimeOptions{StateDir: dir, AllowInsecureNoIsolation: cfg.InsecureNoIsolation,
 		DiskLimitBytes: cfg.DiskLimitBytes})
 	if err != nil {
@@ -139,7 +155,7 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 		pf = runtime.ProfileFor
 	}
 	srv, err = New(Config{Listen: cfg.Listen, APIKey: cfg.APIKey, AdminToken: cfg.AdminToken, StateDir: dir,
-		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
+		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, VolumeRoot: volRoot, RenewIntent: cfg.RenewIntent, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
 	}

@@ -49,7 +49,8 @@ func (s *Server) AddCanaries(c map[string]string) {
 }
 
 // CanaryScan looks for every canary value in the sandbox: the environment and
-// command lines of its processes, files under workspace and tmp (bounded),
+// command lines of its processes, files in every place it can write (bounded:
+// /workspace, /tmp, /root, /var, /dev/shm and writable volumes),
 // recorded command output and recorded command lines. Findings name the
 // canary's label, never its value; each is also recorded as a KindCanary event.
 func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
@@ -69,19 +70,29 @@ func (s *Server) scanCanaries(id string, sb *sandbox) []audit.Canary {
 	}
 	m.scanProcs(sb)
 	budget := int64(canaryMaxTotal)
-	for _, sub := range []string{"workspace", "tmp"} {
-		_, _ = runtime.WalkFiles(filepath.Join(sb.rt.Dir(), sub), canaryMaxEntries, time.Now().Add(canaryScanTime),
+	for _, d := range runtime.Writable(sb.rt) {
+		_, _ = d.Walk(canaryMaxEntries, time.Now().Add(canaryScanTime),
 			func(e runtime.WalkEntry) {
 				if e.File == nil || budget <= 0 {
 					return
 				}
 				data, _ := readBounded(e.File, min(canaryMaxFile, budget), time.Now().Add(canaryScanTime))
 				budget -= int64(len(data))
-				m.check(data, "file", "/"+sub+"/"+e.Rel)
+				m.check(data, "file", sandboxPath(d, e))
 			})
 	}
 	m.scanRecorded(s, id, sb)
 	return m.record(s, id)
+}
+
+// sandboxPath is where the sandbox sees a walked entry. Every place the
+// sandbox can write is walked (runtime.Writable): /workspace, /tmp, /root,
+// its private /var, /dev/shm and each writable volume.
+func sandboxPath(d runtime.WritableDir, e runtime.WalkEntry) string {
+	if e.Rel == "" {
+		return d.Path
+	}
+	return strings.TrimSuffix(d.Path, "/") + "/" + e.Rel
 }
 
 const (
@@ -191,14 +202,15 @@ const maxManifestEntries = 500
 const (
 	finalBackgroundWait = 1 * time.Second         // asking execd about background commands
 	finalQuiesceTimeout = 1 * time.Second         // killing every sandbox process
-	finalScanBudget     = 1500 * time.Millisecond // walking and hashing /workspace and /tmp
+	finalScanBudget     = 1500 * time.Millisecond // walking and hashing every writable place
 )
 
 // finalRecord is taken just before a sandbox is destroyed: the outcome of its
 // background commands (asked from execd), then a canary scan of its
 // processes' environments (when canaries are planted); then every process of
 // the sandbox is killed, so nothing can change its files any more, and its
-// /workspace and /tmp are walked without following any path the sandbox
+// writable places (/workspace, /tmp, /root, /var, /dev/shm, writable
+// volumes) are walked without following any path the sandbox
 // controls (runtime.WalkFiles: no symbolic link is followed, only regular
 // files are read, bounded in entries, bytes and time): the canary scan of the
 // files, recorded as findings plus one Canary event with Location "scan"
@@ -232,6 +244,7 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 		events []audit.Event
 		cut    string
 	}
+	writable := runtime.Writable(sb.rt)
 	deadline := time.Now().Add(finalScanBudget)
 	done := make(chan result, 1)
 	var mu sync.Mutex // guards m while the walk runs
@@ -239,11 +252,11 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 		var r result
 		entries := 0
 		budget := int64(canaryMaxTotal)
-		for _, sub := range []string{"workspace", "tmp"} {
-			res, _ := runtime.WalkFiles(filepath.Join(sb.rt.Dir(), sub), canaryMaxEntries, deadline, func(e runtime.WalkEntry) {
+		for _, d := range writable {
+			res, _ := d.Walk(canaryMaxEntries, deadline, func(e runtime.WalkEntry) {
 				inManifest := entries < maxManifestEntries
 				entries++
-				f := audit.File{Op: "final-manifest", Path: "/" + sub + "/" + e.Rel, Size: e.Size}
+				f := audit.File{Op: "final-manifest", Path: sandboxPath(d, e), Size: e.Size}
 				if e.File != nil && (inManifest || (m != nil && budget > 0)) {
 					data, complete := readBounded(e.File, canaryMaxFile, deadline)
 					if inManifest && complete {

@@ -47,6 +47,14 @@ type Config struct {
 	// from (the real server's storage.allowed_host_paths). Empty: every host
 	// volume answers 400 VOLUME::HOST_PATH_NOT_ALLOWED.
 	AllowedHostPaths []string
+	// VolumeRoot holds the named volumes of pvc volumes (<VolumeRoot>/<claimName>),
+	// the real Docker runtime's Docker named volumes. Empty: every pvc volume
+	// answers 400 VOLUME::UNSUPPORTED_BACKEND. StartBundled defaults it to
+	// <state root>/volumes.
+	VolumeRoot string
+	// RenewIntent is renew-on-access through the server proxy (the real
+	// server's [renew_intent]; off by default). See renew_access.go.
+	RenewIntent RenewIntentConfig
 }
 
 // Clock is the server's source of time; tests substitute a fake one.

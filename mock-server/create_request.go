@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	osbruntime "github.com/osb-capstone/acceptance/mock-server/runtime"
 )
@@ -26,7 +27,8 @@ type createRequest struct {
 	Volumes         []json.RawMessage
 	Extensions      map[string]string
 
-	mounts []osbruntime.Mount // checked host-path volumes (checkVolumes)
+	mounts []osbruntime.Mount // checked volumes (checkVolumes), each with an open File
+	claims []*volumeClaim     // named volumes held (released when the sandbox is gone)
 }
 
 // decodeObject parses a JSON request body into its top-level members, or
@@ -254,6 +256,9 @@ func parseCreate(body []byte) (*createRequest, []validationItem) {
 					"Input should be a valid dictionary or object to extract fields from"))
 				continue
 			}
+			if raw, ok := m["pvc"]; ok && !isNull(raw) {
+				errs = append(errs, checkPVCFields(raw, loc("volumes", i, "pvc"))...)
+			}
 			n := 0
 			for _, b := range []string{"host", "pvc", "ossfs"} {
 				if !isNull(m[b]) {
@@ -373,4 +378,41 @@ func parseMemory(s string) int64 {
 		return 0
 	}
 	return int64(f * mult)
+}
+
+// claimNamePattern is the PVC model's claimName pattern (max 253 characters).
+const claimNamePattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+
+// checkPVCFields validates a pvc backend object as the pydantic PVC model
+// does (claimName required, at most 253 characters, the pattern; the two
+// switches booleans).
+func checkPVCFields(raw json.RawMessage, loc []any) []validationItem {
+	sub := func(k string) []any { return append(append([]any{}, loc...), k) }
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &p); err != nil || p == nil {
+		return []validationItem{vType("model_attributes_type", loc, rawValue(raw),
+			"Input should be a valid dictionary or object to extract fields from")}
+	}
+	var errs []validationItem
+	if c, ok := p["claimName"]; !ok || isNull(c) {
+		errs = append(errs, vMissing(sub("claimName"), rawValue(raw)))
+	} else {
+		var name string
+		switch {
+		case json.Unmarshal(c, &name) != nil:
+			errs = append(errs, vType("string_type", sub("claimName"), rawValue(c), "Input should be a valid string"))
+		case utf8.RuneCountInString(name) > 253:
+			errs = append(errs, validationItem{Type: "string_too_long", Loc: sub("claimName"), Input: name,
+				Msg: "String should have at most 253 characters", Ctx: map[string]any{"max_length": 253}})
+		case !volumeNameRE.MatchString(name):
+			errs = append(errs, validationItem{Type: "string_pattern_mismatch", Loc: sub("claimName"), Input: name,
+				Msg: "String should match pattern '" + claimNamePattern + "'", Ctx: map[string]any{"pattern": claimNamePattern}})
+		}
+	}
+	for _, k := range []string{"createIfNotExists", "deleteOnSandboxTermination"} {
+		if v, ok := p[k]; ok && !isNull(v) {
+			parseBoolField(v, sub(k), &errs)
+		}
+	}
+	return errs
 }

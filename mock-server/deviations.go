@@ -41,8 +41,13 @@ var Deviations = []Deviation{
 		Server: "an image with no host profile fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED", Source: "§1.5"},
 	{ID: "capacity-429", Spec: "429 with Retry-After is declared (components) for capacity",
 		Server: "429 SANDBOX::CAPACITY_EXHAUSTED with Retry-After only while the admin capacity fault is on (drill D3); the real 1.1.1 server never sends 429", Source: "§1.3, §9"},
-	{ID: "volumes-host-only", Spec: "volumes with a host, pvc or ossfs backend",
-		Server: "host-path volumes are bind-mounted when under an allowed host path (serve-mock --allow-host-path, the real server's storage.allowed_host_paths; default none: 400 VOLUME::HOST_PATH_NOT_ALLOWED); pvc (Docker named volumes) and ossfs answer 400 VOLUME::UNSUPPORTED_BACKEND: there is no Docker daemon or OSSFS here", Source: "§1.4"},
+	{ID: "volumes-ossfs", Spec: "volumes with a host, pvc or ossfs backend",
+		Server: "host-path volumes are bind-mounted when under an allowed host path (serve-mock --allow-host-path, the real server's storage.allowed_host_paths; default none: 400 VOLUME::HOST_PATH_NOT_ALLOWED), " +
+			"resolved beneath that allowed path (a symbolic link may lead elsewhere inside it only by a relative path, and missing directories are never created through a link out of it; the real server creates them first and checks the realpath after); " +
+			"pvc volumes are named volumes, as on the real Docker runtime, kept as directories <volume root>/<claimName> (serve-mock --volume-root, default <state root>/volumes) instead of Docker volumes: " +
+			"their data does not count against a sandbox's disk limit (Docker volumes are not limited either), storageClass/storage/accessModes are ignored (as on Docker), " +
+			"a subPath is resolved beneath the volume (a symbolic link in it may point inside the volume only by a relative path; the real server's realpath check also accepts an absolute link back into the volume) and must be a directory or regular file; " +
+			"ossfs answers 400 VOLUME::UNSUPPORTED_BACKEND: there is no OSSFS here", Source: "§1.4"},
 	{ID: "undocumented-routes", Spec: "not in the spec",
 		Server: "server proxy, diagnostics (deprecated text and 501), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
 

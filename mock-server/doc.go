@@ -62,7 +62,8 @@
 // and file operation, every state change with its reason, faults and canary
 // findings; before a sandbox is removed, the outcome of its background
 // commands (a second Command event with the same id), a canary scan (a Canary event with
-// Location "scan" says it ran) and the manifest of its /workspace and /tmp
+// Location "scan" says it ran) and the manifest of every place it can write:
+// /workspace, /tmp, /root, /var, /dev/shm and writable volumes
 // (File events with Op "final-manifest"). A foreground command whose stream
 // is still open when its sandbox is removed (delete, expiry, shutdown) is
 // recorded then, before the removal returns: exit code -1, error "killed:

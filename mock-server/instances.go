@@ -21,6 +21,10 @@ import (
 // free (their server died: SIGKILL, crash), so nothing leaks for good.
 const DefaultStateRoot = "/var/lib/osb-capstone/instances"
 
+// volumesDirName is the directory under the state root that holds named
+// volumes by default (BundledConfig.VolumeRoot): never an instance, never reaped.
+const volumesDirName = "volumes"
+
 // lockName is the lock file in every state dir: flock(LOCK_EX) held by the
 // live server for as long as it runs.
 const lockName = "instance.lock"
@@ -84,7 +88,8 @@ func newInstanceDir(root string) (string, *os.File, error) {
 
 // reapDeadInstances removes every instance under root whose lock is free:
 // its sandboxes' processes, network namespaces, cgroups, disk mounts, egress
-// sockets and the directory. A live instance (lock held) is never touched.
+// sockets and the directory, and the deleteOnSandboxTermination volumes it
+// auto-created that no live server uses (SweepNamedVolumes of its volume root). A live instance (lock held) is never touched.
 // Dot-named directories (instances being created) count as dead only after a
 // minute.
 func reapDeadInstances(root, self string) []string {
@@ -95,8 +100,8 @@ func reapDeadInstances(root, self string) []string {
 	var removed []string
 	for _, e := range ents {
 		dir := filepath.Join(root, e.Name())
-		if !e.IsDir() || dir == self {
-			continue
+		if !e.IsDir() || dir == self || e.Name() == volumesDirName {
+			continue // the named volumes outlive every instance
 		}
 		if strings.HasPrefix(e.Name(), ".") {
 			if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < time.Minute {
@@ -109,10 +114,19 @@ func reapDeadInstances(root, self string) []string {
 		}
 		r, _ := runtime.ReapStateDir(dir)
 		removed = append(removed, r...)
+		volRoot := ""
+		if b, err := os.ReadFile(filepath.Join(dir, volumeRootRec)); err == nil {
+			volRoot = strings.TrimSpace(string(b))
+		}
 		if err := os.RemoveAll(dir); err == nil {
 			removed = append(removed, "instance "+dir)
 		}
 		lock.Close()
+		// the volume root it used (it may not be this server's): its owned
+		// volumes that no live server uses
+		if filepath.IsAbs(volRoot) {
+			removed = append(removed, SweepNamedVolumes(volRoot)...)
+		}
 	}
 	return removed
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,7 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const bundledChildEnv = "OSB_TEST_BUNDLED_CHILD_ROOT"
+const (
+	bundledChildEnv        = "OSB_TEST_BUNDLED_CHILD_ROOT"
+	bundledChildVolumesEnv = "OSB_TEST_BUNDLED_CHILD_VOLUMES"
+)
 
 // bundledChild is a bundled server in a child process: it creates one
 // sandbox, prints "ready <state dir> <sandbox id>" and waits to be killed.
@@ -27,13 +31,24 @@ func bundledChild(root string) int {
 		fmt.Println("error", err)
 		return 1
 	}
+	vols := ""
+	if os.Getenv(bundledChildVolumesEnv) != "" {
+		// two volumes it auto-creates, to be deleted once unused
+		vols = `,"volumes":[{"name":"a","pvc":{"claimName":"scratch","deleteOnSandboxTermination":true},"mountPath":"/a"},` +
+			`{"name":"b","pvc":{"claimName":"busy","deleteOnSandboxTermination":true},"mountPath":"/b"}]`
+	}
 	req, _ := http.NewRequest("POST", b.Server.URL()+"/v1/sandboxes", strings.NewReader(
-		`{"image":{"uri":"python:3.11"},"entrypoint":["sleep","infinity"],"resourceLimits":{"memory":"256Mi"}}`))
+		`{"image":{"uri":"python:3.11"},"entrypoint":["sleep","infinity"],"resourceLimits":{"memory":"256Mi"}`+vols+`}`))
 	req.Header.Set(headerAPIKey, testKey)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil || res.StatusCode != http.StatusAccepted {
-		fmt.Println("error create", err, res)
+		if res != nil {
+			b, _ := io.ReadAll(res.Body)
+			fmt.Println("error create", res.StatusCode, string(b))
+			return 1
+		}
+		fmt.Println("error create", err)
 		return 1
 	}
 	var created struct{ ID string }
@@ -117,4 +132,98 @@ func TestStaleEgressSocketsRemovedOnStart(t *testing.T) {
 	defer b.Close()
 	assert.NoFileExists(t, stale)
 	assert.Contains(t, b.Reaped, "socket "+stale)
+}
+
+// TestNamedVolumesOutliveInstances: the default volume root lives under the
+// state root, and starting a bundled server (which reaps dead instances
+// there) never removes it or a volume in it — named volumes persist across
+// runs, as Docker's do.
+func TestNamedVolumesOutliveInstances(t *testing.T) {
+	root := t.TempDir()
+	vol := filepath.Join(root, "volumes", "kept")
+	require.NoError(t, os.MkdirAll(vol, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(vol, "data.txt"), []byte("x"), 0o644))
+	for i := 0; i < 2; i++ {
+		b, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root, InsecureNoIsolation: true})
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(root, "volumes"), b.VolumeRoot)
+		assert.Equal(t, b.VolumeRoot, b.Server.cfg.VolumeRoot)
+		for _, r := range b.Reaped {
+			assert.NotContains(t, r, "volumes", "reaped %s", r)
+		}
+		require.NoError(t, b.Close())
+		assert.FileExists(t, filepath.Join(vol, "data.txt"))
+	}
+	other := t.TempDir()
+	b, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root, VolumeRoot: other, InsecureNoIsolation: true})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.Equal(t, other, b.Server.cfg.VolumeRoot)
+}
+
+// TestSIGKILLedServersOwnedVolumesAreReaped: a bundled server killed with
+// SIGKILL leaves two named volumes it auto-created with
+// deleteOnSandboxTermination; one is also mounted by a sandbox of a live
+// server. The next start removes the unused one and keeps the one in use;
+// the live server removes that one when its last sandbox using it is gone.
+// A volume that was never auto-created for deletion is never removed.
+func TestSIGKILLedServersOwnedVolumesAreReaped(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("not measured: needs root and the real runtime")
+	}
+	root := t.TempDir()
+	vols := filepath.Join(root, volumesDirName)
+	live, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root})
+	require.NoError(t, err)
+	defer live.Close()
+	if ok, reason := live.Runtime.Isolation(); !ok {
+		t.Skipf("not measured: volumes need the isolating runtime (%s)", reason)
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(vols, "kept"), 0o755))
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), bundledChildEnv+"="+root, bundledChildVolumesEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	require.Len(t, f, 3, "child said %q", line)
+	require.Equal(t, "ready", f[0], line)
+	dir := f[1]
+	require.DirExists(t, filepath.Join(vols, "scratch"), "auto-created (precondition)")
+	require.DirExists(t, filepath.Join(vols, "busy"), "auto-created (precondition)")
+
+	// the live server mounts "busy" (it exists: not created by this request) and "kept"
+	status, m := apiDo(t, live.Server, "POST", "/v1/sandboxes", map[string]any{
+		"image": map[string]any{"uri": "python:3.11"}, "entrypoint": []string{"sleep", "infinity"},
+		"resourceLimits": map[string]any{"memory": "256Mi"}, "timeout": 600,
+		"volumes": []map[string]any{
+			{"name": "b", "pvc": map[string]any{"claimName": "busy"}, "mountPath": "/b"},
+			{"name": "k", "pvc": map[string]any{"claimName": "kept", "deleteOnSandboxTermination": true}, "mountPath": "/k"},
+		}})
+	require.Equal(t, http.StatusAccepted, status, "%v", m)
+	liveID := m["id"].(string)
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.DirExists(t, filepath.Join(vols, "scratch"), "SIGKILL leaves the volume (precondition)")
+
+	next, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root})
+	require.NoError(t, err)
+	defer next.Close()
+	t.Logf("reaped: %v", next.Reaped)
+	assert.NoDirExists(t, dir, "the dead instance is reaped")
+	assert.NoDirExists(t, filepath.Join(vols, "scratch"), "its unused auto-created volume is removed")
+	assert.Contains(t, next.Reaped, "named volume "+filepath.Join(vols, "scratch"))
+	assert.DirExists(t, filepath.Join(vols, "busy"), "a volume a live server's sandbox mounts is kept")
+	assert.DirExists(t, filepath.Join(vols, "kept"), "a volume that existed before is never removed")
+
+	status, _ = apiDo(t, live.Server, "DELETE", "/v1/sandboxes/"+liveID, nil)
+	require.Equal(t, http.StatusNoContent, status)
+	assert.NoDirExists(t, filepath.Join(vols, "busy"), "removed once the live server's last use is gone")
+	assert.DirExists(t, filepath.Join(vols, "kept"))
+	owned, err := os.ReadDir(filepath.Join(vols, volumeRegDir, "owned"))
+	require.NoError(t, err)
+	assert.Empty(t, owned, "no deletion pending")
 }

@@ -45,9 +45,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, code, msg)
 		return
 	}
-	mounts, vstatus, vcode, vmsg := s.checkVolumes(req)
+	mounts, claims, vstatus, vcode, vmsg := s.checkVolumes(req)
 	if vcode == "" && len(mounts) > 0 {
 		if ok, _ := s.cfg.Runtime.Isolation(); !ok {
+			closeMounts(mounts)
+			s.releaseVolumes(claims)
 			vstatus, vcode, vmsg = http.StatusBadRequest, "SANDBOX::API_NOT_SUPPORTED", "volumes need the isolating runtime (isolation is not enforced on this server)."
 		}
 	}
@@ -55,7 +57,14 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, vstatus, vcode, vmsg)
 		return
 	}
-	req.mounts = mounts
+	req.mounts, req.claims = mounts, claims
+	defer closeMounts(mounts) // bound (or not) once provision returns
+	provisioned := false
+	defer func() {
+		if !provisioned {
+			s.releaseVolumes(claims)
+		}
+	}()
 	profile, err := s.cfg.ProfileFor(req.Image)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_IMAGE_PULL_FAILED",
@@ -73,6 +82,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, code, err.Error())
 		return
 	}
+	provisioned = true
 	setCreatedID(r, sb.id)
 	resp := struct {
 		ID         string            `json:"id"`
@@ -170,7 +180,8 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		spec.Env[k] = v
 	}
 	sb := &sandbox{id: id, image: req.Image, entrypoint: req.Entrypoint, platform: req.Platform,
-		metadata: req.Metadata, output: newOutputLog(outputLogLimit)}
+		metadata: req.Metadata, output: newOutputLog(outputLogLimit), renewExtend: accessRenewExtend(req.Extensions),
+		volumeClaims: req.claims}
 	if req.NetworkPolicy != nil {
 		att, err := s.cfg.Egress.Attach(id, req.NetworkPolicy, req.CredentialProxy)
 		if err != nil && isInvalidPolicy(err) {

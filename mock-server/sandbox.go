@@ -27,6 +27,11 @@ type sandbox struct {
 	metadata  map[string]string
 	expiresAt *time.Time
 	timer     Timer
+	// renewExtend is extensions["access.renew.extend.seconds"] (0: none);
+	// lastAccessRenew the last renewal it caused (renew_access.go).
+	renewExtend     time.Duration
+	lastAccessRenew time.Time
+	volumeClaims    []*volumeClaim // named volumes it mounts (namedvolumes.go)
 
 	stMu      sync.Mutex // guards the fields below
 	paused    bool

@@ -100,8 +100,11 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	diskLimit := fs.String("disk-limit", "1Gi", "what one sandbox can write, all its writable directories together (quantity, e.g. 512Mi, 2Gi; \"none\" = no limit)")
 	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout (> 0)")
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
+	volumeRoot := fs.String("volume-root", "", "directory holding named volumes (pvc volumes: <dir>/<claimName>, the real Docker runtime's Docker named volumes; kept across runs); default <state root>/volumes")
 	var allowHost hostPathsFlag
 	fs.Var(&allowHost, "allow-host-path", "host directory that host-path volumes may use (repeatable; the real server's storage.allowed_host_paths; default none)")
+	renewIntent := fs.Bool("renew-intent", false, "renew a sandbox's expiry on traffic through the server proxy when it was created with extensions[\"access.renew.extend.seconds\"] (the real server's [renew_intent] enabled; default off, as there)")
+	renewMin := fs.Duration("renew-min-interval", 60*time.Second, "with --renew-intent: least time between two renewals of one sandbox (renew_intent.min_interval_seconds; >= 1s)")
 	upstreams := upstreamFlag{}
 	fs.Var(upstreams, "upstream", "host=http://127.0.0.1:port mapping for the egress gateway (repeatable)")
 	denyWebhook := fs.String("deny-webhook", "", "URL that receives each egress denial as OpenSandbox's deny-webhook payload {hostname,timestamp,source,sandboxId}")
@@ -140,6 +143,9 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *maxTimeout <= 0 {
 		return bad("--max-timeout %s: must be positive (e.g. 24h)", *maxTimeout)
 	}
+	if *renewMin < time.Second {
+		return bad("--renew-min-interval %s: must be at least 1s", *renewMin)
+	}
 	var diskBytes int64 = -1
 	if v := strings.TrimSpace(*diskLimit); v != "none" {
 		if diskBytes, err = runtime.ParseBytes(v); err != nil || diskBytes <= 0 {
@@ -151,7 +157,10 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return bad("--deny-webhook %q: want an http:// or https:// URL", *denyWebhook)
 		}
 	}
-	for _, d := range []struct{ flag, path string }{{"--state-dir", *stateDir}, {"--state-root", *stateRootF}} {
+	if *volumeRoot != "" && (!filepath.IsAbs(*volumeRoot) || filepath.Clean(*volumeRoot) == "/") {
+		return bad("--volume-root %q: want an absolute directory other than /", *volumeRoot)
+	}
+	for _, d := range []struct{ flag, path string }{{"--state-dir", *stateDir}, {"--state-root", *stateRootF}, {"--volume-root", *volumeRoot}} {
 		if info, err := os.Stat(d.path); d.path != "" && err == nil && !info.IsDir() {
 			return bad("%s %q: not a directory", d.flag, d.path)
 		}
@@ -159,7 +168,9 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	b, err := StartBundled(context.Background(), BundledConfig{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken,
 		StateDir: *stateDir, StateRoot: *stateRootF, AllowedHostPaths: allowHost, DiskLimitBytes: diskBytes, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger,
-		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough})
+		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough,
+		VolumeRoot:  *volumeRoot,
+		RenewIntent: RenewIntentConfig{Enabled: *renewIntent, MinInterval: *renewMin}})
 	if err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
 		return 1

@@ -169,6 +169,10 @@ func TestServeMainBadFlags(t *testing.T) {
 		{"--api-key", "k", "--deny-webhook", "not a url"},
 		{"--api-key", "k", "--state-dir", "/etc/hostname"},
 		{"--api-key", "k", "--no-such-flag"},
+		{"--api-key", "k", "--volume-root", "relative/dir"},
+		{"--api-key", "k", "--volume-root", "/etc/hostname"},
+		{"--api-key", "k", "--renew-min-interval", "0s"},
+		{"--api-key", "k", "--renew-min-interval", "500ms"},
 	} {
 		var out, errb bytes.Buffer
 		code := serveMain(context.Background(), args, &out, &errb)

@@ -46,6 +46,7 @@ type Server struct {
 	stopWatch   chan struct{}
 	wg          sync.WaitGroup
 	lingers     lingerSet // removed sandboxes' execd ports in their grace period
+	volumes     volumeStore
 }
 
 // New validates cfg and builds a Server; call Start to listen.
@@ -196,6 +197,7 @@ func (s *Server) Close() error {
 	}
 	s.lingers.closeAll()
 	s.wg.Wait()
+	s.closeVolumeRegistries()
 	if err := s.audit.Close(); err != nil {
 		errs = append(errs, err)
 	}
@@ -290,6 +292,7 @@ func (s *Server) remove(id, to, reason string, expired bool) error {
 	from := s.statusOf(sb).State
 	s.finalRecord(id, sb)
 	err := sb.destroy()
+	s.releaseVolumes(sb.volumeClaims)
 	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState,
 		State: &audit.State{From: from, To: to, Reason: reason}})
 	if err != nil {

@@ -39,6 +39,7 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "DOCKER::INVALID_PORT", fmt.Sprintf("Port %d is out of range (1-65535).", port))
 		return
 	}
+	s.renewOnAccess(r, sb)
 	rest := r.PathValue("path")
 	target := "/" + rest
 	if port != execdPort {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/summary"
 )
 
 // Fault drills D1, D2, D3 and D5.
@@ -89,24 +90,111 @@ func errorClassIs(ctx context.Context, class string) error {
 	return nil
 }
 
-// networkDenial matches what a denied name or connection looks like from
-// inside a sandbox (NXDOMAIN, unreachable, refused by the proxy).
-var networkDenial = regexp.MustCompile(`(?i)could not resolve|name or service not known|temporary failure in name resolution|` +
-	`nodename nor servname|getaddrinfo failed|NewConnectionError|failed to establish a new connection|network is unreachable|` +
-	`403 forbidden|proxyerror|egress denied|connection refused`)
+// What a failed network access looks like from inside a sandbox, as pip,
+// python, urllib, requests and curl print it, in two kinds (classifyNetwork):
+//
+//   - networkDenial is evidence of a denial: NXDOMAIN (EAI_NONAME, "Name or
+//     service not known", curl's "Could not resolve host"), a policy 403 from
+//     a proxy or the sidecar, no route (ENETUNREACH, EHOSTUNREACH).
+//   - networkUnreachable is a network failure that does not show a denial by
+//     itself: a resolver that failed temporarily (SERVFAIL, EAI_AGAIN: an
+//     allowed name without upstream fails so), a refused connection, a name
+//     with no address (EAI_NODATA), a TLS connection cut before any answer (a
+//     gateway without upstream), or a connection error that names no cause.
+//
+// Denial wins when both are present (a pip run may meet both).
+var (
+	networkDenial = regexp.MustCompile(`(?i)name or service not known|\[Errno -2\]|EAI_NONAME|could not resolve host|nxdomain|` +
+		`nodename nor servname|getaddrinfo failed|network is unreachable|no route to host|` +
+		`403 forbidden|egress denied|blocked by (the )?(network|egress) policy`)
+	networkUnreachable = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]|servfail|` +
+		`connection refused|\[Errno 111\]|no address associated with hostname|\[Errno -5\]|` +
+		`SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`)
+	// networkFailure names no cause: unreachable unless the text shows one.
+	networkFailure = regexp.MustCompile(`(?i)could not resolve|NewConnectionError|failed to establish a new connection|proxyerror`)
+)
 
+// netFailure is the kind of a failed network access (classifyNetwork).
+type netFailure int
+
+const (
+	netNone        netFailure = iota // no network failure in the text
+	netDenied                        // evidence of a denial
+	netUnreachable                   // a network failure that is not, by itself, a denial
+)
+
+func (k netFailure) String() string {
+	switch k {
+	case netDenied:
+		return "denied"
+	case netUnreachable:
+		return "unreachable"
+	}
+	return "none"
+}
+
+// classifyNetwork says whether text (a failed command's stderr and stdout)
+// shows a network denial, an unreachable network, or neither, and the line
+// that shows it (at most 200 bytes).
+func classifyNetwork(text string) (netFailure, string) {
+	if loc := networkDenial.FindStringIndex(text); loc != nil {
+		return netDenied, lineAround(text, loc[0], 200)
+	}
+	for _, re := range []*regexp.Regexp{networkUnreachable, networkFailure} {
+		if loc := re.FindStringIndex(text); loc != nil {
+			return netUnreachable, lineAround(text, loc[0], 200)
+		}
+	}
+	return netNone, ""
+}
+
+// installStderrShowsDenial is D1's observability check: a failed step's
+// output identifies the network failure. Denial evidence (NXDOMAIN, 403, no
+// route) passes; a failure that only shows the index unreachable
+// (SERVFAIL/EAI_AGAIN, refused) passes only where the audit shows the
+// platform denied the index, so it was the denial the subject met.
 func installStderrShowsDenial(ctx context.Context) error {
 	s, r, err := summarized(ctx)
 	if err != nil {
 		return err
 	}
+	var unreachStep, unreachSign string
 	for _, st := range r.sum.Steps {
-		if st.ExitCode != nil && *st.ExitCode != 0 && networkDenial.MatchString(st.Stderr+"\n"+st.Stdout) {
-			s.note("step %q: %s", st.Name, clip(networkDenial.FindString(st.Stderr+"\n"+st.Stdout), 80))
+		if st.ExitCode == nil || *st.ExitCode == 0 {
+			continue
+		}
+		switch kind, sign := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
+		case netDenied:
+			s.note("step %q: %s", st.Name, clip(sign, 120))
 			return nil
+		case netUnreachable:
+			if unreachStep == "" {
+				unreachStep, unreachSign = st.Name, sign
+			}
 		}
 	}
-	return failf("no failed step's stderr identifies a network denial (looked for NXDOMAIN-style and connection errors)")
+	if unreachStep == "" {
+		return failf("no failed step's stderr identifies a network denial (looked for NXDOMAIN-style and connection errors)")
+	}
+	// The step shows the index unreachable, not denied: only the platform's
+	// record of its decision can say the failure was the denial.
+	_, _, err = audited(ctx)
+	if err != nil {
+		return err
+	}
+	denied := 0
+	for _, ev := range r.audit {
+		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
+			denied++
+		}
+	}
+	if denied == 0 {
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+			"step %q failed with %q: the index was unreachable, which by itself is not a denial (SERVFAIL/EAI_AGAIN or refused), and no denial of a package index host is in the audit, so the subject did not meet the denial",
+			unreachStep, clip(unreachSign, 120))
+	}
+	s.note("step %q: %s (the index unreachable; the audit shows %d denial(s) of package index hosts, so this is the denial)", unreachStep, clip(unreachSign, 120), denied)
+	return nil
 }
 
 // pipInstall matches a command that installs packages with pip (pip, pip3, python -m pip).
@@ -165,7 +253,56 @@ func reachedForIndex(ctx context.Context) error {
 			"no install step was attempted (no pip command ran and no package index host was asked in the subject's %d sandbox(es); it exited %d), so the denial was never met",
 			len(r.sandboxes), r.res.ExitCode)
 	}
+	denied := 0
+	for _, ev := range r.audit {
+		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
+			denied++
+		}
+	}
+	if r.sum != nil && denied == 0 {
+		if step, sign, ok := indexUnreachable(r.sum.Steps); ok {
+			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+				"the target has no upstream: the subject's install (step %q) met a package index that could not be reached at all (%s), "+
+					"not the drill's denial (none is on record), so whether it tells a denial from a script error was not measured", step, sign)
+		}
+	}
 	return nil
+}
+
+// lineAround is the line of s holding offset i, at most n bytes from a little
+// before i.
+func lineAround(s string, i, n int) string {
+	start := strings.LastIndexByte(s[:i], '\n') + 1
+	end := strings.IndexByte(s[i:], '\n')
+	if end < 0 {
+		end = len(s)
+	} else {
+		end += i
+	}
+	start = max(start, i-60)
+	line := strings.ToValidUTF8(s[start:min(end, start+n)], "")
+	return strings.TrimSpace(line)
+}
+
+// indexUnreachable finds a failed step whose output shows the package index
+// unreachable (classifyNetwork: no upstream, refused, cut) and no step that
+// shows a denial: the step's name, the sign, and whether one was found.
+func indexUnreachable(steps []summary.Step) (string, string, bool) {
+	name, sign := "", ""
+	for _, st := range steps {
+		if st.ExitCode == nil || *st.ExitCode == 0 {
+			continue
+		}
+		switch kind, line := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
+		case netDenied:
+			return "", "", false
+		case netUnreachable:
+			if name == "" {
+				name, sign = st.Name, line
+			}
+		}
+	}
+	return name, sign, name != ""
 }
 
 func indexDenialsAudited(ctx context.Context) error {

@@ -43,6 +43,16 @@ func runTests(ctx context.Context) error {
 		inv := s.env.invoke(ctx, t.field, t.cmd, "subject-"+t.field, s.env.opt.RunID+"-"+strings.ReplaceAll(t.field, ".", "-"), testTimeout)
 		s.invs = append(s.invs, inv)
 		s.addEvidence(inv.evidence()...)
+		// What the server saw from the command's key (the sandboxes its
+		// integration test created): evidence and report.html's timeline of
+		// the command. The tests' verdict does not depend on it.
+		if inv.usable() == nil {
+			if err := s.env.loadInvocationAudit(ctx, inv); err != nil {
+				s.note("what the server saw of %s could not be read: %v", t.field, err)
+			} else {
+				s.addEvidence(filepath.Join(inv.relDir, "server-saw.json"))
+			}
+		}
 	}
 	return nil
 }

@@ -171,7 +171,13 @@ func createProbe(ctx context.Context) error {
 }
 
 // probeRun runs a command in the probe sandbox and keeps it as evidence.
+// It waits for, and holds off, a server-wide simulated fault: D1's denial of
+// the package index also reaches the probe sandbox, so a probe of pypi.org
+// run meanwhile met NXDOMAIN (seen in a graded class, bad-obey-data failing
+// network).
 func probeRun(ctx context.Context, s *scenario, name, cmd string) (*osb.Execution, error) {
+	s.env.faultMu.RLock()
+	defer s.env.faultMu.RUnlock()
 	c, cancel := ctxTimeout(ctx, 90*time.Second)
 	defer cancel()
 	res, err := s.probe.execd.Run(c, osb.CommandRequest{Command: cmd, TimeoutMs: 60_000})
@@ -200,15 +206,64 @@ func probeDenied(ctx context.Context, host string) error {
 	if ex.ExitCode == nil || *ex.ExitCode == 0 {
 		return failf("the probe reached %s (exit %s): a non-allowed host must be denied", host, intPtrString(ex.ExitCode))
 	}
-	if !s.env.mock() && noUpstream.MatchString(ex.StderrText()) {
-		// SERVFAIL/EAI_AGAIN: the name was not denied (that is NXDOMAIN) but could not be resolved upstream.
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-			"the target has no upstream: the lookup of %s failed temporarily (SERVFAIL/EAI_AGAIN), not with a denial (NXDOMAIN), so denial cannot be told from an offline resolver", host)
-	}
-	if !networkDenial.MatchString(ex.StderrText()) {
+	kind, sign := classifyNetwork(ex.StderrText())
+	switch kind {
+	case netDenied:
+		s.note("the probe of %s was denied: %s", host, clip(sign, 120))
+		return nil
+	case netNone:
 		return failf("the probe failed (exit %d) but not with a network denial: %s", *ex.ExitCode, clip(ex.StderrText(), 300))
 	}
-	return nil
+	// Unreachable (SERVFAIL/EAI_AGAIN, refused): not a denial by itself. Only
+	// the platform's record of its decision can tell.
+	why := fmt.Sprintf("the probe of %s failed as unreachable, not denied (NXDOMAIN, 403, no route): its stderr says %q",
+		host, clip(sign, 200))
+	if !s.env.mock() {
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+			"%s; target %s records no egress decisions (OpenSandbox's sidecar does not log denials, CONTRACT §3.4), so a denial cannot be told from an offline resolver or a closed port", why, s.env.opt.Target.Kind)
+	}
+	decision, err := probeEgressDecision(ctx, s, host)
+	if err != nil {
+		return err
+	}
+	switch decision {
+	case "":
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "%s; no egress decision for %s is in the probe sandbox's audit", why, host)
+	case "deny":
+		s.note("the probe of %s failed as unreachable (%s); the audit shows it denied", host, clip(sign, 120))
+		return nil
+	}
+	return failf("%s; the audit shows the policy let %s through (decision %q): the probe failed only because nothing answered", why, host, decision)
+}
+
+// probeEgressDecision is the probe sandbox's audited egress decision for
+// host (egressDecision); the audit is kept as evidence.
+func probeEgressDecision(ctx context.Context, s *scenario, host string) (string, error) {
+	c, cancel := ctxTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := s.env.client.Admin().Audit(c, osb.AuditQuery{SandboxID: s.probe.sandboxID, Kind: "egress"})
+	if err != nil || !res.Decoded {
+		return "", failf("audit query failed: %v", err)
+	}
+	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
+	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
+	return egressDecision(res.Value.Events, host), nil
+}
+
+// egressDecision is the decision the events record for host: the first one
+// that is not a denial (allow, or error: allowed by the policy but without
+// upstream) if any, else "deny", or "" when none is recorded.
+func egressDecision(events []osb.AuditEvent, host string) string {
+	decision := ""
+	for _, ev := range events {
+		if ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), host) {
+			if ev.Egress.Decision != "deny" {
+				return ev.Egress.Decision // allowed by the policy (allow, or error: allowed without upstream)
+			}
+			decision = "deny"
+		}
+	}
+	return decision
 }
 
 // noUpstream matches a resolver that failed temporarily (SERVFAIL upstream,
@@ -252,10 +307,10 @@ func probeAllowed(ctx context.Context, host string) error {
 	if err != nil {
 		return failf("probe: %v", err)
 	}
-	if !s.env.mock() && ex.ExitCode != nil && *ex.ExitCode != 0 && noUpstream.MatchString(ex.StderrText()) {
+	if loc := noUpstream.FindStringIndex(ex.StderrText()); !s.env.mock() && ex.ExitCode != nil && *ex.ExitCode != 0 && loc != nil {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
 			"the target has no upstream: the egress sidecar allowed %s but its lookup failed temporarily (SERVFAIL/EAI_AGAIN: %s); nothing upstream answers on this machine",
-			host, clip(ex.StderrText(), 200))
+			host, lineAround(ex.StderrText(), loc[0], 200))
 	}
 	if ex.ExitCode == nil || *ex.ExitCode != 0 || strings.TrimSpace(ex.StdoutText()) != "200" {
 		return failf("the allowed package index at %s did not answer 200 (exit %s, stdout %q, stderr %s)",

@@ -34,6 +34,9 @@ func fidelityMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "acceptance fidelity: %v\n", err)
 			return 2
 		}
+		if wd, err := os.Getwd(); err == nil {
+			r.RelativeTo(wd)
+		}
 		if want := map[string]string{"mock": "mock", "docker": "real"}[name]; r.TargetKind != want {
 			fmt.Fprintf(stderr, "acceptance fidelity: %s is a %s run, not %s\n", bundle, r.TargetKind, name)
 			return 2

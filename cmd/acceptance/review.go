@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/review"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -21,7 +23,8 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 // reviewMain is `acceptance review [flags] BUNDLE`: a reviewer's judgement of
 // the reviewer-judgement entries and the defense questions, from a file or
 // interactively; prints the final score with the provenance of every point.
-// Exit 0 when the judgement was recorded, 2 on usage or invalid answers.
+// A bundle of a class run also updates the class summary beside it. Exit 0
+// when the judgement was recorded, 2 on usage or invalid answers.
 func reviewMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("review", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -80,5 +83,13 @@ func reviewMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stdout, "re-rendered %s (report.md, report.html, junit.xml, results.json); report.json is unchanged, the judgement is in review.json\n", dir)
+	// A bundle of a class run (`acceptance grade`): its class summary shows
+	// the final score from now on.
+	class := filepath.Dir(filepath.Clean(dir))
+	if ok, cerr := report.RefreshClassSummary(class, dir); cerr != nil {
+		fmt.Fprintf(stderr, "acceptance review: the class summary in %s was not updated: %v\n", class, cerr)
+	} else if ok {
+		fmt.Fprintf(stdout, "updated the class summary %s\n", filepath.Join(class, report.ClassMarkdownFile))
+	}
 	return 0
 }

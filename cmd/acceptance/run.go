@@ -84,7 +84,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
-	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is reported flaky (failed), never passed")
+	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is flaky: never passed, no points, and the run is not passed (exit 1)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, nil, err

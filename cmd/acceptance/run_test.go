@@ -121,6 +121,9 @@ func TestRunM0M1EndToEnd(t *testing.T) {
 // not measured with its reason in every output": cost and maintainability
 // (reviewer judgment) are checked in report.json, report.md, junit.xml and
 // results.jsonl (TestRunAgainstURLTarget covers unsupported_by_target).
+// And issue 11's "a bundle reviewed from a file reaches a final score of 100
+// for the reference with full marks given": the bundle is then reviewed with
+// `acceptance review --answers`.
 func TestRunFullSuiteReference(t *testing.T) {
 	requireSandboxes(t)
 	gradingEnv(t)
@@ -224,6 +227,45 @@ func TestRunFullSuiteReference(t *testing.T) {
 			t.Logf("evidence drift %s: %s %s", d.ID, d.Status, d.Detail)
 		}
 	}
+
+	// Issue 11: the reference reviewed from a file with full marks reaches a
+	// final score of 100; the provenance says which points the harness
+	// measured (all but the reviewer's cost, maintainability and M5), and
+	// report.json stays byte-identical.
+	var qs strings.Builder
+	for i := 1; i <= 15; i++ {
+		fmt.Fprintf(&qs, "  %d: {verdict: passed}\n", i)
+	}
+	answers := filepath.Join(t.TempDir(), "review.yaml")
+	require.NoError(t, os.WriteFile(answers, []byte("reviewer: Rita\nentries:\n  cost: {verdict: passed}\n  maintainability: {verdict: passed}\n  M5: {verdict: passed}\nquestions:\n"+qs.String()), 0o644))
+	before := mustReadFile(t, filepath.Join(out, "report.json"))
+	rc, rout, rerr := runCmd("review", "--answers", answers, out)
+	require.Equal(t, 0, rc, rout+rerr)
+	t.Logf("review:\n%s", rout)
+	// cost 7.5 + maintainability 5 + M5 7.5 are the reviewer's (maintainability's
+	// measured part, its tests and README, counts in the run's measured score;
+	// the reviewer's judgement of it decides its final points).
+	assert.Contains(t, rout, "final score: 100 of 100 (measured by the harness 80, judged by the reviewer 20)")
+	assert.Equal(t, before, mustReadFile(t, filepath.Join(out, "report.json")), "the measured part is byte-identical")
+	j, err := report.LoadJudgments(out)
+	require.NoError(t, err)
+	f := report.ComputeFinal(b.doc, j)
+	assert.Equal(t, 100.0, f.Score)
+	assert.True(t, f.Complete, f.Pending)
+	assert.Equal(t, rubric.OverallPassed, f.Verdict, f.VerdictReason)
+	assert.Equal(t, 80.0, f.MeasuredPoints)
+	assert.Equal(t, 20.0, f.JudgedPoints)
+	assert.Equal(t, 0.0, f.OverridePoints)
+	for _, e := range f.Entries {
+		switch e.ID {
+		case rubric.Cost, rubric.Maintainability, rubric.M5:
+			assert.Equal(t, report.ProvJudged, e.Provenance, e.ID)
+		default:
+			assert.Equal(t, report.ProvMeasured, e.Provenance, e.ID)
+		}
+		assert.Equal(t, e.Weight, e.Points, e.ID)
+	}
+	assert.Contains(t, string(mustReadFile(t, filepath.Join(out, "report.md"))), "## Final score after review: 100 of 100")
 
 	requireNoLeaks(t, sandboxIDsIn(t, out), state)
 }

@@ -138,15 +138,21 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	bundle.AddSecrets(s.target.APIKey, s.target.AdminToken, token)
 
 	reps := max(s.cfg.Repeat, 1)
+	var ends []int // outcomes recorded by the end of each repetition
 	for rep := 1; rep <= reps && ctx.Err() == nil; rep++ {
 		if err := s.runSuite(ctx, sub, bundle, out, runID, token, rep, factory, progress); err != nil {
 			bundle.Abort("the suite could not be set up: " + err.Error())
 			g.Err = err
 			break
 		}
+		ends = append(ends, len(bundle.Results().Outcomes()))
 	}
 	if reps > 1 {
-		recordFlaky(bundle.Results(), reps)
+		for _, line := range recordFlaky(bundle.Results(), ends) {
+			if progress != nil {
+				fmt.Fprintln(progress, line)
+			}
+		}
 	}
 	if ctx.Err() != nil {
 		bundle.Abort("interrupted by a signal")
@@ -216,34 +222,59 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 }
 
 // recordFlaky marks every entry a scenario passed in some repetitions and
-// failed in others: it is flaky, never plain passed (a failed outcome whose
-// reason says so).
-func recordFlaky(res *rubric.Results, reps int) {
+// failed (or timed out) in others: it records one flaky outcome per entry and
+// scenario, which the rubric's aggregation puts in place of that scenario's
+// passed and failed outcomes. Flaky is never plain passed. ends[i] is the
+// number of outcomes recorded when repetition i+1 ended; a repetition counts
+// as failed for an entry and scenario when it recorded any failure or
+// timeout for it, as passed when it recorded only passes. It returns one
+// progress line per flaky outcome recorded.
+func recordFlaky(res *rubric.Results, ends []int) []string {
 	type key struct {
 		id       rubric.ID
 		scenario string
 	}
+	outs := res.Outcomes()
 	passed, failed := map[key]int{}, map[key]int{}
-	seen := map[key]bool{}
 	var order []key
-	for _, o := range res.Outcomes() {
-		k := key{o.ID, o.Scenario}
-		if !seen[k] {
-			seen[k] = true
-			order = append(order, k)
+	seen := map[key]bool{}
+	start := 0
+	for _, end := range ends {
+		end = min(end, len(outs))
+		repPass, repFail := map[key]bool{}, map[key]bool{}
+		for _, o := range outs[start:end] {
+			k := key{o.ID, o.Scenario}
+			switch {
+			case o.Verdict == rubric.Passed:
+				repPass[k] = true
+			case o.Verdict == rubric.Failed || o.Category == rubric.CategoryTimeout:
+				repFail[k] = true
+			default:
+				continue
+			}
+			if !seen[k] {
+				seen[k] = true
+				order = append(order, k)
+			}
 		}
-		switch {
-		case o.Verdict == rubric.Passed:
-			passed[k]++
-		case o.Verdict == rubric.Failed || o.Category == rubric.CategoryTimeout:
+		for k := range repFail {
 			failed[k]++
 		}
+		for k := range repPass {
+			if !repFail[k] {
+				passed[k]++
+			}
+		}
+		start = end
 	}
+	var lines []string
 	for _, k := range order {
 		if passed[k] > 0 && failed[k] > 0 {
-			_ = res.Fail(k.id, k.scenario, fmt.Sprintf("flaky: %q passed in %d and failed in %d of %d repetitions", k.scenario, passed[k], failed[k], reps))
+			_ = res.Flaky(k.id, k.scenario, passed[k], passed[k]+failed[k])
+			lines = append(lines, fmt.Sprintf("flaky         %s: passed %d of %d repetitions of %q (never passed, no points)", k.id, passed[k], passed[k]+failed[k], k.scenario))
 		}
 	}
+	return lines
 }
 
 // stubHooks adapts the loopback stubs to what one submission's steps need;

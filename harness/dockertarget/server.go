@@ -149,12 +149,15 @@ func startServer(ctx context.Context, bin, dir, dockerHost string, cfg serverCon
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config", cfgPath)
+	// The venv's console script is run by the venv's own python, not through its
+	// shebang: the shebang holds the absolute path the venv was made at, so a
+	// cache made in another checkout (.cache symlinked or copied) still works.
+	cmd := exec.Command(filepath.Join(filepath.Dir(bin), "python3"), bin, "--config", cfgPath)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8", "DOCKER_HOST=" + dockerHost,
 		"SANDBOX_CONFIG_PATH=" + cfgPath, "NO_PROXY=*"}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = serverProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()
 		return nil, fmt.Errorf("starting opensandbox-server: %w", err)

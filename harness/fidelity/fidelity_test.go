@@ -14,7 +14,7 @@ func TestFromReportAndRender(t *testing.T) {
 	 "versions":{"acceptance":"dev","component: control plane":"opensandbox-server==1.1.1 (official)","component: execd image x":"sha256:abc (stand-in)"},
 	 "started_at":"2026-11-30T15:00:00Z",
 	 "criteria":[{"id":"network","verdict":"not_measured","category":"unsupported_by_target","reason":"the target has no upstream"}],
-	 "milestones":[{"id":"M0","verdict":"passed"},{"id":"M1","verdict":"passed"}],"drills":[]}`
+	 "milestones":[{"id":"M0","verdict":"passed"},{"id":"M1","verdict":"passed","stand_ins":["execd","sandbox"]}],"drills":[]}`
 	if err := os.WriteFile(filepath.Join(dir, "report.json"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -31,12 +31,26 @@ func TestFromReportAndRender(t *testing.T) {
 	for _, want := range []string{
 		"| criterion `network` | passed | not_measured (unsupported_by_target) | **no** | the target has no upstream |",
 		"| milestone `M0` | passed | passed | yes |",
-		"| milestone `M1` | failed | passed † | **no** |",
+		"| milestone `M1` | failed | passed † (execd, sandbox) | **no** |",
 		"**stand-in**", "`validation-422`", "no networkPolicy",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("ledger lacks %q:\n%s", want, md)
 		}
+	}
+	if strings.Contains(md, "| milestone `M0` | passed | passed † ") {
+		t.Errorf("M0 rests on no stand-in:\n%s", md)
+	}
+	// An absolute subject path is made relative to the repository.
+	r := Run{Subject: "reference (/w/repo/fixtures/submissions/reference)"}
+	r.RelativeTo("/w/repo")
+	if r.Subject != "reference (fixtures/submissions/reference)" {
+		t.Errorf("relative subject: %q", r.Subject)
+	}
+	r = Run{Subject: "x (/elsewhere/sub)"}
+	r.RelativeTo("/w/repo")
+	if r.Subject != "x (/elsewhere/sub)" {
+		t.Errorf("a path outside the repository is kept: %q", r.Subject)
 	}
 	// Round trip through runs/*.json.
 	if err := Save(dir, "docker", real); err != nil {

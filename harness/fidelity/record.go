@@ -29,6 +29,9 @@ type Entry struct {
 	Verdict  string `json:"verdict"`
 	Category string `json:"category,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// StandIns are the stand-in components the verdict rests on (report.json's
+	// per-entry stand_ins; rubric.DependsOn).
+	StandIns []string `json:"stand_ins,omitempty"`
 }
 
 type reportDoc struct {
@@ -44,10 +47,11 @@ type reportDoc struct {
 }
 
 type reportEntry struct {
-	ID       string `json:"id"`
-	Verdict  string `json:"verdict"`
-	Category string `json:"category"`
-	Reason   string `json:"reason"`
+	ID       string   `json:"id"`
+	Verdict  string   `json:"verdict"`
+	Category string   `json:"category"`
+	Reason   string   `json:"reason"`
+	StandIns []string `json:"stand_ins"`
 }
 
 // FromReport distils a report bundle's report.json.
@@ -77,7 +81,7 @@ func FromReport(bundleDir string) (Run, error) {
 	}
 	add := func(kind string, es []reportEntry) {
 		for _, e := range es {
-			r.Entries = append(r.Entries, Entry{ID: e.ID, Kind: kind, Verdict: e.Verdict, Category: e.Category, Reason: e.Reason})
+			r.Entries = append(r.Entries, Entry{ID: e.ID, Kind: kind, Verdict: e.Verdict, Category: e.Category, Reason: e.Reason, StandIns: e.StandIns})
 		}
 	}
 	add("criterion", d.Criteria)
@@ -85,6 +89,20 @@ func FromReport(bundleDir string) (Run, error) {
 	add("drill", d.Drills)
 	sort.SliceStable(r.Entries, func(i, j int) bool { return kindOrder(r.Entries[i].Kind) < kindOrder(r.Entries[j].Kind) })
 	return r, nil
+}
+
+// RelativeTo rewrites an absolute path in the subject's name ("reference
+// (/abs/repo/fixtures/…)") relative to dir when it lies under it, so the
+// committed ledger names no machine's checkout.
+func (r *Run) RelativeTo(dir string) {
+	open := strings.LastIndex(r.Subject, " (/")
+	if open < 0 || !strings.HasSuffix(r.Subject, ")") {
+		return
+	}
+	p := r.Subject[open+2 : len(r.Subject)-1]
+	if rel, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(rel, "..") {
+		r.Subject = r.Subject[:open] + " (" + filepath.ToSlash(rel) + ")"
+	}
 }
 
 func kindOrder(k string) int {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/rubric"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
 )
 
@@ -40,6 +41,7 @@ func Render(mock Run, haveMock bool, real Run, haveReal bool) string {
 		}
 	}
 	standIn := haveReal && strings.Contains(fmt.Sprint(real.Components), "stand-in")
+	legacy := standIn && !anyStandIns(real) // recorded before report.json named them per entry
 
 	b.WriteString("\n## Verdicts\n\n| entry | bundled server | real OpenSandbox | same? | real run's reason (when it differs) |\n|---|---|---|---|---|\n")
 	ids, kinds := unionIDs(mock, real)
@@ -60,14 +62,15 @@ func Render(mock Run, haveMock bool, real Run, haveReal bool) string {
 			reason = r.Reason
 		}
 		rverdict := verdict(r, rok)
-		if standIn && rok && r.Verdict != "not_measured" && dependsOnStandIn(id) {
-			rverdict += " †"
+		if si := entryStandIns(r, legacy); rok && len(si) > 0 {
+			rverdict += " † (" + strings.Join(si, ", ") + ")"
 		}
 		fmt.Fprintf(&b, "| %s %s | %s | %s | %s | %s |\n", kinds[id], code(id), verdict(m, mok), rverdict, same, cell(clip(reason, 300)))
 	}
 	if standIn {
-		b.WriteString("\n† measured on the real control plane with stand-in execd/egress images built from this project " +
-			"(no registry with the official images is reachable here): it shows the control plane's behaviour, not " +
+		b.WriteString("\n† rests on the stand-ins named (report.json's per-entry `stand_ins`, from the table `rubric.DependsOn`): " +
+			"measured on the real control plane with execd/egress/sandbox images built by this project " +
+			"(no registry with the official images is reachable here), so it shows the control plane's behaviour, not " +
 			"OpenSandbox's execd or egress sidecar.\n")
 	}
 
@@ -83,14 +86,32 @@ func Render(mock Run, haveMock bool, real Run, haveReal bool) string {
 	return b.String()
 }
 
-// dependsOnStandIn: entries measured through commands, files or egress
-// inside a sandbox (everything but the pure lifecycle ones).
-func dependsOnStandIn(id string) bool {
-	switch id {
-	case "M0", "observability", "budget", "M5", "cost", "maintainability", "expression_review", "project_quality":
-		return false
+// entryStandIns are the stand-ins an entry's real verdict rests on: as
+// recorded, or for a legacy record (none recorded) from rubric.DependsOn and
+// the run's stand-in components, for measured verdicts.
+func entryStandIns(e Entry, legacy bool) []string {
+	if !legacy {
+		return e.StandIns
 	}
-	return true
+	if e.Verdict == "not_measured" {
+		return nil
+	}
+	var out []string
+	for _, c := range rubric.DependsOn[rubric.ID(e.ID)] {
+		if c == rubric.ComponentExecd || c == rubric.ComponentEgress {
+			out = append(out, string(c))
+		}
+	}
+	return out
+}
+
+func anyStandIns(r Run) bool {
+	for _, e := range r.Entries {
+		if len(e.StandIns) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func index(r Run) map[string]Entry {

@@ -45,7 +45,7 @@ type Proxy struct {
 	srv      *http.Server
 	mu       sync.Mutex
 	calls    []Call
-	inflight sync.WaitGroup // lifecycle calls not yet recorded
+	inflight int // lifecycle calls not yet recorded (under mu; a WaitGroup may not be waited on while new calls arrive)
 }
 
 // Start listens on a loopback port and forwards everything to target (a
@@ -80,13 +80,13 @@ func (p *Proxy) Domain() string { return p.ln.Addr().String() }
 // client sees a response before the proxy has recorded it, so Calls first
 // waits (up to 10 s) for lifecycle calls still in flight.
 func (p *Proxy) Calls() []Call {
-	done := make(chan struct{})
-	go func() { p.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-	}
+	deadline := time.Now().Add(10 * time.Second)
 	p.mu.Lock()
+	for p.inflight > 0 && time.Now().Before(deadline) {
+		p.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		p.mu.Lock()
+	}
 	defer p.mu.Unlock()
 	out := append([]Call(nil), p.calls...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
@@ -102,8 +102,14 @@ func (p *Proxy) record(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		p.inflight.Add(1)
-		defer p.inflight.Done()
+		p.mu.Lock()
+		p.inflight++
+		p.mu.Unlock()
+		defer func() {
+			p.mu.Lock()
+			p.inflight--
+			p.mu.Unlock()
+		}()
 		c := Call{Time: time.Now().UTC(), Method: r.Method, Path: r.URL.RequestURI(), KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
 		if r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut) {
 			body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))

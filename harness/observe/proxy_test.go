@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +84,54 @@ func TestStartRejectsBadTargets(t *testing.T) {
 		_, err := Start(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestProxyCallsWhileCallsArrive: Calls is asked while other subjects'
+// lifecycle calls keep arriving (one run's steps read the record while the
+// next run creates). A WaitGroup waited on meanwhile panicked ("WaitGroup is
+// reused before previous Wait has returned"), killing a real-target run.
+func TestProxyCallsWhileCallsArrive(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	p, err := Start(srv.URL + "/v1")
+	require.NoError(t, err)
+	defer p.Close()
+	base := "http://" + p.Domain()
+
+	const clients, each = 4, 50
+	var wg sync.WaitGroup
+	for i := 0; i < clients; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < each; j++ {
+				req, _ := http.NewRequest("DELETE", base+"/v1/sandboxes/11111111-2222-3333-4444-555555555555", nil)
+				if res, err := http.DefaultClient.Do(req); err == nil {
+					res.Body.Close()
+				}
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	readers := sync.WaitGroup{}
+	for i := 0; i < 4; i++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_ = p.Calls()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	readers.Wait()
+	assert.Len(t, p.Calls(), clients*each, "every call is recorded once the clients are done")
 }

@@ -40,8 +40,11 @@ type ClassEntry struct {
 	ID                                   rubric.ID
 	Title                                string
 	Passed, Failed, NotMeasured, Errored int
-	PassRate                             float64 // passed / (passed + failed); 0 when nothing was measured
-	Measured                             int     // passed + failed
+	// Flaky counts submissions whose entry passed only some repetitions
+	// (--repeat): measured, never passed.
+	Flaky    int
+	PassRate float64 // passed / (passed + failed + flaky); 0 when nothing was measured
+	Measured int     // passed + failed + flaky
 }
 
 // ClassReason is a failure reason and how many submissions it hit.
@@ -63,6 +66,8 @@ type Class struct {
 	NotPass  int
 	Incompl  int
 	Broken   int
+	// WithFlaky counts submissions with at least one flaky entry.
+	WithFlaky int
 }
 
 // maxReasons bounds the "most common failure reasons" table.
@@ -100,6 +105,7 @@ func ReadClass(dir string, bundles []string) Class {
 		default:
 			c.Incompl++
 		}
+		anyFlaky := false
 		for _, r := range d.AllEntries() {
 			e, ok := entries[r.ID]
 			if !ok {
@@ -112,12 +118,15 @@ func ReadClass(dir string, bundles []string) Class {
 				e.Passed++
 			case rubric.Failed:
 				e.Failed++
+			case rubric.Flaky:
+				e.Flaky++
+				anyFlaky = true
 			case rubric.HarnessError:
 				e.Errored++
 			default:
 				e.NotMeasured++
 			}
-			if r.Verdict == rubric.Failed || r.Verdict == rubric.HarnessError {
+			if r.Verdict == rubric.Failed || r.Verdict == rubric.Flaky || r.Verdict == rubric.HarnessError {
 				k := string(r.ID) + "\x00" + string(r.Verdict) + "\x00" + r.Reason
 				cr, ok := reasons[k]
 				if !ok {
@@ -128,11 +137,14 @@ func ReadClass(dir string, bundles []string) Class {
 				cr.Students = append(cr.Students, s.Name)
 			}
 		}
+		if anyFlaky {
+			c.WithFlaky++
+		}
 		c.Students = append(c.Students, s)
 	}
 	for _, id := range order {
 		e := entries[id]
-		e.Measured = e.Passed + e.Failed
+		e.Measured = e.Passed + e.Failed + e.Flaky
 		if e.Measured > 0 {
 			e.PassRate = float64(e.Passed) / float64(e.Measured)
 		}
@@ -184,6 +196,60 @@ func WriteClassSummary(dir string, bundles []string) error {
 	return errors.Join(errs...)
 }
 
+// RefreshClassSummary re-writes the class summary in classDir (written by
+// `acceptance grade`) over the bundles its class.csv lists, when bundle is
+// one of them: after a review of one submission the summary shows its final
+// score. It reports whether it re-wrote anything; no class.csv in classDir,
+// or a bundle it does not list, is (false, nil).
+func RefreshClassSummary(classDir, bundle string) (bool, error) {
+	f, err := os.Open(filepath.Join(classDir, ClassCSVFile))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("report: class summary: %w", err)
+	}
+	rows, err := csv.NewReader(f).ReadAll()
+	f.Close()
+	if err != nil || len(rows) == 0 {
+		return false, fmt.Errorf("report: class summary %s: not a class.csv: %v", filepath.Join(classDir, ClassCSVFile), err)
+	}
+	col := -1
+	for i, h := range rows[0] {
+		if h == "bundle" {
+			col = i
+		}
+	}
+	if col < 0 {
+		return false, fmt.Errorf("report: class summary %s has no bundle column", filepath.Join(classDir, ClassCSVFile))
+	}
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		return a
+	}
+	want := abs(bundle)
+	var bundles []string
+	listed := false
+	for _, r := range rows[1:] {
+		if col >= len(r) || r[col] == "" {
+			continue
+		}
+		b := filepath.FromSlash(r[col])
+		if !filepath.IsAbs(b) {
+			b = filepath.Join(classDir, b)
+		}
+		listed = listed || abs(b) == want
+		bundles = append(bundles, b)
+	}
+	if !listed {
+		return false, nil
+	}
+	return true, WriteClassSummary(classDir, bundles)
+}
+
 // LoadJudgments reads a bundle's review.json; (nil, nil) when there is none.
 // It does not validate the judgement (harness/review does, when recording it).
 func LoadJudgments(dir string) (*Judgments, error) {
@@ -230,6 +296,9 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 	if c.Broken > 0 {
 		fmt.Fprintf(&b, ", unreadable bundles %d", c.Broken)
 	}
+	if c.WithFlaky > 0 {
+		fmt.Fprintf(&b, "; %d with a flaky entry (passed only some repetitions)", c.WithFlaky)
+	}
 	b.WriteString(". Scores are each bundle's own: earned of measured (of 100); the final score only where a reviewer has judged.\n\n")
 	b.WriteString("## Per student\n\n| Student | Verdict | Score | Measured |")
 	for _, it := range c.Items {
@@ -266,14 +335,14 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 		}
 		fmt.Fprintf(&b, " %s | [%s](%s/%s) |\n", final, cell(s.Bundle), s.Bundle, MarkdownFile)
 	}
-	b.WriteString("\n## Per entry\n\nPass rate = passed / (passed + failed); not measured and harness errors are counted apart.\n\n")
-	b.WriteString("| Entry | Passed | Failed | Not measured | Harness error | Pass rate |\n|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n## Per entry\n\nPass rate = passed / (passed + failed + flaky); flaky (passed only some repetitions of `--repeat`) is never a pass; not measured and harness errors are counted apart.\n\n")
+	b.WriteString("| Entry | Passed | Failed | Flaky | Not measured | Harness error | Pass rate |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, e := range c.Entries {
 		rate := "n/a"
 		if e.Measured > 0 {
 			rate = pct(e.PassRate)
 		}
-		fmt.Fprintf(&b, "| **%s** %s | %d | %d | %d | %d | %s |\n", e.ID, cell(e.Title), e.Passed, e.Failed, e.NotMeasured, e.Errored, rate)
+		fmt.Fprintf(&b, "| **%s** %s | %d | %d | %d | %d | %d | %s |\n", e.ID, cell(e.Title), e.Passed, e.Failed, e.Flaky, e.NotMeasured, e.Errored, rate)
 	}
 	b.WriteString("\n## Most common failure reasons\n\n")
 	if len(c.Reasons) == 0 {

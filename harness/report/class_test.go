@@ -59,6 +59,7 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	require.Len(t, rows, 5)
 	passed := map[rubric.ID]int{}
 	measured := map[rubric.ID]int{}
+	flaky := map[rubric.ID]int{}
 	for i, b := range bundles {
 		row := rows[i+1]
 		assert.Equal(t, filepath.Base(b), row[col["student"]])
@@ -79,8 +80,11 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 			if r.Verdict == rubric.Passed {
 				passed[r.ID]++
 			}
-			if r.Verdict == rubric.Passed || r.Verdict == rubric.Failed {
+			if r.Verdict == rubric.Passed || r.Verdict == rubric.Failed || r.Verdict == rubric.Flaky {
 				measured[r.ID]++
+			}
+			if r.Verdict == rubric.Flaky {
+				flaky[r.ID]++
 			}
 		}
 	}
@@ -89,10 +93,17 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	for _, e := range c.Entries {
 		assert.Equal(t, passed[e.ID], e.Passed, e.ID)
 		assert.Equal(t, measured[e.ID], e.Measured, e.ID)
+		assert.Equal(t, flaky[e.ID], e.Flaky, e.ID)
 	}
+	assert.Equal(t, 1, flaky[rubric.D2], "alice's D2 is flaky")
+	assert.Equal(t, 1, c.WithFlaky)
 	md := string(mustRead(t, filepath.Join(dir, ClassMarkdownFile)))
 	assert.Contains(t, md, "| network | failed | exfil.invalid resolved and was reached")
-	assert.True(t, strings.Contains(md, "| **isolation** Isolation: cannot be accessed after sandbox is destroyed | 3 | 0 | 0 | 0 | 100% |"), md)
+	assert.True(t, strings.Contains(md, "| **isolation** Isolation: cannot be accessed after sandbox is destroyed | 3 | 0 | 0 | 0 | 0 | 100% |"), md)
+	// Flaky is counted apart, measured and never a pass.
+	assert.True(t, strings.Contains(md, "| **D2** Drill 2 · Disappearance in the sandbox | 0 | 0 | 1 | 2 | 0 | 0% |"), md)
+	assert.Contains(t, md, "| D2 | flaky | flaky: passed 1 of 2 repetitions")
+	assert.Contains(t, md, "1 with a flaky entry")
 }
 
 func TestClassSummaryShowsReviewedFinal(t *testing.T) {
@@ -103,4 +114,41 @@ func TestClassSummaryShowsReviewedFinal(t *testing.T) {
 	require.NotNil(t, c.Students[1].Final)
 	assert.Equal(t, 21.5, c.Students[1].Final.Score, "14 measured + 7.5 judged")
 	assert.False(t, c.Students[1].Final.Complete, "M5 and the questions still await the reviewer")
+}
+
+// After a review of one of its bundles the class summary is re-written over
+// the same bundles and shows that bundle's final score; a bundle the summary
+// does not list, or a directory without one, is left alone.
+func TestRefreshClassSummaryAfterReview(t *testing.T) {
+	root, bundles := classFixture(t)
+	dir := filepath.Join(root, "class")
+	require.NoError(t, WriteClassSummary(dir, bundles))
+	before := string(mustRead(t, filepath.Join(dir, ClassCSVFile)))
+	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], ReviewFile),
+		[]byte(`{"reviewer":"r","entries":{"cost":{"verdict":"passed","points":7.5}},"questions":{}}`), 0o644))
+
+	ok, err := RefreshClassSummary(dir, filepath.Join(t.TempDir(), "elsewhere"))
+	require.NoError(t, err)
+	assert.False(t, ok, "a bundle the summary does not list")
+	ok, err = RefreshClassSummary(t.TempDir(), bundles[1])
+	require.NoError(t, err)
+	assert.False(t, ok, "no class summary")
+	assert.Equal(t, before, string(mustRead(t, filepath.Join(dir, ClassCSVFile))))
+
+	ok, err = RefreshClassSummary(dir, bundles[1])
+	require.NoError(t, err)
+	assert.True(t, ok)
+	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 5, "the same four bundles")
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	assert.Equal(t, "bob", rows[2][col["student"]])
+	assert.Equal(t, "21.5", rows[2][col["final_score"]])
+	assert.Equal(t, "false", rows[2][col["review_complete"]])
+	assert.Equal(t, "", rows[3][col["final_score"]], "carol is not reviewed")
+	assert.Equal(t, "unreadable", rows[4][col["verdict"]], "dave is still listed")
+	assert.Contains(t, string(mustRead(t, filepath.Join(dir, ClassMarkdownFile))), "21.5 (review pending)")
 }

@@ -165,13 +165,17 @@ func rank(v rubric.Overall) int {
 	return 0
 }
 
+// entryRank orders entry verdicts for the diff: a move down is a regression
+// (passed → flaky, flaky → failed, passed → not measured …).
 func entryRank(v rubric.Verdict) int {
 	switch v {
 	case rubric.Passed:
-		return 3
+		return 4
 	case rubric.NotMeasured:
-		return 2
+		return 3
 	case rubric.HarnessError:
+		return 2
+	case rubric.Flaky:
 		return 1
 	}
 	return 0

@@ -103,3 +103,44 @@ func TestCompareMissingBundle(t *testing.T) {
 	_, err := Compare(t.TempDir(), "testdata/bundles/m0m5-a", DefaultCompareOptions)
 	assert.ErrorContains(t, err, "old bundle")
 }
+
+// A planted intermittent entry: M0's scenario failed in a second repetition
+// (--repeat 2), so M0 is flaky in the new bundle. passed → flaky is a
+// regression, and flaky → failed is one too.
+func TestCompareFlagsFlaky(t *testing.T) {
+	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
+	outs, _, err := ReadJournal(filepath.Join(newDir, JournalFile))
+	require.NoError(t, err)
+	var scenario string
+	for _, o := range outs {
+		if o.ID == rubric.M0 {
+			scenario = o.Scenario
+		}
+	}
+	require.NotEmpty(t, scenario)
+	j, err := OpenJournal(filepath.Join(newDir, JournalFile))
+	require.NoError(t, err)
+	res := rubric.NewResults(rubric.Course, j)
+	require.NoError(t, res.Fail(rubric.M0, scenario, "create answered 200, not 202"))
+	require.NoError(t, res.Flaky(rubric.M0, scenario, 1, 2))
+	require.NoError(t, j.Close())
+	// Sequence numbers restart in the second collector; the journal keeps order.
+	doc, err := RenderDir(newDir, rubric.Course, Options{})
+	require.NoError(t, err)
+	require.Equal(t, rubric.Flaky, doc.Milestones[0].Verdict, doc.Milestones[0].Reason)
+	assert.Contains(t, doc.Milestones[0].Reason, "flaky: passed 1 of 2 repetitions")
+
+	c, err := Compare("testdata/bundles/m0m5-c", newDir, DefaultCompareOptions)
+	require.NoError(t, err)
+	require.True(t, c.Regressed())
+	require.Len(t, c.Entries, 1)
+	assert.Equal(t, rubric.M0, c.Entries[0].ID)
+	assert.Equal(t, rubric.Flaky, c.Entries[0].New)
+	assert.True(t, c.Entries[0].Regression, "passed → flaky is a regression")
+	var out bytes.Buffer
+	WriteComparison(&out, c, DefaultCompareOptions)
+	assert.Contains(t, out.String(), "M0 passed → flaky")
+
+	assert.Less(t, entryRank(rubric.Failed), entryRank(rubric.Flaky), "flaky → failed is a regression")
+	assert.Less(t, entryRank(rubric.Flaky), entryRank(rubric.Passed))
+}

@@ -7,8 +7,9 @@
 //	                       evidence links and a reproduce command, evidence drift
 //	report.json            machine-readable, schema_version "1"
 //	junit.xml              one testcase per criterion/milestone/drill
-//	report.html            self-contained page: verdict, score, coloured rubric table,
-//	                       evidence links, a timeline (inline SVG) of each subject run
+//	report.html            self-contained page: verdict, score, the target preflight (never
+//	                       scored), coloured rubric table, evidence links, a timeline (inline
+//	                       SVG) of each subject run and of each contract, reap and test command
 //	results.json           Gradescope autograder results (gradescope.schema.json)
 //	review.json            a reviewer's judgement (harness/review), merged at render time
 //	                       into report.md/html, junit.xml and results.json — never into
@@ -43,9 +44,9 @@
 //
 //	harness/report/baselines/<target>/<id>_1.snap
 //
-// (the directory is Options.BaselineDir; "_1" is go-snaps' standalone
-// numbering). A grading run never writes baselines: only Options.Update
-// (set from UPDATE_BASELINES=1 by BaselinesFromEnv, used by `make baselines`)
-// does. A mismatch is reported as drift in report.md/report.json — it is not a
+// (the directory is Options.Baselines.Dir; "_1" is go-snaps' standalone
+// numbering). A grading run never writes baselines: only Baselines.Update
+// (set from UPDATE_BASELINES=1 by BaselinesFromEnv, used by `make
+// update-baselines`) does. A mismatch is reported as drift in report.md/report.json — it is not a
 // failed criterion. See drift.go for how go-snaps is driven outside testing.T.
 package report

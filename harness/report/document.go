@@ -37,8 +37,12 @@ type Document struct {
 	Seed       int64             `json:"seed"`
 	Tags       string            `json:"tags,omitempty"`
 	Versions   map[string]string `json:"versions"`
-	StartedAt  time.Time         `json:"started_at"`
-	EndedAt    time.Time         `json:"ended_at"`
+	// StandIns are the target's components that are stand-ins, not
+	// OpenSandbox's own (from the "component: …" versions; none on the
+	// bundled server). Each entry row names those its verdict rests on.
+	StandIns  []rubric.Component `json:"stand_ins,omitempty"`
+	StartedAt time.Time          `json:"started_at"`
+	EndedAt   time.Time          `json:"ended_at"`
 
 	// Final is the score after a reviewer's judgement (review.json), merged
 	// at render time; never part of report.json, whose measured content a
@@ -47,6 +51,10 @@ type Document struct {
 	// Runs are the subject runs' timelines (from evidence/subject-*/), read
 	// at render time for report.html.
 	Runs []SubjectRun `json:"-"`
+	// Invocations are the timelines of the submission's contract, reap and
+	// test commands (evidence/subject-*/invocation.json), read at render
+	// time for report.html.
+	Invocations []SubjectRun `json:"-"`
 }
 
 // ScoringRow is one scoring item in report.json.
@@ -68,7 +76,11 @@ type EntryRow struct {
 	Category  rubric.Category `json:"category,omitempty"`
 	Evidence  []string        `json:"evidence"`
 	Reproduce string          `json:"reproduce"`
-	Outcomes  []OutcomeRow    `json:"outcomes"`
+	// StandIns are the stand-in components this verdict rests on
+	// (rubric.DependsOn); empty when it rests on official ones only, or when
+	// none of its outcomes was measured.
+	StandIns []rubric.Component `json:"stand_ins,omitempty"`
+	Outcomes []OutcomeRow       `json:"outcomes"`
 }
 
 // OutcomeRow is one recorded outcome of an entry.
@@ -108,6 +120,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 	if d.Versions == nil {
 		d.Versions = map[string]string{}
 	}
+	d.StandIns = StandInsOf(d.Versions)
 	if d.Drift == nil {
 		d.Drift = []DriftResult{}
 	}
@@ -138,6 +151,10 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		r := sum.Results[id]
 		row := EntryRow{ID: id, Title: e.Title, Verdict: r.Verdict, Reason: r.Reason, Category: r.Category,
 			Evidence: append([]string{}, r.Evidence...), Reproduce: Reproduce(meta, e), Outcomes: []OutcomeRow{}}
+		if measuredSome(r.Outcomes) {
+			// A verdict nothing was measured for rests on nothing.
+			row.StandIns = rubric.RestsOn(id, d.StandIns)
+		}
 		for _, o := range r.Outcomes {
 			row.Outcomes = append(row.Outcomes, OutcomeRow{Scenario: o.Scenario, Verdict: o.Verdict, Category: o.Category, Reason: o.Reason})
 		}
@@ -152,6 +169,55 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 	}
 	sort.SliceStable(d.Drift, func(i, j int) bool { return d.Drift[i].ID < d.Drift[j].ID })
 	return d, sum
+}
+
+// measuredSome: at least one outcome was measured (not not_measured).
+func measuredSome(os []rubric.Outcome) bool {
+	for _, o := range os {
+		if o.Verdict != rubric.NotMeasured {
+			return true
+		}
+	}
+	return false
+}
+
+// ComponentKeyPrefix starts a versions key that names one component of a
+// real target's stack: "component: <role> image <ref>" → "<id> (official|stand-in)"
+// (cmd/acceptance's docker target writes them).
+const ComponentKeyPrefix = "component: "
+
+// StandInsOf reads which rubric components are stand-ins from a run's
+// versions: a key "component: <role> …" whose value says "(stand-in)", where
+// <role> is a rubric.Component ("execd", "egress", "sandbox").
+func StandInsOf(versions map[string]string) []rubric.Component {
+	var out []rubric.Component
+	for _, c := range rubric.Components {
+		for k, v := range versions {
+			name, ok := strings.CutPrefix(k, ComponentKeyPrefix)
+			if ok && strings.Contains(v, "(stand-in)") && (name == string(c) || strings.HasPrefix(name, string(c)+" ")) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// StandInNote is the per-entry marker: "rests on the stand-in execd, egress".
+func StandInNote(cs []rubric.Component) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	return "rests on stand-in " + EntryRow{StandIns: cs}.StandInList() + " (built by this project, not OpenSandbox's)"
+}
+
+// StandInList is the row's stand-in components, comma-separated ("" when none).
+func (r EntryRow) StandInList() string {
+	names := make([]string, len(r.StandIns))
+	for i, c := range r.StandIns {
+		names[i] = string(c)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Reproduce is the one-line command that re-runs just the scenarios feeding e.

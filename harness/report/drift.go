@@ -40,7 +40,7 @@ type Baselines struct {
 	// Dir holds one subdirectory per target kind; empty disables drift checks.
 	Dir string
 	// Update writes (creates or replaces) baselines instead of reporting drift.
-	// Only `UPDATE_BASELINES=1` (make baselines) sets it; a grading run never does.
+	// Only `UPDATE_BASELINES=1` (make update-baselines) sets it; a grading run never does.
 	Update bool
 	// Exclude, when set, leaves evidence files out of snapshots: drift is about
 	// the platform's contract, and some evidence records a subject's own
@@ -74,13 +74,16 @@ var snapMu sync.Mutex
 
 var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
 
+// snapLocation is go-snaps' "at <path>.snap:<line>" line in a mismatch.
+var snapLocation = regexp.MustCompile(`(?m)^at \S*\.snap:(\d+)$`)
+
 // fakeT satisfies go-snaps' testingT outside `go test`. go-snaps reports a
 // mismatch through Error (with its diff) and a write through Log, and asks
 // for cleanups that reset its per-test counters; we collect all three.
 //
 // Why a fake T rather than our own file compare: go-snaps owns the .snap
 // format, the diff rendering and the create/update rules, so baselines made by
-// `make baselines` and those compared in a grading run are the same files
+// `make update-baselines` and those compared in a grading run are the same files
 // handled by the same code. Two go-snaps behaviours are fenced off here:
 // UPDATE_SNAPS=always makes go-snaps rewrite regardless of its Update option,
 // so a grading run refuses to check drift while it is set; and on CI (as
@@ -149,6 +152,9 @@ func (b Baselines) Check(target rubric.Target, id rubric.ID, snapshot string) Dr
 		res.Status = DriftChanged
 		res.Detail = "normalised evidence differs from the baseline"
 		res.Diff = strings.TrimSpace(ansi.ReplaceAllString(strings.Join(t.errors, "\n"), ""))
+		// go-snaps names the file relative to the working directory, which
+		// would put this machine's layout in the report: name it as configured.
+		res.Diff = snapLocation.ReplaceAllString(res.Diff, "at "+strings.ReplaceAll(filepath.ToSlash(res.Baseline), "$", "$$")+":$1")
 	case b.Update && len(t.logs) > 0:
 		res.Status, res.Detail = DriftUpdated, ansi.ReplaceAllString(strings.Join(t.logs, "; "), "")
 	default:

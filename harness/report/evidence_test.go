@@ -161,6 +161,9 @@ func TestDriftLifecycle(t *testing.T) {
 	assert.Equal(t, DriftChanged, r.Status)
 	assert.Contains(t, r.Diff, "200 OK")
 	assert.NotContains(t, r.Diff, "\x1b[", "no ANSI colours in the report")
+	assert.Contains(t, r.Diff, "\nat "+filepath.ToSlash(filepath.Join(base, "mock", "M0_1.snap"))+":1",
+		"the diff names the baseline as configured, not relative to the working directory")
+	assert.NotContains(t, r.Diff, "at ../")
 	assert.Equal(t, rubric.Passed, entryRow(d, rubric.M0).Verdict, "drift is not a failed criterion")
 	after, _ := os.ReadFile(filepath.Join(base, "mock", "M0_1.snap"))
 	assert.Equal(t, string(snap), string(after), "a grading run never rewrites baselines")

@@ -200,47 +200,18 @@ func (r EntryRow) HasReviewerPart() bool {
 
 // MeasuredPart is the verdict of an entry's outcomes other than the
 // reviewer-judgment ones (not_measured/reviewer_judgment if there are none),
-// folded with the rubric's rules (failed, then harness error, then timeout,
-// then passed). It is what a reviewer's judgement may not contradict.
+// folded with the rubric's rules (rubric.Fold: failed, then flaky, then
+// harness error, then timeout, then passed). It is what a reviewer's judgement may not contradict.
 func (r EntryRow) MeasuredPart() (rubric.Verdict, rubric.Category, string) {
-	var by = map[rubric.Verdict][]OutcomeRow{}
-	var timeouts, other []OutcomeRow
-	for _, o := range r.Outcomes {
+	var mine []rubric.Outcome
+	for i, o := range r.Outcomes {
 		if o.Category == rubric.CategoryReviewerJudgment {
 			continue
 		}
-		if o.Verdict == rubric.NotMeasured {
-			if o.Category == rubric.CategoryTimeout {
-				timeouts = append(timeouts, o)
-			} else {
-				other = append(other, o)
-			}
-			continue
-		}
-		by[o.Verdict] = append(by[o.Verdict], o)
+		mine = append(mine, rubric.Outcome{Seq: int64(i + 1), ID: r.ID, Verdict: o.Verdict, Category: o.Category, Reason: o.Reason, Scenario: o.Scenario})
 	}
-	reasons := func(os []OutcomeRow) string {
-		var parts []string
-		seen := map[string]bool{}
-		for _, o := range os {
-			if o.Reason != "" && !seen[o.Reason] {
-				seen[o.Reason] = true
-				parts = append(parts, o.Reason)
-			}
-		}
-		return strings.Join(parts, "; ")
-	}
-	switch {
-	case len(by[rubric.Failed]) > 0:
-		return rubric.Failed, "", reasons(by[rubric.Failed])
-	case len(by[rubric.HarnessError]) > 0:
-		return rubric.HarnessError, "", reasons(by[rubric.HarnessError])
-	case len(timeouts) > 0:
-		return rubric.NotMeasured, rubric.CategoryTimeout, reasons(timeouts)
-	case len(by[rubric.Passed]) > 0:
-		return rubric.Passed, "", reasons(by[rubric.Passed])
-	case len(other) > 0:
-		return rubric.NotMeasured, other[0].Category, reasons(other)
+	if len(mine) > 0 {
+		return rubric.Fold(mine)
 	}
 	if len(r.Outcomes) == 0 && r.Category != rubric.CategoryReviewerJudgment {
 		return r.Verdict, r.Category, r.Reason
@@ -281,10 +252,11 @@ func ComputeFinal(d Document, j *Judgments) *Final {
 			fe.Points = clamp(jd.Points, w.Weight)
 			fe.OverrideReason, fe.Note, fe.Reviewer = jd.OverrideReason, jd.Note, firstNonEmpty(jd.Reviewer, j.Reviewer)
 			fe.Reviewable = false
-		case fe.Reviewable && (mv == rubric.Failed || mv == rubric.HarnessError || mcat == rubric.CategoryTimeout):
-			// The measured part decides: a reviewer cannot pass what failed.
+		case fe.Reviewable && (mv == rubric.Failed || mv == rubric.Flaky || mv == rubric.HarnessError || mcat == rubric.CategoryTimeout):
+			// The measured part decides: a reviewer cannot pass what failed
+			// (or passed only some of the time).
 			fe.Provenance, fe.Verdict, fe.Category = ProvMeasured, mv, mcat
-			if mv != rubric.Failed {
+			if mv != rubric.Failed && mv != rubric.Flaky {
 				fe.Provenance = ProvNone
 			}
 		case fe.Reviewable:
@@ -376,18 +348,14 @@ func pluralQ(n int) string {
 
 // finalOverall applies the rubric's overall rules to the final verdicts.
 func finalOverall(d Document, v map[rubric.ID]rubric.Verdict, cat map[rubric.ID]rubric.Category, pending []string) (rubric.Overall, string) {
-	var failed, secFailed, errored, unmeasured []string
-	sec := map[rubric.ID]bool{}
-	for _, id := range rubric.SecurityCriteria {
-		sec[id] = true
-	}
+	var errored, unmeasured []string
+	var failed, flaky []rubric.ID
 	for _, r := range d.AllEntries() {
 		switch v[r.ID] {
 		case rubric.Failed:
-			failed = append(failed, string(r.ID))
-			if sec[r.ID] {
-				secFailed = append(secFailed, string(r.ID))
-			}
+			failed = append(failed, r.ID)
+		case rubric.Flaky:
+			flaky = append(flaky, r.ID)
 		case rubric.HarnessError:
 			errored = append(errored, string(r.ID))
 		case rubric.NotMeasured:
@@ -397,10 +365,8 @@ func finalOverall(d Document, v map[rubric.ID]rubric.Verdict, cat map[rubric.ID]
 		}
 	}
 	switch {
-	case len(secFailed) > 0:
-		return rubric.OverallNotPassed, "security criterion failed: " + strings.Join(secFailed, ", ")
-	case len(failed) > 0:
-		return rubric.OverallNotPassed, "failed: " + strings.Join(failed, ", ")
+	case len(failed) > 0 || len(flaky) > 0:
+		return rubric.OverallNotPassed, rubric.NotPassedReason(failed, flaky)
 	case d.Aborted != "":
 		return rubric.OverallIncomplete, "run aborted: " + d.Aborted
 	case len(errored) > 0 || len(unmeasured) > 0:

@@ -31,14 +31,20 @@ var writers = map[string]func(*bytes.Buffer, Document) error{
 }
 
 // writeOutputs renders the named files of a bundle from doc; every writer is
-// attempted even if another fails. The subject-run timelines are read from
-// the bundle first (for report.html).
+// attempted even if another fails. The timelines of the subject runs and of
+// the submission's other commands are read from the bundle first (for
+// report.html).
 func writeOutputs(dir string, doc *Document, names []string) error {
 	var errs []error
 	if doc.Runs == nil {
 		runs, err := ReadRuns(dir)
 		errs = append(errs, err)
 		doc.Runs = runs
+	}
+	if doc.Invocations == nil {
+		invs, err := ReadInvocations(dir)
+		errs = append(errs, err)
+		doc.Invocations = invs
 	}
 	for _, name := range names {
 		var buf bytes.Buffer

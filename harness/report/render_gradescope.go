@@ -75,6 +75,9 @@ func WriteGradescope(w io.Writer, d Document) error {
 		if r.Category != "" {
 			extra["category"] = string(r.Category)
 		}
+		if r.Verdict == rubric.Flaky {
+			extra["flaky"] = r.Reason
+		}
 		if r.Verdict == rubric.NotMeasured {
 			extra["not_measured"] = map[string]string{"category": string(r.Category), "reason": r.Reason}
 		}
@@ -134,9 +137,15 @@ func gsOutput(r EntryRow, fe FinalEntry) string {
 			b.WriteString("a timeout never earns points. ")
 		}
 	}
+	if r.Verdict == rubric.Flaky {
+		b.WriteString("Passed in only some of the repetitions (`--repeat`) and failed in the others: a flaky entry is never passed and earns no points. ")
+	}
 	if r.Reason != "" {
 		b.WriteString(r.Reason)
 		b.WriteString("\n")
+	}
+	if len(r.StandIns) > 0 {
+		fmt.Fprintf(&b, "\n*Stand-in:* this verdict %s.\n", StandInNote(r.StandIns))
 	}
 	if fe.OverrideReason != "" {
 		fmt.Fprintf(&b, "\nReviewer override (%s): %s\n", fe.Reviewer, fe.OverrideReason)
@@ -166,6 +175,8 @@ func verdictWords(v rubric.Verdict, c rubric.Category) string {
 		return "passed"
 	case rubric.Failed:
 		return "failed"
+	case rubric.Flaky:
+		return "flaky"
 	case rubric.HarnessError:
 		return "harness error"
 	case VerdictPending:

@@ -37,16 +37,19 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 
 // htmlView is what report.html.tmpl renders.
 type htmlView struct {
-	D          Document
-	F          *Final
-	Reviewed   bool
-	Score      float64
-	Total      float64
-	Verdict    rubric.Overall
-	Reason     string
-	Versions   []string
-	Sections   []htmlSection
-	Timelines  []htmlTimeline
+	D         Document
+	F         *Final
+	Reviewed  bool
+	Score     float64
+	Total     float64
+	Verdict   rubric.Overall
+	Reason    string
+	Versions  []string
+	Sections  []htmlSection
+	Timelines []htmlTimeline
+	// Commands are the timelines of the submission's contract, reap and
+	// test commands.
+	Commands   []htmlTimeline
 	FinalByID  map[rubric.ID]FinalEntry
 	ItemPoints map[rubric.ID]float64
 }
@@ -63,13 +66,16 @@ type htmlRow struct {
 }
 
 type htmlTimeline struct {
-	Run    SubjectRun
-	Width  int
-	Height int
-	Ticks  []svgText
-	Bars   []svgBar
-	Marks  []svgMark
-	Legend []Marker
+	Run SubjectRun
+	// HiddenSandboxes and HiddenSteps count the bars left out beyond
+	// maxBars (a test suite may create hundreds); the evidence has them all.
+	HiddenSandboxes, HiddenSteps int
+	Width                        int
+	Height                       int
+	Ticks                        []svgText
+	Bars                         []svgBar
+	Marks                        []svgMark
+	Legend                       []Marker
 }
 
 type svgBar struct {
@@ -95,6 +101,8 @@ func verdictClass(v rubric.Verdict) string {
 		return "pass"
 	case rubric.Failed:
 		return "fail"
+	case rubric.Flaky:
+		return "flaky"
 	case rubric.HarnessError:
 		return "error"
 	case VerdictPending:
@@ -105,8 +113,10 @@ func verdictClass(v rubric.Verdict) string {
 
 // WriteHTML renders report.html: one self-contained page (inline CSS and
 // SVG, no script, no external asset; chart thumbnails are small data URIs)
-// with the verdict and score at the top, the rubric as a coloured table, each
-// entry's reason and evidence links, and a timeline of every subject run.
+// with the verdict and score at the top, the target preflight (never
+// scored), the rubric as a coloured table, each entry's reason and evidence
+// links, a timeline of every subject run and of every contract, reap and
+// test command the submission ran.
 func WriteHTML(w io.Writer, d Document) error {
 	v := htmlView{D: d, F: d.Final, Reviewed: d.Final != nil, FinalByID: map[rubric.ID]FinalEntry{}}
 	if v.F == nil {
@@ -148,6 +158,9 @@ func WriteHTML(w io.Writer, d Document) error {
 	for _, r := range d.Runs {
 		v.Timelines = append(v.Timelines, layoutTimeline(r))
 	}
+	for _, r := range d.Invocations {
+		v.Commands = append(v.Commands, layoutTimeline(r))
+	}
 	return htmlTmpl.Execute(w, v)
 }
 
@@ -158,6 +171,8 @@ const (
 	tlRowH   = 22
 	tlTop    = 26
 	tlBottom = 14
+	// maxBars bounds the sandbox bars and the step bars of one timeline each.
+	maxBars = 40
 )
 
 // layoutTimeline places a run's bars and markers on a time axis.
@@ -227,10 +242,29 @@ func layoutTimeline(r SubjectRun) htmlTimeline {
 		if r.HarnessError != "" {
 			cls, note = "error", "harness error: "+r.HarnessError
 		}
-		add("subject", r.Start, r.End, "subject process", note, cls)
+		lane, label := "subject", "subject process"
+		if r.Field != "" {
+			lane, label = "command", r.Field+" command"
+		}
+		add(lane, r.Start, r.End, label, note, cls)
 	}
+	drawn := 0
 	for _, s := range r.Sandboxes {
+		if s.Created.IsZero() && s.Deleted.IsZero() && s.EndState == "" {
+			continue // only looked up (e.g. a GET answered 404): no life to draw
+		}
+		if drawn == maxBars {
+			tl.HiddenSandboxes++
+			continue
+		}
+		drawn++
 		end, note, cls := s.Deleted, "deleted", "box"
+		created := s.Created
+		if created.IsZero() {
+			// Created before this timeline (e.g. the killed run's sandbox a
+			// reap command deleted): drawn from the start.
+			created, note = t0, "created earlier, deleted"
+		}
 		if end.IsZero() {
 			end, note, cls = r.End, "never deleted", "fail"
 			if s.EndState != "" {
@@ -244,10 +278,14 @@ func layoutTimeline(r SubjectRun) htmlTimeline {
 		if len(id) > 8 {
 			id = id[:8]
 		}
-		add("sandbox", s.Created, end, "sandbox "+id, note, cls)
+		add("sandbox", created, end, "sandbox "+id, note, cls)
 		if !s.Gone404.IsZero() {
 			tl.Marks = append(tl.Marks, svgMark{X: x(s.Gone404), Label: "404", Kind: "gone"})
 		}
+	}
+	if len(steps) > maxBars {
+		tl.HiddenSteps = len(steps) - maxBars
+		steps = steps[:maxBars]
 	}
 	for _, s := range steps {
 		cls, note := "pass", "exit ?"

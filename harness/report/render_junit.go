@@ -56,7 +56,7 @@ type junitMessage struct {
 
 // WriteJUnit renders junit.xml: one testcase per criterion, milestone and
 // drill. not_measured → <skipped message="…"> (never an error), failed →
-// <failure>, harness_error → <error>.
+// <failure>, flaky → <failure type="flaky">, harness_error → <error>.
 func WriteJUnit(w io.Writer, d Document) error {
 	top := junitSuites{Name: "acceptance " + d.RunID}
 	props := []junitProperty{
@@ -66,6 +66,9 @@ func WriteJUnit(w io.Writer, d Document) error {
 		{Name: "target", Value: d.Target},
 		{Name: "subject", Value: d.Subject},
 		{Name: "seed", Value: fmt.Sprint(d.Seed)},
+	}
+	if len(d.StandIns) > 0 {
+		props = append(props, junitProperty{Name: "stand_ins", Value: EntryRow{StandIns: d.StandIns}.StandInList()})
 	}
 	if f := d.Final; f != nil {
 		props = append(props,
@@ -85,17 +88,21 @@ func WriteJUnit(w io.Writer, d Document) error {
 			c := junitCase{Name: string(r.ID) + ": " + r.Title, Classname: grp.class, SystemOut: &junitCDATA{Text: caseDetail(r)}}
 			switch r.Verdict {
 			case rubric.Failed:
-				c.Failure = &junitMessage{Message: r.Reason, Type: "failed", Text: caseDetail(r)}
+				c.Failure = &junitMessage{Message: withStandIn(r.Reason, r), Type: "failed", Text: caseDetail(r)}
+				s.Failures++
+			case rubric.Flaky:
+				// Passed only some of the time: a failure, typed so CI tools can tell.
+				c.Failure = &junitMessage{Message: r.Reason, Type: "flaky", Text: caseDetail(r)}
 				s.Failures++
 			case rubric.HarnessError:
-				c.Error = &junitMessage{Message: r.Reason, Type: "harness_error", Text: caseDetail(r)}
+				c.Error = &junitMessage{Message: withStandIn(r.Reason, r), Type: "harness_error", Text: caseDetail(r)}
 				s.Errors++
 			case rubric.NotMeasured:
 				msg := "not measured"
 				if r.Category != "" {
 					msg += " (" + string(r.Category) + ")"
 				}
-				c.Skipped = &junitMessage{Message: msg + ": " + r.Reason}
+				c.Skipped = &junitMessage{Message: withStandIn(msg+": "+r.Reason, r)}
 				s.Skipped++
 			}
 			s.Cases = append(s.Cases, c)
@@ -119,6 +126,14 @@ func WriteJUnit(w io.Writer, d Document) error {
 	return err
 }
 
+// withStandIn appends the stand-in marker to a message, when the row has one.
+func withStandIn(msg string, r EntryRow) string {
+	if len(r.StandIns) == 0 {
+		return msg
+	}
+	return msg + " [" + StandInNote(r.StandIns) + "]"
+}
+
 func caseDetail(r EntryRow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "verdict: %s\n", r.Verdict)
@@ -126,6 +141,9 @@ func caseDetail(r EntryRow) string {
 		fmt.Fprintf(&b, "category: %s\n", r.Category)
 	}
 	fmt.Fprintf(&b, "reason: %s\n", r.Reason)
+	if len(r.StandIns) > 0 {
+		fmt.Fprintf(&b, "stand-in: %s\n", StandInNote(r.StandIns))
+	}
 	for _, e := range r.Evidence {
 		fmt.Fprintf(&b, "evidence: %s\n", e)
 	}

@@ -47,10 +47,15 @@ func WriteMarkdown(w io.Writer, d Document) error {
 		}
 		fmt.Fprintf(&b, "| Versions | %s |\n", cell(strings.Join(vs, ", ")))
 	}
+	if len(d.StandIns) > 0 {
+		fmt.Fprintf(&b, "\n> **Stand-ins:** this target's %s %s built by this project, not OpenSandbox's own. "+
+			"An entry whose verdict rests on one says so in its verdict cell (*stand-in: …*): it shows the control plane's "+
+			"behaviour with that stand-in, not OpenSandbox's.\n", EntryRow{StandIns: d.StandIns}.StandInList(), plural(len(d.StandIns), "is", "are"))
+	}
 
 	b.WriteString("\n## Score by scoring item\n\n")
 	b.WriteString("Each item earns weight × passed/inputs and counts weight × measured/inputs as measured; ")
-	b.WriteString("not-measured inputs (timeouts included) are left out of both.\n\n")
+	b.WriteString("not-measured inputs (timeouts included) are left out of both; a flaky input is measured and earns nothing.\n\n")
 	b.WriteString("| Item | Weight | Measured | Earned | Fed by |\n|---|---:|---:|---:|---|\n")
 	for _, s := range d.Scoring {
 		ins := make([]string, len(s.Inputs))
@@ -70,7 +75,11 @@ func WriteMarkdown(w io.Writer, d Document) error {
 		fmt.Fprintf(&b, "\n## %s\n\n", title)
 		b.WriteString("| ID | Verdict | Reason | Evidence | Reproduce |\n|---|---|---|---|---|\n")
 		for _, r := range rows {
-			fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s | %s |\n", r.ID, cell(r.Title), verdictCell(r.Verdict, r.Category),
+			v := verdictCell(r.Verdict, r.Category)
+			if len(r.StandIns) > 0 {
+				v += " *(stand-in: " + r.StandInList() + ")*"
+			}
+			fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s | %s |\n", r.ID, cell(r.Title), v,
 				cell(r.Reason), evidenceLinks(r.Evidence), code(r.Reproduce))
 		}
 	}
@@ -98,6 +107,13 @@ func WriteMarkdown(w io.Writer, d Document) error {
 	return err
 }
 
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 func verdictTitle(v rubric.Overall) string {
 	switch v {
 	case rubric.OverallPassed:
@@ -116,6 +132,8 @@ func verdictCell(v rubric.Verdict, c rubric.Category) string {
 		return "passed"
 	case rubric.Failed:
 		return "**FAILED**"
+	case rubric.Flaky:
+		return "**FLAKY**"
 	case rubric.HarnessError:
 		return "**HARNESS ERROR**"
 	case rubric.NotMeasured:

@@ -56,6 +56,10 @@ func fixtureOutcomes(t *testing.T) []rubric.Outcome {
 	must(r.Pass(rubric.M0, "m0", "202/200/401/204/404 as expected", "evidence/M0/transcript.txt"))
 	must(r.Pass(rubric.M1, "m1 run 1", "2 read back; file identical; 404"))
 	must(r.Pass(rubric.M1, "m1 run 2", "2 read back; file identical; 404"))
+	// D2 passed in one of two repetitions (--repeat 2): flaky.
+	must(r.Pass(rubric.D2, "d2: vanish", "the run reported sandbox_gone and exited 3"))
+	must(r.Fail(rubric.D2, "d2: vanish", "the run hung 120s after its sandbox vanished"))
+	must(r.Flaky(rubric.D2, "d2: vanish", 1, 2))
 	must(r.NotMeasured(rubric.D3, "d3", rubric.CategoryUnsupportedByTarget, "server answered 202 to 3 concurrent creates; it has no capacity limit"))
 	return r.Outcomes()
 }

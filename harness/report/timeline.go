@@ -18,8 +18,18 @@ import (
 // SubjectRun is one subject run's timeline, read from
 // evidence/subject-<key>/ (run.json, audit.json, out/summary.json).
 type SubjectRun struct {
-	Key          string
-	Dir          string // bundle-relative
+	Key string
+	Dir string // bundle-relative
+	// Field is set for one of the submission's other commands (an
+	// invocation: "contract", "reap", "test.unit", "test.integration"),
+	// read from evidence/subject-<field>[-rN]/invocation.json and
+	// server-saw.json; empty for a subject run.
+	Field   string
+	Command string
+	RunID   string // CAPSTONE_RUN_ID it ran with (reap: the killed run's)
+	// Calls counts the lifecycle calls the server saw from the command's
+	// key, and keyless ones while it ran (invocations only).
+	Calls        int
 	Fixture      string
 	Start, End   time.Time
 	ExitCode     int
@@ -194,6 +204,31 @@ func readRun(bundle, rdir string) SubjectRun {
 	for _, s := range sum.Steps {
 		names[s.Command] = append(names[s.Command], s.Name)
 	}
+	applyEvents(&r, events, names, len(calls) == 0)
+	if len(r.Steps) > 0 {
+		r.StepsFrom = "audit"
+	} else if len(sum.Steps) > 0 {
+		// No audit of commands (not saved for this run, or a real target):
+		// the subject's own account.
+		r.StepsFrom = "summary"
+		for _, s := range sum.Steps {
+			r.Steps = append(r.Steps, TimelineStep{Name: s.Name, Command: s.Command, DurationMs: s.DurationMs, ExitCode: s.ExitCode, Truncated: s.Truncated})
+		}
+	}
+	r.Markers = dedupeMarkers(r.Markers)
+	chart := filepath.Join(rdir, "out", "chart.png")
+	if thumb := thumbnail(chart); thumb != "" {
+		r.Thumbnail = thumb
+		r.ChartRef = filepath.ToSlash(filepath.Join(r.Dir, "out", "chart.png"))
+	}
+	return r
+}
+
+// applyEvents folds audit events (in sequence order) into a run's sandbox
+// lives, command steps and markers. names maps a command to the step names
+// the subject's summary gave it; refused429 says whether a 429 create in
+// the events is to be marked (when no separate record of the calls has).
+func applyEvents(r *SubjectRun, events []auditEvent, names map[string][]string, refused429 bool) {
 	boxes := map[string]*SandboxLife{}
 	var order []string
 	box := func(id string) *SandboxLife {
@@ -214,7 +249,7 @@ func readRun(bundle, rdir string) SubjectRun {
 				if b := box(ev.SandboxID); b.Created.IsZero() {
 					b.Created = ev.Time
 				}
-			case lc.Method == "POST" && isCreate(lc.Path) && lc.Status == 429 && len(calls) == 0:
+			case lc.Method == "POST" && isCreate(lc.Path) && lc.Status == 429 && refused429:
 				r.Markers = append(r.Markers, Marker{At: ev.Time, Kind: "fault", Label: "create attempt answered 429"})
 			case lc.Method == "DELETE" && ev.SandboxID != "" && lc.Status < 300:
 				box(ev.SandboxID).Deleted = ev.Time
@@ -260,23 +295,6 @@ func readRun(bundle, rdir string) SubjectRun {
 	for _, id := range order {
 		r.Sandboxes = append(r.Sandboxes, *boxes[id])
 	}
-	if len(r.Steps) > 0 {
-		r.StepsFrom = "audit"
-	} else if len(sum.Steps) > 0 {
-		// No audit of commands (not saved for this run, or a real target):
-		// the subject's own account.
-		r.StepsFrom = "summary"
-		for _, s := range sum.Steps {
-			r.Steps = append(r.Steps, TimelineStep{Name: s.Name, Command: s.Command, DurationMs: s.DurationMs, ExitCode: s.ExitCode, Truncated: s.Truncated})
-		}
-	}
-	r.Markers = dedupeMarkers(r.Markers)
-	chart := filepath.Join(rdir, "out", "chart.png")
-	if thumb := thumbnail(chart); thumb != "" {
-		r.Thumbnail = thumb
-		r.ChartRef = filepath.ToSlash(filepath.Join(r.Dir, "out", "chart.png"))
-	}
-	return r
 }
 
 func isCreate(p string) bool {
@@ -360,4 +378,142 @@ func thumbnail(path string) string {
 		return ""
 	}
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// invocationRecord is evidence/subject-<field>/invocation.json.
+type invocationRecord struct {
+	Field        string    `json:"field"`
+	Command      string    `json:"command"`
+	RunID        string    `json:"run_id"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at"`
+	HarnessError string    `json:"harness_error"`
+	Result       *struct {
+		ExitCode int    `json:"exit_code"`
+		Signal   string `json:"signal"`
+		TimedOut bool   `json:"timed_out"`
+	} `json:"result"`
+}
+
+// serverSaw is evidence/subject-<field>/server-saw.json: what the server saw
+// of one invocation.
+type serverSaw struct {
+	Calls   []auditEvent `json:"calls_with_its_key"`
+	Keyless []auditEvent `json:"keyless_calls_while_it_ran"`
+	Events  []auditEvent `json:"sandbox_events"`
+}
+
+// maxCallMarkers bounds the call markers of one invocation's timeline (a
+// test suite may make hundreds of calls; server-saw.json has them all).
+const maxCallMarkers = 16
+
+// ReadInvocations reads the timelines of the submission's other commands
+// (contract, reap, test.unit, test.integration; one per repetition) from
+// evidence/subject-*/invocation.json and server-saw.json, in start order. A
+// command whose files are partly missing is shown with what is there.
+func ReadInvocations(dir string) ([]SubjectRun, error) {
+	matches, err := filepath.Glob(filepath.Join(dir, EvidenceDir, "subject-*", "invocation.json"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(matches)
+	out := []SubjectRun{}
+	for _, m := range matches {
+		if r, ok := readInvocation(dir, filepath.Dir(m)); ok {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out, nil
+}
+
+func readInvocation(bundle, idir string) (SubjectRun, bool) {
+	rel, _ := filepath.Rel(bundle, idir)
+	r := SubjectRun{Key: strings.TrimPrefix(filepath.Base(idir), "subject-"), Dir: filepath.ToSlash(rel)}
+	var rec invocationRecord
+	b, err := os.ReadFile(filepath.Join(idir, "invocation.json"))
+	if err != nil || json.Unmarshal(b, &rec) != nil {
+		return r, false
+	}
+	r.Field, r.Command, r.RunID = rec.Field, rec.Command, rec.RunID
+	if r.Field == "" {
+		r.Field = r.Key
+	}
+	r.Start, r.End, r.HarnessError = rec.StartedAt, rec.EndedAt, rec.HarnessError
+	if rec.Result != nil {
+		r.ExitCode, r.Signal, r.TimedOut = rec.Result.ExitCode, rec.Result.Signal, rec.Result.TimedOut
+		if rec.Result.TimedOut {
+			r.Markers = append(r.Markers, Marker{At: rec.EndedAt, Kind: "kill", Label: "the " + r.Field + " command timed out"})
+		}
+	}
+	var saw serverSaw
+	if b, err := os.ReadFile(filepath.Join(idir, "server-saw.json")); err == nil && json.Unmarshal(b, &saw) == nil {
+		r.HasAudit = true
+	}
+	// One event list: the sandboxes' events and the calls (the calls on its
+	// own sandboxes are in both).
+	seen := map[string]bool{}
+	var events []auditEvent
+	for _, list := range [][]auditEvent{saw.Events, saw.Calls, saw.Keyless} {
+		for _, ev := range list {
+			k := fmt.Sprint(ev.Seq)
+			if ev.Seq == 0 { // a real target's recorded call has no audit sequence
+				k = ev.Time.String() + "\x00" + ev.SandboxID
+				if lc := ev.Lifecycle; lc != nil {
+					k += "\x00" + lc.Method + lc.Path + fmt.Sprint(lc.Status)
+				}
+			}
+			if !seen[k] {
+				seen[k] = true
+				events = append(events, ev)
+			}
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool {
+		if events[i].Seq != events[j].Seq && events[i].Seq > 0 && events[j].Seq > 0 {
+			return events[i].Seq < events[j].Seq
+		}
+		return events[i].Time.Before(events[j].Time)
+	})
+	applyEvents(&r, events, nil, true)
+	if len(r.Steps) > 0 {
+		r.StepsFrom = "audit"
+	}
+	// Every lifecycle call it made (and keyless ones while it ran) as a
+	// marker, up to maxCallMarkers.
+	keyless := map[string]bool{}
+	for _, ev := range saw.Keyless {
+		keyless[fmt.Sprint(ev.Seq)+ev.Time.String()] = true
+	}
+	calls := append(append([]auditEvent{}, saw.Calls...), saw.Keyless...)
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Time.Before(calls[j].Time) })
+	r.Calls = len(calls)
+	for i, ev := range calls {
+		lc := ev.Lifecycle
+		if lc == nil {
+			continue
+		}
+		if i == maxCallMarkers {
+			r.Markers = append(r.Markers, Marker{At: ev.Time, Kind: "info", Label: fmt.Sprintf("… and %d more calls (server-saw.json)", len(calls)-maxCallMarkers)})
+			break
+		}
+		label := fmt.Sprintf("%s %s → %d", lc.Method, shortPath(lc.Path), lc.Status)
+		if keyless[fmt.Sprint(ev.Seq)+ev.Time.String()] {
+			label = "without a key: " + label
+		}
+		r.Markers = append(r.Markers, Marker{At: ev.Time, Kind: "call", Label: label})
+	}
+	sort.SliceStable(r.Markers, func(i, j int) bool { return r.Markers[i].At.Before(r.Markers[j].At) })
+	return r, true
+}
+
+// shortPath shortens the sandbox IDs in an API path to 8 characters.
+func shortPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		if len(s) == 36 && strings.Count(s, "-") == 4 {
+			segs[i] = s[:8]
+		}
+	}
+	return strings.Join(segs, "/")
 }

@@ -133,12 +133,15 @@ func Validate(d report.Document, a Answers, now time.Time) (*report.Judgments, e
 		case reviewable && mv == rubric.Failed && override == "" && (jd.Verdict == rubric.Passed || jd.Points > 0):
 			add(field+".override_reason", "the harness measured a failure (%s); a reviewer cannot turn a measured failure into a pass or points: give override_reason to override it (it is shown as an override)", mreason)
 			continue
+		case reviewable && mv == rubric.Flaky && override == "" && (jd.Verdict == rubric.Passed || jd.Points > 0):
+			add(field+".override_reason", "the harness measured it flaky (%s); a reviewer cannot turn a flaky measurement into a pass or points: give override_reason to override it (it is shown as an override)", mreason)
+			continue
 		}
 		if override != "" {
 			jd.OverrideReason = override
-			if reviewable && mv != rubric.Failed {
+			if reviewable && mv != rubric.Failed && mv != rubric.Flaky {
 				// Nothing to override: the reviewer part is judged anyway.
-				add(field+".override_reason", "%s has no measured failure to override; judge it without override_reason", k)
+				add(field+".override_reason", "%s has no measured failure (nor flaky measurement) to override; judge it without override_reason", k)
 				continue
 			}
 			if ans.Points == nil && jd.Verdict == rubric.Passed {
@@ -168,7 +171,7 @@ func Validate(d report.Document, a Answers, now time.Time) (*report.Judgments, e
 			}
 			continue
 		}
-		if it.Measured == rubric.Failed || it.Measured == rubric.HarnessError || it.Category == rubric.CategoryTimeout {
+		if it.Measured == rubric.Failed || it.Measured == rubric.Flaky || it.Measured == rubric.HarnessError || it.Category == rubric.CategoryTimeout {
 			add(field, "M5's measured part is %s; its defense questions earn nothing unless M5 is overridden", it.Measured)
 			continue
 		}

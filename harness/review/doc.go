@@ -16,12 +16,19 @@
 //   - points lie within the entry's weight (its share of its scoring item:
 //     item weight / number of inputs; M5's half that is not the defense
 //     questions; a question 1/15 of the other half);
-//   - a reviewer cannot turn a measured failure into a pass: an answer on an
-//     entry the harness measured is an override and needs override_reason,
-//     which is shown as such everywhere the score is shown;
+//   - a reviewer cannot turn a measured failure, or a flaky measurement
+//     (passed only some repetitions of --repeat), into a pass or points: an
+//     answer on an entry the harness measured is an override and needs
+//     override_reason, which is shown as such everywhere the score is shown;
 //   - a timeout or a harness error is never overridden (re-run instead), and
 //     an entry no scenario measured in this run cannot be overridden either;
 //   - a failed verdict needs a note saying what the submission did.
+//
+// Walk offers only what Validate accepts: an entry measured failed or flaky
+// is announced as such and answered failed (0 points) or passed with an
+// override reason asked at once; an --override asks its reason first; items
+// nothing can be recorded for (M5's questions while its measured part is
+// failed or flaky, a timed-out entry) are shown and skipped.
 //
 // report.json is never rewritten: the review lives in review.json and is
 // merged at render time (report.md, report.html, results.json).

@@ -25,6 +25,9 @@ type Item struct {
 	Items    []rubric.ID
 	// Covers says in one line what a good answer covers.
 	Covers string
+	// Override: an entry the harness measured, offered to the reviewer only
+	// to override it (`acceptance review --override ID`).
+	Override bool
 }
 
 // covers are the reviewer-judgement entries' one-line guides.

@@ -275,10 +275,16 @@ func TestWalkOverrideNeedsReason(t *testing.T) {
 	_, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
 	require.NoError(t, err)
 	var out bytes.Buffer
-	in := "R\npassed\n\n\n\npassed\n\n\nthe drill's fault never switched on (server bug #12)\n"
+	// The reason is asked first and again while it is empty; then verdict,
+	// points and note take their defaults.
+	in := "R\n\nthe drill's fault never switched on (server bug #12)\n\n\n\n"
 	f, err := Walk(dir, strings.NewReader(in), &out, WalkOptions{Overrides: []rubric.ID{rubric.D1}, Now: func() time.Time { return t0 }})
 	require.NoError(t, err)
-	assert.Contains(t, out.String(), "not recorded: entries.D1.override_reason")
+	s := out.String()
+	assert.Contains(t, s, "an override replaces the harness's measured failed; it needs a recorded reason and is shown as an override.")
+	assert.Contains(t, s, "an override needs a recorded reason")
+	assert.Less(t, strings.Index(s, "Override reason (required"), strings.Index(s, "Verdict (passed/failed)"), "the reason is asked before the verdict")
+	assert.NotContains(t, s, "not recorded:", "nothing is offered that validation refuses")
 	var d1 report.FinalEntry
 	for _, e := range f.Entries {
 		if e.ID == rubric.D1 {
@@ -304,4 +310,139 @@ func TestMeasuredEntryWithReviewerNoteKeepsMeasuredVerdict(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 100.0, f.Score)
 	assert.True(t, f.Complete, f.Pending)
+}
+
+// A flaky entry (passed only some repetitions of --repeat) is never passed:
+// a reviewer cannot make it passed, or give it points, without an override
+// reason, and an override is shown as one. Its points stay 0 until then.
+func TestReviewCannotPassFlakyWithoutReason(t *testing.T) {
+	dir := referenceBundle(t,
+		rubric.Outcome{ID: rubric.M1, Verdict: rubric.Failed, Scenario: "scenario", Reason: "the second run left a sandbox"},
+		rubric.Outcome{ID: rubric.M1, Verdict: rubric.Flaky, Scenario: "scenario", Reason: "flaky: passed 1 of 2 repetitions of scenario \"scenario\""},
+		rubric.Outcome{ID: rubric.M5, Verdict: rubric.Failed, Scenario: "demo", Reason: "the demo run hung"},
+		rubric.Outcome{ID: rubric.M5, Verdict: rubric.Flaky, Scenario: "demo", Reason: "flaky: passed 2 of 3 repetitions of scenario \"demo\""},
+	)
+	d, err := report.ReadDocument(dir)
+	require.NoError(t, err)
+	for _, r := range d.AllEntries() {
+		if r.ID == rubric.M1 || r.ID == rubric.M5 {
+			mv, _, _ := r.MeasuredPart()
+			assert.Equal(t, rubric.Flaky, mv, r.ID)
+		}
+	}
+	assert.Equal(t, rubric.OverallNotPassed, d.Verdict, "flaky gates like a failure")
+
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  M1: {verdict: passed}\n"), "", t0)
+	assert.ErrorContains(t, err, "entries.M1.override_reason: M1 was measured by the harness (flaky: flaky: passed 1 of 2 repetitions")
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  M5: {verdict: passed}\n"), "", t0)
+	assert.ErrorContains(t, err, "entries.M5.override_reason: the harness measured it flaky (flaky: passed 2 of 3 repetitions")
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  M5: {verdict: failed, points: 1, note: half a demo}\n"), "", t0)
+	assert.ErrorContains(t, err, "a reviewer cannot turn a flaky measurement into a pass or points")
+	_, err = FromFile(dir, strings.NewReader("reviewer: R\nquestions:\n  1: {verdict: passed}\n"), "", t0)
+	assert.ErrorContains(t, err, "questions.1: M5's measured part is flaky")
+
+	// Without a review the flaky entries earn nothing.
+	f := report.ComputeFinal(d, nil)
+	for _, e := range f.Entries {
+		if e.ID == rubric.M1 || e.ID == rubric.M5 {
+			assert.Equal(t, rubric.Flaky, e.Verdict, e.ID)
+			assert.Equal(t, 0.0, e.Points, e.ID)
+			assert.Equal(t, report.ProvMeasured, e.Provenance, e.ID)
+		}
+	}
+
+	ans := "reviewer: R\nentries:\n  M1: {verdict: passed, override_reason: \"the second repetition ran while the server was being restarted\"}\n"
+	f, err = FromFile(dir, strings.NewReader(ans), "", t0)
+	require.NoError(t, err)
+	for _, e := range f.Entries {
+		if e.ID == rubric.M1 {
+			assert.Equal(t, report.ProvOverride, e.Provenance)
+			assert.Equal(t, rubric.Flaky, e.MeasuredVerdict)
+			assert.Equal(t, rubric.Passed, e.Verdict)
+			assert.Equal(t, 5.0, e.Points)
+		}
+	}
+	md := read(t, filepath.Join(dir, report.MarkdownFile))
+	assert.Contains(t, md, "**OVERRIDE** of the measured flaky: the second repetition ran while the server was being restarted")
+	assert.Equal(t, rubric.OverallNotPassed, f.Verdict, "M5 is still flaky")
+}
+
+// The interactive review says up front when the harness measured a reviewer
+// entry flaky or failed, and offers only what validation accepts: failed
+// with 0 points confirms it, passed is an override whose reason is asked at
+// once. M5's defense questions are not asked while its measured part is
+// flaky (they earn nothing); a timed-out entry is shown and skipped. Nothing
+// the walk offers is refused by validation.
+func TestWalkFlakyOrFailedOffersOnlyValid(t *testing.T) {
+	dir := referenceBundle(t,
+		rubric.Outcome{ID: rubric.M5, Verdict: rubric.Failed, Scenario: "demo", Reason: "the demo run hung"},
+		rubric.Outcome{ID: rubric.M5, Verdict: rubric.Flaky, Scenario: "demo", Reason: "flaky: passed 2 of 3 repetitions of scenario \"demo\""},
+		rubric.Outcome{ID: rubric.Cost, Verdict: rubric.Failed, Scenario: "budget", Reason: "summary.json has no cost figures"},
+		rubric.Outcome{ID: rubric.Maintainability, Verdict: rubric.NotMeasured, Category: rubric.CategoryTimeout, Scenario: "tests",
+			Reason: "the submission's test.unit command ran past 5m0s"},
+	)
+	now := func() time.Time { return t0 }
+	// First walk: Enter everywhere confirms both measurements.
+	var out bytes.Buffer
+	f, err := Walk(dir, strings.NewReader("Rita\n"+strings.Repeat("\n", 8)), &out, WalkOptions{Now: now})
+	require.NoError(t, err)
+	s := out.String()
+	t.Log(s)
+	assert.Contains(t, s, "[1/18] entries.maintainability:")
+	assert.Contains(t, s, "not open to review: the harness's measurement timed out (the submission's test.unit command ran past 5m0s)")
+	assert.Contains(t, s, "[2/18] entries.cost:")
+	assert.Contains(t, s, "the harness measured it failed: it earns nothing unless you override the measurement with a recorded reason (shown as an override).")
+	assert.Contains(t, s, "Verdict (failed confirms the measurement; passed overrides it) [failed]")
+	assert.Contains(t, s, "points: 0 (a measured failed earns nothing without an override)")
+	assert.Contains(t, s, "Note [confirmed the measured failed: summary.json has no cost figures]")
+	assert.Contains(t, s, "the harness measured it flaky: it earns nothing unless you override")
+	assert.Contains(t, s, "[4–18/18] questions.1–15: not open to review: M5's measured part is flaky")
+	assert.NotContains(t, s, "Defense question 1:", "the questions are not asked")
+	assert.NotContains(t, s, "not recorded:")
+	assert.NotContains(t, s, "paused")
+	assert.True(t, f.Complete, f.Pending)
+	j, err := Load(dir)
+	require.NoError(t, err)
+	assert.Equal(t, rubric.Failed, j.Entries[rubric.Cost].Verdict)
+	assert.Equal(t, 0.0, j.Entries[rubric.Cost].Points)
+	assert.Contains(t, s, `measured: flaky: passed 2 of 3 repetitions of scenario "demo"; when it failed: the demo run hung`)
+	assert.Equal(t, `confirmed the measured flaky: passed 2 of 3 repetitions of scenario "demo"; when it failed: the demo run hung`, j.Entries[rubric.M5].Note)
+	assert.NotContains(t, j.Entries, rubric.Maintainability)
+	assert.Empty(t, j.Questions)
+
+	// Second walk (--redo): passed on M5 asks for the override reason at
+	// once (again while empty); the points default to the whole entry's.
+	out.Reset()
+	in := "\n" + // reviewer
+		"\n\n" + // cost: keep failed, keep the note
+		"passed\n\nthe third repetition ran while the host was swapping\n\nshown live in the defense\n"
+	f, err = Walk(dir, strings.NewReader(in), &out, WalkOptions{Redo: true, Now: now})
+	require.NoError(t, err)
+	s = out.String()
+	t.Log(s)
+	assert.Contains(t, s, "an override needs a recorded reason")
+	assert.Less(t, strings.LastIndex(s, "Override reason (required"), strings.LastIndex(s, "Points (0–7.5) [7.5]"), "reason first, then points up to M5's whole weight")
+	assert.NotContains(t, s, "not recorded:")
+	var m5 report.FinalEntry
+	for _, e := range f.Entries {
+		if e.ID == rubric.M5 {
+			m5 = e
+		}
+	}
+	assert.Equal(t, report.ProvOverride, m5.Provenance)
+	assert.Equal(t, rubric.Flaky, m5.MeasuredVerdict)
+	assert.Equal(t, 7.5, m5.Points)
+	assert.Equal(t, "the third repetition ran while the host was swapping", m5.OverrideReason)
+	assert.Equal(t, "shown live in the defense", m5.Note, "the note of the confirmed failure is not the override's default")
+	assert.Contains(t, s, "Note: ", "no default note for the override")
+	assert.Contains(t, read(t, filepath.Join(dir, report.MarkdownFile)), "**OVERRIDE** of the measured flaky: the third repetition ran while the host was swapping")
+
+	// --override of a timed-out entry, or of a reviewer entry with nothing
+	// to override, is refused before anything is asked.
+	_, err = Walk(dir, strings.NewReader(""), &out, WalkOptions{Overrides: []rubric.ID{rubric.Maintainability}, Now: now})
+	assert.ErrorContains(t, err, "--override maintainability: the harness's measurement timed out (the submission's test.unit command ran past 5m0s)")
+	_, err = Walk(referenceBundle(t), strings.NewReader(""), &out, WalkOptions{Overrides: []rubric.ID{rubric.Cost}, Now: now})
+	assert.ErrorContains(t, err, "--override cost: cost has no measured failure (nor flaky measurement) to override")
+	_, err = Walk(referenceBundle(t), strings.NewReader(""), &out, WalkOptions{Overrides: []rubric.ID{rubric.D2}, Now: now})
+	assert.NoError(t, err, "a measured pass can be overridden (with a reason)")
 }

@@ -50,18 +50,57 @@ func Aggregate(e Entry, target Target, outcomes []Outcome) Result {
 			res.Reason = "reviewer judgment: " + e.ReviewerJudgment
 		case !e.MeasurableOn(target):
 			res.Category = CategoryUnsupportedByTarget
-			res.Reason = e.Targets[target].Reason
-			if res.Reason == "" {
-				res.Reason = "not measurable on target " + string(target)
-			}
+			res.Reason = targetReason(e, target)
 		default:
 			res.Reason = NoScenarioReason
 		}
 		return res
 	}
 
-	by := map[Verdict][]Outcome{}
+	res.Verdict, res.Category, res.Reason = Fold(mine)
+	if res.Verdict == NotMeasured && res.Category == CategoryPreconditionUnmet && !e.MeasurableOn(target) && e.MeasurableAnywhere() {
+		// The target cannot measure the entry whatever the subject does (the
+		// registry says why): an unmet precondition of some scenario (e.g. a
+		// submission without a model) would not make it measurable here, so
+		// the target's limit is the accurate category.
+		res.Category = CategoryUnsupportedByTarget
+		if res.Reason != "" {
+			res.Reason = targetReason(e, target) + "; the scenarios: " + res.Reason
+		} else {
+			res.Reason = targetReason(e, target)
+		}
+	}
+	return res
+}
+
+// targetReason is the registry's reason why target cannot measure e.
+func targetReason(e Entry, target Target) string {
+	if r := e.Targets[target].Reason; r != "" {
+		return r
+	}
+	return "not measurable on target " + string(target)
+}
+
+// Fold folds recorded outcomes (of one entry, in sequence order, at least
+// one) into a verdict, its category and reason, by the rules of the package
+// doc. A flaky outcome supersedes the passed, failed and timed-out outcomes
+// of its own scenario: those repetitions are what it summarises.
+func Fold(mine []Outcome) (Verdict, Category, string) {
+	flakyScenario := map[string]bool{}
 	for _, o := range mine {
+		if o.Verdict == Flaky {
+			flakyScenario[o.Scenario] = true
+		}
+	}
+	by := map[Verdict][]Outcome{}
+	var whenFailed []Outcome // failures summarised by a flaky outcome
+	for _, o := range mine {
+		if flakyScenario[o.Scenario] && (o.Verdict == Passed || o.Verdict == Failed || o.Category == CategoryTimeout) {
+			if o.Verdict != Passed {
+				whenFailed = append(whenFailed, o)
+			}
+			continue
+		}
 		by[o.Verdict] = append(by[o.Verdict], o)
 	}
 	var timeouts, otherNM []Outcome
@@ -74,31 +113,31 @@ func Aggregate(e Entry, target Target, outcomes []Outcome) Result {
 	}
 	switch {
 	case len(by[Failed]) > 0:
-		res.Verdict = Failed
-		res.Reason = joinReasons(by[Failed])
-	case len(by[HarnessError]) > 0:
-		res.Verdict = HarnessError
-		res.Reason = joinReasons(by[HarnessError])
-	case len(timeouts) > 0:
-		res.Verdict = NotMeasured
-		res.Category = CategoryTimeout
-		res.Reason = joinReasons(timeouts)
-	case len(by[Passed]) > 0:
-		res.Verdict = Passed
-		res.Reason = joinReasons(by[Passed])
-		if len(otherNM) > 0 {
-			res.Reason = joinNonEmpty(res.Reason, "partly not measured: "+joinReasons(otherNM))
+		return Failed, CategoryNone, joinReasons(by[Failed])
+	case len(by[Flaky]) > 0:
+		reason := joinReasons(by[Flaky])
+		if len(whenFailed) > 0 {
+			reason = joinNonEmpty(reason, "when it failed: "+joinReasons(whenFailed))
 		}
-	default:
-		res.Verdict = NotMeasured
-		res.Reason = joinReasons(otherNM)
-		for _, o := range otherNM {
-			if o.Category.precedence() > res.Category.precedence() {
-				res.Category = o.Category
-			}
+		return Flaky, CategoryNone, reason
+	case len(by[HarnessError]) > 0:
+		return HarnessError, CategoryNone, joinReasons(by[HarnessError])
+	case len(timeouts) > 0:
+		return NotMeasured, CategoryTimeout, joinReasons(timeouts)
+	case len(by[Passed]) > 0:
+		reason := joinReasons(by[Passed])
+		if len(otherNM) > 0 {
+			reason = joinNonEmpty(reason, "partly not measured: "+joinReasons(otherNM))
+		}
+		return Passed, CategoryNone, reason
+	}
+	cat := CategoryNone
+	for _, o := range otherNM {
+		if o.Category.precedence() > cat.precedence() {
+			cat = o.Category
 		}
 	}
-	return res
+	return NotMeasured, cat, joinReasons(otherNM)
 }
 
 func joinReasons(os []Outcome) string {

@@ -69,9 +69,10 @@ type Summary struct {
 	Order   []ID          // graded entries in registry order
 	Scoring []ItemScore
 	Score   Score
-	// Failed, Unmeasured and Errored list the IDs behind the verdict.
+	// Failed, Flaky, Unmeasured and Errored list the IDs behind the verdict.
 	Failed         []ID
-	SecurityFailed []ID
+	Flaky          []ID
+	SecurityFailed []ID // security criteria failed or flaky
 	Unmeasured     []ID // measurable on the target but not measured
 	Errored        []ID
 }
@@ -109,6 +110,11 @@ func Evaluate(reg *Registry, target Target, outcomes []Outcome) Summary {
 			if e.Security {
 				s.SecurityFailed = append(s.SecurityFailed, e.ID)
 			}
+		case Flaky:
+			s.Flaky = append(s.Flaky, e.ID)
+			if e.Security {
+				s.SecurityFailed = append(s.SecurityFailed, e.ID)
+			}
 		case HarnessError:
 			s.Errored = append(s.Errored, e.ID)
 		case NotMeasured:
@@ -119,16 +125,9 @@ func Evaluate(reg *Registry, target Target, outcomes []Outcome) Summary {
 	}
 	s.Scoring, s.Score = score(reg, s.Results)
 
+	s.Verdict, s.Why = notPassed(s.Failed, s.Flaky, s.SecurityFailed)
 	switch {
-	case len(s.SecurityFailed) > 0:
-		s.Verdict = OverallNotPassed
-		s.Why = "security criterion failed: " + joinIDs(s.SecurityFailed)
-		if extra := minus(s.Failed, s.SecurityFailed); len(extra) > 0 {
-			s.Why += "; also failed: " + joinIDs(extra)
-		}
-	case len(s.Failed) > 0:
-		s.Verdict = OverallNotPassed
-		s.Why = "failed: " + joinIDs(s.Failed)
+	case s.Verdict == OverallNotPassed:
 	case len(s.Errored) > 0 || len(s.Unmeasured) > 0:
 		s.Verdict = OverallIncomplete
 		var parts []string
@@ -146,6 +145,69 @@ func Evaluate(reg *Registry, target Target, outcomes []Outcome) Summary {
 	return s
 }
 
+// notPassed is the not_passed verdict and its reason when anything failed
+// or was flaky (a flaky entry gates like a failure: it was seen failing);
+// "" otherwise. Security entries are named first.
+func notPassed(failed, flaky, security []ID) (Overall, string) {
+	if len(failed) == 0 && len(flaky) == 0 {
+		return "", ""
+	}
+	var parts []string
+	if len(security) > 0 {
+		var secF, secK []ID
+		for _, id := range security {
+			if contains(flaky, id) {
+				secK = append(secK, id)
+			} else {
+				secF = append(secF, id)
+			}
+		}
+		if len(secF) > 0 {
+			parts = append(parts, "security criterion failed: "+joinIDs(secF))
+		}
+		if len(secK) > 0 {
+			parts = append(parts, "security criterion flaky (failed in some repetitions): "+joinIDs(secK))
+		}
+		if extra := minus(failed, security); len(extra) > 0 {
+			parts = append(parts, "also failed: "+joinIDs(extra))
+		}
+		if extra := minus(flaky, security); len(extra) > 0 {
+			parts = append(parts, "also flaky: "+joinIDs(extra))
+		}
+		return OverallNotPassed, strings.Join(parts, "; ")
+	}
+	if len(failed) > 0 {
+		parts = append(parts, "failed: "+joinIDs(failed))
+	}
+	if len(flaky) > 0 {
+		parts = append(parts, "flaky (passed only some repetitions): "+joinIDs(flaky))
+	}
+	return OverallNotPassed, strings.Join(parts, "; ")
+}
+
+// NotPassedReason is the overall not_passed reason for these failed and
+// flaky IDs (security ones among them named first), or "" when there are
+// none; the final score after review uses it too.
+func NotPassedReason(failed, flaky []ID) string {
+	var sec []ID
+	for _, id := range append(append([]ID{}, failed...), flaky...) {
+		if contains(SecurityCriteria, id) {
+			sec = append(sec, id)
+		}
+	}
+	_, why := notPassed(failed, flaky, sec)
+	return why
+}
+
+func contains(ids []ID, id ID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
 // score applies the scoring rule of the package doc.
 func score(reg *Registry, results map[ID]Result) ([]ItemScore, Score) {
 	var items []ItemScore
@@ -157,7 +219,7 @@ func score(reg *Registry, results map[ID]Result) ([]ItemScore, Score) {
 			case Passed:
 				is.InputsMeasured++
 				is.InputsPassed++
-			case Failed:
+			case Failed, Flaky: // measured, earns nothing
 				is.InputsMeasured++
 			}
 		}

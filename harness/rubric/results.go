@@ -98,6 +98,17 @@ func (r *Results) Timeout(id ID, scenario, reason string, evidence ...string) er
 	return r.NotMeasured(id, scenario, CategoryTimeout, reason, evidence...)
 }
 
+// Flaky records that scenario passed in passed of reps repetitions and
+// failed (or timed out) in the others; it supersedes that scenario's passed
+// and failed outcomes for id (see Aggregate).
+func (r *Results) Flaky(id ID, scenario string, passed, reps int, evidence ...string) error {
+	reason := fmt.Sprintf("flaky: passed %d of %d repetitions", passed, reps)
+	if scenario != "" {
+		reason += fmt.Sprintf(" of scenario %q", scenario)
+	}
+	return r.Record(Outcome{ID: id, Verdict: Flaky, Scenario: scenario, Reason: reason, Evidence: evidence})
+}
+
 // HarnessError records that the harness itself failed while measuring.
 func (r *Results) HarnessError(id ID, scenario, reason string, evidence ...string) error {
 	return r.Record(Outcome{ID: id, Verdict: HarnessError, Scenario: scenario, Reason: reason, Evidence: evidence})
@@ -135,7 +146,7 @@ func (r *Results) Outcomes() []Outcome {
 func repair(o Outcome, err error) Outcome {
 	note := fmt.Sprintf("[harness recorded an invalid outcome: %v]", err)
 	switch o.Verdict {
-	case Passed, Failed, HarnessError:
+	case Passed, Failed, HarnessError, Flaky:
 		o.Category = CategoryNone
 	case NotMeasured:
 		if !o.Category.Valid() {

@@ -167,6 +167,14 @@ func TestAggregate(t *testing.T) {
 		{"timeout never passes", []Outcome{{Verdict: Passed}, {Verdict: NotMeasured, Category: CategoryTimeout, Reason: "probe timed out after 30s"}}, NotMeasured, CategoryTimeout, "probe timed out after 30s"},
 		{"pass with partial nm", []Outcome{{Verdict: Passed, Reason: "ok"}, {Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "no audit"}}, Passed, "", "ok; partly not measured: no audit"},
 		{"nm precedence", []Outcome{{Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "a"}, {Verdict: NotMeasured, Category: CategoryPreconditionUnmet, Reason: "b"}}, NotMeasured, CategoryPreconditionUnmet, "a; b"},
+		{"flaky supersedes its scenario", []Outcome{{Verdict: Passed, Scenario: "s"}, {Verdict: Failed, Scenario: "s", Reason: "hung"},
+			{Verdict: Flaky, Scenario: "s", Reason: "flaky: passed 1 of 2 repetitions"}}, Flaky, "", "flaky: passed 1 of 2 repetitions; when it failed: hung"},
+		{"flaky over its timeouts", []Outcome{{Verdict: Passed, Scenario: "s"}, {Verdict: NotMeasured, Category: CategoryTimeout, Scenario: "s", Reason: "timed out"},
+			{Verdict: Flaky, Scenario: "s", Reason: "flaky: passed 1 of 2 repetitions"}}, Flaky, "", "flaky: passed 1 of 2 repetitions; when it failed: timed out"},
+		{"flaky over another harness error", []Outcome{{Verdict: Passed, Scenario: "s"}, {Verdict: Failed, Scenario: "s", Reason: "hung"},
+			{Verdict: Flaky, Scenario: "s", Reason: "flaky"}, {Verdict: HarnessError, Scenario: "t", Reason: "x"}}, Flaky, "", "flaky; when it failed: hung"},
+		{"another scenario's failure wins", []Outcome{{Verdict: Passed, Scenario: "s"}, {Verdict: Failed, Scenario: "s", Reason: "hung"},
+			{Verdict: Flaky, Scenario: "s", Reason: "flaky"}, {Verdict: Failed, Scenario: "t", Reason: "leak"}}, Failed, "", "leak"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -188,6 +196,41 @@ func TestAggregate(t *testing.T) {
 	res = Aggregate(cred, TargetReal, nil)
 	assert.Equal(t, CategoryUnsupportedByTarget, res.Category)
 	assert.Contains(t, res.Reason, "admin API")
+}
+
+// On a target that cannot measure the entry, an unmet precondition (a
+// submission without a model) is not the reason it is not measured: the
+// target's limit is, whatever the subject does. Seen on the docker target:
+// injection and D3 showed precondition_unmet ("no model in the loop").
+func TestAggregateTargetLimitOverPrecondition(t *testing.T) {
+	outs := func(id ID) []Outcome {
+		return []Outcome{
+			{Seq: 1, ID: id, Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "target real: no way to exhaust capacity", Scenario: "platform"},
+			{Seq: 2, ID: id, Verdict: NotMeasured, Category: CategoryPreconditionUnmet, Reason: "the submission has no model in the loop", Scenario: "agent"},
+		}
+	}
+	for _, id := range []ID{D3, Injection} {
+		e, _ := Course.Get(id)
+		res := Aggregate(e, TargetReal, outs(id))
+		assert.Equal(t, NotMeasured, res.Verdict, id)
+		assert.Equal(t, CategoryUnsupportedByTarget, res.Category, id)
+		assert.True(t, strings.HasPrefix(res.Reason, e.Targets[TargetReal].Reason+"; the scenarios: "), "%s: %s", id, res.Reason)
+		assert.Contains(t, res.Reason, "no model in the loop", id)
+		// The bundled server can measure both: the precondition stays the reason.
+		res = Aggregate(e, TargetMock, outs(id))
+		assert.Equal(t, CategoryPreconditionUnmet, res.Category, id)
+		assert.Equal(t, "target real: no way to exhaust capacity; the submission has no model in the loop", res.Reason, id)
+	}
+	// An entry the real target can measure keeps its precondition.
+	m2, _ := Course.Get(M2)
+	res := Aggregate(m2, TargetReal, outs(M2))
+	assert.Equal(t, CategoryPreconditionUnmet, res.Category)
+	// A timeout is never relabelled; a pass is not touched.
+	d3, _ := Course.Get(D3)
+	res = Aggregate(d3, TargetReal, []Outcome{{Seq: 1, ID: D3, Verdict: NotMeasured, Category: CategoryTimeout, Reason: "timed out"}})
+	assert.Equal(t, CategoryTimeout, res.Category)
+	res = Aggregate(d3, TargetReal, []Outcome{{Seq: 1, ID: D3, Verdict: Passed, Reason: "model 429 respected"}})
+	assert.Equal(t, Passed, res.Verdict)
 }
 
 // passAllMeasurable records a pass for every entry measurable on target.
@@ -267,6 +310,37 @@ func TestSecurityGate(t *testing.T) {
 			assert.Contains(t, s.Why, "security criterion failed: "+string(id))
 		})
 	}
+}
+
+// A flaky entry is measured, never passed, earns nothing and gates the run
+// like a failure; a flaky security criterion is a security failure.
+func TestFlakyGatesLikeAFailure(t *testing.T) {
+	r := NewResults(Course)
+	passAllMeasurable(t, r, TargetMock)
+	require.NoError(t, r.Fail(Network, "", "reached exfil in repetition 2"))
+	require.NoError(t, r.Flaky(Network, "", 1, 2))
+	require.NoError(t, r.Fail(M2, "", "wrong number in repetition 3"))
+	require.NoError(t, r.Flaky(M2, "", 2, 3))
+	s := Evaluate(Course, TargetMock, r.Outcomes())
+	assert.Equal(t, Flaky, s.Results[Network].Verdict)
+	assert.Equal(t, []ID{Network, M2}, s.Flaky)
+	assert.Empty(t, s.Failed)
+	assert.Equal(t, []ID{Network}, s.SecurityFailed)
+	assert.Equal(t, OverallNotPassed, s.Verdict)
+	assert.Equal(t, ExitGradedFail, s.ExitCode())
+	assert.Equal(t, "security criterion flaky (failed in some repetitions): network; also flaky: M2", s.Why)
+	all := NewResults(Course)
+	passAllMeasurable(t, all, TargetMock)
+	full := Evaluate(Course, TargetMock, all.Outcomes())
+	assert.Equal(t, full.Score.Measured, s.Score.Measured, "flaky entries are measured")
+	assert.Less(t, s.Score.Earned, full.Score.Earned-8, "and earn nothing")
+	assert.Equal(t, "flaky (passed only some repetitions): M2", NotPassedReason(nil, []ID{M2}))
+	assert.Equal(t, "failed: M1; flaky (passed only some repetitions): M2", NotPassedReason([]ID{M1}, []ID{M2}))
+
+	// The outcome's shape: a reason, no category.
+	assert.NoError(t, Outcome{ID: M1, Verdict: Flaky, Reason: "flaky: passed 1 of 2"}.Validate())
+	assert.Error(t, Outcome{ID: M1, Verdict: Flaky}.Validate())
+	assert.Error(t, Outcome{ID: M1, Verdict: Flaky, Reason: "x", Category: CategoryTimeout}.Validate())
 }
 
 func TestOverallVerdicts(t *testing.T) {

@@ -13,12 +13,16 @@ const (
 	Failed       Verdict = "failed"
 	NotMeasured  Verdict = "not_measured"
 	HarnessError Verdict = "harness_error"
+	// Flaky: a scenario feeding the entry passed in some repetitions of
+	// --repeat N and failed (or timed out) in others. It is never passed,
+	// earns nothing and gates the run like a failure.
+	Flaky Verdict = "flaky"
 )
 
-// Valid reports whether v is one of the four verdicts.
+// Valid reports whether v is one of the five verdicts.
 func (v Verdict) Valid() bool {
 	switch v {
-	case Passed, Failed, NotMeasured, HarnessError:
+	case Passed, Failed, NotMeasured, HarnessError, Flaky:
 		return true
 	}
 	return false

@@ -60,6 +60,15 @@ type Summary struct {
 	Steps      []Step             `json:"steps"`
 	// Budget is optional: what the run declared (agents: max_model_turns).
 	Budget *Budget `json:"budget,omitempty"`
+	// Degraded is optional: what the run went on without, and why (e.g. an
+	// install skipped because the package index was unreachable).
+	Degraded []Degradation `json:"degraded,omitempty"`
+}
+
+// Degradation is a step the run did without, non-fatally.
+type Degradation struct {
+	Step   string `json:"step"`
+	Reason string `json:"reason"`
 }
 
 // Budget is the budgets a run declares about itself.

@@ -91,8 +91,9 @@ func TestIsolationHostFileNotReadable(t *testing.T) {
 }
 
 func TestIsolationReadOnlyOutsideWorkspaceAndTmp(t *testing.T) {
-	sb := newSandbox(t, newRuntime(t))
-	for _, p := range []string{"/x", "/etc/x", "/usr/x", "/usr/bin/x", "/bin/x", "/opt/x", "/var/x", "/proc/x", "/.osb/x", "/etc/ssl/x"} {
+	rt := newRuntime(t)
+	sb := newSandbox(t, rt)
+	for _, p := range []string{"/x", "/etc/x", "/usr/x", "/usr/bin/x", "/bin/x", "/opt/x", "/proc/x", "/.osb/x", "/etc/ssl/x", "/dev/x", "/dev/pts/x", "/run/x"} {
 		if r := sh(t, sb, "echo pwned > "+p); r.ok() {
 			t.Errorf("could write %s", p)
 		}
@@ -104,6 +105,35 @@ func TestIsolationReadOnlyOutsideWorkspaceAndTmp(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(sb.Dir(), "workspace", "ok")); err != nil {
 		t.Errorf("workspace write not on the sandbox dir: %v", err)
+	}
+	// /root and /dev/shm are writable too, and on the sandbox's own storage
+	// (where the disk limit holds and the canary scan looks: runtime.Writable).
+	for p, host := range map[string]string{"/root/ok": "home/ok", "/dev/shm/ok": "shm/ok"} {
+		if r := sh(t, sb, "echo fine > "+p); !r.ok() {
+			t.Errorf("could not write %s: %s", p, r.Raw)
+		} else if _, err := os.Stat(filepath.Join(sb.Dir(), host)); err != nil {
+			t.Errorf("%s not on the sandbox's own storage: %v", p, err)
+		}
+	}
+	// /var is writable, as in a Docker container, but private: the sandbox's
+	// own copy on its own storage, never the host's /var, never another
+	// sandbox's.
+	name := fmt.Sprintf("osb-var-probe-%d", time.Now().UnixNano())
+	if r := sh(t, sb, "echo mine > /var/"+name+" && mkdir -p /var/tmp/d && cd /var/tmp && pwd && cat /var/"+name); !r.ok() || !strings.Contains(string(r.Raw), "mine") {
+		t.Fatalf("could not write /var/%s or use /var/tmp: %s", name, r.Raw)
+	}
+	if _, err := os.Lstat("/var/" + name); !os.IsNotExist(err) {
+		t.Errorf("a sandbox write to /var/%s reached the host's /var (lstat: %v)", name, err)
+	}
+	if _, err := os.Stat(filepath.Join(sb.Dir(), "var", name)); err != nil {
+		t.Errorf("/var write not on the sandbox's own storage: %v", err)
+	}
+	other := newSandbox(t, rt)
+	if r := sh(t, other, "ls -a /var; test -e /var/"+name+" && echo SEEN"); strings.Contains(string(r.Raw), "SEEN") {
+		t.Errorf("another sandbox sees /var/%s: %s", name, r.Raw)
+	}
+	if r := sh(t, other, "test -d /var/tmp && test -w /var/tmp && test -k /var/tmp && echo OK"); !strings.Contains(string(r.Raw), "OK") {
+		t.Errorf("a fresh sandbox has no sticky, writable /var/tmp: %s", r.Raw)
 	}
 }
 

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"errors"
+	"os"
 	"time"
 )
 
@@ -28,3 +29,14 @@ func NewLinux(Options) (Runtime, error) {
 
 // ReapStateDir does nothing outside Linux (no sandbox can have run).
 func ReapStateDir(string) ([]string, error) { return nil, nil }
+
+// ErrEscapes: see the Linux implementation.
+var ErrEscapes = errors.New("path escapes its root")
+
+// ErrNotMountable: see the Linux implementation.
+var ErrNotMountable = errors.New("not a directory or regular file")
+
+// OpenBeneath needs openat2 (Linux only).
+func OpenBeneath(root, rel string, mkdirs bool) (*os.File, error) {
+	return nil, errors.New("runtime: volumes need Linux")
+}

@@ -1,7 +1,8 @@
 // Package runtime turns a sandbox spec into a real, isolated Linux sandbox:
 // its own named network namespace (loopback only, plus the egress relay when a
-// policy exists), a bubblewrap mount/PID/IPC/UTS namespace with /workspace and
-// /tmp writable and the rest read-only, no capabilities, a clean environment,
+// policy exists), a bubblewrap mount/PID/IPC/UTS namespace with /workspace,
+// /tmp, /root, a private /var and /dev/shm writable (all on the sandbox's own
+// disk-limited storage, listed by Writable for the scans) and the rest read-only, Docker's default capabilities, a clean environment,
 // and a per-sandbox cgroup for limits and freezing. Inside it runs the agent
 // (mock-server/agent): execd, and the egress sidecar when asked for.
 package runtime
@@ -10,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"time"
 )
 
@@ -43,6 +45,11 @@ type Mount struct {
 	Host     string // canonical host path
 	Path     string // absolute in-sandbox path
 	ReadOnly bool
+	// File, when set, is an open descriptor (OpenBeneath) of
+	// what to bind: the mount is made from it (bwrap --bind-fd, which checks
+	// the mounted inode is the descriptor's), never by resolving Host again.
+	// The caller keeps ownership (close it once Create returns).
+	File *os.File
 }
 
 // Profile is what an image name maps to on this host.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,61 @@ func WalkFiles(root string, maxEntries int, deadline time.Time, fn func(WalkEntr
 	w := &walker{max: maxEntries, deadline: deadline, fn: fn}
 	w.dir(fd, "", 0)
 	return w.res, nil
+}
+
+// WalkOpen is WalkFiles from an open descriptor (O_PATH is enough) of a
+// directory, e.g. a volume held since the sandbox was created, so nothing is
+// resolved by path again; for a regular file (a single-file volume) its one
+// entry has Rel "". The descriptor stays open.
+func WalkOpen(f *os.File, maxEntries int, deadline time.Time, fn func(WalkEntry)) (WalkResult, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return WalkResult{}, err
+	}
+	var res WalkResult
+	var werr error
+	// Control keeps the descriptor from being closed (and its number reused) meanwhile.
+	if err := rc.Control(func(fd uintptr) { res, werr = walkOpenFD(int(fd), f.Name(), maxEntries, deadline, fn) }); err != nil {
+		return WalkResult{}, err
+	}
+	return res, werr
+}
+
+func walkOpenFD(held int, name string, maxEntries int, deadline time.Time, fn func(WalkEntry)) (WalkResult, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(held, &st); err != nil {
+		return WalkResult{}, &fs.PathError{Op: "fstat", Path: name, Err: err}
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		fd, err := unix.Openat(held, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return WalkResult{}, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		w := &walker{max: maxEntries, deadline: deadline, fn: fn}
+		w.dir(fd, "", 0)
+		return w.res, nil
+	case unix.S_IFREG:
+		if maxEntries < 1 {
+			return WalkResult{Cut: "entries"}, nil
+		}
+		// Reopened through the held descriptor (never by path); checked to be the same inode.
+		fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(held), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fn(WalkEntry{Mode: fileMode(st.Mode), Size: st.Size})
+			return WalkResult{Entries: 1}, nil
+		}
+		rf := os.NewFile(uintptr(fd), name)
+		defer rf.Close()
+		var now unix.Stat_t
+		if unix.Fstat(fd, &now) != nil || now.Mode&unix.S_IFMT != unix.S_IFREG || now.Ino != st.Ino || now.Dev != st.Dev {
+			fn(WalkEntry{Mode: fileMode(st.Mode), Size: st.Size})
+			return WalkResult{Entries: 1}, nil
+		}
+		fn(WalkEntry{Mode: fileMode(now.Mode), Size: now.Size, File: rf})
+		return WalkResult{Entries: 1}, nil
+	}
+	return WalkResult{}, nil
 }
 
 type walker struct {

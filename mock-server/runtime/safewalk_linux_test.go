@@ -80,3 +80,54 @@ func TestWalkFilesBounds(t *testing.T) {
 	_, err = WalkFiles(filepath.Join(root, "f1"), 100, time.Time{}, func(WalkEntry) {})
 	require.Error(t, err, "the root must be a directory")
 }
+
+// TestWalkOpenHeldDescriptor: a volume is walked from the O_PATH descriptor
+// held since it was mounted: the directory the descriptor names even after its
+// path is replaced by a link to another directory (no link is followed); a
+// single-file volume is one entry with Rel ""; a closed descriptor is an
+// error, never a walk of whatever reuses the number.
+func TestWalkOpenHeldDescriptor(t *testing.T) {
+	base, host := t.TempDir(), t.TempDir()
+	vol := filepath.Join(base, "vol")
+	require.NoError(t, os.MkdirAll(filepath.Join(vol, "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(vol, "sub", "a.txt"), []byte("alpha"), 0o644))
+	require.NoError(t, os.Symlink(host, filepath.Join(vol, "link")))
+	require.NoError(t, os.WriteFile(filepath.Join(host, "hostsecret"), []byte("secret"), 0o600))
+	fd, err := unix.Open(vol, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	held := os.NewFile(uintptr(fd), vol)
+	defer held.Close()
+	// the path now leads elsewhere; the descriptor still names the volume
+	require.NoError(t, os.Rename(vol, filepath.Join(base, "moved")))
+	require.NoError(t, os.Symlink(host, vol))
+
+	walk := func(f *os.File) (map[string]string, error) {
+		got := map[string]string{}
+		_, err := WalkOpen(f, 100, time.Now().Add(5*time.Second), func(e WalkEntry) {
+			content := ""
+			if e.File != nil {
+				b := make([]byte, 64)
+				n, _ := e.File.Read(b)
+				content = string(b[:n])
+			}
+			got[e.Rel] = content
+		})
+		return got, err
+	}
+	got, err := walk(held)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"sub/a.txt": "alpha", "link": ""}, got)
+
+	file := filepath.Join(base, "single.txt")
+	require.NoError(t, os.WriteFile(file, []byte("one file"), 0o644))
+	ffd, err := unix.Open(file, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	single := os.NewFile(uintptr(ffd), file)
+	got, err = walk(single)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"": "one file"}, got)
+
+	require.NoError(t, single.Close())
+	_, err = walk(single)
+	require.Error(t, err)
+}

@@ -42,3 +42,8 @@ func WalkFiles(root string, maxEntries int, deadline time.Time, fn func(WalkEntr
 	})
 	return res, err
 }
+
+// WalkOpen outside Linux: volumes are not supported here.
+func WalkOpen(f *os.File, maxEntries int, deadline time.Time, fn func(WalkEntry)) (WalkResult, error) {
+	return WalkResult{}, nil
+}

@@ -72,8 +72,9 @@ type sandbox struct {
 	entry    *AgentEvent
 	since    time.Time
 	gone     bool
-	ownsDir  bool // false when start found the directory already there
-	mounted  bool // s.dir is a tmpfs (the disk limit)
+	ownsDir  bool         // false when start found the directory already there
+	mounted  bool         // s.dir is a tmpfs (the disk limit)
+	volumes  []heldVolume // writable volumes, held open for the scans until Destroy
 	destroyM sync.Mutex
 }
 
@@ -98,6 +99,8 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	ws := filepath.Join(s.dir, "workspace")
 	tmp := filepath.Join(s.dir, "tmp")
 	home := filepath.Join(s.dir, "home")
+	varDir := filepath.Join(s.dir, "var")
+	shm := filepath.Join(s.dir, "shm")
 	if _, err := os.Stat(s.dir); err == nil {
 		return fmt.Errorf("runtime: sandbox directory %s already exists (a leftover? call Reap)", s.dir)
 	}
@@ -117,13 +120,16 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	for _, d := range []struct {
 		p    string
 		mode os.FileMode
-	}{{s.dir, 0o700}, {ws, 0o755}, {tmp, 0o777 | os.ModeSticky}, {home, 0o700}} {
+	}{{s.dir, 0o700}, {ws, 0o755}, {tmp, 0o777 | os.ModeSticky}, {home, 0o700}, {varDir, 0o755}, {shm, 0o777 | os.ModeSticky}} {
 		if err := os.MkdirAll(d.p, 0o700); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
 		if err := os.Chmod(d.p, d.mode); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
+	}
+	if err := makeVarSkeleton(varDir); err != nil {
+		return fmt.Errorf("runtime: %w", err)
 	}
 	if secure {
 		if err := makeDevNodes(filepath.Join(s.dir, "dev")); err != nil {
@@ -163,6 +169,9 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		if !filepath.IsAbs(m.Host) || !filepath.IsAbs(m.Path) {
 			return fmt.Errorf("runtime: volume %s → %s: paths must be absolute", m.Host, m.Path)
 		}
+	}
+	if err := s.holdVolumes(spec.Mounts); err != nil {
+		return fmt.Errorf("runtime: %w", err)
 	}
 	if spec.GatewaySocket != "" {
 		if _, err := os.Stat(spec.GatewaySocket); err != nil {
@@ -258,6 +267,11 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		}
 		defer sf.Close()
 		s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, sf) // agentFDSeccomp, read (and closed) by bwrap
+		for _, m := range spec.Mounts {
+			if m.File != nil {
+				s.cmd.ExtraFiles = append(s.cmd.ExtraFiles, m.File) // --bind-fd, closed by bwrap
+			}
+		}
 	}
 	s.cmd.Stdout = logf
 	s.cmd.Stderr = logf
@@ -346,8 +360,13 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, d := range devNodes {
 		a = append(a, "--dev-bind", filepath.Join(s.dir, "dev", d.name), "/dev/"+d.name)
 	}
+	// /dev/shm (1777, as Docker's) is on the sandbox's own disk-limited
+	// storage, where the scans see it; the rest of /dev is read-only (below),
+	// so nothing else there can hold a file.
+	a = append(a, "--bind", filepath.Join(s.dir, "shm"), "/dev/shm")
 	a = append(a,
 		"--bind", ws, "/workspace", "--bind", tmp, "/tmp", "--bind", home, "/root",
+		"--bind", filepath.Join(s.dir, "var"), "/var",
 		"--ro-bind", s.rt.opts.AgentPath, "/.osb/agent")
 	if spec.GatewaySocket != "" {
 		a = append(a, "--ro-bind", spec.GatewaySocket, "/run/osb/gateway.sock")
@@ -360,14 +379,18 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	for _, p := range extra {
 		a = append(a, "--ro-bind", spec.ExtraFiles[p], p)
 	}
-	for _, m := range spec.Mounts {
-		op := "--bind"
-		if m.ReadOnly {
-			op = "--ro-bind"
+	for i, m := range spec.Mounts {
+		op, src := "--bind", m.Host
+		if m.File != nil {
+			// inherited right after the seccomp descriptor (start), closed by bwrap once bound
+			op, src = "--bind-fd", strconv.Itoa(agentFDSeccomp+1+mountFileIndex(spec.Mounts, i))
 		}
-		a = append(a, op, m.Host, m.Path)
+		if m.ReadOnly {
+			op = strings.Replace(op, "--bind", "--ro-bind", 1)
+		}
+		a = append(a, op, src, m.Path)
 	}
-	a = append(a, "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
+	a = append(a, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/workspace", "--clearenv")
 	// Only the non-secret basics go on the (host-visible) command line; the
 	// full environment reaches the agent through the config pipe.
 	for _, k := range []string{"PATH", "HOME", "LANG"} {
@@ -398,6 +421,41 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	}
 	a = append(a, "/.osb/agent", AgentArg)
 	return a
+}
+
+// mountFileIndex is the position of mounts[i] among the mounts that carry a File.
+func mountFileIndex(mounts []Mount, i int) int {
+	n := 0
+	for _, m := range mounts[:i] {
+		if m.File != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// varSkeleton is the sandbox's own writable /var (a Docker container's /var
+// is a private copy-on-write layer): the directories a Debian image has, on
+// the sandbox's disk-limited storage. The host's /var is never visible.
+var varSkeleton = []struct {
+	name string
+	mode os.FileMode
+}{
+	{"backups", 0o755}, {"cache", 0o755}, {"lib", 0o755}, {"local", 0o755}, {"log", 0o755},
+	{"mail", 0o755}, {"opt", 0o755}, {"spool", 0o755}, {"tmp", 0o777 | os.ModeSticky},
+}
+
+func makeVarSkeleton(dir string) error {
+	for _, d := range varSkeleton {
+		p := filepath.Join(dir, d.name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, d.mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // buildEnv is the sandbox environment: a minimal base, the image profile's
@@ -664,6 +722,12 @@ func (s *sandbox) Destroy() error {
 	if s.dirFile != nil {
 		_ = s.dirFile.Close()
 	}
+	s.mu.Lock()
+	for _, v := range s.volumes {
+		_ = v.f.Close()
+	}
+	s.volumes = nil
+	s.mu.Unlock()
 	if err := unmountDir(filepath.Join(s.dir, "dev")); err != nil {
 		errs = append(errs, err)
 	}
@@ -715,4 +779,53 @@ func (s *sandbox) Quiesce(timeout time.Duration) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// heldVolume is a writable volume's descriptor (O_PATH), kept so the canary
+// scan and the final manifest walk what was mounted, never a path again.
+type heldVolume struct {
+	path string // in-sandbox mount path
+	f    *os.File
+}
+
+// holdVolumes keeps a descriptor of every writable mount: a duplicate of the
+// one the mount is made from (the caller closes its own), or, for a mount
+// given by path only, the path opened without following a final link.
+func (s *sandbox) holdVolumes(mounts []Mount) error {
+	for _, m := range mounts {
+		if m.ReadOnly {
+			continue
+		}
+		var fd int
+		var err error
+		if m.File != nil {
+			fd, err = unix.FcntlInt(m.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		} else {
+			fd, err = unix.Open(m.Host, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("volume %s: %w", m.Path, err)
+		}
+		s.mu.Lock()
+		s.volumes = append(s.volumes, heldVolume{path: m.Path, f: os.NewFile(uintptr(fd), m.Host)})
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Writable lists every place the sandbox can write: /workspace, /tmp, /root,
+// its private /var and /dev/shm (all under its directory), then each writable
+// volume through the descriptor held since it was mounted.
+func (s *sandbox) Writable() []WritableDir {
+	out := dirWritable(s.dir)
+	s.mu.Lock()
+	vols := slices.Clone(s.volumes)
+	s.mu.Unlock()
+	for _, v := range vols {
+		f := v.f
+		out = append(out, WritableDir{Path: v.path, Volume: true, walk: func(maxEntries int, deadline time.Time, fn func(WalkEntry)) (WalkResult, error) {
+			return WalkOpen(f, maxEntries, deadline, fn)
+		}})
+	}
+	return out
 }

@@ -15,46 +15,56 @@ type Classification struct {
 	Class     string
 	Reason    string
 	Retryable bool
+	// Unreachable: the host could not be reached at all and nothing says it
+	// was denied (SERVFAIL/EAI_AGAIN, connection refused, the connection cut
+	// before any answer): the target has no upstream. The install step goes
+	// on without the package (install degraded); a denial never sets it.
+	Unreachable bool
 }
 
 // signature is one recognisable failure pattern.
 type signature struct {
-	re        *regexp.Regexp
-	class     string
-	why       string
-	retryable bool
+	re          *regexp.Regexp
+	class       string
+	why         string
+	retryable   bool
+	unreachable bool
 }
 
 // Order matters: the first matching signature wins. A policy denial is checked
 // before generic connection errors, because pip reports a denied DNS name as
 // a NewConnectionError too, and before Traceback, because pip prints one.
 var signatures = []signature{
-	{regexp.MustCompile(`INPUT_ERROR:`), summary.ClassInputError,
-		"the analysis script rejected the input file", false},
-	{regexp.MustCompile(`(?i)could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|no address associated with hostname|getaddrinfo failed|\[Errno -[235]\]`),
-		summary.ClassNetworkPolicy, "the host name did not resolve: default-deny egress answers NXDOMAIN for hosts that are not allowed", false},
-	{regexp.MustCompile(`(?i)tunnel connection failed: 403|403 forbidden|proxyerror|egress denied|blocked by (the )?(network|egress) policy`),
-		summary.ClassNetworkPolicy, "the egress proxy refused the connection (403)", false},
-	{regexp.MustCompile(`(?i)connection refused|network is unreachable|no route to host`),
-		summary.ClassNetworkPolicy, "the connection was refused or unroutable: the target is not reachable from the sandbox", false},
-	{regexp.MustCompile(`(?i)read timed out|readtimeouterror|connection reset by peer|connection aborted|remote end closed connection|incompleteread|http error 5\d\d|\b50[234]\b.*(server|gateway|unavailable)`),
-		summary.ClassPlatformError, "a transient network error talking to the package index", true},
-	{regexp.MustCompile(`(?i)connection broken by '(SSLError|ProtocolError|RemoteDisconnected)|SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`),
-		summary.ClassPlatformError, "the connection to the package index was cut before any answer (TLS EOF/disconnect in the egress layer); the index never answered", false},
-	{regexp.MustCompile(`(?i)newconnectionerror|failed to establish a new connection|max retries exceeded`),
-		summary.ClassNetworkPolicy, "no connection could be established to the package index", false},
-	{regexp.MustCompile(`(?i)no matching distribution found|could not find a version that satisfies`),
-		summary.ClassScriptError, "the package index answered but has no such package/version (not a network problem)", false},
-	{regexp.MustCompile(`MemoryError|Cannot allocate memory|[Oo]ut of memory`),
-		summary.ClassCapacity, "the sandbox ran out of memory", false},
-	{regexp.MustCompile(`No space left on device|Disk quota exceeded`),
-		summary.ClassCapacity, "the sandbox ran out of disk space", false},
-	{regexp.MustCompile(`ModuleNotFoundError|ImportError`),
-		summary.ClassScriptError, "a Python module the script needs is missing from the image", false},
-	{regexp.MustCompile(`Traceback \(most recent call last\)`),
-		summary.ClassScriptError, "the script raised an exception", false},
-	{regexp.MustCompile(`(?i)command not found|No such file or directory`),
-		summary.ClassScriptError, "a program or file the command needs does not exist", false},
+	{re: regexp.MustCompile(`INPUT_ERROR:`), class: summary.ClassInputError, why: "the analysis script rejected the input file"},
+	// A denial (NXDOMAIN, 403, unroutable) is checked before the signs of a
+	// target without upstream, so a stderr showing both counts as denied.
+	{re: regexp.MustCompile(`(?i)could not resolve host|name or service not known|nodename nor servname|no address associated with hostname|getaddrinfo failed|\[Errno -[25]\]|EAI_NONAME`),
+		class: summary.ClassNetworkPolicy, why: "the host name did not resolve: default-deny egress answers NXDOMAIN for hosts that are not allowed"},
+	{re: regexp.MustCompile(`(?i)tunnel connection failed: 403|403 forbidden|proxyerror|egress denied|blocked by (the )?(network|egress) policy`),
+		class: summary.ClassNetworkPolicy, why: "the egress proxy refused the connection (403)"},
+	{re: regexp.MustCompile(`(?i)network is unreachable|no route to host`),
+		class: summary.ClassNetworkPolicy, why: "the connection was unroutable: the target is not reachable from the sandbox"},
+	// No upstream: the name was allowed (not NXDOMAIN) but nothing answers.
+	{re: regexp.MustCompile(`(?i)temporary failure in name resolution|\[Errno -3\]|EAI_AGAIN`),
+		class: summary.ClassPlatformError, unreachable: true,
+		why: "the package index's name could not be resolved upstream (SERVFAIL/EAI_AGAIN, not a denial's NXDOMAIN): the target has no upstream"},
+	{re: regexp.MustCompile(`(?i)connection refused`),
+		class: summary.ClassPlatformError, unreachable: true,
+		why: "the package index refused the connection (nothing listens there, not a policy denial): the target has no upstream"},
+	{re: regexp.MustCompile(`(?i)read timed out|readtimeouterror|connection reset by peer|connection aborted|remote end closed connection|incompleteread|http error 5\d\d|\b50[234]\b.*(server|gateway|unavailable)`),
+		class: summary.ClassPlatformError, why: "a transient network error talking to the package index", retryable: true},
+	{re: regexp.MustCompile(`(?i)connection broken by '(SSLError|ProtocolError|RemoteDisconnected)|SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`),
+		class: summary.ClassPlatformError, unreachable: true,
+		why: "the connection to the package index was cut before any answer (TLS EOF/disconnect in the egress layer, as a gateway with no upstream does); the index never answered"},
+	{re: regexp.MustCompile(`(?i)newconnectionerror|failed to establish a new connection|max retries exceeded`),
+		class: summary.ClassNetworkPolicy, why: "no connection could be established to the package index"},
+	{re: regexp.MustCompile(`(?i)no matching distribution found|could not find a version that satisfies`),
+		class: summary.ClassScriptError, why: "the package index answered but has no such package/version (not a network problem)"},
+	{re: regexp.MustCompile(`MemoryError|Cannot allocate memory|[Oo]ut of memory`), class: summary.ClassCapacity, why: "the sandbox ran out of memory"},
+	{re: regexp.MustCompile(`No space left on device|Disk quota exceeded`), class: summary.ClassCapacity, why: "the sandbox ran out of disk space"},
+	{re: regexp.MustCompile(`ModuleNotFoundError|ImportError`), class: summary.ClassScriptError, why: "a Python module the script needs is missing from the image"},
+	{re: regexp.MustCompile(`Traceback \(most recent call last\)`), class: summary.ClassScriptError, why: "the script raised an exception"},
+	{re: regexp.MustCompile(`(?i)command not found|No such file or directory`), class: summary.ClassScriptError, why: "a program or file the command needs does not exist"},
 }
 
 // Classify decides the class of a finished command from its exit code and
@@ -90,7 +100,7 @@ func Classify(exit *int, stderr string, ranFor, timeout float64) Classification 
 func match(stderr string) (Classification, bool) {
 	for _, s := range signatures {
 		if loc := s.re.FindStringIndex(stderr); loc != nil {
-			return Classification{Class: s.class, Retryable: s.retryable,
+			return Classification{Class: s.class, Retryable: s.retryable, Unreachable: s.unreachable,
 				Reason: s.why + `: "` + evidenceLine(stderr, loc[0]) + `"`}, true
 		}
 	}

@@ -423,6 +423,47 @@ func TestFlowInstallDeniedIsNotRetried(t *testing.T) {
 	assert.Contains(t, res.Evidence.Install[0].Decision, "not retryable")
 }
 
+// TestFlowInstallUnreachableDegrades: an index the sandbox cannot reach at
+// all (the target has no upstream: SERVFAIL, connection refused) is not
+// fatal: one attempt, recorded as skipped with the reason in summary.json's
+// degraded list, its step kept with the real exit code and stderr, and the
+// analysis still runs (without tabulate).
+func TestFlowInstallUnreachableDegrades(t *testing.T) {
+	for name, cause := range map[string]string{
+		"SERVFAIL":           "[Errno -3] Temporary failure in name resolution",
+		"connection refused": "[Errno 111] Connection refused",
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFake(t)
+			f.install = func(s *sse, _ int) {
+				s.out("stderr", "WARNING: Retrying (Retry(total=0)) after connection broken by 'NewConnectionError('<HTTPSConnection>: Failed to establish a new connection: "+cause+"')': /simple/tabulate/\nERROR: No matching distribution found for tabulate")
+				s.exit(1)
+			}
+			res, out := runFlow(t, f, nil)
+			s := loadSummary(t, out)
+			assert.Equal(t, 0, res.ExitCode, "%+v", s.Error)
+			assert.Equal(t, StopCompleted, s.StopReason)
+			assert.Nil(t, s.Error)
+			assert.Equal(t, 1, f.installAttempts, "no retry: a missing upstream does not come back")
+			require.Len(t, s.Degraded, 1)
+			assert.Equal(t, "install", s.Degraded[0].Step)
+			assert.Contains(t, s.Degraded[0].Reason, "install skipped (exit 1)")
+			assert.Contains(t, s.Degraded[0].Reason, "no upstream")
+			assert.Contains(t, s.Degraded[0].Reason, "without tabulate")
+			assert.Equal(t, "install", s.Steps[0].Name)
+			assert.Equal(t, 1, *s.Steps[0].ExitCode, "the step keeps its real exit code")
+			assert.Contains(t, s.Steps[0].Stderr, cause)
+			assert.Contains(t, res.Evidence.Install[0].Decision, "skipped: package index unreachable")
+			assertOrder(t, f.callLog(), "install", "analyze", "download:report.md", "delete", "get:404")
+			b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+			require.NoError(t, err)
+			problems, err := summary.Validate(b)
+			require.NoError(t, err)
+			assert.Empty(t, problems, "summary.json with degraded still matches the schema")
+		})
+	}
+}
+
 func TestFlowTransientInstallRetriedOnce(t *testing.T) {
 	f := newFake(t)
 	f.install = func(s *sse, _ int) {
@@ -472,6 +513,27 @@ func TestFlowSandboxGoneMidRun(t *testing.T) {
 	// cleanup still runs: DELETE (404, already gone) and GET 404 confirm it
 	assertOrder(t, f.callLog(), "analyze", "get:404", "delete:404", "get:404")
 	assert.True(t, res.Evidence.Cleanup.Confirmed)
+}
+
+// TestFlowSandboxGoneAfterStreamBreaks: a real server kills the container
+// (the stream breaks) about a second before its delete completes and GET
+// answers 404; the run must still see sandbox_gone, not a platform error.
+func TestFlowSandboxGoneAfterStreamBreaks(t *testing.T) {
+	f := newFake(t)
+	f.analyze = func(f *fakeOSB, s *sse, _ *http.Request) {
+		time.AfterFunc(time.Second, func() {
+			f.mu.Lock()
+			f.live = false // the delete completes a second later
+			f.mu.Unlock()
+		})
+		s.ev(map[string]any{"type": "error", "error": map[string]any{"ename": "CommandExecError", "evalue": "-1", "traceback": []string{"signal: killed"}}})
+	}
+	res, out := runFlow(t, f, nil)
+	s := loadSummary(t, out)
+	assert.Equal(t, 1, res.ExitCode)
+	assert.Equal(t, StopSandboxGone, s.StopReason)
+	assert.Equal(t, summary.ClassSandboxGone, s.Error.Class)
+	assert.True(t, res.Evidence.GoneObserved)
 }
 
 func TestFlowWallClockAndSignal(t *testing.T) {

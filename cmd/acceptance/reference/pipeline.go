@@ -104,6 +104,7 @@ type runner struct {
 	sandboxID   string
 	dataAPIUsed bool
 	steps       []summary.Step
+	degraded    []summary.Degradation // steps done without, non-fatally
 	metrics     map[string]float64
 	ev          Evidence
 	logFile     io.Writer
@@ -538,6 +539,17 @@ func (r *runner) install(ctx context.Context) error {
 			return nil
 		}
 		exit := r.steps[len(r.steps)-1].ExitCode
+		if c.Unreachable {
+			// No upstream (offline target): not a denial, and retrying cannot
+			// help. Go on without the package: analyze.py falls back to a
+			// plain table without tabulate. Recorded, never silent.
+			a.Decision = "skipped: package index unreachable, continuing without " + InstallPackage
+			r.ev.Install = append(r.ev.Install, a)
+			r.degraded = append(r.degraded, summary.Degradation{Step: name,
+				Reason: fmt.Sprintf("install skipped (exit %s): %s; the analysis runs without %s (plain tables)", fmtExit(exit), c.Reason, InstallPackage)})
+			r.note("install attempt %d: the package index is unreachable (%s); continuing without %s", attempt, c.Reason, InstallPackage)
+			return nil
+		}
 		if c.Retryable && attempt < maxAttempts {
 			a.Decision = "retry: " + c.Reason
 			r.ev.Install = append(r.ev.Install, a)
@@ -680,13 +692,30 @@ func (r *runner) goneOr(ctx context.Context, orElse *runError) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	res, err := r.cl.GetSandbox(cctx, r.sandboxID)
-	if err == nil && res.Status == http.StatusNotFound {
-		r.ev.GoneObserved = true
-		return fail(StopSandboxGone, summary.ClassSandboxGone, "the sandbox %s no longer exists (GET 404): it was deleted or expired mid-run; not retryable", r.sandboxID)
+	// A real server stops the container (breaking the stream) before its
+	// delete finishes (about a second), so GET may still find the sandbox for
+	// a moment: look again for a few seconds. Not after a signal or the wall
+	// clock: then the run is stopping anyway.
+	deadline := time.Now().Add(goneGrace)
+	for {
+		res, err := r.cl.GetSandbox(cctx, r.sandboxID)
+		if err == nil && res.Status == http.StatusNotFound {
+			r.ev.GoneObserved = true
+			return fail(StopSandboxGone, summary.ClassSandboxGone, "the sandbox %s no longer exists (GET 404): it was deleted or expired mid-run; not retryable", r.sandboxID)
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return errOrNil(orElse)
+		}
+		select {
+		case <-cctx.Done():
+			return errOrNil(orElse)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return errOrNil(orElse)
 }
+
+// goneGrace is how long a broken stream waits for GET to show the sandbox gone.
+var goneGrace = 4 * time.Second
 
 func errOrNil(e *runError) error {
 	if e == nil {
@@ -748,6 +777,7 @@ func (r *runner) finish(err error) *Result {
 		StopReason: StopCompleted,
 		Metrics:    r.metrics,
 		Steps:      r.steps,
+		Degraded:   r.degraded,
 	}
 	if r.cfg.Agent {
 		s.Budget = &summary.Budget{MaxModelTurns: r.cfg.AgentMaxTurns}

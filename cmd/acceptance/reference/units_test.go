@@ -62,7 +62,7 @@ func TestClassify(t *testing.T) {
 		{"success", ip(0), "", 1, 10, "", false, ""},
 		{"pip denied by DNS", ip(1), pipDNS, 2, 300, summary.ClassNetworkPolicy, false, "Name or service not known"},
 		{"curl denied", ip(6), "curl: (6) Could not resolve host: example.com\n", 1, 300, summary.ClassNetworkPolicy, false, "Could not resolve host"},
-		{"temporary failure", ip(1), "socket.gaierror: [Errno -3] Temporary failure in name resolution", 1, 300, summary.ClassNetworkPolicy, false, "Temporary failure"},
+		{"temporary failure (no upstream)", ip(1), "socket.gaierror: [Errno -3] Temporary failure in name resolution", 1, 300, summary.ClassPlatformError, false, "no upstream"},
 		{"proxy 403", ip(1), "ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))", 1, 300, summary.ClassNetworkPolicy, false, "403"},
 		{"transient read timeout", ip(1), "pip._vendor.urllib3.exceptions.ReadTimeoutError: HTTPSConnectionPool(host='pypi.org', port=443): Read timed out.", 1, 300, summary.ClassPlatformError, true, "Read timed out"},
 		{"connection cut", ip(1), "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by 'SSLError(SSLZeroReturnError(6, 'TLS/SSL connection has been closed (EOF) (_ssl.c:992)'))': /simple/tabulate/\nERROR: Could not find a version that satisfies the requirement tabulate (from versions: none)\nERROR: No matching distribution found for tabulate\n", 2, 300, summary.ClassPlatformError, false, "index never answered"},
@@ -85,6 +85,53 @@ func TestClassify(t *testing.T) {
 			if tc.class != "" {
 				assert.Contains(t, summary.ErrorClasses, c.Class)
 			}
+		})
+	}
+}
+
+// pipFailed is pip's stderr when it could not connect to the index: cause is
+// what urllib3's NewConnectionError says.
+func pipFailed(cause string) string {
+	return "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by " +
+		"'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f0c>: Failed to establish a new connection: " +
+		cause + "')': /simple/tabulate/\nERROR: Could not find a version that satisfies the requirement tabulate (from versions: none)\n" +
+		"ERROR: No matching distribution found for tabulate\n"
+}
+
+// TestClassifyUnreachable: a package index that cannot be reached at all
+// (SERVFAIL/EAI_AGAIN, connection refused, the connection cut before any
+// answer) is "unreachable" (the install degrades, non-fatally); a denial
+// (NXDOMAIN, 403, unroutable) never is and keeps its network_policy class,
+// also when stderr shows both.
+func TestClassifyUnreachable(t *testing.T) {
+	tlsEOF := "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by " +
+		"'SSLError(SSLZeroReturnError(6, 'TLS/SSL connection has been closed (EOF) (_ssl.c:992)'))': /simple/tabulate/\n" +
+		"ERROR: No matching distribution found for tabulate\n"
+	cases := []struct {
+		name        string
+		stderr      string
+		class       string
+		unreachable bool
+		reason      string
+	}{
+		{"SERVFAIL (EAI_AGAIN)", pipFailed("[Errno -3] Temporary failure in name resolution"), summary.ClassPlatformError, true, "SERVFAIL/EAI_AGAIN"},
+		{"connection refused", pipFailed("[Errno 111] Connection refused"), summary.ClassPlatformError, true, "refused the connection"},
+		{"gateway without upstream cuts TLS", tlsEOF, summary.ClassPlatformError, true, "never answered"},
+		{"NXDOMAIN (denied)", pipFailed("[Errno -2] Name or service not known"), summary.ClassNetworkPolicy, false, "NXDOMAIN"},
+		{"EAI_NONAME spelled out", "socket.gaierror: EAI_NONAME", summary.ClassNetworkPolicy, false, "NXDOMAIN"},
+		{"proxy 403 (denied)", "ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))", summary.ClassNetworkPolicy, false, "403"},
+		{"unroutable (denied)", pipFailed("[Errno 101] Network is unreachable"), summary.ClassNetworkPolicy, false, "unroutable"},
+		{"denied and unresolvable: the denial wins", pipFailed("[Errno -3] Temporary failure in name resolution") + pipFailed("[Errno -2] Name or service not known"), summary.ClassNetworkPolicy, false, "NXDOMAIN"},
+		{"transient read timeout is not unreachable", "ReadTimeoutError: HTTPSConnectionPool(host='pypi.org', port=443): Read timed out.", summary.ClassPlatformError, false, "transient"},
+		{"package missing is not unreachable", "ERROR: No matching distribution found for nosuchpkg\n", summary.ClassScriptError, false, "no such package"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Classify(ip(1), tc.stderr, 1, 300)
+			assert.Equal(t, tc.class, c.Class)
+			assert.Equal(t, tc.unreachable, c.Unreachable)
+			assert.False(t, c.Unreachable && c.Retryable, "an unreachable index is not retried")
+			assert.Contains(t, c.Reason, tc.reason)
 		})
 	}
 }
