@@ -77,6 +77,9 @@ type Info struct {
 	Limits    map[string]bool `json:"limits"`
 	Snapshots string          `json:"snapshots"`
 	Egress    bool            `json:"egress"`
+	// AuditSeq is the newest audit event's Seq: a cursor for
+	// GET /_mock/audit?since= (what happened from now on).
+	AuditSeq int64 `json:"audit_seq"`
 }
 
 // InfoIsolation says whether namespaces are enforced.
@@ -93,7 +96,7 @@ func (s *Server) Info() Info {
 		limits = map[string]bool{}
 	}
 	return Info{Version: Version, Isolation: InfoIsolation{Enforced: enforced, Reason: reason},
-		Limits: limits, Snapshots: "not_implemented", Egress: s.cfg.Egress != nil}
+		Limits: limits, Snapshots: "not_implemented", Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
 }
 
 func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
@@ -102,7 +105,7 @@ func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: audit.Kind(q.Get("kind"))}
+	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: audit.Kind(q.Get("kind")), Key: q.Get("key_fingerprint")}
 	if v := q.Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -111,7 +114,8 @@ func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		query.Since = n
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": s.audit.Events(query)})
+	events, last := s.audit.EventsAndLastSeq(query)
+	writeJSON(w, http.StatusOK, map[string]any{"events": events, "last_seq": last})
 }
 
 func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {

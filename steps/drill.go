@@ -81,30 +81,37 @@ func (e *Env) runDrillNow(ctx context.Context, d *drill, fixture string) *subjec
 
 // whenFirstCommandFinished polls the audit until a command of a sandbox
 // created by the run's key has finished, then calls act with that sandbox.
+// Each poll asks only for the key's events recorded since the last one.
 func (e *Env) whenFirstCommandFinished(ctx context.Context, r *subjectRun, act func(sandboxID string)) {
+	var since int64
+	mine := map[string]bool{}
+	var finished []string // sandboxes with a finished command, in Seq order (the create may be recorded later)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(150 * time.Millisecond):
 		}
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		res, err := e.client.Admin().Audit(c, osb.AuditQuery{})
-		cancel()
-		if err != nil || !res.Decoded {
+		log, err := e.auditQuery(ctx, osb.AuditQuery{Key: r.keyFP, Since: since}, 10*time.Second)
+		if err != nil {
 			continue
 		}
-		mine := map[string]bool{}
-		for _, ev := range res.Value.Events {
-			if lc := ev.Lifecycle; ev.Kind == "lifecycle" && lc != nil && lc.KeyFingerprint == r.keyFP && lc.Method == "POST" && isCreatePath(lc.Path) {
-				mine[ev.SandboxID] = true
+		for _, id := range shareOf(log.Events, r.keyFP).created {
+			mine[id] = true
+		}
+		for _, ev := range log.Events {
+			if ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil {
+				finished = append(finished, ev.SandboxID)
 			}
 		}
-		for _, ev := range res.Value.Events {
-			if ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil && mine[ev.SandboxID] {
-				act(ev.SandboxID)
+		for _, id := range finished {
+			if mine[id] {
+				act(id)
 				return
 			}
+		}
+		if log.LastSeq > since {
+			since = log.LastSeq
 		}
 	}
 }

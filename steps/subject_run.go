@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -299,39 +298,12 @@ func (e *Env) loadAudit(ctx context.Context, r *subjectRun) error {
 		return nil
 	}
 	r.auditOnce.Do(func() {
-		c, cancel := ctxTimeout(ctx, 30*time.Second)
-		defer cancel()
-		res, err := e.client.Admin().Audit(c, osb.AuditQuery{})
+		sh, err := e.fetchKeyShare(ctx, r.keyFP)
 		if err != nil {
 			r.auditErr = err
 			return
 		}
-		if !res.Decoded {
-			r.auditErr = fmt.Errorf("/_mock/audit answered %d: %s", res.Status, excerpt(res.Body, 200))
-			return
-		}
-		mine := map[string]bool{}
-		r.createBody = map[string]json.RawMessage{}
-		for _, ev := range res.Value.Events {
-			if ev.Kind == "lifecycle" && ev.Lifecycle != nil && ev.Lifecycle.KeyFingerprint == r.keyFP {
-				r.attempts = append(r.attempts, ev)
-			}
-		}
-		for _, ev := range res.Value.Events {
-			lc := ev.Lifecycle
-			if ev.Kind == "lifecycle" && lc != nil && lc.KeyFingerprint == r.keyFP && lc.Method == "POST" &&
-				isCreatePath(lc.Path) && lc.Status == 202 && ev.SandboxID != "" && !mine[ev.SandboxID] {
-				mine[ev.SandboxID] = true
-				r.sandboxes = append(r.sandboxes, ev.SandboxID)
-				r.createBody[ev.SandboxID] = lc.Body
-			}
-		}
-		for _, ev := range res.Value.Events {
-			if mine[ev.SandboxID] {
-				r.audit = append(r.audit, ev)
-			}
-		}
-		sort.Slice(r.audit, func(i, j int) bool { return r.audit[i].Seq < r.audit[j].Seq })
+		r.attempts, r.sandboxes, r.createBody, r.audit = sh.calls, sh.created, sh.createBody, sh.events
 		b, _ := json.MarshalIndent(r.audit, "", "  ")
 		_ = os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
 		b, _ = json.MarshalIndent(r.attempts, "", "  ")

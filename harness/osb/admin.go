@@ -40,6 +40,9 @@ type MockInfo struct {
 	Snapshots string          `json:"snapshots,omitempty"`
 	// Egress is true when the server has an egress hub (policies enforced).
 	Egress bool `json:"egress"`
+	// AuditSeq is the newest audit event's Seq: AuditQuery.Since from now
+	// on (0 from a server that does not say).
+	AuditSeq int64 `json:"audit_seq"`
 }
 
 // The audit event schema is the server's, defined once in mock-server/wire
@@ -74,11 +77,17 @@ type AuditQuery struct {
 	SandboxID string
 	Kind      string
 	Since     int64
+	// Key is an API-key fingerprint: the lifecycle calls made with that key
+	// and every event of the sandboxes it created.
+	Key string
 }
 
 // AuditLog is the /_mock/audit body.
 type AuditLog struct {
 	Events []AuditEvent `json:"events"`
+	// LastSeq is the newest event's Seq when the server answered: the Since
+	// of the next poll.
+	LastSeq int64 `json:"last_seq"`
 }
 
 // CanaryScan is the canary-scan body.
@@ -159,6 +168,9 @@ func (a *Admin) Audit(ctx context.Context, q AuditQuery) (*Result[AuditLog], err
 	}
 	if q.Since != 0 {
 		v.Set("since", strconv.FormatInt(q.Since, 10))
+	}
+	if q.Key != "" {
+		v.Set("key_fingerprint", q.Key)
 	}
 	return doJSON[AuditLog](ctx, a.c, a.call("GET", "/audit", v), nil, true)
 }

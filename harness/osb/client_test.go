@@ -621,6 +621,12 @@ func TestAdmin(t *testing.T) {
 	assert.Equal(t, "DELETE", f.seen[last].Method)
 	f.mu.Unlock()
 
+	_, err = a.Audit(ctx, AuditQuery{Key: "0123456789ab", Since: 7})
+	require.NoError(t, err)
+	f.mu.Lock()
+	assert.Equal(t, "key_fingerprint=0123456789ab&since=7", f.seen[len(f.seen)-1].URL.RawQuery)
+	f.mu.Unlock()
+
 	c2, _ := New(strings.TrimPrefix(c.BaseURL(), "http://"), "")
 	un, err := c2.Admin().Info(ctx)
 	require.NoError(t, err)
