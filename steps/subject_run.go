@@ -117,7 +117,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 		return r
 	}
 	r.csvPath, r.question = csvPath, question
-	r.stats, r.statsErr = recompute.File(csvPath)
+	r.stats, r.statsErr = e.recompute(csvPath)
 
 	r.apiKey = e.opt.Target.APIKey
 	if e.opt.MintAPIKey != nil {
@@ -244,6 +244,15 @@ func (e *Env) materialize(name, dir string) (path, question string, err error) {
 		return "", "", err
 	}
 	return p, entry.Question, nil
+}
+
+// recompute is the harness's own reading of an input, shared by every
+// submission of the session that gets the same bytes.
+func (e *Env) recompute(path string) (*recompute.Stats, error) {
+	if e.opt.Inputs != nil {
+		return e.opt.Inputs.Recompute(path)
+	}
+	return recompute.File(path)
 }
 
 // writeRunRecord stores what the harness saw of the run as evidence.

@@ -87,6 +87,9 @@ type SuiteInput struct {
 	FaultLock *sync.RWMutex
 	// Repetition is which of --repeat N runs this suite is (1-based; 0 = 1).
 	Repetition int
+	// Inputs are the session's shared generated inputs and recomputations
+	// (nil: each suite makes its own).
+	Inputs *Inputs
 }
 
 // Suite is one submission's scenario set.
