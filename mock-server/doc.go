@@ -46,7 +46,8 @@
 //	       and every event of the sandboxes it created; last_seq: the cursor for the next since)
 //	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
 //	POST   /_mock/faults/egress-deny {"targets":[…]}   204; DELETE clears (409 without an egress hub)
-//	POST   /_mock/faults/capacity {"retry_after_seconds":N}  204: every create answers 429 + Retry-After; DELETE clears
+//	POST   /_mock/faults/capacity {"retry_after_seconds":N[,"key_fingerprint":"…"]}  204: every create (or every create
+//	       with that key) answers 429 + Retry-After; DELETE[?key_fingerprint=…] clears that rule
 //	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
 //	       upload, download, file operation) of each sandbox created with that key answers the status (audited);
 //	       DELETE /_mock/faults/execd?key_fingerprint=… clears

@@ -34,7 +34,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, verrs...)
 		return
 	}
-	if s.refuseForCapacity(w) {
+	if s.refuseForCapacity(w, r) {
 		return
 	}
 	if code, msg := s.checkCreate(req); code != "" {

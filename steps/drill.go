@@ -36,12 +36,13 @@ func mockOnly(e *Env) (bool, string) {
 	return false, fmt.Sprintf("target %s offers no way to inject this fault; the drill needs the bundled server's admin API", e.opt.Target.Kind)
 }
 
-// runDrill runs the subject once under the scenario's drill, exclusively.
-// A drill without per-scenario hooks is the same run for every scenario that
-// asks for it (D1's two scenarios share one run).
+// runDrill runs the subject once under the scenario's drill (alone on the
+// server unless the drill is keyed to the run). A drill without a hook during
+// the run is the same run for every scenario that asks for it (D1's two
+// scenarios share one run); its prepare and finish act on the run only.
 func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjectRun {
 	d := s.drill
-	if d.Opts.hook == nil && d.Opts.prepare == nil {
+	if d.Opts.hook == nil {
 		key := "drill:" + fixture + "-" + d.Name
 		e.runsMu.Lock()
 		o := e.runs[key]

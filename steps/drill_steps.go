@@ -267,24 +267,29 @@ func capacityFault(ctx context.Context, seconds int) error {
 			"OpenSandbox 1.1.1 never answers 429 (an exhausted Kubernetes pool gives 504 POD_READY_TIMEOUT, CONTRACT §9) and "+
 				"target %s offers no way to exhaust capacity on demand; the course says to mark the drill not actually measured without a cluster", s.env.opt.Target.Kind)
 	}
-	s.drill = &drill{Name: "capacity-429", Available: mockOnly, retryAfter: time.Duration(seconds) * time.Second,
-		Setup: func(ctx context.Context, e *Env) error {
-			c, cancel := ctxTimeout(ctx, 10*time.Second)
-			defer cancel()
-			res, err := e.client.Admin().CapacityFault(c, seconds)
-			if err != nil {
-				return err
-			}
-			if !res.OK() {
-				return fmt.Errorf("/_mock/faults/capacity answered %d: %s", res.Status, excerpt(res.Body, 200))
-			}
-			return nil
-		},
-		Teardown: func(ctx context.Context, e *Env) {
-			c, cancel := ctxTimeout(ctx, 10*time.Second)
-			defer cancel()
-			_, _ = e.client.Admin().ClearCapacityFault(c)
-		}}
+	// Keyed to the run's own key: other submissions graded on the server
+	// meanwhile keep creating, so the drill need not run alone.
+	d := &drill{Name: "capacity-429", Available: mockOnly, retryAfter: time.Duration(seconds) * time.Second, keyed: true}
+	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := s.env.client.Admin().CapacityFaultForKey(c, r.keyFP, seconds)
+		if err != nil {
+			return err
+		}
+		if !res.OK() {
+			return fmt.Errorf("/_mock/faults/capacity answered %d: %s", res.Status, excerpt(res.Body, 200))
+		}
+		d.logf("fault %s switched on for key %s", d.Name, r.keyFP)
+		return nil
+	}
+	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = s.env.client.Admin().ClearCapacityFaultForKey(c, r.keyFP)
+		d.logf("fault %s switched off", d.Name)
+	}
+	s.drill = d
 	return nil
 }
 

@@ -200,6 +200,18 @@ func (a *Admin) CapacityFault(ctx context.Context, retryAfterSeconds int) (*Resu
 	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/capacity", nil), body, false)
 }
 
+// CapacityFaultForKey makes every create made with the key of this
+// fingerprint answer 429 with Retry-After; other keys create as usual.
+func (a *Admin) CapacityFaultForKey(ctx context.Context, keyFingerprint string, retryAfterSeconds int) (*Result[Empty], error) {
+	body := map[string]any{"retry_after_seconds": retryAfterSeconds, "key_fingerprint": keyFingerprint}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/capacity", nil), body, false)
+}
+
+// ClearCapacityFaultForKey lifts the capacity fault of one key.
+func (a *Admin) ClearCapacityFaultForKey(ctx context.Context, keyFingerprint string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/capacity", url.Values{"key_fingerprint": {keyFingerprint}}), nil, false)
+}
+
 // ClearCapacityFault switches the capacity fault off.
 func (a *Admin) ClearCapacityFault(ctx context.Context) (*Result[Empty], error) {
 	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/capacity", nil), nil, false)

@@ -626,6 +626,16 @@ func TestAdmin(t *testing.T) {
 	f.mu.Lock()
 	assert.Equal(t, "key_fingerprint=0123456789ab&since=7", f.seen[len(f.seen)-1].URL.RawQuery)
 	f.mu.Unlock()
+	_, err = a.CapacityFaultForKey(ctx, "0123456789ab", 2)
+	require.NoError(t, err)
+	_, err = a.ClearCapacityFaultForKey(ctx, "0123456789ab")
+	require.NoError(t, err)
+	f.mu.Lock()
+	last = len(f.seen) - 1
+	assert.JSONEq(t, `{"retry_after_seconds":2,"key_fingerprint":"0123456789ab"}`, f.bodies[last-1])
+	assert.Equal(t, "DELETE", f.seen[last].Method)
+	assert.Equal(t, "key_fingerprint=0123456789ab", f.seen[last].URL.RawQuery)
+	f.mu.Unlock()
 
 	c2, _ := New(strings.TrimPrefix(c.BaseURL(), "http://"), "")
 	un, err := c2.Admin().Info(ctx)

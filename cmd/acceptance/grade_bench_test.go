@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkGradeClass grades N submissions of the calibration set (cycled:
+// some repeat when N > 16) in one `acceptance grade` call, and the same N
+// one by one (a grade call each: its own bundled server, stubs, preflight
+// and inputs), and reports the wall time per submission of each.
+//
+// It starts real sandboxes and takes minutes: run it alone, once
+// (`make bench-grade`, or
+// go test -run '^$' -bench BenchmarkGradeClass -benchtime 1x ./cmd/acceptance/).
+// ACCEPTANCE_BENCH_N (default 4), ACCEPTANCE_BENCH_PARALLEL (--parallel of
+// the one call, default 2) and ACCEPTANCE_BENCH_TAGS (default: the whole
+// suite, as a grade) vary it. Figures on a shared machine are noisy.
+func BenchmarkGradeClass(b *testing.B) {
+	e := requireSubjectEnv(b)
+	b.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	n := benchEnvInt(b, "ACCEPTANCE_BENCH_N", 4)
+	parallel := benchEnvInt(b, "ACCEPTANCE_BENCH_PARALLEL", 2)
+	tags := os.Getenv("ACCEPTANCE_BENCH_TAGS")
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = filepath.Join(e.root, "fixtures", "submissions", calibrationSet[i%len(calibrationSet)].dir)
+	}
+	grade := func(b *testing.B, subs []string, par int) {
+		args := []string{"grade", "--out", b.TempDir(), "--state-dir", b.TempDir(), "--wheels", e.wheels,
+			"--baselines", b.TempDir(), "--subject-timeout", "5m", "--parallel", strconv.Itoa(par)}
+		if tags != "" {
+			args = append(args, "--tags", tags)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := dispatch(append(args, subs...), &stdout, &stderr); code == 2 {
+			b.Fatalf("acceptance grade exited 2:\n%s%s", stdout.String(), stderr.String())
+		}
+	}
+	b.Run(fmt.Sprintf("one-call-n%d-parallel%d", n, parallel), func(b *testing.B) {
+		var total time.Duration
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			grade(b, dirs, parallel)
+			total += time.Since(start)
+		}
+		b.ReportMetric(total.Seconds()/float64(b.N*n), "s/submission")
+		b.ReportMetric(100*total.Seconds()/float64(b.N*n)/60, "min/100-submissions")
+	})
+	b.Run(fmt.Sprintf("one-by-one-n%d", n), func(b *testing.B) {
+		var total time.Duration
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			for _, d := range dirs {
+				grade(b, []string{d}, 1)
+			}
+			total += time.Since(start)
+		}
+		b.ReportMetric(total.Seconds()/float64(b.N*n), "s/submission")
+		b.ReportMetric(100*total.Seconds()/float64(b.N*n)/60, "min/100-submissions")
+	})
+}
+
+func benchEnvInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
