@@ -124,16 +124,26 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodDelete {
+		if fp := r.URL.Query().Get("key_fingerprint"); fp != "" {
+			s.mu.Lock()
+			delete(s.egressDenyByKey, fp)
+			s.mu.Unlock()
+			s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false, Detail: "key " + fp}})
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		s.cfg.Egress.ClearDenyOverride()
 		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false}})
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	var body struct {
-		Targets []string `json:"targets"`
+		Targets        []string `json:"targets"`
+		KeyFingerprint string   `json:"key_fingerprint"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil || len(body.Targets) == 0 {
-		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", `body must be {"targets":["host", "*.domain", ...]} with at least one target`)
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil || len(body.Targets) == 0 ||
+		body.KeyFingerprint != strings.TrimSpace(body.KeyFingerprint) {
+		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", `body must be {"targets":["host", "*.domain", ...]} with at least one target, and optionally "key_fingerprint"`)
 		return
 	}
 	for _, t := range body.Targets {
@@ -141,6 +151,24 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "targets must be non-empty host names or *.wildcards")
 			return
 		}
+	}
+	if body.KeyFingerprint != "" {
+		// Keyed: every sandbox created with that key from now on denies the
+		// targets; other keys' sandboxes are not touched.
+		if err := s.cfg.Egress.SetSandboxDenyOverride("", body.Targets); err != nil {
+			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "invalid deny targets: "+err.Error())
+			return
+		}
+		s.mu.Lock()
+		if s.egressDenyByKey == nil {
+			s.egressDenyByKey = map[string][]string{}
+		}
+		s.egressDenyByKey[body.KeyFingerprint] = append([]string(nil), body.Targets...)
+		s.mu.Unlock()
+		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: true,
+			Detail: strings.Join(body.Targets, ",") + " for the sandboxes created with key " + body.KeyFingerprint}})
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
 	if err := s.cfg.Egress.SetDenyOverride(body.Targets); err != nil {
 		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "invalid deny targets: "+err.Error())

@@ -73,3 +73,31 @@ func TestAdminAuditByKeyAndCursor(t *testing.T) {
 	assert.Empty(t, get("since="+strconv.FormatInt(all.LastSeq, 10)).Events)
 	assert.Equal(t, http.StatusBadRequest, e.admin("GET", "/_mock/audit?key_fingerprint="+fp+"&since=-2", nil).Status)
 }
+
+// The package-index deny of drill D1 keyed to one API key applies to the
+// sandboxes that key creates from then on, not to another key's.
+func TestEgressDenyByKey(t *testing.T) {
+	eg := newFakeEgress()
+	e := newEnv(t, withEgress(eg))
+	const other = "test-key-of-another-subject"
+	require.NoError(t, e.srv.AddAPIKey(other))
+	fp := wire.Fingerprint(testKey)
+	policy := func(m map[string]any) { m["networkPolicy"] = map[string]any{"defaultAction": "deny"} }
+
+	assert.Equal(t, http.StatusBadRequest, e.admin("POST", "/_mock/faults/egress-deny", map[string]any{"targets": []string{"bad target"}, "key_fingerprint": fp}).Status)
+	require.Equal(t, http.StatusNoContent, e.admin("POST", "/_mock/faults/egress-deny", map[string]any{"targets": []string{"pypi.org", "*.pythonhosted.org"}, "key_fingerprint": fp}).Status)
+	assert.Empty(t, eg.overrideNow(), "not hub-wide")
+
+	mine := e.create(policy)
+	body := validCreate()
+	policy(body)
+	r := e.call("POST", "/v1/sandboxes", body, map[string]string{headerAPIKey: other})
+	require.Equal(t, http.StatusAccepted, r.Status)
+	theirs := r.JSON(t)["id"].(string)
+	assert.Equal(t, []string{"pypi.org", "*.pythonhosted.org"}, eg.sandboxOverrideNow(mine))
+	assert.Empty(t, eg.sandboxOverrideNow(theirs))
+
+	require.Equal(t, http.StatusNoContent, e.admin("DELETE", "/_mock/faults/egress-deny?key_fingerprint="+fp, nil).Status)
+	later := e.create(policy)
+	assert.Empty(t, eg.sandboxOverrideNow(later), "cleared for new sandboxes")
+}

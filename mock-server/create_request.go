@@ -27,6 +27,7 @@ type createRequest struct {
 	Extensions      map[string]string
 
 	mounts []osbruntime.Mount // checked host-path volumes (checkVolumes)
+	keyFP  string             // the fingerprint of the API key it was made with ("" without one)
 }
 
 // decodeObject parses a JSON request body into its top-level members, or

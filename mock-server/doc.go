@@ -45,7 +45,8 @@
 //	       (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key
 //	       and every event of the sandboxes it created; last_seq: the cursor for the next since)
 //	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
-//	POST   /_mock/faults/egress-deny {"targets":[…]}   204; DELETE clears (409 without an egress hub)
+//	POST   /_mock/faults/egress-deny {"targets":[…][,"key_fingerprint":"…"]}   204: every sandbox (or every sandbox
+//	       created with that key from then on) denies them; DELETE[?key_fingerprint=…] clears (409 without an egress hub)
 //	POST   /_mock/faults/capacity {"retry_after_seconds":N[,"key_fingerprint":"…"]}  204: every create (or every create
 //	       with that key) answers 429 + Retry-After; DELETE[?key_fingerprint=…] clears that rule
 //	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,

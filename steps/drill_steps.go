@@ -50,26 +50,31 @@ func isPackageHost(h string) bool {
 
 func denyPackageIndex(ctx context.Context, a, b string) error {
 	s := state(ctx)
-	d := &drill{Name: "egress-deny-package-index", Available: mockOnly}
+	// Keyed to the run's own key: the sandboxes other submissions create
+	// meanwhile still reach the index, so the drill need not run alone.
+	d := &drill{Name: "egress-deny-package-index", Available: mockOnly, keyed: true}
 	if ok, why := d.Available(s.env); !ok {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 	}
-	d.Setup = func(ctx context.Context, e *Env) error {
+	e := s.env
+	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		defer cancel()
-		res, err := e.client.Admin().EgressDeny(c, []string{a, b})
+		res, err := e.client.Admin().EgressDenyForKey(c, r.keyFP, []string{a, b})
 		if err != nil {
 			return err
 		}
 		if !res.OK() {
 			return fmt.Errorf("/_mock/faults/egress-deny answered %d: %s", res.Status, excerpt(res.Body, 200))
 		}
+		d.logf("fault %s switched on for key %s", d.Name, r.keyFP)
 		return nil
 	}
-	d.Teardown = func(ctx context.Context, e *Env) {
+	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, _ = e.client.Admin().ClearEgressDeny(c)
+		_, _ = e.client.Admin().ClearEgressDenyForKey(c, r.keyFP)
+		d.logf("fault %s switched off", d.Name)
 	}
 	s.drill = d
 	return nil

@@ -188,6 +188,20 @@ func (a *Admin) EgressDeny(ctx context.Context, targets []string) (*Result[Empty
 	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/egress-deny", nil), map[string][]string{"targets": targets}, false)
 }
 
+// EgressDenyForKey makes every sandbox created with the key of this
+// fingerprint from now on deny targets; other keys' sandboxes are untouched.
+func (a *Admin) EgressDenyForKey(ctx context.Context, keyFingerprint string, targets []string) (*Result[Empty], error) {
+	if targets == nil {
+		targets = []string{}
+	}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/egress-deny", nil), map[string]any{"targets": targets, "key_fingerprint": keyFingerprint}, false)
+}
+
+// ClearEgressDenyForKey lifts one key's egress deny.
+func (a *Admin) ClearEgressDenyForKey(ctx context.Context, keyFingerprint string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/egress-deny", url.Values{"key_fingerprint": {keyFingerprint}}), nil, false)
+}
+
 // ClearEgressDeny calls DELETE /_mock/faults/egress-deny (204).
 func (a *Admin) ClearEgressDeny(ctx context.Context) (*Result[Empty], error) {
 	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/egress-deny", nil), nil, false)

@@ -636,6 +636,16 @@ func TestAdmin(t *testing.T) {
 	assert.Equal(t, "DELETE", f.seen[last].Method)
 	assert.Equal(t, "key_fingerprint=0123456789ab", f.seen[last].URL.RawQuery)
 	f.mu.Unlock()
+	_, err = a.EgressDenyForKey(ctx, "0123456789ab", []string{"pypi.org"})
+	require.NoError(t, err)
+	_, err = a.ClearEgressDenyForKey(ctx, "0123456789ab")
+	require.NoError(t, err)
+	f.mu.Lock()
+	last = len(f.seen) - 1
+	assert.JSONEq(t, `{"targets":["pypi.org"],"key_fingerprint":"0123456789ab"}`, f.bodies[last-1])
+	assert.Equal(t, "/_mock/faults/egress-deny", f.seen[last].URL.Path)
+	assert.Equal(t, "key_fingerprint=0123456789ab", f.seen[last].URL.RawQuery)
+	f.mu.Unlock()
 
 	c2, _ := New(strings.TrimPrefix(c.BaseURL(), "http://"), "")
 	un, err := c2.Admin().Info(ctx)
