@@ -20,7 +20,8 @@ type drill struct {
 	log       []string
 	// retryAfter is the Retry-After of a capacity fault (D3).
 	retryAfter time.Duration
-	// keyed drills act on the run's own key only, so they need not run alone.
+	// keyed drills act on the run's own key, sandbox or process only (no
+	// server-wide fault), so they need not run alone.
 	keyed bool
 }
 

@@ -196,7 +196,8 @@ func indexDenialsAudited(ctx context.Context) error {
 
 func expireAfterFirstCommand(ctx context.Context) error {
 	s := state(ctx)
-	d := &drill{Name: "expire-mid-run", Available: func(*Env) (bool, string) { return true, "" }}
+	// It expires the run's own sandbox only: the drill need not run alone.
+	d := &drill{Name: "expire-mid-run", Available: func(*Env) (bool, string) { return true, "" }, keyed: true}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
 		if !s.env.mock() {
 			// No admin API: the harness destroys the sandbox itself, as the
@@ -351,7 +352,8 @@ func respectedRetryAfter(ctx context.Context) error {
 
 func runAndKill(ctx context.Context, fixture string) error {
 	s := state(ctx)
-	d := &drill{Name: "sigkill-mid-run", Available: func(*Env) (bool, string) { return true, "" }}
+	// It kills the run's own process group only: the drill need not run alone.
+	d := &drill{Name: "sigkill-mid-run", Available: func(*Env) (bool, string) { return true, "" }, keyed: true}
 	d.Opts.hardKill = true // SIGKILL at once, no SIGTERM first: no chance to run a finally
 	kill := func(r *subjectRun, stop func()) func(string) {
 		return func(id string) {
