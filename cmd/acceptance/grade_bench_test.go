@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,11 +28,24 @@ func BenchmarkGradeClass(b *testing.B) {
 	n := benchEnvInt(b, "ACCEPTANCE_BENCH_N", 4)
 	parallel := benchEnvInt(b, "ACCEPTANCE_BENCH_PARALLEL", 2)
 	tags := os.Getenv("ACCEPTANCE_BENCH_TAGS")
+	// Past the set's 16, a repeated submission is a link of its own (grade
+	// drops a directory named twice; through the link it is another one).
 	dirs := make([]string, n)
+	links := b.TempDir()
 	for i := range dirs {
-		dirs[i] = filepath.Join(e.root, "fixtures", "submissions", calibrationSet[i%len(calibrationSet)].dir)
+		c := calibrationSet[i%len(calibrationSet)]
+		dirs[i] = filepath.Join(e.root, "fixtures", "submissions", c.dir)
+		if i >= len(calibrationSet) {
+			link := filepath.Join(links, fmt.Sprintf("%s-%d", c.dir, i/len(calibrationSet)+1))
+			if err := os.Symlink(dirs[i], link); err != nil {
+				b.Fatal(err)
+			}
+			dirs[i] = link
+		}
 	}
-	grade := func(b *testing.B, subs []string, par int) {
+	// verdicts: each submission's summary line (verdict and score), by directory.
+	verdicts := map[string]map[string]string{}
+	grade := func(b *testing.B, mode string, subs []string, par int) {
 		args := []string{"grade", "--out", b.TempDir(), "--state-dir", b.TempDir(), "--wheels", e.wheels,
 			"--baselines", b.TempDir(), "--subject-timeout", "5m", "--parallel", strconv.Itoa(par)}
 		if tags != "" {
@@ -41,12 +55,22 @@ func BenchmarkGradeClass(b *testing.B) {
 		if code := dispatch(append(args, subs...), &stdout, &stderr); code == 2 {
 			b.Fatalf("acceptance grade exited 2:\n%s%s", stdout.String(), stderr.String())
 		}
+		if verdicts[mode] == nil {
+			verdicts[mode] = map[string]string{}
+		}
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			for _, d := range subs {
+				if rest, ok := strings.CutPrefix(line, d+" "); ok && strings.Contains(rest, "verdict:") {
+					verdicts[mode][d] = strings.TrimSpace(rest)
+				}
+			}
+		}
 	}
 	b.Run(fmt.Sprintf("one-call-n%d-parallel%d", n, parallel), func(b *testing.B) {
 		var total time.Duration
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
-			grade(b, dirs, parallel)
+			grade(b, "one-call", dirs, parallel)
 			total += time.Since(start)
 		}
 		b.ReportMetric(total.Seconds()/float64(b.N*n), "s/submission")
@@ -57,13 +81,21 @@ func BenchmarkGradeClass(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
 			for _, d := range dirs {
-				grade(b, []string{d}, 1)
+				grade(b, "one-by-one", []string{d}, 1)
 			}
 			total += time.Since(start)
 		}
 		b.ReportMetric(total.Seconds()/float64(b.N*n), "s/submission")
 		b.ReportMetric(100*total.Seconds()/float64(b.N*n)/60, "min/100-submissions")
 	})
+	// Grading at once must grade as one by one does: the same verdicts and scores.
+	for _, d := range dirs {
+		one, many := verdicts["one-by-one"][d], verdicts["one-call"][d]
+		b.Logf("%s: one call: %s | one by one: %s", filepath.Base(d), many, one)
+		if one != "" && many != "" && one != many {
+			b.Errorf("%s graded differently in one call (%s) and alone (%s)", d, many, one)
+		}
+	}
 }
 
 func benchEnvInt(b *testing.B, name string, def int) int {
