@@ -11,7 +11,7 @@ WHEEL_PKG := tabulate==0.9.0
 ARGS      ?=
 COMMA     := ,
 
-.PHONY: all deps build acceptance test test-short bench update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
+.PHONY: all deps build acceptance test test-short bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
 
 all: build
 
@@ -39,6 +39,12 @@ test-short:
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 5x -benchmem ./mock-server/... ./harness/...
+
+# Grading throughput (takes minutes, starts real sandboxes): N submissions of the calibration set in one
+# `acceptance grade --parallel PARALLEL` call against the same N graded one by one (BenchmarkGradeClass).
+bench-grade: deps
+	ACCEPTANCE_BENCH_N=$(or $(N),4) ACCEPTANCE_BENCH_PARALLEL=$(or $(PARALLEL),2) \
+		$(GO) test -run '^$$' -bench BenchmarkGradeClass -benchtime 1x -timeout 3h -v ./cmd/acceptance/
 
 # Rewrites the evidence baselines used to detect contract drift. A grading run never does this.
 update-baselines: deps build

@@ -77,6 +77,9 @@ type Info struct {
 	Limits    map[string]bool `json:"limits"`
 	Snapshots string          `json:"snapshots"`
 	Egress    bool            `json:"egress"`
+	// AuditSeq is the newest audit event's Seq: a cursor for
+	// GET /_mock/audit?since= (what happened from now on).
+	AuditSeq int64 `json:"audit_seq"`
 }
 
 // InfoIsolation says whether namespaces are enforced.
@@ -93,7 +96,7 @@ func (s *Server) Info() Info {
 		limits = map[string]bool{}
 	}
 	return Info{Version: Version, Isolation: InfoIsolation{Enforced: enforced, Reason: reason},
-		Limits: limits, Snapshots: "not_implemented", Egress: s.cfg.Egress != nil}
+		Limits: limits, Snapshots: "not_implemented", Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
 }
 
 func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
@@ -102,7 +105,7 @@ func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: audit.Kind(q.Get("kind"))}
+	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: audit.Kind(q.Get("kind")), Key: q.Get("key_fingerprint")}
 	if v := q.Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -111,7 +114,8 @@ func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		query.Since = n
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": s.audit.Events(query)})
+	events, last := s.audit.EventsAndLastSeq(query)
+	writeJSON(w, http.StatusOK, map[string]any{"events": events, "last_seq": last})
 }
 
 func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
@@ -120,16 +124,26 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodDelete {
+		if fp := r.URL.Query().Get("key_fingerprint"); fp != "" {
+			s.mu.Lock()
+			delete(s.egressDenyByKey, fp)
+			s.mu.Unlock()
+			s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false, Detail: "key " + fp}})
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		s.cfg.Egress.ClearDenyOverride()
 		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false}})
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	var body struct {
-		Targets []string `json:"targets"`
+		Targets        []string `json:"targets"`
+		KeyFingerprint string   `json:"key_fingerprint"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil || len(body.Targets) == 0 {
-		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", `body must be {"targets":["host", "*.domain", ...]} with at least one target`)
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil || len(body.Targets) == 0 ||
+		body.KeyFingerprint != strings.TrimSpace(body.KeyFingerprint) {
+		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", `body must be {"targets":["host", "*.domain", ...]} with at least one target, and optionally "key_fingerprint"`)
 		return
 	}
 	for _, t := range body.Targets {
@@ -137,6 +151,24 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "targets must be non-empty host names or *.wildcards")
 			return
 		}
+	}
+	if body.KeyFingerprint != "" {
+		// Keyed: every sandbox created with that key from now on denies the
+		// targets; other keys' sandboxes are not touched.
+		if err := s.cfg.Egress.SetSandboxDenyOverride("", body.Targets); err != nil {
+			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "invalid deny targets: "+err.Error())
+			return
+		}
+		s.mu.Lock()
+		if s.egressDenyByKey == nil {
+			s.egressDenyByKey = map[string][]string{}
+		}
+		s.egressDenyByKey[body.KeyFingerprint] = append([]string(nil), body.Targets...)
+		s.mu.Unlock()
+		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: true,
+			Detail: strings.Join(body.Targets, ",") + " for the sandboxes created with key " + body.KeyFingerprint}})
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
 	if err := s.cfg.Egress.SetDenyOverride(body.Targets); err != nil {
 		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "invalid deny targets: "+err.Error())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
@@ -15,44 +16,68 @@ import (
 // While it is on, every create answers 429 SANDBOX::CAPACITY_EXHAUSTED with a
 // Retry-After header, so a subject's back-off can be measured.
 
-// capacityFault is the active fault (nil: off).
+// capacityFault is one active rule: every create (KeyFingerprint empty), or
+// the creates made with one API key (its fingerprint), so one subject's
+// drill does not refuse the creates of others graded on the same server.
 type capacityFault struct {
-	RetryAfterSeconds int `json:"retry_after_seconds"`
+	RetryAfterSeconds int    `json:"retry_after_seconds"`
+	KeyFingerprint    string `json:"key_fingerprint,omitempty"`
 }
 
 // maxRetryAfter bounds the simulated Retry-After.
 const maxRetryAfter = 300
 
 // adminCapacity switches the capacity fault on (POST, body
-// {"retry_after_seconds": N}, 1..300) or off (DELETE).
+// {"retry_after_seconds": N[, "key_fingerprint": FP]}, N 1..300) or off
+// (DELETE[?key_fingerprint=FP]: that key's rule, or the every-create rule).
 func (s *Server) adminCapacity(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodDelete {
+		fp := r.URL.Query().Get("key_fingerprint")
 		s.mu.Lock()
-		s.capacity = nil
+		delete(s.capacity, fp)
 		s.mu.Unlock()
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "capacity-429", Active: false}})
+		detail := ""
+		if fp != "" {
+			detail = "key " + fp
+		}
+		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "capacity-429", Active: false, Detail: detail}})
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	var body capacityFault
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil ||
-		body.RetryAfterSeconds < 1 || body.RetryAfterSeconds > maxRetryAfter {
+		body.RetryAfterSeconds < 1 || body.RetryAfterSeconds > maxRetryAfter || body.KeyFingerprint != strings.TrimSpace(body.KeyFingerprint) {
 		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER",
-			fmt.Sprintf(`body must be {"retry_after_seconds": N} with N from 1 to %d`, maxRetryAfter))
+			fmt.Sprintf(`body must be {"retry_after_seconds": N} with N from 1 to %d, and optionally "key_fingerprint": the fingerprint of the API key whose creates are refused`, maxRetryAfter))
 		return
 	}
 	s.mu.Lock()
-	s.capacity = &body
+	if s.capacity == nil {
+		s.capacity = map[string]*capacityFault{}
+	}
+	s.capacity[body.KeyFingerprint] = &body
 	s.mu.Unlock()
+	who := "every create"
+	if body.KeyFingerprint != "" {
+		who = "every create with key " + body.KeyFingerprint
+	}
 	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "capacity-429", Active: true,
-		Detail: fmt.Sprintf("every create answers 429 with Retry-After: %d (simulated; OpenSandbox 1.1.1 never sends 429)", body.RetryAfterSeconds)}})
+		Detail: fmt.Sprintf("%s answers 429 with Retry-After: %d (simulated; OpenSandbox 1.1.1 never sends 429)", who, body.RetryAfterSeconds)}})
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// refuseForCapacity answers a create with 429 while the capacity fault is on.
-func (s *Server) refuseForCapacity(w http.ResponseWriter) bool {
+// refuseForCapacity answers a create with 429 while a capacity fault covers
+// it (its key's rule, else the every-create rule).
+func (s *Server) refuseForCapacity(w http.ResponseWriter, r *http.Request) bool {
+	fp := ""
+	if k := r.Header.Get(headerAPIKey); k != "" {
+		fp = Fingerprint(k)
+	}
 	s.mu.Lock()
-	f := s.capacity
+	f := s.capacity[fp]
+	if f == nil || fp == "" {
+		f = s.capacity[""]
+	}
 	s.mu.Unlock()
 	if f == nil {
 		return false

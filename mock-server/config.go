@@ -88,6 +88,9 @@ type EgressHub interface {
 	SetDenyOverride(targets []string) error
 	// ClearDenyOverride removes the override.
 	ClearDenyOverride()
+	// SetSandboxDenyOverride makes one sandbox deny these targets (drill D1
+	// keyed to one subject); an empty sandboxID only checks the targets.
+	SetSandboxDenyOverride(sandboxID string, targets []string) error
 }
 
 // EgressAttachment is one sandbox's egress gateway.

@@ -29,6 +29,7 @@ type createRequest struct {
 
 	mounts []osbruntime.Mount // checked volumes (checkVolumes), each with an open File
 	claims []*volumeClaim     // named volumes held (released when the sandbox is gone)
+	keyFP  string             // the fingerprint of the API key it was made with ("" without one)
 }
 
 // decodeObject parses a JSON request body into its top-level members, or

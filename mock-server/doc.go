@@ -40,11 +40,15 @@
 // Prefix /_mock, header X-Mock-Admin-Token (its own token; without a
 // configured token the admin API is disabled and answers 401):
 //
-//	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"not_implemented","egress":bool}
-//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ]  {"events":[audit.Event…]} (kind e.g. command, file, execd_after_removal)
+//	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"not_implemented","egress":bool,"audit_seq":N}
+//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  {"events":[audit.Event…],"last_seq":N}
+//	       (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key
+//	       and every event of the sandboxes it created; last_seq: the cursor for the next since)
 //	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
-//	POST   /_mock/faults/egress-deny {"targets":[…]}   204; DELETE clears (409 without an egress hub)
-//	POST   /_mock/faults/capacity {"retry_after_seconds":N}  204: every create answers 429 + Retry-After; DELETE clears
+//	POST   /_mock/faults/egress-deny {"targets":[…][,"key_fingerprint":"…"]}   204: every sandbox (or every sandbox
+//	       created with that key from then on) denies them; DELETE[?key_fingerprint=…] clears (409 without an egress hub)
+//	POST   /_mock/faults/capacity {"retry_after_seconds":N[,"key_fingerprint":"…"]}  204: every create (or every create
+//	       with that key) answers 429 + Retry-After; DELETE[?key_fingerprint=…] clears that rule
 //	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
 //	       upload, download, file operation) of each sandbox created with that key answers the status (audited);
 //	       DELETE /_mock/faults/execd?key_fingerprint=… clears

@@ -353,6 +353,8 @@ type fakeEgress struct {
 	attached map[string]json.RawMessage
 	override []string
 	closed   map[string]bool
+	// sandboxOverride: per-sandbox deny targets
+	sandboxOverride map[string][]string
 }
 
 func newFakeEgress() *fakeEgress {
@@ -377,6 +379,30 @@ func (e *fakeEgress) ClearDenyOverride() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.override = nil
+}
+
+func (e *fakeEgress) SetSandboxDenyOverride(id string, targets []string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range targets {
+		if strings.ContainsAny(t, " /") {
+			return fmt.Errorf("invalid target %q", t)
+		}
+	}
+	if id == "" {
+		return nil
+	}
+	if e.sandboxOverride == nil {
+		e.sandboxOverride = map[string][]string{}
+	}
+	e.sandboxOverride[id] = append([]string(nil), targets...)
+	return nil
+}
+
+func (e *fakeEgress) sandboxOverrideNow(id string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sandboxOverride[id]
 }
 
 func (e *fakeEgress) overrideNow() []string {

@@ -34,8 +34,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, verrs...)
 		return
 	}
-	if s.refuseForCapacity(w) {
+	if s.refuseForCapacity(w, r) {
 		return
+	}
+	if k := r.Header.Get(headerAPIKey); k != "" {
+		req.keyFP = Fingerprint(k)
 	}
 	if code, msg := s.checkCreate(req); code != "" {
 		status := http.StatusBadRequest
@@ -191,6 +194,15 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 			return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start egress sidecar for sandbox %s: %v", id, err)
 		}
 		sb.egress = att
+		s.mu.Lock()
+		deny := s.egressDenyByKey[req.keyFP]
+		s.mu.Unlock()
+		if len(deny) > 0 && req.keyFP != "" {
+			if err := s.cfg.Egress.SetSandboxDenyOverride(id, deny); err != nil {
+				_ = att.Close()
+				return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to apply the egress deny override to sandbox %s: %v", id, err)
+			}
+		}
 		spec.GatewaySocket = att.SocketPath()
 		spec.ExtraFiles = att.SandboxFiles()
 		for k, v := range att.SandboxEnv() {

@@ -38,7 +38,10 @@ type Server struct {
 	sandboxes map[string]*sandbox
 	records   []*SandboxInfo // every sandbox created this run, in creation order
 	canaries  map[string]string
-	capacity  *capacityFault // drill D3: creates answer 429 while set
+	// egressDenyByKey: drill D1 keyed to one subject (key fingerprint →
+	// targets its new sandboxes deny).
+	egressDenyByKey map[string][]string
+	capacity        map[string]*capacityFault // drill D3: creates answer 429 while a rule covers them (by key fingerprint; "" every create)
 	// execdFaults: milestone M1's platform fault on a key's Nth execd operation.
 	execdFaults execdFaults
 	apiKeys     [][]byte // accepted keys: cfg.APIKey plus AddAPIKey

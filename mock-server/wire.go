@@ -64,6 +64,11 @@ func (a EgressAdapter) SetDenyOverride(targets []string) error { return a.Hub.Se
 // ClearDenyOverride forwards to the hub.
 func (a EgressAdapter) ClearDenyOverride() { a.Hub.ClearDenyOverride() }
 
+// SetSandboxDenyOverride forwards to the hub.
+func (a EgressAdapter) SetSandboxDenyOverride(id string, targets []string) error {
+	return a.Hub.SetSandboxDenyOverride(id, targets)
+}
+
 var _ EgressHub = EgressAdapter{}
 
 func isInvalidPolicy(err error) bool {

@@ -20,7 +20,8 @@ type drill struct {
 	log       []string
 	// retryAfter is the Retry-After of a capacity fault (D3).
 	retryAfter time.Duration
-	// keyed drills act on the run's own key only, so they need not run alone.
+	// keyed drills act on the run's own key, sandbox or process only (no
+	// server-wide fault), so they need not run alone.
 	keyed bool
 }
 
@@ -36,12 +37,13 @@ func mockOnly(e *Env) (bool, string) {
 	return false, fmt.Sprintf("target %s offers no way to inject this fault; the drill needs the bundled server's admin API", e.opt.Target.Kind)
 }
 
-// runDrill runs the subject once under the scenario's drill, exclusively.
-// A drill without per-scenario hooks is the same run for every scenario that
-// asks for it (D1's two scenarios share one run).
+// runDrill runs the subject once under the scenario's drill (alone on the
+// server unless the drill is keyed to the run). A drill without a hook during
+// the run is the same run for every scenario that asks for it (D1's two
+// scenarios share one run); its prepare and finish act on the run only.
 func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjectRun {
 	d := s.drill
-	if d.Opts.hook == nil && d.Opts.prepare == nil {
+	if d.Opts.hook == nil {
 		key := "drill:" + fixture + "-" + d.Name
 		e.runsMu.Lock()
 		o := e.runs[key]
@@ -81,30 +83,37 @@ func (e *Env) runDrillNow(ctx context.Context, d *drill, fixture string) *subjec
 
 // whenFirstCommandFinished polls the audit until a command of a sandbox
 // created by the run's key has finished, then calls act with that sandbox.
+// Each poll asks only for the key's events recorded since the last one.
 func (e *Env) whenFirstCommandFinished(ctx context.Context, r *subjectRun, act func(sandboxID string)) {
+	var since int64
+	mine := map[string]bool{}
+	var finished []string // sandboxes with a finished command, in Seq order (the create may be recorded later)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(150 * time.Millisecond):
 		}
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		res, err := e.client.Admin().Audit(c, osb.AuditQuery{})
-		cancel()
-		if err != nil || !res.Decoded {
+		log, err := e.auditQuery(ctx, osb.AuditQuery{Key: r.keyFP, Since: since}, 10*time.Second)
+		if err != nil {
 			continue
 		}
-		mine := map[string]bool{}
-		for _, ev := range res.Value.Events {
-			if lc := ev.Lifecycle; ev.Kind == "lifecycle" && lc != nil && lc.KeyFingerprint == r.keyFP && lc.Method == "POST" && isCreatePath(lc.Path) {
-				mine[ev.SandboxID] = true
+		for _, id := range shareOf(log.Events, r.keyFP).created {
+			mine[id] = true
+		}
+		for _, ev := range log.Events {
+			if ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil {
+				finished = append(finished, ev.SandboxID)
 			}
 		}
-		for _, ev := range res.Value.Events {
-			if ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil && mine[ev.SandboxID] {
-				act(ev.SandboxID)
+		for _, id := range finished {
+			if mine[id] {
+				act(id)
 				return
 			}
+		}
+		if log.LastSeq > since {
+			since = log.LastSeq
 		}
 	}
 }

@@ -51,26 +51,31 @@ func isPackageHost(h string) bool {
 
 func denyPackageIndex(ctx context.Context, a, b string) error {
 	s := state(ctx)
-	d := &drill{Name: "egress-deny-package-index", Available: mockOnly}
+	// Keyed to the run's own key: the sandboxes other submissions create
+	// meanwhile still reach the index, so the drill need not run alone.
+	d := &drill{Name: "egress-deny-package-index", Available: mockOnly, keyed: true}
 	if ok, why := d.Available(s.env); !ok {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 	}
-	d.Setup = func(ctx context.Context, e *Env) error {
+	e := s.env
+	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		defer cancel()
-		res, err := e.client.Admin().EgressDeny(c, []string{a, b})
+		res, err := e.client.Admin().EgressDenyForKey(c, r.keyFP, []string{a, b})
 		if err != nil {
 			return err
 		}
 		if !res.OK() {
 			return fmt.Errorf("/_mock/faults/egress-deny answered %d: %s", res.Status, excerpt(res.Body, 200))
 		}
+		d.logf("fault %s switched on for key %s", d.Name, r.keyFP)
 		return nil
 	}
-	d.Teardown = func(ctx context.Context, e *Env) {
+	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, _ = e.client.Admin().ClearEgressDeny(c)
+		_, _ = e.client.Admin().ClearEgressDenyForKey(c, r.keyFP)
+		d.logf("fault %s switched off", d.Name)
 	}
 	s.drill = d
 	return nil
@@ -328,7 +333,8 @@ func indexDenialsAudited(ctx context.Context) error {
 
 func expireAfterFirstCommand(ctx context.Context) error {
 	s := state(ctx)
-	d := &drill{Name: "expire-mid-run", Available: func(*Env) (bool, string) { return true, "" }}
+	// It expires the run's own sandbox only: the drill need not run alone.
+	d := &drill{Name: "expire-mid-run", Available: func(*Env) (bool, string) { return true, "" }, keyed: true}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
 		if !s.env.mock() {
 			// No admin API: the harness destroys the sandbox itself, as the
@@ -404,24 +410,29 @@ func capacityFault(ctx context.Context, seconds int) error {
 			"OpenSandbox 1.1.1 never answers 429 (an exhausted Kubernetes pool gives 504 POD_READY_TIMEOUT, CONTRACT §9) and "+
 				"target %s offers no way to exhaust capacity on demand; the course says to mark the drill not actually measured without a cluster", s.env.opt.Target.Kind)
 	}
-	s.drill = &drill{Name: "capacity-429", Available: mockOnly, retryAfter: time.Duration(seconds) * time.Second,
-		Setup: func(ctx context.Context, e *Env) error {
-			c, cancel := ctxTimeout(ctx, 10*time.Second)
-			defer cancel()
-			res, err := e.client.Admin().CapacityFault(c, seconds)
-			if err != nil {
-				return err
-			}
-			if !res.OK() {
-				return fmt.Errorf("/_mock/faults/capacity answered %d: %s", res.Status, excerpt(res.Body, 200))
-			}
-			return nil
-		},
-		Teardown: func(ctx context.Context, e *Env) {
-			c, cancel := ctxTimeout(ctx, 10*time.Second)
-			defer cancel()
-			_, _ = e.client.Admin().ClearCapacityFault(c)
-		}}
+	// Keyed to the run's own key: other submissions graded on the server
+	// meanwhile keep creating, so the drill need not run alone.
+	d := &drill{Name: "capacity-429", Available: mockOnly, retryAfter: time.Duration(seconds) * time.Second, keyed: true}
+	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := s.env.client.Admin().CapacityFaultForKey(c, r.keyFP, seconds)
+		if err != nil {
+			return err
+		}
+		if !res.OK() {
+			return fmt.Errorf("/_mock/faults/capacity answered %d: %s", res.Status, excerpt(res.Body, 200))
+		}
+		d.logf("fault %s switched on for key %s", d.Name, r.keyFP)
+		return nil
+	}
+	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = s.env.client.Admin().ClearCapacityFaultForKey(c, r.keyFP)
+		d.logf("fault %s switched off", d.Name)
+	}
+	s.drill = d
 	return nil
 }
 
@@ -478,7 +489,8 @@ func respectedRetryAfter(ctx context.Context) error {
 
 func runAndKill(ctx context.Context, fixture string) error {
 	s := state(ctx)
-	d := &drill{Name: "sigkill-mid-run", Available: func(*Env) (bool, string) { return true, "" }}
+	// It kills the run's own process group only: the drill need not run alone.
+	d := &drill{Name: "sigkill-mid-run", Available: func(*Env) (bool, string) { return true, "" }, keyed: true}
 	d.Opts.hardKill = true // SIGKILL at once, no SIGTERM first: no chance to run a finally
 	kill := func(r *subjectRun, stop func()) func(string) {
 		return func(id string) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -36,12 +35,13 @@ type invocation struct {
 
 	observed []observe.Call
 
-	auditOnce sync.Once
-	auditErr  error
-	calls     []osb.AuditEvent // lifecycle calls with this invocation's key
-	keyless   []osb.AuditEvent // lifecycle calls without a key while it ran
-	audit     []osb.AuditEvent // every event of the sandboxes it created
-	created   []string         // sandboxes it created
+	auditOnce  sync.Once
+	auditErr   error
+	auditSince int64            // the server's audit cursor before it started
+	calls      []osb.AuditEvent // lifecycle calls with this invocation's key
+	keyless    []osb.AuditEvent // lifecycle calls without a key while it ran
+	audit      []osb.AuditEvent // every event of the sandboxes it created
+	created    []string         // sandboxes it created
 }
 
 // invoke runs one of the submission's commands: working directory the
@@ -117,6 +117,9 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 		defer e.faultMu.RUnlock()
 	}
 	e.progress("  … running the submission's %s command", field)
+	if e.mock() {
+		inv.auditSince = e.auditCursor(ctx)
+	}
 	inv.started = time.Now()
 	inv.res, inv.err = subject.Run(ctx, spec)
 	inv.ended = time.Now()
@@ -166,51 +169,31 @@ func (inv *invocation) usable() error {
 // sandboxes it created. Against a real target: the recording proxy's calls.
 func (e *Env) loadInvocationAudit(ctx context.Context, inv *invocation) error {
 	inv.auditOnce.Do(func() {
-		var events []osb.AuditEvent
+		var sh keyShare
 		if e.mock() {
-			c, cancel := ctxTimeout(ctx, 30*time.Second)
-			defer cancel()
-			res, err := e.client.Admin().Audit(c, osb.AuditQuery{})
-			if err != nil {
+			var err error
+			if sh, err = e.fetchKeyShare(ctx, inv.keyFP); err != nil {
 				inv.auditErr = err
 				return
 			}
-			if !res.Decoded {
-				inv.auditErr = fmt.Errorf("/_mock/audit answered %d: %s", res.Status, excerpt(res.Body, 200))
+			if inv.keyless, err = e.keylessCalls(ctx, inv.auditSince, inv.started, inv.ended); err != nil {
+				inv.auditErr = err
 				return
 			}
-			events = res.Value.Events
 		} else {
+			var events []osb.AuditEvent
 			for _, c := range inv.observed {
 				events = append(events, osb.AuditEvent{Time: c.Time, SandboxID: c.SandboxID, Kind: "lifecycle", Lifecycle: &osb.AuditLifecycle{
 					Method: c.Method, Path: c.Path, Status: c.Status, KeyFingerprint: c.KeyFingerprint, Body: c.Body}})
 			}
-		}
-		mine := map[string]bool{}
-		for _, ev := range events {
-			lc := ev.Lifecycle
-			if ev.Kind != "lifecycle" || lc == nil {
-				continue
-			}
-			switch {
-			case lc.KeyFingerprint == inv.keyFP && inv.keyFP != "":
-				inv.calls = append(inv.calls, ev)
-				if lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status == 202 && ev.SandboxID != "" && !mine[ev.SandboxID] {
-					mine[ev.SandboxID] = true
-					inv.created = append(inv.created, ev.SandboxID)
+			sh = shareOf(events, inv.keyFP)
+			for _, ev := range events {
+				if ev.Lifecycle.KeyFingerprint == "" && !ev.Time.Before(inv.started) && !ev.Time.After(inv.ended) {
+					inv.keyless = append(inv.keyless, ev)
 				}
-			case lc.KeyFingerprint == "" && !ev.Time.Before(inv.started) && !ev.Time.After(inv.ended):
-				inv.keyless = append(inv.keyless, ev)
 			}
 		}
-		for _, ev := range events {
-			if mine[ev.SandboxID] && ev.SandboxID != "" {
-				inv.audit = append(inv.audit, ev)
-			}
-		}
-		sort.Slice(inv.audit, func(i, j int) bool { return inv.audit[i].Seq < inv.audit[j].Seq })
-		all := append(append([]osb.AuditEvent{}, inv.calls...), inv.keyless...)
-		sort.Slice(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+		inv.calls, inv.created, inv.audit = sh.calls, sh.created, sh.events
 		b, _ := json.MarshalIndent(map[string]any{"calls_with_its_key": inv.calls, "keyless_calls_while_it_ran": inv.keyless, "sandbox_events": inv.audit}, "", "  ")
 		_ = os.WriteFile(filepath.Join(inv.dir, "server-saw.json"), b, 0o644)
 	})

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -118,7 +117,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 		return r
 	}
 	r.csvPath, r.question = csvPath, question
-	r.stats, r.statsErr = recompute.File(csvPath)
+	r.stats, r.statsErr = e.recompute(csvPath)
 
 	r.apiKey = e.opt.Target.APIKey
 	if e.opt.MintAPIKey != nil {
@@ -247,6 +246,15 @@ func (e *Env) materialize(name, dir string) (path, question string, err error) {
 	return p, entry.Question, nil
 }
 
+// recompute is the harness's own reading of an input, shared by every
+// submission of the session that gets the same bytes.
+func (e *Env) recompute(path string) (*recompute.Stats, error) {
+	if e.opt.Inputs != nil {
+		return e.opt.Inputs.Recompute(path)
+	}
+	return recompute.File(path)
+}
+
 // writeRunRecord stores what the harness saw of the run as evidence.
 func (e *Env) writeRunRecord(r *subjectRun) {
 	rec := map[string]any{
@@ -299,39 +307,12 @@ func (e *Env) loadAudit(ctx context.Context, r *subjectRun) error {
 		return nil
 	}
 	r.auditOnce.Do(func() {
-		c, cancel := ctxTimeout(ctx, 30*time.Second)
-		defer cancel()
-		res, err := e.client.Admin().Audit(c, osb.AuditQuery{})
+		sh, err := e.fetchKeyShare(ctx, r.keyFP)
 		if err != nil {
 			r.auditErr = err
 			return
 		}
-		if !res.Decoded {
-			r.auditErr = fmt.Errorf("/_mock/audit answered %d: %s", res.Status, excerpt(res.Body, 200))
-			return
-		}
-		mine := map[string]bool{}
-		r.createBody = map[string]json.RawMessage{}
-		for _, ev := range res.Value.Events {
-			if ev.Kind == "lifecycle" && ev.Lifecycle != nil && ev.Lifecycle.KeyFingerprint == r.keyFP {
-				r.attempts = append(r.attempts, ev)
-			}
-		}
-		for _, ev := range res.Value.Events {
-			lc := ev.Lifecycle
-			if ev.Kind == "lifecycle" && lc != nil && lc.KeyFingerprint == r.keyFP && lc.Method == "POST" &&
-				isCreatePath(lc.Path) && lc.Status == 202 && ev.SandboxID != "" && !mine[ev.SandboxID] {
-				mine[ev.SandboxID] = true
-				r.sandboxes = append(r.sandboxes, ev.SandboxID)
-				r.createBody[ev.SandboxID] = lc.Body
-			}
-		}
-		for _, ev := range res.Value.Events {
-			if mine[ev.SandboxID] {
-				r.audit = append(r.audit, ev)
-			}
-		}
-		sort.Slice(r.audit, func(i, j int) bool { return r.audit[i].Seq < r.audit[j].Seq })
+		r.attempts, r.sandboxes, r.createBody, r.audit = sh.calls, sh.created, sh.createBody, sh.events
 		b, _ := json.MarshalIndent(r.audit, "", "  ")
 		_ = os.WriteFile(filepath.Join(r.dir, "audit.json"), b, 0o644)
 		b, _ = json.MarshalIndent(r.attempts, "", "  ")

@@ -50,7 +50,12 @@ func (e *Env) generateLarge(dir string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	p, _, err := fixtures.GenerateLargeFile(dir)
+	var p string
+	if e.opt.Inputs != nil {
+		p, err = e.opt.Inputs.LargeCSV(dir) // generated once per session, copied
+	} else {
+		p, _, err = fixtures.GenerateLargeFile(dir)
+	}
 	if err != nil {
 		return "", "", err
 	}

@@ -29,7 +29,7 @@ type subjectEnv struct {
 // requireSubjectEnv skips (with the observed reason) unless real sandboxes
 // can run here: not -short, root, bwrap, ip, Debian python3 with pandas and
 // matplotlib (what the sandboxes run), the SDK venv and the tabulate wheel.
-func requireSubjectEnv(t *testing.T) subjectEnv {
+func requireSubjectEnv(t testing.TB) subjectEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("student subject runs start real sandboxes: skipped in -short mode")

@@ -48,6 +48,7 @@ type Session struct {
 	stubs     *stubs.Set
 	target    StartedTarget
 	preflight *report.Preflight
+	inputs    *Inputs // generated once, shared by every submission
 	shared    bool
 	faults    sync.RWMutex // server-wide simulated faults vs every submission's runs
 }
@@ -75,6 +76,10 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 		t.Close = func() {}
 	}
 	s := &Session{cfg: cfg, stubs: st, target: t}
+	if s.inputs, err = NewInputs(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("a directory for the generated inputs: %w", err)
+	}
 	if !cfg.SkipPreflight {
 		cl, err := osb.New(t.Domain, t.APIKey)
 		if err != nil {
@@ -99,6 +104,7 @@ func (s *Session) SetShared(shared bool) { s.shared = shared }
 func (s *Session) Close() {
 	s.target.Close()
 	s.stubs.Close()
+	s.inputs.Close()
 }
 
 // Graded is one submission's result.
@@ -184,6 +190,7 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 		Secrets:        bundle.AddSecrets,
 		FaultLock:      &s.faults,
 		Repetition:     rep,
+		Inputs:         s.inputs,
 	})
 	if err != nil {
 		return err

@@ -81,12 +81,17 @@ type SuiteInput struct {
 	Progress io.Writer
 	// Secrets registers values the report must redact.
 	Secrets func(values ...string)
-	// FaultLock is shared by every submission graded on one server: a drill
-	// that switches on a server-wide fault (egress deny, capacity) holds it
-	// for writing, every other run of a submission's command for reading.
+	// FaultLock is shared by every submission graded on one server: what
+	// must run alone on it (a server-wide simulated fault; the contract
+	// check, whose keyless calls are attributed by time) holds it for
+	// writing, every other run of a submission's command for reading. The
+	// suite's drills key their faults to the run, so they read.
 	FaultLock *sync.RWMutex
 	// Repetition is which of --repeat N runs this suite is (1-based; 0 = 1).
 	Repetition int
+	// Inputs are the session's shared generated inputs and recomputations
+	// (nil: each suite makes its own).
+	Inputs *Inputs
 }
 
 // Suite is one submission's scenario set.

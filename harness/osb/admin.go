@@ -40,6 +40,9 @@ type MockInfo struct {
 	Snapshots string          `json:"snapshots,omitempty"`
 	// Egress is true when the server has an egress hub (policies enforced).
 	Egress bool `json:"egress"`
+	// AuditSeq is the newest audit event's Seq: AuditQuery.Since from now
+	// on (0 from a server that does not say).
+	AuditSeq int64 `json:"audit_seq"`
 }
 
 // The audit event schema is the server's, defined once in mock-server/wire
@@ -74,11 +77,17 @@ type AuditQuery struct {
 	SandboxID string
 	Kind      string
 	Since     int64
+	// Key is an API-key fingerprint: the lifecycle calls made with that key
+	// and every event of the sandboxes it created.
+	Key string
 }
 
 // AuditLog is the /_mock/audit body.
 type AuditLog struct {
 	Events []AuditEvent `json:"events"`
+	// LastSeq is the newest event's Seq when the server answered: the Since
+	// of the next poll.
+	LastSeq int64 `json:"last_seq"`
 }
 
 // CanaryScan is the canary-scan body.
@@ -160,6 +169,9 @@ func (a *Admin) Audit(ctx context.Context, q AuditQuery) (*Result[AuditLog], err
 	if q.Since != 0 {
 		v.Set("since", strconv.FormatInt(q.Since, 10))
 	}
+	if q.Key != "" {
+		v.Set("key_fingerprint", q.Key)
+	}
 	return doJSON[AuditLog](ctx, a.c, a.call("GET", "/audit", v), nil, true)
 }
 
@@ -176,6 +188,20 @@ func (a *Admin) EgressDeny(ctx context.Context, targets []string) (*Result[Empty
 	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/egress-deny", nil), map[string][]string{"targets": targets}, false)
 }
 
+// EgressDenyForKey makes every sandbox created with the key of this
+// fingerprint from now on deny targets; other keys' sandboxes are untouched.
+func (a *Admin) EgressDenyForKey(ctx context.Context, keyFingerprint string, targets []string) (*Result[Empty], error) {
+	if targets == nil {
+		targets = []string{}
+	}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/egress-deny", nil), map[string]any{"targets": targets, "key_fingerprint": keyFingerprint}, false)
+}
+
+// ClearEgressDenyForKey lifts one key's egress deny.
+func (a *Admin) ClearEgressDenyForKey(ctx context.Context, keyFingerprint string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/egress-deny", url.Values{"key_fingerprint": {keyFingerprint}}), nil, false)
+}
+
 // ClearEgressDeny calls DELETE /_mock/faults/egress-deny (204).
 func (a *Admin) ClearEgressDeny(ctx context.Context) (*Result[Empty], error) {
 	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/egress-deny", nil), nil, false)
@@ -186,6 +212,18 @@ func (a *Admin) ClearEgressDeny(ctx context.Context) (*Result[Empty], error) {
 func (a *Admin) CapacityFault(ctx context.Context, retryAfterSeconds int) (*Result[Empty], error) {
 	body := map[string]int{"retry_after_seconds": retryAfterSeconds}
 	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/capacity", nil), body, false)
+}
+
+// CapacityFaultForKey makes every create made with the key of this
+// fingerprint answer 429 with Retry-After; other keys create as usual.
+func (a *Admin) CapacityFaultForKey(ctx context.Context, keyFingerprint string, retryAfterSeconds int) (*Result[Empty], error) {
+	body := map[string]any{"retry_after_seconds": retryAfterSeconds, "key_fingerprint": keyFingerprint}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/capacity", nil), body, false)
+}
+
+// ClearCapacityFaultForKey lifts the capacity fault of one key.
+func (a *Admin) ClearCapacityFaultForKey(ctx context.Context, keyFingerprint string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/capacity", url.Values{"key_fingerprint": {keyFingerprint}}), nil, false)
 }
 
 // ClearCapacityFault switches the capacity fault off.

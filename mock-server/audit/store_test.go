@@ -80,3 +80,47 @@ func TestStoreContinuesSeqAcrossRestarts(t *testing.T) {
 	require.Len(t, evs, 1)
 	assert.Equal(t, int64(3), evs[0].Seq)
 }
+
+func TestStoreKeyQuery(t *testing.T) {
+	s, err := NewStore("", nil)
+	require.NoError(t, err)
+	lc := func(key, method, path string, status int) *Lifecycle {
+		return &Lifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}
+	}
+	s.Record(Event{SandboxID: "a1", Kind: KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 202)})      // 1
+	s.Record(Event{SandboxID: "b1", Kind: KindLifecycle, Lifecycle: lc("kb", "POST", "/v1/sandboxes/", 202)})     // 2
+	s.Record(Event{SandboxID: "a1", Kind: KindCommand, Command: &Command{ID: "c1"}})                              // 3
+	s.Record(Event{SandboxID: "b1", Kind: KindCommand, Command: &Command{ID: "c2"}})                              // 4
+	s.Record(Event{Kind: KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 429)})                       // 5: refused create
+	s.Record(Event{SandboxID: "a1", Kind: KindLifecycle, Lifecycle: lc("kb", "DELETE", "/v1/sandboxes/a1", 204)}) // 6: another key on a1
+	s.Record(Event{SandboxID: "b1", Kind: KindLifecycle, Lifecycle: lc("ka", "GET", "/v1/sandboxes/b1", 200)})    // 7: ka on b1
+	s.Record(Event{SandboxID: "a1", Kind: KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 202)})      // 8: same id again
+	s.Record(Event{Kind: KindLifecycle, Lifecycle: lc("", "POST", "/v1/sandboxes", 401)})                         // 9: keyless
+	s.Record(Event{SandboxID: "a2", Kind: KindLifecycle, Lifecycle: lc("ka", "POST", "/sandboxes?x=1", 202)})     // 10
+	s.Record(Event{SandboxID: "a2", Kind: KindState, State: &State{To: "Deleted"}})                               // 11
+
+	seqs := func(evs []Event) []int64 {
+		out := []int64{}
+		for _, ev := range evs {
+			out = append(out, ev.Seq)
+		}
+		return out
+	}
+	// ka's calls (1, 5, 7, 8, 10) and every event of a1 and a2, which ka created (3, 6, 11); each once, in order.
+	assert.Equal(t, []int64{1, 3, 5, 6, 7, 8, 10, 11}, seqs(s.Events(Query{Key: "ka"})))
+	assert.Equal(t, []int64{2, 4, 6, 7}, seqs(s.Events(Query{Key: "kb"}))) // 7: ka's call on b1, which kb created
+	assert.Equal(t, []int64{3}, seqs(s.Events(Query{Key: "ka", Kind: KindCommand})))
+	assert.Equal(t, []int64{10, 11}, seqs(s.Events(Query{Key: "ka", Since: 8})))
+	assert.Equal(t, []int64{1, 3, 6, 8}, seqs(s.Events(Query{Key: "ka", SandboxID: "a1"})))
+	assert.Empty(t, s.Events(Query{Key: "nobody"}))
+	// The same answers as a filter over the whole trail.
+	assert.Equal(t, []int64{1, 3, 6, 8}, seqs(s.Events(Query{SandboxID: "a1"})))
+	assert.Equal(t, []int64{9, 10, 11}, seqs(s.Events(Query{Since: 8})))
+	assert.Equal(t, []int64{}, seqs(s.Events(Query{Since: 11})))
+	evs, last := s.EventsAndLastSeq(Query{Key: "kb", Since: 4})
+	assert.Equal(t, []int64{6, 7}, seqs(evs))
+	assert.Equal(t, int64(11), last)
+	assert.True(t, IsCreate(Event{SandboxID: "x", Kind: KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes", 202)}))
+	assert.False(t, IsCreate(Event{Kind: KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes", 202)}))
+	assert.False(t, IsCreate(Event{SandboxID: "x", Kind: KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes/x/renew-expiration", 202)}))
+}

@@ -177,7 +177,7 @@ func (a *Attachment) check(phase, host string, port int, note string) verdict {
 	a.mu.RLock()
 	p := a.policy
 	a.mu.RUnlock()
-	v := verdict{Decision: a.hub.decide(p, host)}
+	v := verdict{Decision: a.hub.decide(a.id, p, host)}
 	reason := note
 	switch {
 	case !v.Allowed:

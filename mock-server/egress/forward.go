@@ -155,7 +155,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := a.policy
 	vlt := a.vault
 	a.mu.RUnlock()
-	if d := a.hub.decide(p, m.host); !d.Allowed {
+	if d := a.hub.decide(a.id, p, m.host); !d.Allowed {
 		a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindEgress, Egress: &audit.Egress{
 			Phase: m.phase, Host: m.host, Port: m.port, Decision: "deny", Rule: d.Rule,
 			Reason: "policy changed while the connection was open",

@@ -329,3 +329,37 @@ func TestLeafCertificateVerifies(t *testing.T) {
 	assert.Contains(t, []string{"", "http/1.1"}, st.NegotiatedProtocol)
 	assert.NoError(t, st.PeerCertificates[0].VerifyHostname("pypi.org"))
 }
+
+// A deny override of one sandbox (drill D1 keyed to one subject) denies as
+// the hub-wide one does, for that sandbox only, and goes with its detach.
+func TestGatewaySandboxDenyOverride(t *testing.T) {
+	e := newEnv(t, envOpts{policy: pypiPolicy, stubs: []string{"pypi.org"}})
+	require.Error(t, e.hub.SetSandboxDenyOverride("sbx-test-1", []string{""}))
+	require.NoError(t, e.hub.SetSandboxDenyOverride("", []string{"pypi.org"}), "an empty id only checks the targets")
+	require.NoError(t, e.hub.SetSandboxDenyOverride("sbx-other", []string{"pypi.org"}))
+	resp, err := e.relayClient().Get("http://pypi.org/simple/")
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode, "another sandbox's override does not apply")
+	readAll(t, resp)
+
+	require.NoError(t, e.hub.SetSandboxDenyOverride("sbx-test-1", []string{"PyPI.org"}))
+	resp, err = e.relayClient().Get("http://pypi.org/simple/")
+	require.NoError(t, err)
+	assert.Equal(t, 403, resp.StatusCode)
+	assert.Contains(t, readAll(t, resp), "rule override:pypi.org")
+	assert.Equal(t, 1, e.stubs["pypi.org"].hits())
+	evs := e.rec.egress("pypi.org")
+	require.NotEmpty(t, evs)
+	assert.Equal(t, "override:pypi.org", evs[len(evs)-1].Rule)
+	var onForIt bool
+	for _, f := range e.rec.kind(audit.KindFault) {
+		onForIt = onForIt || (f.SandboxID == "sbx-test-1" && f.Fault.Active && f.Fault.Name == "egress-deny-override")
+	}
+	assert.True(t, onForIt, "switching it on is audited with the sandbox")
+
+	require.NoError(t, e.hub.SetSandboxDenyOverride("sbx-test-1", nil))
+	resp, err = e.relayClient().Get("http://pypi.org/simple/")
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	readAll(t, resp)
+}

@@ -64,7 +64,10 @@ type Hub struct {
 	mu       sync.Mutex
 	atts     map[string]*Attachment
 	override []Rule
-	closed   bool
+	// sandboxOverride is a deny override of one sandbox (drill D1 keyed to
+	// one subject's sandboxes, so others on the hub are not denied).
+	sandboxOverride map[string][]Rule
+	closed          bool
 }
 
 // NewHub validates cfg, generates the CA and writes the sandbox CA bundle.
@@ -209,6 +212,7 @@ func (h *Hub) detach(a *Attachment) {
 	h.mu.Lock()
 	if h.atts[a.id] == a {
 		delete(h.atts, a.id)
+		delete(h.sandboxOverride, a.id)
 	}
 	h.mu.Unlock()
 }
@@ -243,6 +247,46 @@ func (h *Hub) SetDenyOverride(targets []string) error {
 	return nil
 }
 
+// denyRules normalizes deny-override targets.
+func denyRules(targets []string) ([]Rule, []string, error) {
+	rules := make([]Rule, 0, len(targets))
+	names := make([]string, 0, len(targets))
+	for _, t := range targets {
+		nt, err := NormalizeTarget(t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("egress: deny override: %w", err)
+		}
+		rules = append(rules, Rule{Action: ActionDeny, Target: nt})
+		names = append(names, nt)
+	}
+	return rules, names, nil
+}
+
+// SetSandboxDenyOverride makes the platform deny targets for one sandbox, as
+// SetDenyOverride does for all (audited the same way, with the sandbox's
+// id); an empty list clears it. An empty sandboxID only checks the targets.
+// It lasts until the sandbox is detached.
+func (h *Hub) SetSandboxDenyOverride(sandboxID string, targets []string) error {
+	rules, names, err := denyRules(targets)
+	if err != nil || sandboxID == "" {
+		return err
+	}
+	h.mu.Lock()
+	if h.sandboxOverride == nil {
+		h.sandboxOverride = map[string][]Rule{}
+	}
+	if len(rules) == 0 {
+		delete(h.sandboxOverride, sandboxID)
+	} else {
+		h.sandboxOverride[sandboxID] = rules
+	}
+	h.mu.Unlock()
+	h.record(audit.Event{SandboxID: sandboxID, Kind: audit.KindFault, Fault: &audit.Fault{
+		Name: "egress-deny-override", Active: len(rules) > 0, Detail: "deny " + strings.Join(names, ","),
+	}})
+	return nil
+}
+
 // ClearDenyOverride removes the deny override.
 func (h *Hub) ClearDenyOverride() {
 	h.mu.Lock()
@@ -251,14 +295,17 @@ func (h *Hub) ClearDenyOverride() {
 	h.record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false}})
 }
 
-// decide applies the override, then the sandbox policy.
-func (h *Hub) decide(p Policy, host string) Decision {
+// decide applies the overrides (the hub's, then the sandbox's), then the
+// sandbox policy.
+func (h *Hub) decide(sandboxID string, p Policy, host string) Decision {
 	h.mu.Lock()
-	ov := h.override
+	ov, sov := h.override, h.sandboxOverride[sandboxID]
 	h.mu.Unlock()
-	for _, r := range ov {
-		if r.Matches(host) {
-			return Decision{Allowed: false, Action: ActionDeny, Rule: "override:" + r.Target, Index: -1, Override: true}
+	for _, rules := range [2][]Rule{ov, sov} {
+		for _, r := range rules {
+			if r.Matches(host) {
+				return Decision{Allowed: false, Action: ActionDeny, Rule: "override:" + r.Target, Index: -1, Override: true}
+			}
 		}
 	}
 	return p.Evaluate(host)
