@@ -18,14 +18,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
 // ManifestName is the file a submission directory must hold at its root.
@@ -269,21 +269,9 @@ var ErrNoManifest = errors.New("no " + ManifestName + " at the submission's root
 // (O_NONBLOCK) and checks the file before reading: a capstone.yaml that is a
 // FIFO once hung the grade at the open, waiting for a writer.
 func readManifest(dir string) ([]byte, error) {
-	p := filepath.Join(dir, ManifestName)
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	b, err := regularfile.Read(filepath.Join(dir, ManifestName), MaxManifestBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", dir, ErrNoManifest)
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", p)
-	}
-	return io.ReadAll(io.LimitReader(f, MaxManifestBytes+1))
+	return b, err
 }

@@ -9,14 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -187,23 +186,11 @@ func collect(e *jsonschema.ValidationError, out *[]ValidationError) {
 // of output each, so a real one is far smaller.
 const MaxBytes = 16 << 20
 
-// readBounded reads a regular file of at most max bytes. It opens without
-// blocking (a FIFO summary.json would wait for a writer forever) and never
-// reads more than max+1 bytes (a huge one would fill the harness's memory).
+// readBounded reads a regular file of at most max bytes (see regularfile.Read:
+// a FIFO summary.json would otherwise wait for a writer forever, and a huge
+// one would fill the harness's memory).
 func readBounded(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	data, err := regularfile.Read(path, max)
 	if err != nil {
 		return nil, err
 	}
