@@ -23,6 +23,8 @@ var Deviations = []Deviation{
 		Server: "create returns 202 with state Running, reason CONTAINER_RUNNING", Source: "§1.5"},
 	{ID: "renew-shorten", Spec: "renew must be later than the current expiresAt",
 		Server: "any future time is accepted (shortening allowed)", Source: "§1.8"},
+	{ID: "renew-lax-datetime", Spec: "renew expiresAt is an RFC 3339 date-time string",
+		Server: "expiresAt is read as pydantic reads a datetime: a JSON number or a string of one is a Unix timestamp (milliseconds above 2e10; {\"expiresAt\":12} is 1970, so 400 not in the future), a date alone is midnight UTC, a time may omit seconds; other JSON types and years outside 1..9999 are 422", Source: "§1.8"},
 	{ID: "renew-409", Spec: "renew errors are 400",
 		Server: "renewing a sandbox without TTL is 409 DOCKER::INVALID_EXPIRATION", Source: "§1.8"},
 	{ID: "page-size-max", Spec: "pageSize has no maximum",
