@@ -60,6 +60,8 @@ var Deviations = []Deviation{
 		Server: "every /pty route answers 501 NOT_SUPPORTED", Source: "§2.4"},
 	{ID: "execd-non-regular-400", Spec: "files routes read or write any path",
 		Server: "download (whole, Range, offset/limit), replace, upload onto, and permissions of a device, FIFO or socket answer 400 \"not a regular file\" (real execd would block on a FIFO or read /dev/zero without end); info, search and list still describe them", Source: "§2.5"},
+	{ID: "execd-rmdir-mountpoint", Spec: "DELETE /directories removes the directory (real execd: os.RemoveAll)",
+		Server: "/workspace, /tmp, /root and /var are bind mounts on a read-only root here (plain directories on Docker): deleting one of them removes its contents and answers 200 as on Docker, but the empty directory stays; / is refused (400)", Source: "§2.5"},
 	{ID: "execd-size-caps", Spec: "no size limits",
 		Server: "replace reads at most 64 MiB (413 beyond, file unchanged); one upload at most MaxUploadBytes (413); a background command's log keeps its first 32 MiB (real execd: an unbounded log file)", Source: "§2.4, §2.5"},
 	{ID: "execd-after-removal", Spec: "a removed sandbox's execd is gone",
