@@ -371,9 +371,12 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, t pauseResum
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// parseRFC3339 accepts RFC 3339 (with or without fraction); a naive time is UTC.
+// parseRFC3339 accepts RFC 3339 (with or without fraction), and like
+// pydantic a date alone and a time without seconds; a naive time is UTC.
+// Surrounding whitespace is refused, as the real server does.
 func parseRFC3339(v string) (time.Time, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00"} {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00",
+		"2006-01-02", "2006-01-02T15:04", "2006-01-02T15:04Z07:00"} {
 		if t, err := time.Parse(layout, v); err == nil {
 			return t, true
 		}
@@ -389,16 +392,13 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	raw, ok := obj["expiresAt"]
-	if !ok || isNull(raw) {
+	if !ok {
 		writeValidation(w, vMissing([]any{"body", "expiresAt"}, generic))
 		return
 	}
-	var str string
-	_ = json.Unmarshal(raw, &str)
-	when, ok := parseRFC3339(strings.TrimSpace(str))
-	if !ok {
-		writeValidation(w, vType("datetime_from_date_parsing", []any{"body", "expiresAt"}, rawValue(raw),
-			"Input should be a valid datetime or date, invalid character in year"))
+	when, bad := parseExpiresAt(raw)
+	if bad != nil {
+		writeValidation(w, *bad)
 		return
 	}
 	sb := s.lookup(id)

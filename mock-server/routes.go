@@ -45,7 +45,13 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "healthy"})
 	})
-	paths := map[string]bool{}
+	mux.HandleFunc("/health", methodNotAllowed(http.MethodGet))
+	mux.HandleFunc("HEAD /health", methodNotAllowed(http.MethodGet))
+	// FastAPI answers a method no route of the path takes with 405, allowing
+	// the methods of the path's first route (the routes are declared here in
+	// the real server's order); and unlike Go's mux, a GET route does not
+	// take HEAD.
+	first := map[string]string{}
 	handle := func(method, path string, h http.HandlerFunc) {
 		for _, p := range []string{"/v1", ""} {
 			pat := p + path
@@ -54,9 +60,15 @@ func (s *Server) routes(mux *http.ServeMux) {
 			} else {
 				mux.HandleFunc(pat, h)
 			}
-			if method != "" && !paths[pat] {
-				paths[pat] = true
-				mux.HandleFunc(pat, methodNotAllowed)
+			if method == "" {
+				continue
+			}
+			if first[pat] == "" {
+				first[pat] = method
+				mux.HandleFunc(pat, methodNotAllowed(method))
+			}
+			if method == http.MethodGet {
+				mux.HandleFunc("HEAD "+pat, methodNotAllowed(first[pat]))
 			}
 		}
 	}
@@ -87,8 +99,15 @@ func (s *Server) routes(mux *http.ServeMux) {
 	})
 }
 
-func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+// methodNotAllowed is Starlette's answer to a path whose routes do not take
+// the method: 405, Allow naming the methods of the path's first route (the
+// real server registers one method per route), FastAPI's JSON body (a HEAD
+// answer carries its headers only).
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+	}
 }
 
 func (s *Server) recoverer(next http.Handler) http.Handler {

@@ -13,17 +13,20 @@ import (
 // handleServerProxy is /{,v1/}sandboxes/{id}/proxy/{port}[/{path}] (CONTRACT
 // §1.11): no API key, credentials stripped, streamed both ways.
 func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
+	// Routing (405) comes before the path parameters are validated (422).
+	// The real Allow lists the same five methods in a Python set's order,
+	// which varies from process to process.
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch:
+	default:
+		methodNotAllowed("GET, POST, PUT, DELETE, PATCH")(w, r)
+		return
+	}
 	id := r.PathValue("id")
 	portStr := r.PathValue("port")
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
 		writeValidation(w, vIntParse([]any{"path", "port"}, portStr))
-		return
-	}
-	switch r.Method {
-	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch:
-	default:
-		methodNotAllowed(w, r)
 		return
 	}
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
 // checkFlagValues rejects flag values that cannot mean anything (exit 2):
-// a non-positive subject timeout, a wheels directory that does not exist.
+// a non-positive subject timeout, a wheels directory that does not exist,
+// a --baselines directory that does not exist.
 func checkFlagValues(c *runConfig) error {
 	if c.subjectTimeout <= 0 {
 		return fmt.Errorf("--subject-timeout must be positive, got %s", c.subjectTimeout)
@@ -25,6 +27,26 @@ func checkFlagValues(c *runConfig) error {
 		return fmt.Errorf("--wheels %s: %v; the stub package index needs the wheels `make deps` puts in .cache/wheels (a missing dependency is the harness's problem, never the submission's)", c.wheels, err)
 	case !st.IsDir():
 		return fmt.Errorf("--wheels %s is not a directory", c.wheels)
+	}
+	return checkBaselines(c.baselines, c.baselinesSet, report.BaselinesFromEnv(c.baselines).Update)
+}
+
+// checkBaselines rejects a --baselines directory given on the command line
+// that does not exist or is not a directory: a mistyped path would
+// otherwise report every entry as "no baseline yet" and detect no drift at
+// all. Recording baselines (UPDATE_BASELINES=1, make update-baselines) may
+// name a new directory: it is created there. An empty value turns drift
+// detection off on purpose.
+func checkBaselines(dir string, given, update bool) error {
+	if !given || dir == "" || update {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--baselines %s: %v (baselines are only created when recording them: UPDATE_BASELINES=1 / make update-baselines)", dir, err)
+	case !st.IsDir():
+		return fmt.Errorf("--baselines %s is not a directory", dir)
 	}
 	return nil
 }

@@ -37,6 +37,7 @@ type runConfig struct {
 	subjectTimeout time.Duration
 	insecure       bool
 	baselines      string
+	baselinesSet   bool // --baselines was given on the command line
 	wheels         string
 	stateDir       string
 	serverVersion  string // --target docker
@@ -89,6 +90,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	if err != nil {
 		return nil, nil, err
 	}
+	fs.Visit(func(f *flag.Flag) { c.baselinesSet = c.baselinesSet || f.Name == "baselines" })
 	if err := checkTags(c.tags); err != nil {
 		return nil, nil, err
 	}

@@ -527,3 +527,67 @@ func lastLine(s string) string {
 func mdEscape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
 }
+
+// TestBaselinesMustExist: a --baselines directory that does not exist (or is
+// a file) is a usage error for run and grade (exit 2, one line, no bundle),
+// not a run that silently detects no drift; recording baselines
+// (UPDATE_BASELINES=1) may name a directory it will create, and an empty
+// value turns drift detection off.
+func TestBaselinesMustExist(t *testing.T) {
+	t.Setenv("OPEN_SANDBOX_API_KEY", "")
+	t.Setenv("UPDATE_BASELINES", "")
+	wheels := filepath.Join(repoRoot(t), ".cache", "wheels")
+	missing := filepath.Join(t.TempDir(), "no-such-baselines")
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	for _, cmd := range []struct {
+		name string
+		main func([]string, io.Writer, io.Writer) int
+		args []string
+	}{
+		{"run", runMain, nil},
+		{"grade", gradeMain, []string{"testdata/empty"}},
+	} {
+		for _, tc := range []struct{ dir, want string }{
+			{missing, "--baselines " + missing + ": stat " + missing + ": no such file or directory"},
+			{file, "--baselines " + file + " is not a directory"},
+		} {
+			t.Run(cmd.name+"/"+filepath.Base(tc.dir), func(t *testing.T) {
+				out := filepath.Join(t.TempDir(), "bundle")
+				var stdout, stderr bytes.Buffer
+				args := append([]string{"--out", out, "--wheels", wheels, "--baselines", tc.dir}, cmd.args...)
+				code := cmd.main(args, &stdout, &stderr)
+				assert.Equal(t, rubric.ExitHarnessError, code, "stderr: %s", stderr.String())
+				assert.Contains(t, stderr.String(), tc.want)
+				assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+				_, err := os.Stat(out)
+				assert.True(t, os.IsNotExist(err), "a usage error leaves no bundle behind (stat: %v)", err)
+			})
+		}
+	}
+	// The flag parser alone: recording may create the directory; "" is off;
+	// the default (not given) is left to drift reporting.
+	for _, tc := range []struct {
+		name   string
+		update string
+		args   []string
+		ok     bool
+	}{
+		{"recording a new directory", "1", []string{"--baselines", missing}, true},
+		{"grading with a missing directory", "", []string{"--baselines", missing}, false},
+		{"drift detection off", "", []string{"--baselines", ""}, true},
+		{"an existing directory", "", []string{"--baselines", t.TempDir()}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("UPDATE_BASELINES", tc.update)
+			_, err := parseRunFlags(append([]string{"--wheels", wheels}, tc.args...), io.Discard)
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err)
+			}
+			_, statErr := os.Stat(missing)
+			assert.True(t, os.IsNotExist(statErr), "parsing flags creates nothing")
+		})
+	}
+}

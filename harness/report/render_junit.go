@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -114,6 +115,7 @@ func WriteJUnit(w io.Writer, d Document) error {
 		top.Skipped += s.Skipped
 		top.Suites = append(top.Suites, s)
 	}
+	top.clean()
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -149,4 +151,78 @@ func caseDetail(r EntryRow) string {
 	}
 	fmt.Fprintf(&b, "reproduce: %s\n", r.Reproduce)
 	return b.String()
+}
+
+// clean makes every string written into junit.xml valid XML text. Titles,
+// reasons, evidence paths and the subject are partly subject-derived, and
+// encoding/xml writes CDATA (system-out, failure bodies) verbatim: a control
+// character, a byte that is not UTF-8 or a non-character there made the whole
+// file unparseable for CI. Attribute values are cleaned too, so that what
+// they show is the same visible escape rather than the encoder's U+FFFD.
+// ("]]>" inside CDATA is split by encoding/xml itself.)
+func (s *junitSuites) clean() {
+	s.Name = xmlText(s.Name)
+	for i := range s.Suites {
+		st := &s.Suites[i]
+		st.Name, st.Timestamp = xmlText(st.Name), xmlText(st.Timestamp)
+		props := make([]junitProperty, len(st.Properties)) // shared between suites: copy, never clean in place twice
+		for j, p := range st.Properties {
+			props[j] = junitProperty{Name: xmlText(p.Name), Value: xmlText(p.Value)}
+		}
+		st.Properties = props
+		for j := range st.Cases {
+			c := &st.Cases[j]
+			c.Name, c.Classname = xmlText(c.Name), xmlText(c.Classname)
+			for _, m := range []*junitMessage{c.Failure, c.Error, c.Skipped} {
+				if m != nil {
+					m.Message, m.Type, m.Text = xmlText(m.Message), xmlText(m.Type), xmlText(m.Text)
+				}
+			}
+			if c.SystemOut != nil {
+				c.SystemOut.Text = xmlText(c.SystemOut.Text)
+			}
+		}
+	}
+}
+
+// xmlText replaces what XML 1.0 cannot carry (bytes that are not UTF-8,
+// control characters other than tab, newline and carriage return (C1 and
+// DEL included), surrogates, U+FFFE and U+FFFF) with a visible Go-style escape (\x1b,
+// \xff, \ufffe), so the text stays readable and the file parses.
+func xmlText(s string) string {
+	ok := true
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || !xmlChar(r) {
+			ok = false
+			break
+		}
+		i += n
+	}
+	if ok {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case !xmlChar(r) && r < 0x100:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case !xmlChar(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// xmlChar is XML 1.0's Char production, less DEL and the C1 controls
+// (allowed but discouraged, and invisible to a reader).
+func xmlChar(r rune) bool {
+	return r == 0x09 || r == 0x0A || r == 0x0D ||
+		(r >= 0x20 && r < 0x7F) || (r > 0x9F && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)
 }

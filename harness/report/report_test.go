@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -286,4 +288,73 @@ func TestReproduce(t *testing.T) {
 	assert.Equal(t, `acceptance run --target mock --subject 'python3 agent.py --csv {csv} --out {out}' --seed 42 --tags @criterion:network`, Reproduce(m, e))
 	m.Target, m.TargetKind, m.Subject = "http://127.0.0.1:8080", rubric.TargetReal, "it's"
 	assert.Equal(t, `acceptance run --target http://127.0.0.1:8080 --api-key "$OPEN_SANDBOX_API_KEY" --subject 'it'\''s' --seed 42 --tags @criterion:network`, Reproduce(m, e))
+}
+
+// TestJUnitCleansSubjectText: every string written into junit.xml — titles,
+// reasons, evidence, reproduce lines, the subject, run id and target, in
+// attributes and in CDATA bodies — may carry subject-derived bytes. Control
+// characters, bytes that are not UTF-8, non-characters and "]]>" must not
+// make the file unparseable; they show as visible escapes.
+func TestJUnitCleansSubjectText(t *testing.T) {
+	nasty := "a\x00b\x01c\x1b[31mred\x7f \xff\xfe \ufffe\uffff ]]> <tag> & \"q\" \ttab\nnl ok:é"
+	d := fixtureDoc(t)
+	d.RunID, d.Subject, d.Target = nasty, nasty, nasty
+	verdicts := map[rubric.Verdict]bool{}
+	for _, rows := range [][]EntryRow{d.Criteria, d.Milestones, d.Drills} {
+		for i := range rows {
+			rows[i].Title, rows[i].Reason, rows[i].Reproduce = nasty, nasty, nasty
+			rows[i].Evidence = append(rows[i].Evidence, nasty)
+			verdicts[rows[i].Verdict] = true
+		}
+	}
+	for _, v := range []rubric.Verdict{rubric.Failed, rubric.NotMeasured, rubric.Passed} {
+		require.True(t, verdicts[v], "the fixture has a %s row (failure, skipped and plain cases are all covered)", v)
+	}
+	var b strings.Builder
+	require.NoError(t, WriteJUnit(&b, d))
+	out := b.String()
+	assert.True(t, utf8.ValidString(out), "junit.xml is UTF-8")
+
+	var parsed junitSuites
+	require.NoError(t, xml.Unmarshal([]byte(out), &parsed), "junit.xml stays well-formed")
+	// A full token walk too: Unmarshal skips what the structs do not name.
+	dec := xml.NewDecoder(strings.NewReader(out))
+	for {
+		_, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+	}
+	want := `a\x00b\x01c\x1b[31mred\x7f \xff\xfe \ufffe\uffff ]]> <tag> & "q" ` + "\ttab\nnl ok:é"
+	assert.Equal(t, "acceptance "+want, parsed.Name)
+	require.NotEmpty(t, parsed.Suites)
+	var subject string
+	for _, p := range parsed.Suites[0].Properties {
+		if p.Name == "subject" {
+			subject = p.Value
+		}
+	}
+	assert.Equal(t, want, subject)
+	var sawFailure, sawSkipped bool
+	for _, s := range parsed.Suites {
+		for _, c := range s.Cases {
+			assert.Contains(t, c.Name, want)
+			require.NotNil(t, c.SystemOut)
+			assert.Contains(t, c.SystemOut.Text, "reason: "+want, "CDATA body round-trips, \"]]>\" included")
+			assert.Contains(t, c.SystemOut.Text, "evidence: "+want)
+			if c.Failure != nil {
+				sawFailure = true
+				assert.Contains(t, c.Failure.Message, want)
+				assert.Contains(t, c.Failure.Text, "reproduce: "+want)
+			}
+			if c.Skipped != nil {
+				sawSkipped = true
+				assert.Contains(t, c.Skipped.Message, want)
+			}
+		}
+	}
+	assert.True(t, sawFailure && sawSkipped)
+	// Clean text passes through untouched.
+	assert.Equal(t, "plain ]]> text\t\r\n é ✓", xmlText("plain ]]> text\t\r\n é ✓"))
 }

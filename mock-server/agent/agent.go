@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -216,5 +217,17 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_SUPPORTED", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Real execd (gin, no HEAD routes, HandleMethodNotAllowed off) answers
+		// HEAD anywhere but its /proxy/ reverse proxy with gin's own 404
+		// ("404 page not found", text/plain); Go's mux would let HEAD reach a
+		// GET route.
+		if r.Method == http.MethodHead && !strings.HasPrefix(r.URL.Path, "/proxy/") {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte("404 page not found"))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }

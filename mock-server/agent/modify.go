@@ -396,12 +396,41 @@ func (a *Agent) handleRmdir(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "refusing to remove /")
 			return
 		}
-		if err := os.RemoveAll(host); err != nil {
+		err := os.RemoveAll(host)
+		if err != nil && errors.Is(err, syscall.EROFS) && dockerPlainDirs[a.clientPath(host)] {
+			err = removeContents(host)
+		}
+		if err != nil {
 			writeError(w, fsStatus(err), fsCode(err), err.Error())
 			return
 		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// dockerPlainDirs are the sandbox's writable directories that are bind
+// mounts on a read-only root here but plain directories of the container's
+// writable layer on Docker. Real execd's `rm -rf` (os.RemoveAll) removes
+// them there and answers 200; here the mount point itself cannot go, so its
+// contents are removed, the empty directory stays, and the answer is the
+// same 200 (deviation execd-rmdir-mountpoint). A mount inside one (a volume)
+// still fails as it does on Docker (device or resource busy).
+var dockerPlainDirs = map[string]bool{"/workspace": true, "/tmp": true, "/root": true, "/var": true}
+
+// removeContents removes everything in dir (never following a symbolic
+// link out of it: os.RemoveAll removes a link, not its target) and leaves
+// dir itself.
+func removeContents(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // applyMode chmods host to mode (octal digits as a decimal int, CONTRACT §2.5;
