@@ -21,7 +21,8 @@ var Differences = []Difference{
 	{"sandbox image", "python:* maps to the host's Debian python3 profile", "the image is pulled and run as a container", "README, The bundled server"},
 	{"create → Running", "tens of milliseconds", "seconds (container start; see the ledger's run figures)", "CONTRACT §10"},
 	{"audit and admin API", "/_mock/* (commands, files, egress, canaries, faults)", "none: the suite observes lifecycle calls through a recording proxy", "README, What is checked"},
-	{"uid/gid in a command", "fails (no CAP_SETUID)", "honoured", "README, Known limitations"},
+	{"pvc (named) volumes", "a directory per claim under the server's volume root (--volume-root), outside the sandbox's disk limit", "a Docker named volume", "README, The bundled server"},
+	{"ossfs volumes", "400 VOLUME::UNSUPPORTED_BACKEND", "mounted through ossfs on the host (storage.ossfs_mount_root)", "mock-server/deviations.go (volumes-ossfs)"},
 	{"snapshots", "501 SNAPSHOT::NOT_IMPLEMENTED", "implemented", "CONTRACT §1.13"},
 	{"use_server_proxy endpoint", "{host}/sandboxes/{id}/proxy/{port}", "keeps /v1: {host}/v1/sandboxes/{id}/proxy/{port}", "CONTRACT §10"},
 }
