@@ -39,6 +39,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("DELETE /_mock/faults/capacity", s.adminCapacity)
 	mux.HandleFunc("POST /_mock/faults/execd", s.adminExecdFault)
 	mux.HandleFunc("DELETE /_mock/faults/execd", s.adminExecdFault)
+	mux.HandleFunc("POST /_mock/api-keys", s.adminAPIKeys)
 	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
 	mux.HandleFunc("POST /_mock/canaries", s.adminCanaries)
 	mux.HandleFunc("GET /_mock/sandboxes/{id}/canary-scan", func(w http.ResponseWriter, r *http.Request) {

@@ -50,6 +50,8 @@ var Deviations = []Deviation{
 			"their data does not count against a sandbox's disk limit (Docker volumes are not limited either), storageClass/storage/accessModes are ignored (as on Docker), " +
 			"a subPath is resolved beneath the volume (a symbolic link in it may point inside the volume only by a relative path; the real server's realpath check also accepts an absolute link back into the volume) and must be a directory or regular file; " +
 			"ossfs answers 400 VOLUME::UNSUPPORTED_BACKEND: there is no OSSFS here", Source: "§1.4"},
+	{ID: "key-tenancy", Spec: "every API key sees every sandbox",
+		Server: "the same, unless the admin adds a key with a tenant (POST /_mock/api-keys {\"key\",\"tenant\"}, or AddAPIKeyTenant): such a key's list shows only sandboxes created by keys of its tenant, and any other sandbox is answered as one that does not exist (404 DOCKER::SANDBOX_NOT_FOUND) by get, delete, pause, resume, renew, metadata, endpoints, diagnostics and the server proxy; keys without a tenant see everything. `acceptance grade` gives each submission's keys their own tenant on the bundled server", Source: "mock extension"},
 	{ID: "undocumented-routes", Spec: "not in the spec",
 		Server: "server proxy, diagnostics (deprecated text and 501), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
 

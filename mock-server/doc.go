@@ -56,6 +56,10 @@
 //	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds to it)
 //	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
+//	POST   /_mock/api-keys {"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key
+//	       tenancy, off unless asked for; tenancy.go) its lifecycle calls see only the sandboxes created by keys of
+//	       that tenant, any other answers 404 as unknown; 400 for an empty key, a bad tenant or a key already
+//	       in another tenant
 //
 // # Audit
 //

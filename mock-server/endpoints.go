@@ -62,7 +62,7 @@ func (s *Server) handleEndpoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "DOCKER::INVALID_PORT", fmt.Sprintf("Port %d is out of range (1-65535).", port))
 		return
 	}
-	sb := s.lookup(id)
+	sb := s.lookupFor(r, id)
 	if sb == nil {
 		notFound(w, id)
 		return

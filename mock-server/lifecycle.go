@@ -184,7 +184,7 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 	}
 	sb := &sandbox{id: id, image: req.Image, entrypoint: req.Entrypoint, platform: req.Platform,
 		metadata: req.Metadata, output: newOutputLog(outputLogLimit), renewExtend: accessRenewExtend(req.Extensions),
-		volumeClaims: req.claims}
+		volumeClaims: req.claims, keyFP: req.keyFP}
 	if req.NetworkPolicy != nil {
 		att, err := s.cfg.Egress.Attach(id, req.NetworkPolicy, req.CredentialProxy)
 		if err != nil && isInvalidPolicy(err) {
@@ -290,7 +290,7 @@ func (s *Server) scheduleLocked(sb *sandbox) {
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	sb := s.lookup(id)
+	sb := s.lookupFor(r, id)
 	if sb == nil {
 		notFound(w, id)
 		return
@@ -300,6 +300,10 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if s.lookupFor(r, id) == nil {
+		notFound(w, id)
+		return
+	}
 	err := s.remove(id, "Deleted", "deleted by API", false)
 	if errors.Is(err, ErrNotFound) {
 		notFound(w, id)
@@ -338,7 +342,7 @@ type pauseResume struct {
 // when the runtime fails, else 202 with an empty body and a state event.
 func (s *Server) transition(w http.ResponseWriter, r *http.Request, t pauseResume) {
 	id := r.PathValue("id")
-	sb := s.lookup(id)
+	sb := s.lookupFor(r, id)
 	if sb == nil {
 		notFound(w, id)
 		return
@@ -401,7 +405,7 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, *bad)
 		return
 	}
-	sb := s.lookup(id)
+	sb := s.lookupFor(r, id)
 	if sb == nil {
 		notFound(w, id)
 		return
@@ -467,7 +471,7 @@ func (s *Server) handlePatchMetadata(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	sb := s.lookup(id)
+	sb := s.lookupFor(r, id)
 	if sb == nil {
 		notFound(w, id)
 		return

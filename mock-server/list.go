@@ -147,10 +147,13 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	tenant := s.requestTenant(r)
 	s.mu.Lock()
 	live := make([]*sandbox, 0, len(s.sandboxes))
 	for _, sb := range s.sandboxes {
-		live = append(live, sb)
+		if tenant == "" || (sb.keyFP != "" && s.tenants[sb.keyFP] == tenant) {
+			live = append(live, sb)
+		}
 	}
 	s.mu.Unlock()
 	sort.Slice(live, func(i, j int) bool {

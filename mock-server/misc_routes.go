@@ -49,7 +49,7 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, errs...)
 		return
 	}
-	sb := s.lookup(id)
+	sb := s.lookupFor(r, id)
 	if sb == nil {
 		notFound(w, id)
 		return

@@ -23,6 +23,7 @@ type sandbox struct {
 	egress     EgressAttachment
 	output     *outputLog
 	record     *SandboxInfo
+	keyFP      string // the fingerprint of the key it was created with (its tenant's, tenancy.go)
 
 	metadata  map[string]string
 	expiresAt *time.Time

@@ -44,7 +44,8 @@ type Server struct {
 	capacity        map[string]*capacityFault // drill D3: creates answer 429 while a rule covers them (by key fingerprint; "" every create)
 	// execdFaults: milestone M1's platform fault on a key's Nth execd operation.
 	execdFaults execdFaults
-	apiKeys     [][]byte // accepted keys: cfg.APIKey plus AddAPIKey
+	apiKeys     [][]byte          // accepted keys: cfg.APIKey plus AddAPIKey
+	tenants     map[string]string // key fingerprint → tenant (tenancy.go; a mock extension, empty unless asked for)
 	closed      bool
 	stopWatch   chan struct{}
 	wg          sync.WaitGroup

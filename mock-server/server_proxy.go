@@ -33,7 +33,7 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "GENERAL::UNKNOWN_ERROR", "WebSocket upgrade is not supported on the HTTP proxy route.")
 		return
 	}
-	sb := s.lookup(id)
+	sb := s.lookupFor(r, id)
 	if sb == nil {
 		notFound(w, id)
 		return

@@ -45,9 +45,12 @@ func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]strin
 	}
 	return core.StartedTarget{
 		Target: core.Target{Kind: rubric.TargetMock, Domain: b.Server.Domain(), APIKey: apiKey, AdminToken: admin},
-		MintAPIKey: func() (string, error) {
+		MintAPIKey: func(tenant string) (string, error) {
 			k := "osb-subject-" + randomHex(12)
-			return k, b.Server.AddAPIKey(k)
+			if tenant == "" {
+				return k, b.Server.AddAPIKey(k)
+			}
+			return k, b.Server.AddAPIKeyTenant(k, tenant)
 		},
 		Close: func() { _ = b.Close() },
 	}, nil

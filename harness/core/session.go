@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cucumber/godog"
@@ -51,6 +52,7 @@ type Session struct {
 	inputs    *Inputs // generated once, shared by every submission
 	shared    bool
 	faults    sync.RWMutex // server-wide simulated faults vs every submission's runs
+	graded    atomic.Int64 // submissions graded so far: numbers each one's tenant
 }
 
 // Open starts the stubs and the target and runs the preflight. A preflight
@@ -117,6 +119,9 @@ type Graded struct {
 // Grade grades one submission into the report bundle out (new or empty).
 func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out string, factory SuiteFactory, progress io.Writer) Graded {
 	g := Graded{Dir: out}
+	// One tenant per graded submission: every key minted for it (runs,
+	// contract, reap, tests, every repetition) shares it.
+	tenant := fmt.Sprintf("submission:%d", s.graded.Add(1))
 	runID := time.Now().UTC().Format("20060102T150405Z") + "-" + randomHex(3)
 	subjectName := sub.Manifest.Run
 	if sub.Source != submission.SourceCommand {
@@ -146,7 +151,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	reps := max(s.cfg.Repeat, 1)
 	var ends []int // outcomes recorded by the end of each repetition
 	for rep := 1; rep <= reps && ctx.Err() == nil; rep++ {
-		if err := s.runSuite(ctx, sub, bundle, out, runID, token, rep, factory, progress); err != nil {
+		if err := s.runSuite(ctx, sub, bundle, out, runID, token, tenant, rep, factory, progress); err != nil {
 			bundle.Abort("the suite could not be set up: " + err.Error())
 			g.Err = err
 			break
@@ -168,13 +173,19 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 }
 
 // runSuite runs every selected scenario once (repetition rep) into the bundle.
-func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bundle *report.Bundle, out, runID, token string, rep int,
+func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bundle *report.Bundle, out, runID, token, tenant string, rep int,
 	factory SuiteFactory, progress io.Writer) error {
 	if rep > 1 {
 		runID = fmt.Sprintf("%s-r%d", runID, rep)
 		if progress != nil {
 			fmt.Fprintf(progress, "repetition %d\n", rep)
 		}
+	}
+	var mint func() (string, error)
+	if m := s.target.MintAPIKey; m != nil {
+		mint = func() (string, error) { return m(tenant) }
+	} else {
+		tenant = ""
 	}
 	suite, err := factory(SuiteInput{
 		Target:         s.target.Target,
@@ -185,7 +196,8 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 		RunID:          runID,
 		SubjectTimeout: s.cfg.SubjectTimeout,
 		Stubs:          s.stubHooks(token),
-		MintAPIKey:     s.target.MintAPIKey,
+		MintAPIKey:     mint,
+		Tenant:         tenant,
 		Progress:       progress,
 		Secrets:        bundle.AddSecrets,
 		FaultLock:      &s.faults,

@@ -33,7 +33,11 @@ type StartedTarget struct {
 	Target
 	// MintAPIKey returns a fresh API key the target accepts, so the audit
 	// attributes each command invocation's calls to it. Nil on a real server.
-	MintAPIKey func() (string, error)
+	// tenant names the submission the key is for: on the bundled server the
+	// key is put in that tenant (mock-server's key tenancy), so its calls see
+	// only the sandboxes made with keys of the same submission and a careless
+	// reap cannot delete another's. Each graded submission has its own.
+	MintAPIKey func(tenant string) (string, error)
 	Close      func()
 }
 
@@ -75,8 +79,12 @@ type SuiteInput struct {
 	Stubs          Stubs
 	// MintAPIKey returns a fresh API key accepted by the target, so the audit
 	// can tell one command invocation's calls from every other's (bundled
-	// server only). Nil: every invocation uses Target.APIKey.
+	// server only). Nil: every invocation uses Target.APIKey. Every key it
+	// mints belongs to this submission's tenant (Tenant).
 	MintAPIKey func() (string, error)
+	// Tenant is the submission's tenant on the bundled server ("" when keys
+	// are not minted): the keys minted for it see only its own sandboxes.
+	Tenant string
 	// Progress receives one line per finished scenario; nil discards.
 	Progress io.Writer
 	// Secrets registers values the report must redact.

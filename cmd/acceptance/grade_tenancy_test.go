@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+)
+
+// carelessRun creates a sandbox for the run, runs one command in it (so D5
+// kills it early) and then waits to be killed.
+const carelessRun = `"""A run that reaches its first command at once, then waits to be killed (D5)."""
+import json, os, time, urllib.request
+from osbhttp import call
+
+req = {"image": {"uri": "python:3.12"}, "entrypoint": ["tail", "-f", "/dev/null"], "timeout": 600,
+       "resourceLimits": {"cpu": "1", "memory": "1Gi"},
+       "metadata": {"capstone-run-id": os.environ.get("CAPSTONE_RUN_ID", "")}}
+st, sb = call("POST", "/v1/sandboxes", req)
+sid = sb["id"]
+st, ep = call("GET", "/v1/sandboxes/%s/endpoints/44772" % sid)
+headers = {"Content-Type": "application/json"}
+headers.update(ep.get("headers") or {})
+r = urllib.request.Request("http://" + ep["endpoint"] + "/command", data=json.dumps({"command": "true"}).encode(),
+                           method="POST", headers=headers)
+with urllib.request.urlopen(r, timeout=60) as resp:
+    resp.read()
+time.sleep(600)
+`
+
+// carelessReap deletes every sandbox it can list, again and again for a
+// while, and logs each round (time before and after the list, the ids it
+// listed and what each DELETE answered) as a JSON line to LOG.
+const carelessReap = `"""D5 done carelessly: delete every sandbox the key can list, for a while."""
+import json, time
+from osbhttp import call
+
+LOG = %q
+end = time.time() + %d
+with open(LOG, "a") as log:
+    while time.time() < end:
+        t0 = time.time()
+        st, page = call("GET", "/v1/sandboxes?pageSize=200")
+        t1 = time.time()
+        ids = [it["id"] for it in page.get("items", [])]
+        deleted = {}
+        for sid in ids:
+            deleted[sid], _ = call("DELETE", "/v1/sandboxes/%%s" %% sid)
+        log.write(json.dumps({"t0": t0, "t1": t1, "status": st, "ids": ids, "deleted": deleted}) + "\n")
+        log.flush()
+        time.sleep(0.2)
+`
+
+// TestGradeCarelessReapCannotTouchOthers is issue 11's "a broken submission
+// never stops the others" for the bundled server's key tenancy: two
+// submissions graded at once on D5, one of them with a reap that deletes
+// every sandbox it can list, round after round, while the other's killed run
+// leaves its residual sandbox for its own reap. The careless reap lists only
+// its own submission's sandboxes (never the other's, though that one was
+// alive during its rounds), and the other submission passes D5 with its own
+// reap's DELETE → 204.
+func TestGradeCarelessReapCannotTouchOthers(t *testing.T) {
+	e := requireSubjectEnv(t)
+	gradingEnv(t)
+	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	tmp := t.TempDir()
+	good, careless := filepath.Join(tmp, "good"), filepath.Join(tmp, "careless")
+	for _, d := range []string{good, careless} {
+		out, err := exec.Command("cp", "-r", filepath.Join("testdata", "submission"), d).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	reapLog := filepath.Join(tmp, "careless-reap.jsonl")
+	const reapSeconds = 40
+	require.NoError(t, os.WriteFile(filepath.Join(careless, "careless_run.py"), []byte(carelessRun), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(careless, "reap.py"), []byte(fmt.Sprintf(carelessReap, reapLog, reapSeconds)), 0o644))
+	manifest := mustReadFile(t, filepath.Join(careless, "capstone.yaml"))
+	manifest = bytes.Replace(manifest, []byte(`run: "{acceptance} reference --csv {csv} --question {question} --out {out}"`),
+		[]byte(`run: "python3 careless_run.py --csv {csv} --question {question} --out {out}"`), 1)
+	require.Contains(t, string(manifest), "careless_run.py")
+	manifest = bytes.Replace(manifest, []byte("name: testdata-reference"), []byte("name: careless-reaper"), 1)
+	require.NoError(t, os.WriteFile(filepath.Join(careless, "capstone.yaml"), manifest, 0o644))
+
+	class, stateDir := filepath.Join(tmp, "class"), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := dispatch([]string{"grade", "--out", class, "--state-dir", stateDir, "--wheels", e.wheels,
+		"--baselines", t.TempDir(), "--parallel", "2", "--seed", "1", "--tags", "@drill:D5", careless, good}, &stdout, &stderr)
+	t.Logf("acceptance grade: exit %d in %s\n%s%s", code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
+
+	docs := map[string]report.Document{}
+	for i, name := range []string{"careless", "good"} {
+		m, err := filepath.Glob(filepath.Join(class, fmt.Sprintf("%02d-*", i+1)))
+		require.NoError(t, err)
+		require.Len(t, m, 1, name)
+		docs[name], err = report.ReadDocument(m[0])
+		require.NoError(t, err)
+	}
+	d5 := func(doc report.Document) (rubric.Verdict, string) {
+		for _, r := range doc.AllEntries() {
+			if r.ID == "D5" {
+				return r.Verdict, r.Reason
+			}
+		}
+		return "", "no D5 entry"
+	}
+	v, reason := d5(docs["good"])
+	assert.Equal(t, rubric.Passed, v, "the careful submission passes D5 beside the careless one: %s", reason)
+
+	// What the careless reap listed, round by round.
+	type round struct {
+		T0, T1  float64
+		Status  int
+		IDs     []string
+		Deleted map[string]int
+	}
+	var rounds []round
+	listed := map[string]bool{}
+	f, err := os.Open(reapLog)
+	require.NoError(t, err, "the careless reap ran")
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r round
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		require.Equal(t, 200, r.Status)
+		rounds = append(rounds, r)
+		for _, id := range r.IDs {
+			listed[id] = true
+			assert.Equal(t, 204, r.Deleted[id], "its own sandbox %s: deleted", id)
+		}
+	}
+	f.Close()
+	require.NoError(t, sc.Err())
+	require.NotEmpty(t, rounds)
+	require.NotEmpty(t, listed, "the careless reap saw (and deleted) its own residual sandbox")
+
+	// Every sandbox of the server's audit, with its life: created → removed.
+	type life struct{ from, to float64 }
+	lives := map[string]*life{}
+	af, err := os.Open(filepath.Join(stateDir, "audit.jsonl"))
+	require.NoError(t, err)
+	asc := bufio.NewScanner(af)
+	asc.Buffer(make([]byte, 1<<20), 64<<20)
+	for asc.Scan() {
+		var ev struct {
+			Time      time.Time `json:"time"`
+			SandboxID string    `json:"sandbox_id"`
+			Kind      string    `json:"kind"`
+			State     *struct {
+				To string `json:"to"`
+			} `json:"state"`
+		}
+		if json.Unmarshal(asc.Bytes(), &ev) != nil || ev.SandboxID == "" || ev.Kind != "state" || ev.State == nil {
+			continue
+		}
+		ts := float64(ev.Time.UnixNano()) / 1e9
+		l := lives[ev.SandboxID]
+		if l == nil {
+			l = &life{from: ts, to: math.Inf(1)}
+			lives[ev.SandboxID] = l
+		}
+		if ev.State.To == "Deleted" || ev.State.To == "Expired" {
+			l.to = ts
+		}
+	}
+	af.Close()
+	require.NoError(t, asc.Err())
+
+	// Another submission's sandbox was alive during a round, and no round
+	// listed it: tenancy, not luck, kept it.
+	var others []string
+	overlapped := false
+	for id, l := range lives {
+		if listed[id] {
+			continue
+		}
+		others = append(others, id)
+		for _, r := range rounds {
+			if l.from < r.T0 && r.T1 < l.to {
+				overlapped = true
+			}
+		}
+	}
+	require.NotEmpty(t, others, "the careful submission created sandboxes")
+	assert.True(t, overlapped, "the careless reap listed while another submission's sandbox was alive (%d rounds, others %s)", len(rounds), strings.Join(others, ", "))
+	assertNoSandboxLeft(t, stateDir)
+}
