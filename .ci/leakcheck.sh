@@ -101,15 +101,17 @@ scan() {
 		fi
 		findings+=("instance $d")
 	done
-	# A temporary volume root (t.TempDir()) a killed test left, with volumes in it
-	# (its .osb registry says a bundled server used it).
+	# A temporary volume root (t.TempDir(): $tmp/Test<name><digits>/NNN) a killed
+	# test left, with volumes in it (its .osb registry says a bundled server used
+	# it). A volume root an operator made on purpose elsewhere (a persistent
+	# --volume-root, like a Docker named volume) is not a test's leftover.
 	while IFS= read -r d; do
 		d="${d%/.osb}"
 		case "$d" in "$tmp"/osb-capstone-*) continue ;; esac # a state root's: listed above
 		for v in "$d"/*; do
 			[[ -e "$v" ]] && findings+=("named volume $v")
 		done
-	done < <(find "$tmp" -mindepth 2 -maxdepth 4 -type d -name .osb -path '*/.osb' 2>/dev/null)
+	done < <(find "$tmp" -mindepth 2 -maxdepth 4 -type d -name .osb -path "$tmp/Test*/.osb" 2>/dev/null)
 	shopt -u nullglob
 
 	# 5. Sandbox disk mounts.
