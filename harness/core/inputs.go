@@ -19,7 +19,8 @@ import (
 // is recomputed). Each submission still gets its own copy of every input in
 // its bundle; nothing a submission can write is shared.
 type Inputs struct {
-	dir string // private (0700), removed by Close
+	dir  string   // private (0700), removed by Close
+	lock *os.File // dir/.lock, flocked while this session lives
 
 	mu    sync.Mutex
 	large struct {
@@ -36,19 +37,33 @@ type statsOnce struct {
 	err   error
 }
 
-// NewInputs makes an empty set in a private temporary directory.
+// inputsPrefix names the sessions' directories in the temporary directory.
+const inputsPrefix = "acceptance-inputs-"
+
+// NewInputs makes an empty set in a private temporary directory, locked for
+// the session's life, after removing the directories of sessions that died
+// without closing theirs (a SIGKILLed grade left its 50 MB input behind).
 func NewInputs() (*Inputs, error) {
-	dir, err := os.MkdirTemp("", "acceptance-inputs-")
+	reapDeadInputs(os.TempDir())
+	dir, err := os.MkdirTemp("", inputsPrefix)
 	if err != nil {
 		return nil, err
 	}
-	return &Inputs{dir: dir, stats: map[string]*statsOnce{}}, nil
+	lock, err := lockInputs(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return &Inputs{dir: dir, lock: lock, stats: map[string]*statsOnce{}}, nil
 }
 
 // Close removes the generated files.
 func (in *Inputs) Close() {
 	if in != nil && in.dir != "" {
 		_ = os.RemoveAll(in.dir)
+		if in.lock != nil {
+			_ = in.lock.Close()
+		}
 	}
 }
 
