@@ -29,6 +29,34 @@ func (d *drill) logf(format string, args ...any) {
 	d.log = append(d.log, time.Now().UTC().Format(time.RFC3339Nano)+" "+fmt.Sprintf(format, args...))
 }
 
+// keyedFault has the drill switch a fault on for the run's own API key just
+// before the subject starts (on; route names the admin route in errors) and
+// off once it has ended (off). The fault reaches no other run.
+func (d *drill) keyedFault(route string,
+	on func(ctx context.Context, keyFP string) (*osb.Result[osb.Empty], error),
+	off func(ctx context.Context, keyFP string) (*osb.Result[osb.Empty], error)) {
+	d.keyed = true
+	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		defer cancel()
+		res, err := on(c, r.keyFP)
+		if err != nil {
+			return err
+		}
+		if !res.OK() {
+			return fmt.Errorf("%s answered %d: %s", route, res.Status, excerpt(res.Body, 200))
+		}
+		d.logf("fault %s switched on for key %s", d.Name, r.keyFP)
+		return nil
+	}
+	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
+		c, cancel := ctxTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = off(c, r.keyFP)
+		d.logf("fault %s switched off", d.Name)
+	}
+}
+
 // mockOnly is the availability of drills that need the bundled server's admin API.
 func mockOnly(e *Env) (bool, string) {
 	if e.mock() {

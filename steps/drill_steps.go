@@ -57,26 +57,12 @@ func denyPackageIndex(ctx context.Context, a, b string) error {
 	if ok, why := d.Available(s.env); !ok {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 	}
-	e := s.env
-	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		defer cancel()
-		res, err := e.client.Admin().EgressDenyForKey(c, r.keyFP, []string{a, b})
-		if err != nil {
-			return err
-		}
-		if !res.OK() {
-			return fmt.Errorf("/_mock/faults/egress-deny answered %d: %s", res.Status, excerpt(res.Body, 200))
-		}
-		d.logf("fault %s switched on for key %s", d.Name, r.keyFP)
-		return nil
-	}
-	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, _ = e.client.Admin().ClearEgressDenyForKey(c, r.keyFP)
-		d.logf("fault %s switched off", d.Name)
-	}
+	adm := s.env.client.Admin()
+	d.keyedFault("/_mock/faults/egress-deny",
+		func(c context.Context, fp string) (*osb.Result[osb.Empty], error) {
+			return adm.EgressDenyForKey(c, fp, []string{a, b})
+		},
+		adm.ClearEgressDenyForKey)
 	s.drill = d
 	return nil
 }
@@ -413,25 +399,12 @@ func capacityFault(ctx context.Context, seconds int) error {
 	// Keyed to the run's own key: other submissions graded on the server
 	// meanwhile keep creating, so the drill need not run alone.
 	d := &drill{Name: "capacity-429", Available: mockOnly, retryAfter: time.Duration(seconds) * time.Second, keyed: true}
-	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		defer cancel()
-		res, err := s.env.client.Admin().CapacityFaultForKey(c, r.keyFP, seconds)
-		if err != nil {
-			return err
-		}
-		if !res.OK() {
-			return fmt.Errorf("/_mock/faults/capacity answered %d: %s", res.Status, excerpt(res.Body, 200))
-		}
-		d.logf("fault %s switched on for key %s", d.Name, r.keyFP)
-		return nil
-	}
-	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, _ = s.env.client.Admin().ClearCapacityFaultForKey(c, r.keyFP)
-		d.logf("fault %s switched off", d.Name)
-	}
+	adm := s.env.client.Admin()
+	d.keyedFault("/_mock/faults/capacity",
+		func(c context.Context, fp string) (*osb.Result[osb.Empty], error) {
+			return adm.CapacityFaultForKey(c, fp, seconds)
+		},
+		adm.ClearCapacityFaultForKey)
 	s.drill = d
 	return nil
 }

@@ -3,6 +3,7 @@ package rubric
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -156,7 +157,7 @@ func notPassed(failed, flaky, security []ID) (Overall, string) {
 	if len(security) > 0 {
 		var secF, secK []ID
 		for _, id := range security {
-			if contains(flaky, id) {
+			if slices.Contains(flaky, id) {
 				secK = append(secK, id)
 			} else {
 				secF = append(secF, id)
@@ -191,21 +192,12 @@ func notPassed(failed, flaky, security []ID) (Overall, string) {
 func NotPassedReason(failed, flaky []ID) string {
 	var sec []ID
 	for _, id := range append(append([]ID{}, failed...), flaky...) {
-		if contains(SecurityCriteria, id) {
+		if slices.Contains(SecurityCriteria, id) {
 			sec = append(sec, id)
 		}
 	}
 	_, why := notPassed(failed, flaky, sec)
 	return why
-}
-
-func contains(ids []ID, id ID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // score applies the scoring rule of the package doc.
