@@ -225,3 +225,47 @@ func TestEgressDecision(t *testing.T) {
 		assert.Equal(t, tc.want, egressDecision(tc.events, h), tc.name)
 	}
 }
+
+// TestAllowedNoUpstream: an allowed host's failed probe on a real target is
+// "no upstream" (not measured) exactly when classifyNetwork calls it
+// unreachable, refused connections included; a denial is the target's
+// failure; the bundled server's verdicts never take this path.
+func TestAllowedNoUpstream(t *testing.T) {
+	one, zero := 1, 0
+	const (
+		servfail = "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>"
+		refused  = "urllib.error.URLError: <urlopen error [Errno 111] Connection refused>"
+		tlsCut   = "ssl.SSLZeroReturnError: TLS/SSL connection has been closed (EOF)"
+		nxdomain = "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>"
+		both     = servfail + "\n" + nxdomain
+		other    = "Traceback: ValueError: bad"
+	)
+	for _, tc := range []struct {
+		name    string
+		bundled bool
+		exit    *int
+		stderr  string
+		want    bool
+	}{
+		{"SERVFAIL", false, &one, servfail, true},
+		{"connection refused", false, &one, refused, true},
+		{"TLS cut before any answer", false, &one, tlsCut, true},
+		{"NXDOMAIN is a denial", false, &one, nxdomain, false},
+		{"denial wins over unreachable", false, &one, both, false},
+		{"no network failure", false, &one, other, false},
+		{"passed probe", false, &zero, refused, false},
+		{"no exit code", false, nil, refused, false},
+		{"bundled, refused", true, &one, refused, false},
+		{"bundled, SERVFAIL", true, &one, servfail, false},
+	} {
+		sign, got := allowedNoUpstream(tc.bundled, tc.exit, "", tc.stderr)
+		assert.Equal(t, tc.want, got, tc.name)
+		kind, _ := classifyNetwork(tc.stderr)
+		if !tc.bundled && tc.exit != nil && *tc.exit != 0 {
+			assert.Equal(t, kind == netUnreachable, got, "%s: agrees with classifyNetwork", tc.name)
+		}
+		if got {
+			assert.NotEmpty(t, sign, tc.name)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -266,9 +265,22 @@ func egressDecision(events []osb.AuditEvent, host string) string {
 	return decision
 }
 
-// noUpstream matches a resolver that failed temporarily (SERVFAIL upstream,
-// EAI_AGAIN): on a real target without an upstream an allowed host fails so.
-var noUpstream = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]`)
+// allowedNoUpstream says whether an allowed host's failed probe shows only
+// that the target has no upstream (not measured) rather than a failure of
+// the target, and the line that shows it. It uses classifyNetwork's
+// unreachable class, as the drill's checks do: a resolver that failed
+// temporarily (SERVFAIL, EAI_AGAIN), a refused connection, a TLS connection
+// cut before any answer. Evidence of a denial (NXDOMAIN, 403) is the target
+// failing its own allow rule, and a passed probe (exit 0) is judged on its
+// answer. On the bundled server an allowed host is served by a stub, so its
+// verdict never depends on an upstream: there the answer is always false.
+func allowedNoUpstream(bundled bool, exit *int, stdout, stderr string) (string, bool) {
+	if bundled || exit == nil || *exit == 0 {
+		return "", false
+	}
+	kind, sign := classifyNetwork(stderr + "\n" + stdout)
+	return sign, kind == netUnreachable
+}
 
 func denialAudited(ctx context.Context, host string) error {
 	s := state(ctx)
@@ -307,10 +319,10 @@ func probeAllowed(ctx context.Context, host string) error {
 	if err != nil {
 		return failf("probe: %v", err)
 	}
-	if loc := noUpstream.FindStringIndex(ex.StderrText()); !s.env.mock() && ex.ExitCode != nil && *ex.ExitCode != 0 && loc != nil {
+	if sign, ok := allowedNoUpstream(s.env.mock(), ex.ExitCode, ex.StdoutText(), ex.StderrText()); ok {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-			"the target has no upstream: the egress sidecar allowed %s but its lookup failed temporarily (SERVFAIL/EAI_AGAIN: %s); nothing upstream answers on this machine",
-			host, lineAround(ex.StderrText(), loc[0], 200))
+			"the target has no upstream: the egress sidecar allowed %s but it was unreachable (%s); nothing upstream answers on this machine",
+			host, sign)
 	}
 	if ex.ExitCode == nil || *ex.ExitCode != 0 || strings.TrimSpace(ex.StdoutText()) != "200" {
 		return failf("the allowed package index at %s did not answer 200 (exit %s, stdout %q, stderr %s)",

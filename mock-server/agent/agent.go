@@ -187,7 +187,7 @@ func (a *Agent) Handler() http.Handler {
 		case r.PathValue("b") == "logs":
 			a.handleLogs(w, r, r.PathValue("a"))
 		default:
-			writeError(w, http.StatusNotFound, "NOT_SUPPORTED", "no route GET "+r.URL.Path)
+			ginNotFound(w)
 		}
 	})
 	mux.HandleFunc("GET /metrics", a.handleMetrics)
@@ -214,20 +214,27 @@ func (a *Agent) Handler() http.Handler {
 				fmt.Sprintf("%s is not supported by this sandbox agent (code contexts and pty are not implemented)", r.URL.Path))
 		})
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "NOT_SUPPORTED", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
-	})
+	// An unknown route, or a method its path's routes do not take, is gin's
+	// 404 as real execd answers it (HandleMethodNotAllowed off: no 405).
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { ginNotFound(w) })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Real execd (gin, no HEAD routes, HandleMethodNotAllowed off) answers
 		// HEAD anywhere but its /proxy/ reverse proxy with gin's own 404
 		// ("404 page not found", text/plain); Go's mux would let HEAD reach a
 		// GET route.
 		if r.Method == http.MethodHead && !strings.HasPrefix(r.URL.Path, "/proxy/") {
-			w.Header().Set("Content-Type", "text/plain")
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte("404 page not found"))
+			ginNotFound(w)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// ginNotFound is gin's own answer for a request no route takes (real execd's
+// router: components/execd/pkg/web/router.go): 404 "404 page not found",
+// text/plain, not an execd JSON error.
+func ginNotFound(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte("404 page not found"))
 }
