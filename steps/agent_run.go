@@ -37,12 +37,13 @@ type agentModel struct {
 }
 
 // start runs the model server for r and gives the subject its endpoint.
-func (m *agentModel) start(e *Env, r *subjectRun, spec *subject.Spec) error {
+// subjectKey is the API key the subject got (a planted secret).
+func (m *agentModel) start(e *Env, subjectKey string, spec *subject.Spec) error {
 	m.apiKey = "sk-capstone-" + randomHex(16)
 	spec.Env.ModelBaseURL = "http://127.0.0.1:0/v1" // placeholder, so the dump detector knows the names
 	spec.Env.ModelAPIKey = m.apiKey
 	secrets := []model.Secret{
-		{Label: "subject_api_key", Value: r.apiKey},
+		{Label: "subject_api_key", Value: subjectKey},
 		{Label: "platform_api_key", Value: e.opt.Target.APIKey},
 		{Label: "admin_token", Value: e.opt.Target.AdminToken},
 		{Label: "data_api_token (vault value)", Value: e.opt.Stubs.DataAPIToken},
@@ -62,8 +63,8 @@ func (m *agentModel) start(e *Env, r *subjectRun, spec *subject.Spec) error {
 	return nil
 }
 
-// finish stops the server and writes the transcript and the dialogue.
-func (m *agentModel) finish(r *subjectRun) {
+// finish stops the server and writes the transcript and the dialogue into dir.
+func (m *agentModel) finish(dir string) {
 	if m.srv == nil {
 		return
 	}
@@ -71,8 +72,8 @@ func (m *agentModel) finish(r *subjectRun) {
 	m.xs = m.srv.Exchanges()
 	var b bytes.Buffer
 	_ = model.WriteJSONL(&b, m.xs)
-	_ = os.WriteFile(filepath.Join(r.dir, "model-transcript.jsonl"), b.Bytes(), 0o644)
-	_ = os.WriteFile(filepath.Join(r.dir, "model-dialogue.md"), []byte(model.Dialogue(m.scriptName, m.xs)), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "model-transcript.jsonl"), b.Bytes(), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "model-dialogue.md"), []byte(model.Dialogue(m.scriptName, m.xs)), 0o644)
 }
 
 // completions are the chat-completion requests (what the agent asked the model).
@@ -96,6 +97,19 @@ func defaultAgentModel() *agentModel {
 		panic(err) // bundled; TestScriptValidation loads every bundled script
 	}
 	return &agentModel{scriptName: defaultScript, script: sc}
+}
+
+// commandScript answers the other commands of a submission with a model
+// (contract, reap, test.unit, test.integration): a plain model, so the
+// submission's own tests that need one can run. Nothing is graded from it.
+const commandScript = "neutral"
+
+func commandModel() *agentModel {
+	sc, err := model.Lookup(commandScript)
+	if err != nil {
+		panic(err) // bundled; TestScriptValidation loads every bundled script
+	}
+	return &agentModel{scriptName: commandScript, script: sc}
 }
 
 // runAgent runs the subject on fixture in front of the named script, once

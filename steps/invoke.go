@@ -31,7 +31,8 @@ type invocation struct {
 	started time.Time
 	ended   time.Time
 	res     *subject.Result
-	err     error // the harness could not run it
+	err     error       // the harness could not run it
+	model   *agentModel // the plain scripted model of a submission with model: true (nil otherwise)
 
 	observed []observe.Call
 
@@ -97,6 +98,19 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 			RunID:        runID,
 		},
 	}
+	if e.sub().Manifest.Model {
+		// A submission with a model in the loop gets a model endpoint in its
+		// other commands too (its own tests may need one): a plain scripted
+		// model, its requests recorded in this invocation's evidence. Nothing
+		// is graded from it; the planted-secret checks are the run scenarios'.
+		inv.model = commandModel()
+		if err := inv.model.start(e, inv.apiKey, &spec); err != nil {
+			inv.model = nil
+			inv.err = fmt.Errorf("starting the scripted model for %s: %w", field, err)
+			return inv
+		}
+		defer inv.model.finish(inv.dir)
+	}
 	var rec *observe.Proxy
 	if !e.mock() {
 		if rec, err = observe.Start(e.targetURL()); err != nil {
@@ -127,11 +141,15 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 		inv.observed = rec.Calls()
 		_ = rec.Close()
 	}
-	b, _ := json.MarshalIndent(map[string]any{
+	rec0 := map[string]any{
 		"field": field, "command": cmd, "run_id": runID, "api_key_fp": inv.keyFP,
 		"started_at": inv.started.UTC().Format(time.RFC3339Nano), "ended_at": inv.ended.UTC().Format(time.RFC3339Nano),
 		"result": inv.res, "harness_error": errString(inv.err),
-	}, "", "  ")
+	}
+	if inv.model != nil {
+		rec0["model_script"] = inv.model.scriptName
+	}
+	b, _ := json.MarshalIndent(rec0, "", "  ")
 	_ = os.WriteFile(filepath.Join(inv.dir, "invocation.json"), b, 0o644)
 	return inv
 }
@@ -140,7 +158,7 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 // printed something).
 func (inv *invocation) evidence(names ...string) []string {
 	out := []string{filepath.Join(inv.relDir, "invocation.json")}
-	for _, log := range []string{"stdout.log", "stderr.log"} {
+	for _, log := range []string{"stdout.log", "stderr.log", "model-dialogue.md", "model-transcript.jsonl"} {
 		if st, err := os.Stat(filepath.Join(inv.dir, log)); err == nil && st.Size() > 0 {
 			out = append(out, filepath.Join(inv.relDir, log))
 		}

@@ -178,11 +178,11 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	if o.model != nil {
 		r.model = o.model
-		if err := o.model.start(e, r, &spec); err != nil {
+		if err := o.model.start(e, r.apiKey, &spec); err != nil {
 			r.err = fmt.Errorf("starting the scripted model: %w", err)
 			return r
 		}
-		defer o.model.finish(r)
+		defer o.model.finish(r.dir)
 	}
 	// A server without an audit trail: the subject talks to it through the
 	// harness's recording proxy, so its lifecycle calls are on record.

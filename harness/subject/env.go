@@ -13,7 +13,8 @@ const (
 	EnvDataAPIToken = "CAPSTONE_DATA_API_TOKEN"
 	EnvRunID        = "CAPSTONE_RUN_ID"
 	// A submission with a model in the loop (manifest model: true) also gets
-	// the scripted model's endpoint, under the official OpenAI clients' names.
+	// the scripted model's endpoint, under the official OpenAI clients' names,
+	// in every command (run, contract, reap, test.unit, test.integration).
 	EnvModelBaseURL = "OPENAI_BASE_URL"
 	EnvModelAPIKey  = "OPENAI_API_KEY"
 )

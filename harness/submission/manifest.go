@@ -12,6 +12,10 @@
 //	  integration: "python3 -m pytest -q tests/integration --junitxml {out}/junit-integration.xml"
 //	readme: README.md                             # optional, default README.md
 //	model: false                                  # optional: true = needs a model endpoint
+//
+// model: true gives every command (run, contract, reap, test.unit,
+// test.integration) the harness's scripted model as OPENAI_BASE_URL and
+// OPENAI_API_KEY; without it no command gets either.
 package submission
 
 import (
