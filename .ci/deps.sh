@@ -16,6 +16,8 @@ command -v node >/dev/null || need_apt+=(nodejs)
 command -v npm >/dev/null || need_apt+=(npm)
 /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 command -v sysctl >/dev/null || need_apt+=(procps)
+# The model-endpoint tests' test commands make their chat request with curl.
+command -v curl >/dev/null || need_apt+=(curl)
 # Headless browser for the report.html test (harness/report TestHTMLInChromium).
 command -v chromium >/dev/null || need_apt+=(chromium)
 
