@@ -214,9 +214,11 @@ func (a *Agent) Handler() http.Handler {
 				fmt.Sprintf("%s is not supported by this sandbox agent (code contexts and pty are not implemented)", r.URL.Path))
 		})
 	}
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	noRoute := func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "NOT_SUPPORTED", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
-	})
+	}
+	mux.HandleFunc("/", noRoute)
+	routed := ginRouting(mux, noRoute)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Real execd (gin, no HEAD routes, HandleMethodNotAllowed off) answers
 		// HEAD anywhere but its /proxy/ reverse proxy with gin's own 404
@@ -228,6 +230,6 @@ func (a *Agent) Handler() http.Handler {
 			_, _ = w.Write([]byte("404 page not found"))
 			return
 		}
-		mux.ServeHTTP(w, r)
+		routed.ServeHTTP(w, r)
 	})
 }
