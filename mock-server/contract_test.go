@@ -111,7 +111,9 @@ func contractProblems(t *testing.T, method, path string, hdr http.Header, body [
 	require.NoError(t, err)
 	req.Header = hdr.Clone()
 	route, params, err := spec.router.FindRoute(req)
-	if err != nil {
+	// The real server routes on the decoded path: an encoded "/" splits a
+	// segment there, so such a path fits no documented route.
+	if err != nil || strings.Count(req.URL.Path, "/") != strings.Count(req.URL.EscapedPath(), "/") {
 		tolerate(t, "undocumented-routes") // proxy, diagnostics, pools, metrics
 		return nil
 	}

@@ -31,7 +31,7 @@ func (s *Server) buildHandler() http.Handler {
 	mux := http.NewServeMux()
 	s.routes(mux)
 	admin := s.adminHandler()
-	api := s.auditLifecycle(s.auth(mux))
+	api := s.auditLifecycle(s.auth(starletteRouting(mux)))
 	return s.recoverer(s.requestID(s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/_mock" || strings.HasPrefix(r.URL.Path, "/_mock/") {
 			admin.ServeHTTP(w, r)
@@ -52,8 +52,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	// the real server's order); and unlike Go's mux, a GET route does not
 	// take HEAD.
 	first := map[string]string{}
-	handle := func(method, path string, h http.HandlerFunc) {
-		for _, p := range []string{"/v1", ""} {
+	handleUnder := func(prefixes []string, method, path string, h http.HandlerFunc) {
+		for _, p := range prefixes {
 			pat := p + path
 			if method != "" {
 				mux.HandleFunc(method+" "+pat, h)
@@ -71,6 +71,9 @@ func (s *Server) routes(mux *http.ServeMux) {
 				mux.HandleFunc("HEAD "+pat, methodNotAllowed(first[pat]))
 			}
 		}
+	}
+	handle := func(method, path string, h http.HandlerFunc) {
+		handleUnder([]string{"/v1", ""}, method, path, h)
 	}
 	handle("POST", "/sandboxes", jsonBody(s.handleCreate))
 	handle("GET", "/sandboxes", s.handleList)
@@ -90,7 +93,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	handle("DELETE", "/snapshots/{sid}", s.handleSnapshots)
 	handle("", "/pools", s.handlePools)
 	handle("", "/pools/{name}", s.handlePools)
-	handle("POST", "/metrics/events", func(w http.ResponseWriter, r *http.Request) {
+	// The real server includes its metrics router under /v1 only.
+	handleUnder([]string{"/v1"}, "POST", "/metrics/events", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBodyBytes))
 		w.WriteHeader(http.StatusNoContent)
 	})

@@ -216,7 +216,9 @@ func (a *Agent) Handler() http.Handler {
 	}
 	// An unknown route, or a method its path's routes do not take, is gin's
 	// 404 as real execd answers it (HandleMethodNotAllowed off: no 405).
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { ginNotFound(w) })
+	noRoute := func(w http.ResponseWriter, r *http.Request) { ginNotFound(w) }
+	mux.HandleFunc("/", noRoute)
+	routed := ginRouting(mux, noRoute)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Real execd (gin, no HEAD routes, HandleMethodNotAllowed off) answers
 		// HEAD anywhere but its /proxy/ reverse proxy with gin's own 404
@@ -226,7 +228,7 @@ func (a *Agent) Handler() http.Handler {
 			ginNotFound(w)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		routed.ServeHTTP(w, r)
 	})
 }
 
