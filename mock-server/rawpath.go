@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // proxyTailRe finds the catch-all tail of the server proxy route, whose
@@ -52,41 +54,9 @@ func starletteRouting(mux *http.ServeMux) http.Handler {
 // the mux neither cleans nor treats as separators (path values come back
 // decoded).
 func resolveRaw(mux *http.ServeMux, r *http.Request, p string) (*http.Request, bool) {
-	if p == "" || p[0] != '/' {
-		return nil, false
-	}
-	head, tail := p, ""
+	tailAt := -1
 	if loc := proxyTailRe.FindStringIndex(p); loc != nil {
-		head, tail = p[:loc[1]], p[loc[1]:]
-		// The tail is one catch-all value: its separators can stay encoded.
-		tail = url.PathEscape(tail)
-		if strings.HasPrefix(tail, ".") {
-			tail = "%2E" + tail[1:]
-		}
+		tailAt = loc[1] // the proxy's catch-all tail: its separators can stay encoded
 	}
-	segs := strings.Split(head[1:], "/")
-	for i, s := range segs {
-		switch s {
-		case ".":
-			segs[i] = "%2E"
-		case "..":
-			segs[i] = "%2E%2E"
-		case "":
-			if i != len(segs)-1 {
-				return nil, false // an empty segment fits no parameter
-			}
-		default:
-			segs[i] = url.PathEscape(s)
-		}
-	}
-	enc := "/" + strings.Join(segs, "/") + tail
-	u := *r.URL
-	u.Path, u.RawPath = p, enc
-	r2 := new(http.Request)
-	*r2 = *r
-	r2.URL = &u
-	if _, pat := mux.Handler(r2); pat == "/" || pat == "" || u.EscapedPath() != enc {
-		return nil, false
-	}
-	return r2, true
+	return wire.RouteRaw(mux, r, p, tailAt)
 }

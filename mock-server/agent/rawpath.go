@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // ginRouting serves mux with the path semantics of the real execd's gin
@@ -44,42 +46,11 @@ func ginRouting(mux *http.ServeMux, noRoute http.HandlerFunc) http.Handler {
 // redirects; path values come back decoded). Below /proxy/{port}/ the rest
 // is one value, forwarded as is.
 func resolveGin(mux *http.ServeMux, r *http.Request, p string) (*http.Request, bool) {
-	if p == "" || p[0] != '/' {
-		return nil, false
-	}
-	head, tail := p, ""
+	tailAt := -1
 	if strings.HasPrefix(p, "/proxy/") {
 		if i := strings.IndexByte(p[len("/proxy/"):], '/'); i >= 0 {
-			head, tail = p[:len("/proxy/")+i+1], p[len("/proxy/")+i+1:]
-			tail = url.PathEscape(tail)
-			if strings.HasPrefix(tail, ".") {
-				tail = "%2E" + tail[1:]
-			}
+			tailAt = len("/proxy/") + i + 1
 		}
 	}
-	segs := strings.Split(head[1:], "/")
-	for i, s := range segs {
-		switch s {
-		case ".":
-			segs[i] = "%2E"
-		case "..":
-			segs[i] = "%2E%2E"
-		case "":
-			if i != len(segs)-1 {
-				return nil, false
-			}
-		default:
-			segs[i] = url.PathEscape(s)
-		}
-	}
-	enc := "/" + strings.Join(segs, "/") + tail
-	u := *r.URL
-	u.Path, u.RawPath = p, enc
-	r2 := new(http.Request)
-	*r2 = *r
-	r2.URL = &u
-	if _, pat := mux.Handler(r2); pat == "/" || pat == "" || u.EscapedPath() != enc {
-		return nil, false
-	}
-	return r2, true
+	return wire.RouteRaw(mux, r, p, tailAt)
 }
