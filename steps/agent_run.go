@@ -120,19 +120,11 @@ func (e *Env) runAgent(ctx context.Context, fixture, script string) (*subjectRun
 		return nil, err
 	}
 	key := fixture + "-agent-" + script
-	e.runsMu.Lock()
-	o := e.runs[key]
-	if o == nil {
-		o = &subjectRunOnce{}
-		e.runs[key] = o
-	}
-	e.runsMu.Unlock()
-	o.once.Do(func() {
+	return e.runOnce(key, func() *subjectRun {
 		e.faultMu.RLock()
 		defer e.faultMu.RUnlock()
-		o.run = e.runSubject(ctx, key, fixture, runOpts{model: &agentModel{scriptName: script, script: sc}})
-	})
-	return o.run, nil
+		return e.runSubject(ctx, key, fixture, runOpts{model: &agentModel{scriptName: script, script: sc}})
+	}), nil
 }
 
 // agentRun is the scenario's agent run, or an error saying why there is none.

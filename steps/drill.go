@@ -72,16 +72,7 @@ func mockOnly(e *Env) (bool, string) {
 func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjectRun {
 	d := s.drill
 	if d.Opts.hook == nil {
-		key := "drill:" + fixture + "-" + d.Name
-		e.runsMu.Lock()
-		o := e.runs[key]
-		if o == nil {
-			o = &subjectRunOnce{}
-			e.runs[key] = o
-		}
-		e.runsMu.Unlock()
-		o.once.Do(func() { o.run = e.runDrillNow(ctx, d, fixture) })
-		return o.run
+		return e.runOnce("drill:"+fixture+"-"+d.Name, func() *subjectRun { return e.runDrillNow(ctx, d, fixture) })
 	}
 	return e.runDrillNow(ctx, d, fixture)
 }

@@ -65,22 +65,27 @@ type subjectRunOnce struct {
 	run  *subjectRun
 }
 
-// runFixture runs the subject on a committed fixture, once per run and fixture:
-// scenarios that check different aspects of the same run share it.
-func (e *Env) runFixture(ctx context.Context, name string) *subjectRun {
+// runOnce returns the run made under key, running it (run) the first time
+// any scenario asks: scenarios that check different aspects of one run share it.
+func (e *Env) runOnce(key string, run func() *subjectRun) *subjectRun {
 	e.runsMu.Lock()
-	o := e.runs[name]
+	o := e.runs[key]
 	if o == nil {
 		o = &subjectRunOnce{}
-		e.runs[name] = o
+		e.runs[key] = o
 	}
 	e.runsMu.Unlock()
-	o.once.Do(func() {
+	o.once.Do(func() { o.run = run() })
+	return o.run
+}
+
+// runFixture runs the subject on a committed fixture, once per run and fixture.
+func (e *Env) runFixture(ctx context.Context, name string) *subjectRun {
+	return e.runOnce(name, func() *subjectRun {
 		e.faultMu.RLock()
 		defer e.faultMu.RUnlock()
-		o.run = e.runSubject(ctx, name, name, runOpts{})
+		return e.runSubject(ctx, name, name, runOpts{})
 	})
-	return o.run
 }
 
 // during is called once the subject is running (drills use it to inject faults);
