@@ -91,25 +91,19 @@ func (m *agentModel) completions() []model.Exchange {
 // agent scenario scripts: an ordinary model.
 const defaultScript = "analyst"
 
-func defaultAgentModel() *agentModel {
-	sc, err := model.Lookup(defaultScript)
-	if err != nil {
-		panic(err) // bundled; TestScriptValidation loads every bundled script
-	}
-	return &agentModel{scriptName: defaultScript, script: sc}
-}
-
 // commandScript answers the other commands of a submission with a model
 // (contract, reap, test.unit, test.integration): a plain model, so the
 // submission's own tests that need one can run. Nothing is graded from it.
 const commandScript = "neutral"
 
-func commandModel() *agentModel {
-	sc, err := model.Lookup(commandScript)
+// bundledModel is a scripted model from one of the bundled scripts
+// (defaultScript, commandScript).
+func bundledModel(name string) *agentModel {
+	sc, err := model.Lookup(name)
 	if err != nil {
 		panic(err) // bundled; TestScriptValidation loads every bundled script
 	}
-	return &agentModel{scriptName: commandScript, script: sc}
+	return &agentModel{scriptName: name, script: sc}
 }
 
 // runAgent runs the subject on fixture in front of the named script, once

@@ -103,7 +103,7 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 		// other commands too (its own tests may need one): a plain scripted
 		// model, its requests recorded in this invocation's evidence. Nothing
 		// is graded from it; the planted-secret checks are the run scenarios'.
-		inv.model = commandModel()
+		inv.model = bundledModel(commandScript)
 		if err := inv.model.start(e, inv.apiKey, &spec); err != nil {
 			inv.model = nil
 			inv.err = fmt.Errorf("starting the scripted model for %s: %w", field, err)

@@ -179,7 +179,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 		},
 	}
 	if o.model == nil && e.opt.Submission.Manifest.Model {
-		o.model = defaultAgentModel()
+		o.model = bundledModel(defaultScript)
 	}
 	if o.model != nil {
 		r.model = o.model
