@@ -36,7 +36,7 @@ type gsTest struct {
 	ExtraData    map[string]any `json:"extra_data"`
 }
 
-// WriteGradescope renders results.json for a Gradescope autograder: one test
+// writeGradescope renders results.json for a Gradescope autograder: one test
 // per graded entry that feeds the score, max_score = the entry's weight
 // (item weight / inputs; they sum to 100), score = its final points (the
 // measured ones until a reviewer has judged; reviewer-judgement entries score
@@ -44,12 +44,7 @@ type gsTest struct {
 // from a passed verdict; not-measured entries (a timeout included) score 0
 // and explain why in their output and extra_data. The top-level score is the
 // final score (the tests' scores, unrounded).
-func WriteGradescope(w io.Writer, d Document) error {
-	f := d.Final
-	reviewed := f != nil
-	if f == nil {
-		f = ComputeFinal(d, nil)
-	}
+func writeGradescope(w io.Writer, d Document, f *Final, reviewed bool) error {
 	rows := map[rubric.ID]EntryRow{}
 	for _, r := range d.AllEntries() {
 		rows[r.ID] = r
