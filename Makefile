@@ -11,7 +11,7 @@ WHEEL_PKG := tabulate==0.9.0
 ARGS      ?=
 COMMA     := ,
 
-.PHONY: all deps build acceptance test test-short bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
+.PHONY: all deps build rubric acceptance test test-short bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
 
 all: build
 
@@ -20,6 +20,11 @@ deps:
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acceptance
+
+# The rubric index (docs/rubric.md): every entry's scenarios and the Go functions of their steps.
+# Regenerate it when the rubric, a feature or a step changes; cmd/acceptance TestRubricIndexGolden checks it.
+rubric:
+	$(GO) run ./cmd/acceptance rubric --format md > docs/rubric.md
 
 acceptance: deps build
 	./$(BIN) run $(ARGS)
