@@ -163,38 +163,3 @@ func gsOutput(r EntryRow, fe FinalEntry) string {
 	}
 	return b.String()
 }
-
-func verdictWords(v rubric.Verdict, c rubric.Category) string {
-	switch v {
-	case rubric.Passed:
-		return "passed"
-	case rubric.Failed:
-		return "failed"
-	case rubric.Flaky:
-		return "flaky"
-	case rubric.HarnessError:
-		return "harness error"
-	case VerdictPending:
-		return "awaiting a reviewer"
-	case rubric.NotMeasured:
-		if c != "" {
-			return "not measured (" + string(c) + ")"
-		}
-		return "not measured"
-	}
-	return string(v)
-}
-
-func provenanceWords(p Provenance) string {
-	switch p {
-	case ProvMeasured:
-		return "measured by the harness"
-	case ProvJudged:
-		return "judged by a reviewer"
-	case ProvOverride:
-		return "reviewer override"
-	case ProvPending:
-		return "awaiting a reviewer"
-	}
-	return "not measured, no points"
-}

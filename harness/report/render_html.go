@@ -95,22 +95,6 @@ type svgText struct {
 	Text string
 }
 
-func verdictClass(v rubric.Verdict) string {
-	switch v {
-	case rubric.Passed:
-		return "pass"
-	case rubric.Failed:
-		return "fail"
-	case rubric.Flaky:
-		return "flaky"
-	case rubric.HarnessError:
-		return "error"
-	case VerdictPending:
-		return "pending"
-	}
-	return "nm"
-}
-
 // writeHTML renders report.html: one self-contained page (inline CSS and
 // SVG, no script, no external asset; chart thumbnails are small data URIs)
 // with the verdict and score at the top, the target preflight (never
