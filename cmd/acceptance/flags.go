@@ -12,8 +12,9 @@ import (
 )
 
 // checkFlagValues rejects flag values that cannot mean anything (exit 2):
-// a non-positive subject timeout, a wheels directory that does not exist,
-// a --baselines directory that does not exist.
+// a non-positive subject timeout, a --baselines directory that does not
+// exist. What the machine lacks (checkWheels) is checked after every usage
+// error, so a mistyped command line is named as such even before make deps.
 func checkFlagValues(c *runConfig) error {
 	if c.subjectTimeout <= 0 {
 		return fmt.Errorf("--subject-timeout must be positive, got %s", c.subjectTimeout)
@@ -21,6 +22,12 @@ func checkFlagValues(c *runConfig) error {
 	if c.repeat < 1 {
 		return fmt.Errorf("--repeat must be at least 1, got %d", c.repeat)
 	}
+	return checkBaselines(c.baselines, c.baselinesSet, report.BaselinesFromEnv(c.baselines).Update)
+}
+
+// checkWheels rejects a wheels directory that does not exist (exit 2): the
+// stub package index cannot serve the install step without it.
+func checkWheels(c *runConfig) error {
 	st, err := os.Stat(c.wheels)
 	switch {
 	case err != nil:
@@ -28,7 +35,7 @@ func checkFlagValues(c *runConfig) error {
 	case !st.IsDir():
 		return fmt.Errorf("--wheels %s is not a directory", c.wheels)
 	}
-	return checkBaselines(c.baselines, c.baselinesSet, report.BaselinesFromEnv(c.baselines).Update)
+	return nil
 }
 
 // checkBaselines rejects a --baselines directory given on the command line

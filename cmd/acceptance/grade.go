@@ -64,6 +64,10 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
 		return 2
 	}
+	if err := checkWheels(cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		return 2
+	}
 	out := cfg.out
 	if out == "" {
 		out = filepath.Join("reports", time.Now().UTC().Format("20060102T150405Z")+"-"+randomHex(3))

@@ -55,6 +55,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return renderMain(args[1:], stdout, stderr)
 	case "fidelity":
 		return fidelityMain(args[1:], stdout, stderr)
+	case "rubric":
+		return rubricMain(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "acceptance %s (OpenSandbox contract 1.1.1)\n", version)
 		return 0
@@ -80,6 +82,7 @@ commands:
   diff        compare two bundles; exit 1 on a regression (the upgrade check)
   render      re-render a bundle's reports from its results.jsonl (e.g. after a killed run)
   fidelity    record runs into the fidelity ledger and regenerate harness/fidelity/FIDELITY.md
+  rubric      print the rubric index: each entry's scenarios and the Go functions of their steps
   version     print the version
 
 Run "acceptance <command> -h" for a command's flags.

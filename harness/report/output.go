@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -28,6 +29,28 @@ var writers = map[string]func(*bytes.Buffer, Document) error{
 	JUnitFile:      func(b *bytes.Buffer, d Document) error { return WriteJUnit(b, d) },
 	HTMLFile:       func(b *bytes.Buffer, d Document) error { return WriteHTML(b, d) },
 	GradescopeFile: func(b *bytes.Buffer, d Document) error { return WriteGradescope(b, d) },
+}
+
+// scored is the final score the renderers print: the reviewer's (d.Final,
+// reviewed) or, before any review, the measured points alone. Renderers never
+// compute a score themselves (internal/importrules).
+func scored(d Document) (f *Final, reviewed bool) {
+	if d.Final != nil {
+		return d.Final, true
+	}
+	return ComputeFinal(d, nil), false
+}
+
+// WriteHTML renders report.html (writeHTML) with d's final score.
+func WriteHTML(w io.Writer, d Document) error {
+	f, reviewed := scored(d)
+	return writeHTML(w, d, f, reviewed)
+}
+
+// WriteGradescope renders results.json (writeGradescope) with d's final score.
+func WriteGradescope(w io.Writer, d Document) error {
+	f, reviewed := scored(d)
+	return writeGradescope(w, d, f, reviewed)
 }
 
 // writeOutputs renders the named files of a bundle from doc; every writer is

@@ -114,37 +114,6 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-func verdictTitle(v rubric.Overall) string {
-	switch v {
-	case rubric.OverallPassed:
-		return "PASSED"
-	case rubric.OverallNotPassed:
-		return "NOT PASSED"
-	case rubric.OverallIncomplete:
-		return "INCOMPLETE"
-	}
-	return strings.ToUpper(string(v))
-}
-
-func verdictCell(v rubric.Verdict, c rubric.Category) string {
-	switch v {
-	case rubric.Passed:
-		return "passed"
-	case rubric.Failed:
-		return "**FAILED**"
-	case rubric.Flaky:
-		return "**FLAKY**"
-	case rubric.HarnessError:
-		return "**HARNESS ERROR**"
-	case rubric.NotMeasured:
-		if c != "" {
-			return "not measured (" + string(c) + ")"
-		}
-		return "not measured"
-	}
-	return string(v)
-}
-
 func evidenceLinks(ev []string) string {
 	if len(ev) == 0 {
 		return ""
