@@ -41,7 +41,7 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 	spec.Confine = &subject.Confinement{
 		Config:       *e.opt.Confine,
 		ShowSiblings: e.usesParent(),
-		ReadOnly:     venvsOnPath(),
+		ReadOnly:     append(venvsOnPath(), e.commandPaths(spec.Template.String())...),
 		Allow: func(port int) bool {
 			return static[port] || sp.allowed(port)
 		},
@@ -58,6 +58,40 @@ func (e *Env) usesParent() bool {
 		}
 	}
 	return false
+}
+
+// commandPaths: a bare command given on the grader's own command line
+// (run --subject, no submission directory) names host files by absolute
+// path (its script, a venv's python): they are shown read-only, each one's
+// venv or directory. A submission's manifest never gets this: its commands
+// see its own copy only.
+func (e *Env) commandPaths(cmd string) []string {
+	if e.sub().Dir != "" {
+		return nil
+	}
+	var out []string
+	for _, f := range strings.FieldsFunc(cmd, func(r rune) bool { return r == ' ' || r == '\'' || r == '"' || r == '=' }) {
+		if !filepath.IsAbs(f) || strings.HasPrefix(f, "/usr/") || strings.HasPrefix(f, "/bin/") {
+			continue
+		}
+		p := filepath.Clean(f)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		dir := p
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			dir = filepath.Dir(p)
+		}
+		root := dir
+		for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "pyvenv.cfg")); err == nil {
+				root = d
+				break
+			}
+		}
+		out = append(out, root)
+	}
+	return out
 }
 
 // venvsOnPath are the Python virtual environments on the grader's PATH (the

@@ -321,15 +321,34 @@ func (b *Box) Command(argv, env []string, dir string) *exec.Cmd {
 		"--bind", filepath.Join(b.scratch, "tmp"), "/tmp",
 		"--bind", filepath.Join(b.scratch, "home"), InsideHome,
 		"--bind", filepath.Join(b.scratch, "out"), InsideOut)
-	ro := append([]string(nil), b.req.ReadOnly...)
-	sort.Strings(ro)
-	for _, p := range ro {
-		if p == "" || !filepath.IsAbs(p) || p == "/" || strings.HasPrefix(p, "/usr/") || p == "/usr" || strings.HasPrefix(p, "/proc") {
+	var ro []string
+	for _, p := range b.req.ReadOnly {
+		p = filepath.Clean(p)
+		if p == "" || !filepath.IsAbs(p) || p == "/" || strings.HasPrefix(p, "/usr/") || p == "/usr" ||
+			strings.HasPrefix(p, "/proc") || strings.HasPrefix(p, "/etc") || strings.HasPrefix(p, "/dev") {
 			continue
 		}
 		if _, err := os.Stat(p); err == nil {
-			a = append(a, "--ro-bind", p, p)
+			ro = append(ro, p)
 		}
+	}
+	sort.Strings(ro)
+	made := map[string]bool{}
+	for _, p := range ro {
+		// Their parents are the box's own, 0755 (bwrap would make them 0700).
+		var anc []string
+		for d := filepath.Dir(p); d != "/"; d = filepath.Dir(d) {
+			anc = append([]string{d}, anc...)
+		}
+		for _, d := range anc {
+			if !made[d] {
+				made[d] = true
+				a = append(a, "--perms", "0755", "--dir", d)
+			}
+		}
+	}
+	for _, p := range ro {
+		a = append(a, "--ro-bind", p, p)
 	}
 	if b.req.ShowSiblings && b.req.SubmissionDir != "" {
 		a = append(a, "--ro-bind", filepath.Dir(filepath.Clean(b.req.SubmissionDir)), InsideRoot)

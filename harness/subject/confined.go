@@ -56,10 +56,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	if err := prepareOut(hostOut); err != nil {
 		return nil, err
 	}
-	dir := spec.Dir
-	if dir == "" {
-		dir = spec.WorkDir
-	}
+	dir := spec.Dir // "" (a bare command): an empty directory of its own
 	box, err := confine.Open(spec.Confine.Config, confine.Request{
 		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
 		Files: files, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow,
