@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -46,6 +47,29 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 			return static[port] || sp.allowed(port)
 		},
 	}
+	if admin := loopbackPort(e.opt.Target.Domain); e.mock() && admin > 0 {
+		// The bundled server's admin API (/_mock/...) shares its lifecycle
+		// port: requests there are read, and admin ones refused.
+		spec.Confine.Guard = func(port int) func(*http.Request) string {
+			if port != admin {
+				return nil
+			}
+			return refuseAdmin
+		}
+	}
+}
+
+// refuseAdmin refuses a request for the bundled server's admin API, however
+// its path is spelled (percent-encoded, doubled slashes, any case).
+func refuseAdmin(r *http.Request) string {
+	raw := r.RequestURI
+	if u, err := url.PathUnescape(raw); err == nil {
+		raw += " " + u
+	}
+	if strings.Contains(strings.ToLower(r.URL.Path+" "+raw), "_mock") {
+		return "the bundled server's admin API is the grader's alone"
+	}
+	return ""
 }
 
 // usesParent: a command of the manifest names ../ (the calibration set's

@@ -325,3 +325,32 @@ func execSelf(t *testing.T, test string, env ...string) *exec.Cmd {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func TestBoxNetworkGuardRefusesAdminPaths(t *testing.T) {
+	cfg := needBoxes(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("served " + r.URL.Path + "\n")) }))
+	defer srv.Close()
+	sp := srv.Listener.Addr().(*net.TCPAddr).Port
+	guard := func(port int) func(*http.Request) string {
+		if port != sp {
+			return nil
+		}
+		return func(r *http.Request) string {
+			if strings.Contains(strings.ToLower(r.URL.Path+" "+r.RequestURI), "_mock") {
+				return "the admin API"
+			}
+			return ""
+		}
+	}
+	r := run(t, cfg, Request{Allow: func(p int) bool { return p == sp }, Guard: guard}, fmt.Sprintf(`
+curl -s -m 5 http://127.0.0.1:%[1]d/v1/sandboxes http://127.0.0.1:%[1]d/_mock/canaries http://127.0.0.1:%[1]d/%%5Fmock/info http://127.0.0.1:%[1]d/v1/sandboxes/x
+curl -s -m 5 -o /dev/null -w '%%{http_code}\n' -X PUT http://127.0.0.1:%[1]d/_mock/canaries
+`, sp))
+	assert.Contains(t, r.stdout, "served /v1/sandboxes\n", r.stderr)
+	assert.Contains(t, r.stdout, "served /v1/sandboxes/x\n", "keep-alive requests after a refused one still go through")
+	assert.NotContains(t, r.stdout, "served /_mock")
+	assert.Contains(t, r.stdout, "refused by the grader's confinement: the admin API")
+	assert.Contains(t, r.stdout, "403\n")
+	st := r.box.Status()
+	assert.Equal(t, 3, st.RefusedCount, st.Refused)
+}

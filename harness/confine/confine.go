@@ -19,6 +19,7 @@ package confine
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -107,6 +108,12 @@ type Request struct {
 	// Allow says whether a TCP connection to 127.0.0.1:port on the host is
 	// this command's to make. Nil: nothing on the host is reachable.
 	Allow func(port int) bool
+	// Guard, when it returns a function for an allowed port, makes the
+	// forwarder speak HTTP on that port: each request goes through only if
+	// the function returns "" (else 403 and a refusal with its reason). The
+	// bundled server's lifecycle port carries its admin API (/_mock/...),
+	// which a command never reaches.
+	Guard func(port int) func(r *http.Request) string
 }
 
 // Refusal is a connection the box's network refused.

@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +41,10 @@ type network struct {
 	uid  int
 
 	allow func(port int) bool
+	guard func(port int) func(*http.Request) string
+
+	guardMu sync.Mutex
+	guarded map[int]*chanListener // port → the HTTP server's listener
 
 	mu           sync.Mutex
 	refused      []Refusal
@@ -49,7 +57,7 @@ func (n *network) path() string { return filepath.Join(netnsDir, n.name) }
 
 // newNetwork makes the namespace, brings lo up, opens the forwarder inside
 // it and installs the redirect for uid.
-func newNetwork(name string, uid int, allow func(int) bool) (*network, error) {
+func newNetwork(name string, uid int, allow func(int) bool, guard func(int) func(*http.Request) string) (*network, error) {
 	ip, err := exec.LookPath("ip")
 	if err != nil {
 		return nil, errors.New("ip (iproute2) is not installed")
@@ -58,7 +66,7 @@ func newNetwork(name string, uid int, allow func(int) bool) (*network, error) {
 	if err != nil {
 		return nil, errors.New("iptables is not installed")
 	}
-	n := &network{name: name, uid: uid, allow: allow, closing: make(chan struct{})}
+	n := &network{name: name, uid: uid, allow: allow, guard: guard, closing: make(chan struct{}), guarded: map[int]*chanListener{}}
 	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
@@ -179,6 +187,12 @@ func (n *network) handle(c net.Conn) {
 		n.refuse(addr, "the forwarder itself")
 		return
 	case ip.IsLoopback() && n.allow != nil && n.allow(port):
+		if n.guard != nil {
+			if g := n.guard(port); g != nil {
+				n.serveGuarded(port, g, c)
+				return
+			}
+		}
 		up, err = net.DialTimeout("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 10*time.Second)
 		if err != nil {
 			return // the allowed service is down: the client sees the connection close
@@ -226,6 +240,88 @@ func (n *network) refusals() ([]Refusal, int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return append([]Refusal(nil), n.refused...), n.refusedCount
+}
+
+// serveGuarded hands c to the port's HTTP reverse proxy, which lets a
+// request through only when g says "" (every refusal recorded), and waits
+// until the connection is done.
+func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Conn) {
+	n.guardMu.Lock()
+	ln := n.guarded[port]
+	if ln == nil {
+		ln = &chanListener{ch: make(chan net.Conn), done: make(chan struct{}), addr: c.LocalAddr()}
+		n.guarded[port] = ln
+		target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		rp := &httputil.ReverseProxy{
+			Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = r.In.Host },
+			FlushInterval: -1,
+			ErrorLog:      log.New(io.Discard, "", 0),
+		}
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if why := g(r); why != "" {
+					n.refuse(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))+" "+r.Method+" "+clipPath(r.RequestURI), why)
+					http.Error(w, "refused by the grader's confinement: "+why, http.StatusForbidden)
+					return
+				}
+				rp.ServeHTTP(w, r)
+			}),
+			ReadHeaderTimeout: 30 * time.Second,
+			ErrorLog:          log.New(io.Discard, "", 0),
+		}
+		go func() { _ = srv.Serve(ln) }()
+		go func() { <-n.closing; _ = srv.Close() }()
+	}
+	n.guardMu.Unlock()
+	wc := &watchedConn{Conn: c, closed: make(chan struct{})}
+	select {
+	case ln.ch <- wc:
+	case <-n.closing:
+		return
+	}
+	select {
+	case <-wc.closed:
+	case <-n.closing:
+	}
+}
+
+func clipPath(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// chanListener is a net.Listener fed connections by the forwarder.
+type chanListener struct {
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+	addr net.Addr
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+func (l *chanListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// watchedConn says when the HTTP server closed it.
+type watchedConn struct {
+	net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *watchedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { close(c.closed) })
+	return err
 }
 
 // close stops the forwarder (open connections end) and deletes the namespace.

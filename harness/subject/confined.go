@@ -3,6 +3,7 @@ package subject
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -23,6 +24,8 @@ type Confinement struct {
 	// Allow says whether a connection to 127.0.0.1:port on the host is the
 	// command's to make (its target, its sandboxes, its model, the stubs).
 	Allow func(port int) bool
+	// Guard: see confine.Request.Guard (the bundled server's admin API).
+	Guard func(port int) func(*http.Request) string
 	// ShowSiblings binds Spec.Dir's parent read-only (commands with ../ paths).
 	ShowSiblings bool
 	// ReadOnly are host directories visible read-only at the same path.
@@ -59,7 +62,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	dir := spec.Dir // "" (a bare command): an empty directory of its own
 	box, err := confine.Open(spec.Confine.Config, confine.Request{
 		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
-		Files: files, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow,
+		Files: files, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subject: confinement: %w", err)
