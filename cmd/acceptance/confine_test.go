@@ -73,3 +73,50 @@ func TestConfinedOfficialJSSDK(t *testing.T) {
 	assert.Equal(t, "confined", rec.Result.Confinement.Mode)
 	assert.Zero(t, rec.Result.Confinement.RefusedCount, "no SDK call was refused")
 }
+
+// TestGradeRefusesUnconfinedClass: on a machine that cannot confine, grade
+// refuses a class (exit 2, saying why) unless --insecure-no-confinement,
+// and then every report says in its header that confinement was off.
+func TestGradeRefusesUnconfinedClass(t *testing.T) {
+	gradingEnv(t)
+	old := confineAvailable
+	confineAvailable = func() string { return "test: this machine cannot confine" }
+	t.Cleanup(func() { confineAvailable = old })
+	subs := t.TempDir()
+	var dirs []string
+	for _, n := range []string{"a", "b"} {
+		d := filepath.Join(subs, n)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "capstone.yaml"), []byte("run: \"true\"\n"), 0o644))
+		dirs = append(dirs, d)
+	}
+	class := filepath.Join(t.TempDir(), "class")
+	var stdout, stderr bytes.Buffer
+	code := gradeMain(runArgs(t, class, append([]string{"--tags", "@criterion:function"}, dirs...)...), &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "cannot be confined here (test: this machine cannot confine)")
+	assert.Contains(t, stderr.String(), "--insecure-no-confinement")
+	_, err := os.Stat(class)
+	assert.True(t, os.IsNotExist(err) || isEmptyDir(class), "nothing was graded")
+
+	if testing.Short() {
+		return
+	}
+	requireSandboxes(t)
+	stdout.Reset()
+	stderr.Reset()
+	gradeMain(runArgs(t, class, append([]string{"--tags", "@criterion:function", "--insecure-no-confinement"}, dirs...)...), &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	for _, n := range []string{"01-a", "02-b"} {
+		b := readBundle(t, filepath.Join(class, n))
+		require.NotNil(t, b.doc.Confinement, n)
+		assert.Equal(t, "off", b.doc.Confinement.Mode, n)
+		assert.Contains(t, b.md, "> **Confinement OFF", n)
+		assert.Contains(t, b.md, "--insecure-no-confinement was given", n)
+	}
+}
+
+func isEmptyDir(d string) bool {
+	e, err := os.ReadDir(d)
+	return err == nil && len(e) == 0
+}

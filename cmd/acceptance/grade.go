@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/submission"
@@ -61,7 +60,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: no submission could be loaded\n")
 		return 2
 	}
-	if why := confine.Available(); why != "" && len(dirs) > 1 && !cfg.noConfinement {
+	if why := confineAvailable(); why != "" && len(dirs) > 1 && !cfg.noConfinement {
 		fmt.Fprintf(stderr, "acceptance grade: the submissions' commands cannot be confined here (%s): one could read or change another's grade; grade them one at a time, or pass --insecure-no-confinement (docs/confinement.md)\n", why)
 		return 2
 	}

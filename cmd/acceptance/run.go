@@ -354,7 +354,7 @@ func featureTags() map[string]bool {
 // confineConfig is the confinement of the submission's commands: on unless
 // --insecure-no-confinement, or the machine cannot confine (unconfinedWhy).
 func confineConfig(cfg *runConfig) *confine.Config {
-	if cfg.noConfinement || confine.Available() != "" {
+	if cfg.noConfinement || confineAvailable() != "" {
 		return nil
 	}
 	return &confine.Config{}
@@ -365,5 +365,9 @@ func unconfinedWhy(cfg *runConfig) string {
 	if cfg.noConfinement {
 		return "--insecure-no-confinement was given"
 	}
-	return confine.Available()
+	return confineAvailable()
 }
+
+// confineAvailable says why this machine cannot confine ("" when it can);
+// a variable so tests can play a machine that cannot.
+var confineAvailable = confine.Available
