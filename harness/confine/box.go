@@ -598,3 +598,40 @@ func Reap(stateDir string) (int, error) {
 	}
 	return n, errors.Join(errs...)
 }
+
+// WatchExe reports, once stop is closed, whether any process of the box
+// ran the host file exe (same device and inode: {acceptance}, however it
+// was invoked: a script, a copy is not it). It samples the box's processes
+// every interval while the command runs.
+func (b *Box) WatchExe(exe string, interval time.Duration, stop <-chan struct{}) <-chan bool {
+	out := make(chan bool, 1)
+	var want unix.Stat_t
+	if b.cg == nil || exe == "" || unix.Stat(exe, &want) != nil {
+		out <- false
+		return out
+	}
+	go func() {
+		seen := false
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			for _, pid := range b.cg.pids() {
+				var st unix.Stat_t
+				if unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
+					seen = true
+				}
+			}
+			if seen {
+				out <- true
+				return
+			}
+			select {
+			case <-stop:
+				out <- seen
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return out
+}

@@ -101,6 +101,9 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 		return nil, fmt.Errorf("subject: start the box: %w", startErr)
 	}
 	leader := cmd.Process.Pid // bwrap outside the box: its end ends the box's pid namespace
+	// Did it run the bundled reference, however it invoked {acceptance}?
+	stopWatch := make(chan struct{})
+	ranRef := box.WatchExe(exe, 200*time.Millisecond, stopWatch)
 	waitCh := make(chan error, 1)
 	go func() { waitCh <- cmd.Wait() }()
 	timer := time.NewTimer(spec.Timeout)
@@ -139,6 +142,10 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal().String()
 		}
+	}
+	close(stopWatch)
+	if <-ranRef {
+		res.RanReference = true
 	}
 	// Whatever is left of the box (nothing outlives bwrap's pid 1, but a
 	// process may be between fork and exit) goes with its cgroup.

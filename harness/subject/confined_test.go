@@ -72,3 +72,23 @@ func TestRunConfinedTimeout(t *testing.T) {
 }
 
 func readFile(p string) string { b, _ := os.ReadFile(p); return string(b) }
+
+// A command that runs {acceptance} from a script (not named in the
+// template) is still seen running it.
+func TestRunConfinedSeesTheReferenceRun(t *testing.T) {
+	s := confinedSpec(t, `sh run.sh`)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	s.Executable = self
+	require.NoError(t, os.WriteFile(filepath.Join(s.Dir, "run.sh"), []byte("A=/capstone/bin/accept; \"${A}ance\" -test.run '^TestSleepHelper$' >/dev/null 2>&1\n"), 0o755))
+	res := run(t, s)
+	assert.False(t, s.Template.RunsReference(), "the template does not name it")
+	assert.True(t, res.RanReference, "the box saw {acceptance} run")
+
+	s2 := confinedSpec(t, `sleep 0.5`)
+	s2.Executable = self
+	assert.False(t, run(t, s2).RanReference)
+}
+
+// TestSleepHelper is what TestRunConfinedSeesTheReferenceRun runs as {acceptance}.
+func TestSleepHelper(t *testing.T) { time.Sleep(600 * time.Millisecond) }
