@@ -60,6 +60,10 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: no submission could be loaded\n")
 		return 2
 	}
+	if why := confineAvailable(); why != "" && len(dirs) > 1 && !cfg.noConfinement {
+		fmt.Fprintf(stderr, "acceptance grade: the submissions' commands cannot be confined here (%s): one could read or change another's grade; grade them one at a time, or pass --insecure-no-confinement (docs/confinement.md)\n", why)
+		return 2
+	}
 	if err := checkURLTarget(context.Background(), cfg); err != nil {
 		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
 		return 2

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/report"
@@ -45,6 +46,10 @@ type runConfig struct {
 	dockerVersions map[string]string
 	parallel       int // grade: submissions graded at once
 	repeat         int
+	// noConfinement: --insecure-no-confinement (submission commands run
+	// unconfined, as the grader's own processes).
+	noConfinement     bool
+	submissionTimeout time.Duration
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
@@ -85,6 +90,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
+	fs.BoolVar(&c.noConfinement, "insecure-no-confinement", false, "run the submission's commands unconfined, with the grader's uid, namespaces and network (docs/confinement.md); every report says so")
+	fs.DurationVar(&c.submissionTimeout, "submission-timeout", core.DefaultSubmissionTimeout, "summed wall-clock limit of all of one submission's commands")
 	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is flaky: never passed, no points, and the run is not passed (exit 1)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -227,6 +234,7 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
 		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines, cfg.target), Wheels: cfg.wheels,
 		SelfExe: self, Versions: vers, Repeat: cfg.repeat,
+		Confine: confineConfig(cfg), Unconfined: unconfinedWhy(cfg), SubmissionTimeout: cfg.submissionTimeout,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)
 	})
@@ -346,3 +354,24 @@ func featureTags() map[string]bool {
 	}
 	return tags
 }
+
+// confineConfig is the confinement of the submission's commands: on unless
+// --insecure-no-confinement, or the machine cannot confine (unconfinedWhy).
+func confineConfig(cfg *runConfig) *confine.Config {
+	if cfg.noConfinement || confineAvailable() != "" {
+		return nil
+	}
+	return &confine.Config{}
+}
+
+// unconfinedWhy says why the commands run unconfined ("" when they do not).
+func unconfinedWhy(cfg *runConfig) string {
+	if cfg.noConfinement {
+		return "--insecure-no-confinement was given"
+	}
+	return confineAvailable()
+}
+
+// confineAvailable says why this machine cannot confine ("" when it can);
+// a variable so tests can play a machine that cannot.
+var confineAvailable = confine.Available

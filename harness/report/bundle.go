@@ -185,6 +185,7 @@ func render(dir string, reg *rubric.Registry, meta Meta, opts Options) (Document
 	outs, skipped, jerr := ReadJournal(filepath.Join(dir, JournalFile))
 	doc, sum := Build(reg, meta, outs, nil)
 	doc.JournalSkipped = skipped
+	doc.Confinement = ReadConfinement(dir)
 	doc.Drift = opts.Baselines.CheckDrift(dir, doc.TargetKind, sum)
 	if doc.Drift == nil {
 		doc.Drift = []DriftResult{}

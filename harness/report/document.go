@@ -43,6 +43,9 @@ type Document struct {
 	StandIns  []rubric.Component `json:"stand_ins,omitempty"`
 	StartedAt time.Time          `json:"started_at"`
 	EndedAt   time.Time          `json:"ended_at"`
+	// Confinement is how the submission's commands were confined (from
+	// their records; nil when none ran).
+	Confinement *Confinement `json:"confinement,omitempty"`
 
 	// Final is the score after a reviewer's judgement (review.json), merged
 	// at render time; never part of report.json, whose measured content a

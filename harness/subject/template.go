@@ -3,6 +3,7 @@ package subject
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -73,6 +74,14 @@ func (t Template) String() string { return t.raw }
 
 // IsReference reports whether the template is the bundled reference pipeline.
 func (t Template) IsReference() bool { return t.reference }
+
+// RunsReference reports whether the command runs the bundled reference:
+// the reference subject, or {acceptance} followed by the word reference.
+func (t Template) RunsReference() bool {
+	return t.reference || runsReference.MatchString(t.raw)
+}
+
+var runsReference = regexp.MustCompile(`\{acceptance\}['"]?\s+['"]?reference\b`)
 
 // Uses reports whether the template contains the placeholder (e.g. "{csv_url}").
 func (t Template) Uses(placeholder string) bool { return t.used[placeholder] }
