@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/mock-server/agent"
 )
 
@@ -18,5 +19,16 @@ func TestMain(m *testing.M) {
 			os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 		}
 	}
-	os.Exit(m.Run())
+	// Journal keys of the runs the tests grade go to a directory of their
+	// own, never the user's (report.DefaultJournalKeyDir).
+	keys, err := os.MkdirTemp("", "acceptance-journal-keys-")
+	if err != nil {
+		panic(err)
+	}
+	if os.Getenv(report.EnvJournalKeys) == "" {
+		os.Setenv(report.EnvJournalKeys, keys)
+	}
+	code := m.Run()
+	os.RemoveAll(keys)
+	os.Exit(code)
 }

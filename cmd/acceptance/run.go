@@ -217,12 +217,17 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	if cfg.target != "mock" {
 		kind = rubric.TargetReal
 	}
+	keys, err := report.DefaultJournalKeyDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
+		return nil, 2
+	}
 	vers := versions()
 	cfg.dockerVersions = vers // the docker target adds its components (the map is copied into each bundle later)
 	sess, err := core.Open(ctx, core.Config{
 		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
 		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines, cfg.target), Wheels: cfg.wheels,
-		SelfExe: self, Versions: vers, Repeat: cfg.repeat,
+		SelfExe: self, Versions: vers, Repeat: cfg.repeat, JournalKeys: keys,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)
 	})

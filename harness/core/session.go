@@ -40,6 +40,9 @@ type Config struct {
 	// Repeat runs every scenario this many times (default 1); an entry a
 	// scenario passed in some repetitions and failed in others is flaky.
 	Repeat int
+	// JournalKeys is the grader-only directory where each bundle's journal
+	// key is kept (report.Options.JournalKeys); empty: journals unsigned.
+	JournalKeys string
 }
 
 // Session is one started target with its stubs and preflight, shared by
@@ -133,7 +136,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
 		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
 		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
-	}, report.Options{Baselines: s.cfg.Baselines})
+	}, report.Options{Baselines: s.cfg.Baselines, JournalKeys: s.cfg.JournalKeys})
 	if err != nil {
 		g.Err = err
 		return g

@@ -30,6 +30,9 @@ type Document struct {
 	Drift      []DriftResult `json:"drift"`
 	// JournalSkipped counts torn journal lines (a crash mid-write).
 	JournalSkipped int `json:"journal_skipped,omitempty"`
+	// JournalRefused says the journal on disk was altered during the run
+	// (lines of another run, edited or removed lines) and what was done.
+	JournalRefused string `json:"journal_refused,omitempty"`
 
 	Target     string            `json:"target"`
 	TargetKind rubric.Target     `json:"target_kind"`
