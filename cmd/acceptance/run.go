@@ -83,14 +83,31 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.DurationVar(&c.subjectTimeout, "subject-timeout", 10*time.Minute, "wall-clock limit of one subject run (its process group is killed after it)")
 	fs.BoolVar(&c.insecure, "insecure-no-isolation", false, "let the bundled server run without namespaces (isolation criteria are then not measured)")
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
-	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
+	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it; default .cache/wheels here, else in the checkout the binary was built in)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
 	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is flaky: never passed, no points, and the run is not passed (exit 1)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	fs.Visit(func(f *flag.Flag) { c.baselinesSet = c.baselinesSet || f.Name == "baselines" })
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	c.baselinesSet = given["baselines"]
+	// A flag that cannot apply to the chosen target is a mistake to say, not
+	// to ignore: the grade would not be what the command line suggests.
+	if given["api-key"] && (c.target == "mock" || c.target == "docker") {
+		return nil, nil, fmt.Errorf("--api-key is for a URL target only; --target %s makes its own key (leave --api-key out)", c.target)
+	}
+	if given["server-version"] && c.target != "docker" {
+		return nil, nil, fmt.Errorf("--server-version applies to --target docker only, not --target %s", c.target)
+	}
+	if !given["wheels"] {
+		w, err := defaultWheels()
+		if err != nil {
+			return nil, nil, err
+		}
+		c.wheels = w
+	}
 	if err := checkTags(c.tags); err != nil {
 		return nil, nil, err
 	}
