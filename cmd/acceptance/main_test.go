@@ -15,7 +15,18 @@ func TestMain(m *testing.M) {
 	agent.MainIfAgent()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
+		case "harden-probe": // TestGraderMemoryClosedToItsUser
+			if len(os.Args) > 2 && os.Args[2] == "on" {
+				if err := hardenGrader(); err != nil {
+					panic(err)
+				}
+			}
+			os.Stdout.WriteString("ready\n")
+			select {}
 		case "reference", "serve-mock", "run", "grade":
+			if hardened[os.Args[1]] { // as main does
+				_ = hardenGrader()
+			}
 			os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 		}
 	}
