@@ -176,3 +176,33 @@ func TestFinalizeUndoesAJournalWrittenDuringTheRun(t *testing.T) {
 	_, err = Open(filepath.Join(root, "other"), rubric.Course, meta, Options{JournalKeys: open})
 	require.ErrorContains(t, err, "open to others")
 }
+
+// TestReassertUndoesARewrittenReport: the forger's daemon rewrites
+// report.json and results.json to a full score after the grader wrote them;
+// Reassert finds both and writes them again from the grader's record, and
+// leaves an untouched bundle alone.
+func TestReassertUndoesARewrittenReport(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "student")
+	b, err := Open(dir, rubric.Course, fixtureMeta(), Options{Now: fixedClock(), JournalKeys: filepath.Join(t.TempDir(), "k")})
+	require.NoError(t, err)
+	require.NoError(t, b.Results().Fail(rubric.M0, "m0", "create answered 500"))
+	require.NoError(t, b.Results().Pass(rubric.Function, "m2", "outputs"))
+	doc, err := b.Finalize()
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	orig, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	require.NoError(t, err)
+
+	changed, err := Reassert(dir, doc)
+	require.NoError(t, err)
+	assert.Empty(t, changed, "an untouched bundle is left alone")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, JSONFile), []byte(`{"verdict":"passed","score":{"earned":100,"measured":100}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, GradescopeFile), []byte(`{"score":100}`), 0o644))
+	changed, err = Reassert(dir, doc)
+	require.NoError(t, err)
+	assert.Equal(t, []string{JSONFile, GradescopeFile}, changed)
+	now, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	require.NoError(t, err)
+	assert.Equal(t, string(orig), string(now))
+}
