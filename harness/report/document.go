@@ -235,7 +235,7 @@ func Reproduce(meta Meta, e rubric.Entry) string {
 		target = string(rubric.TargetMock)
 	}
 	args := []string{cmd, "run", "--target", shellQuote(target)}
-	if meta.TargetKind == rubric.TargetReal {
+	if meta.TargetKind == rubric.TargetReal && target != "docker" { // --target docker makes its own key
 		args = append(args, "--api-key", `"$OPEN_SANDBOX_API_KEY"`)
 	}
 	if meta.Subject != "" {
