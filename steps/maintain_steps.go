@@ -117,6 +117,12 @@ func checkReadme(sub *submission.Submission) (string, error) {
 	if err != nil || !st.Mode().IsRegular() {
 		return "", failf("the submission has no README at %s", name)
 	}
+	// No symbolic link on the way either (readme: docs/README.md with docs
+	// linked elsewhere): the README is the submission's own file.
+	root, rerr := filepath.EvalSymlinks(sub.Dir)
+	if real, err := filepath.EvalSymlinks(p); rerr != nil || err != nil || real != filepath.Join(root, filepath.Clean(name)) {
+		return "", failf("the README path %s goes through a symbolic link; the grader reads only the submission's own files", name)
+	}
 	if st.Size() > 1<<20 {
 		return "", failf("%s is %d bytes; one page is at most %d", name, st.Size(), readmeMaxBytes)
 	}
