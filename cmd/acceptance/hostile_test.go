@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,6 +112,12 @@ var hostileSet = []hostileCase{
 	{dir: "hostile-never-exits", attack: "", fail: []string{"D5"}},
 }
 
+// hostileTags are the scenarios the hostile grade runs: every command an
+// attack rides on (run: M2, M3; contract: M0; reap: D5) without the rest
+// of the course, which no attack needs (the grade stays a few minutes per
+// submission).
+const hostileTags = "@milestone:M0,@milestone:M2,@milestone:M3,@drill:D5 && ~@large && ~@agent"
+
 type hostileRun struct {
 	out, keys, exe, exeDigest string
 }
@@ -170,7 +177,7 @@ func TestHostileCalibration(t *testing.T) {
 	stateDir := t.TempDir()
 
 	cmd := exec.Command(exe, "grade", "--out", h.out, "--state-dir", stateDir, "--wheels", e.wheels,
-		"--baselines", baselines, "--subject-timeout", "3m", "--parallel", "2", "--tags", "~@large")
+		"--baselines", baselines, "--subject-timeout", "3m", "--parallel", "2", "--tags", hostileTags)
 	cmd.Args = append(cmd.Args, dirs...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -247,8 +254,8 @@ func TestHostileCalibration(t *testing.T) {
 	}
 
 	t.Run("nothing written outside its own output", func(t *testing.T) {
-		assert.Equal(t, fixturesBefore, digestTree(t, filepath.Join(e.root, "fixtures")), "fixtures/ changed during the grade")
-		assert.Equal(t, baselinesBefore, digestTree(t, baselines), "the evidence baselines changed during the grade")
+		assert.Empty(t, treeChanges(fixturesBefore, digestTree(t, filepath.Join(e.root, "fixtures"))), "fixtures/ changed during the grade")
+		assert.Empty(t, treeChanges(baselinesBefore, digestTree(t, baselines)), "the evidence baselines changed during the grade")
 		assert.Equal(t, h.exeDigest, digestFile(t, exe), "the acceptance binary changed during the grade")
 		for _, n := range names {
 			b := bundles[n]
@@ -400,11 +407,11 @@ func digestFile(t *testing.T, p string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// digestTree is one hash over every path, mode and content under dir
+// digestTree maps every path under dir to its mode and content hash
 // (symbolic links by their target), skipping __pycache__.
-func digestTree(t *testing.T, dir string) string {
+func digestTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	h := sha256.New()
+	out := map[string]string{}
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -416,11 +423,11 @@ func digestTree(t *testing.T, dir string) string {
 		if err != nil {
 			return err
 		}
-		io.WriteString(h, rel(dir, p)+"\x00"+info.Mode().String()+"\x00")
+		h := sha256.New()
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
 			l, _ := os.Readlink(p)
-			io.WriteString(h, l)
+			io.WriteString(h, "link:"+l)
 		case d.Type().IsRegular():
 			f, err := os.Open(p)
 			if err != nil {
@@ -428,11 +435,33 @@ func digestTree(t *testing.T, dir string) string {
 			}
 			_, err = io.Copy(h, f)
 			f.Close()
-			return err
+			if err != nil {
+				return err
+			}
 		}
+		out[rel(dir, p)] = info.Mode().String() + " " + hex.EncodeToString(h.Sum(nil))
 		return nil
 	}))
-	return hex.EncodeToString(h.Sum(nil))
+	return out
+}
+
+// treeChanges names what differs between two digestTree maps.
+func treeChanges(before, after map[string]string) []string {
+	var d []string
+	for p, v := range after {
+		if w, ok := before[p]; !ok {
+			d = append(d, "added "+p)
+		} else if w != v {
+			d = append(d, "changed "+p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			d = append(d, "removed "+p)
+		}
+	}
+	sort.Strings(d)
+	return d
 }
 
 func rel(base, p string) string {
