@@ -30,6 +30,11 @@ func main() {
 	agent.MainIfAgent()
 	// The docker target's execd and egress stand-in images run this binary too.
 	standin.MainIf()
+	if len(os.Args) > 1 && hardened[os.Args[1]] {
+		if err := hardenGrader(); err != nil {
+			fmt.Fprintf(os.Stderr, "acceptance: warning: cannot make the grader non-dumpable (its memory stays readable by processes of its user): %v\n", err)
+		}
+	}
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 

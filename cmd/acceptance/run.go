@@ -88,7 +88,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.DurationVar(&c.subjectTimeout, "subject-timeout", 10*time.Minute, "wall-clock limit of one subject run (its process group is killed after it)")
 	fs.BoolVar(&c.insecure, "insecure-no-isolation", false, "let the bundled server run without namespaces (isolation criteria are then not measured)")
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
-	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
+	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it; default .cache/wheels here, else in the checkout the binary was built in)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
 	fs.BoolVar(&c.noConfinement, "insecure-no-confinement", false, "run the submission's commands unconfined, with the grader's uid, namespaces and network (docs/confinement.md); every report says so")
 	fs.DurationVar(&c.submissionTimeout, "submission-timeout", core.DefaultSubmissionTimeout, "summed wall-clock limit of all of one submission's commands")
@@ -97,7 +97,24 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	if err != nil {
 		return nil, nil, err
 	}
-	fs.Visit(func(f *flag.Flag) { c.baselinesSet = c.baselinesSet || f.Name == "baselines" })
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	c.baselinesSet = given["baselines"]
+	// A flag that cannot apply to the chosen target is a mistake to say, not
+	// to ignore: the grade would not be what the command line suggests.
+	if given["api-key"] && (c.target == "mock" || c.target == "docker") {
+		return nil, nil, fmt.Errorf("--api-key is for a URL target only; --target %s makes its own key (leave --api-key out)", c.target)
+	}
+	if given["server-version"] && c.target != "docker" {
+		return nil, nil, fmt.Errorf("--server-version applies to --target docker only, not --target %s", c.target)
+	}
+	if !given["wheels"] {
+		w, err := defaultWheels()
+		if err != nil {
+			return nil, nil, err
+		}
+		c.wheels = w
+	}
 	if err := checkTags(c.tags); err != nil {
 		return nil, nil, err
 	}
@@ -228,12 +245,17 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	if cfg.target != "mock" {
 		kind = rubric.TargetReal
 	}
+	keys, err := report.DefaultJournalKeyDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
+		return nil, 2
+	}
 	vers := versions()
 	cfg.dockerVersions = vers // the docker target adds its components (the map is copied into each bundle later)
 	sess, err := core.Open(ctx, core.Config{
 		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
 		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines, cfg.target), Wheels: cfg.wheels,
-		SelfExe: self, Versions: vers, Repeat: cfg.repeat,
+		SelfExe: self, Versions: vers, Repeat: cfg.repeat, JournalKeys: keys,
 		Confine: confineConfig(cfg), Unconfined: unconfinedWhy(cfg), SubmissionTimeout: cfg.submissionTimeout,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)

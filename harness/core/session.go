@@ -48,6 +48,9 @@ type Config struct {
 	// SubmissionTimeout bounds the total time of one submission's commands
 	// (0: DefaultSubmissionTimeout).
 	SubmissionTimeout time.Duration
+	// JournalKeys is the grader-only directory where each bundle's journal
+	// key is kept (report.Options.JournalKeys); empty: journals unsigned.
+	JournalKeys string
 }
 
 // DefaultSubmissionTimeout bounds the summed wall time of one submission's
@@ -154,7 +157,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
 		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
 		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
-	}, report.Options{Baselines: s.cfg.Baselines})
+	}, report.Options{Baselines: s.cfg.Baselines, JournalKeys: s.cfg.JournalKeys})
 	if err != nil {
 		g.Err = err
 		return g

@@ -30,6 +30,9 @@ type Document struct {
 	Drift      []DriftResult `json:"drift"`
 	// JournalSkipped counts torn journal lines (a crash mid-write).
 	JournalSkipped int `json:"journal_skipped,omitempty"`
+	// JournalRefused says the journal on disk was altered during the run
+	// (lines of another run, edited or removed lines) and what was done.
+	JournalRefused string `json:"journal_refused,omitempty"`
 
 	Target     string            `json:"target"`
 	TargetKind rubric.Target     `json:"target_kind"`
@@ -235,7 +238,7 @@ func Reproduce(meta Meta, e rubric.Entry) string {
 		target = string(rubric.TargetMock)
 	}
 	args := []string{cmd, "run", "--target", shellQuote(target)}
-	if meta.TargetKind == rubric.TargetReal {
+	if meta.TargetKind == rubric.TargetReal && target != "docker" { // --target docker makes its own key
 		args = append(args, "--api-key", `"$OPEN_SANDBOX_API_KEY"`)
 	}
 	if meta.Subject != "" {

@@ -24,6 +24,9 @@ func WriteMarkdown(w io.Writer, d Document) error {
 		fmt.Fprintf(&b, "> **%s**\n\n", cell(h))
 	}
 	writePreflight(&b, d.Preflight)
+	if d.JournalRefused != "" {
+		fmt.Fprintf(&b, "> **Journal altered during the run:** %s\n\n", cell(d.JournalRefused))
+	}
 	if d.JournalSkipped > 0 {
 		fmt.Fprintf(&b, "> %d torn journal line(s) could not be read (the process died while writing).\n\n", d.JournalSkipped)
 	}
