@@ -165,7 +165,7 @@ func audited(ctx context.Context) (*scenario, *subjectRun, error) {
 			"target %s has no audit trail; checking the subject's claims against what really ran needs the bundled server", s.env.opt.Target.Kind)
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return s, r, fmt.Errorf("reading the audit trail: %w", err)
+		return s, r, harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	return s, r, nil
@@ -180,7 +180,7 @@ func lifecycleSeen(ctx context.Context) (*scenario, *subjectRun, error) {
 		return s, r, err
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return s, r, fmt.Errorf("reading the audit trail: %w", err)
+		return s, r, harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	return s, r, nil

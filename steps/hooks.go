@@ -45,9 +45,11 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 }
 
 // recordOutcome turns a finished scenario into one outcome per rubric ID it is
-// tagged with: a failed step fails them, a timeout fails them with the reason
-// (a timeout never earns points), a not-measured step records its category and
-// reason, and a scenario whose steps all passed passes them. When the run was
+// tagged with: a failed step fails them (blame: a harness fault is a harness
+// error, and a scenario feeding a security criterion fails only on a violated
+// security property), a timeout fails them with the reason (a timeout never
+// earns points), a not-measured step records its category and reason, and a
+// scenario whose steps all passed passes them. When the run was
 // interrupted (runErr, the run context's error), a scenario that did not start
 // or whose step failed is not measured: the interrupt is never blamed on the
 // subject.
@@ -69,11 +71,7 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 		o.Category = rubric.CategoryPreconditionUnmet
 		o.Reason = "the run was interrupted while this scenario ran (" + err.Error() + ")"
 	case err != nil && !errors.Is(err, godog.ErrSkip):
-		o.Verdict = rubric.Failed
-		o.Reason = err.Error()
-		if isTimeout(err) {
-			o.Reason = "timed out: " + o.Reason
-		}
+		o.Verdict, o.Category, o.Reason = blame(s.ids, err)
 	case nm != nil:
 		o.Verdict = rubric.NotMeasured
 		o.Category = rubric.Category(nm.Category)
