@@ -1,11 +1,14 @@
 package steps
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +133,59 @@ func TestAuditAnswering500IsHarnessError(t *testing.T) {
 	assert.Empty(t, sum.SecurityFailed)
 	assert.Empty(t, sum.Failed)
 	assert.Contains(t, sum.Errored, rubric.ID("injection"))
+}
+
+// TestScanEveryRun: any run a scenario made (here a drill's, whose
+// scenario feeds neither credential nor M3) is scanned for the run's key,
+// the platform key and the data API token in its stdout, stderr and
+// outputs; a leak fails credential and M3 naming the run and the file, a
+// clean run records nothing, and each run is scanned once.
+func TestScanEveryRun(t *testing.T) {
+	e, res := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", APIKey: "platform-key-0123456789"})
+	e.opt.Stubs.DataAPIToken = "data-api-token-abcdef"
+	mk := func(key, stderr string, out map[string]string) *subjectRun {
+		dir := filepath.Join(e.opt.BundleDir, "evidence", "subject-"+key)
+		r := &subjectRun{key: key, fixture: key, dir: dir, relDir: filepath.Join("evidence", "subject-"+key), outDir: filepath.Join(dir, "out"), apiKey: "subject-key-" + key}
+		require.NoError(t, os.MkdirAll(r.outDir, 0o755))
+		r.res = &subject.Result{StdoutPath: filepath.Join(dir, "stdout.txt"), StderrPath: filepath.Join(dir, "stderr.txt")}
+		require.NoError(t, os.WriteFile(r.res.StdoutPath, []byte("ok\n"), 0o644))
+		require.NoError(t, os.WriteFile(r.res.StderrPath, []byte(stderr), 0o644))
+		for n, c := range out {
+			require.NoError(t, os.WriteFile(filepath.Join(r.outDir, n), []byte(c), 0o644))
+		}
+		return r
+	}
+	leaky := mk("d1-sales", "request failed: headers={'OPEN-SANDBOX-API-KEY': 'platform-key-0123456789'}\n",
+		map[string]string{"summary.json": `{"error":{"message":"Bearer data-api-token-abcdef refused"}}`})
+	clean := mk("broken", "KeyError: 'price'\n", map[string]string{"report.md": "# no data rows\n"})
+
+	s := &scenario{env: e, name: "drill", tags: []string{"@drill:D1", "@criterion:observability"}, ids: []string{"D1", "observability"}, run: leaky, runs: []*subjectRun{clean}}
+	e.scanRunsOf(s)
+	e.scanRunsOf(s) // once per run
+	var got []rubric.Outcome
+	for _, o := range res.Outcomes() {
+		got = append(got, o)
+	}
+	require.Len(t, got, 2, "credential and M3, once: %+v", got)
+	for _, o := range got {
+		assert.Contains(t, []rubric.ID{rubric.Credential, rubric.M3}, o.ID)
+		assert.Equal(t, rubric.Failed, o.Verdict)
+		assert.Contains(t, o.Reason, `run "d1-sales"`)
+		assert.Contains(t, o.Reason, "platform API key in evidence/subject-d1-sales/stderr.txt")
+		assert.Contains(t, o.Reason, "data API token in evidence/subject-d1-sales/out/summary.json")
+		assert.NotContains(t, o.Reason, "platform-key-0123456789", "the reason names the secret, never its value")
+	}
+}
+
+// TestScanFileForChunks: a secret across the scanner's chunk boundary is found.
+func TestScanFileForChunks(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big")
+	secret := "sk-0123456789abcdef0123456789"
+	b := bytes.Repeat([]byte("x"), 1<<20-10)
+	b = append(b, secret...)
+	b = append(b, bytes.Repeat([]byte("y"), 100)...)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	found, err := scanFileFor(p, map[string]string{"key": secret, "other": "never-there-123"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"key"}, found)
 }

@@ -51,6 +51,8 @@ type Env struct {
 
 	canaryMu sync.Mutex
 	canaries map[string]string // label → value, planted in the bundled server
+
+	scanned sync.Map // *subjectRun → true once its files were scanned for secrets (scan.go)
 }
 
 // NewEnv checks the options and builds the harness client.

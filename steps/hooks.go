@@ -31,6 +31,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 			return ctx, nil
 		}
 		s.runCleanups(context.WithoutCancel(ctx))
+		e.scanRunsOf(s)
 		e.recordOutcome(s, err, ctx.Err())
 		return ctx, nil
 	})

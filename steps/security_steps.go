@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -415,31 +414,11 @@ func noSecretInOutputs(ctx context.Context) error {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"the subject wrote no output and printed nothing (exit %d), so there was nothing of it to scan for keys", r.res.ExitCode)
 	}
-	secrets := map[string]string{"subject API key": r.apiKey, "platform API key": s.env.opt.Target.APIKey, "data API token": s.env.opt.Stubs.DataAPIToken}
-	var found []string
-	files := []string{r.res.StdoutPath, r.res.StderrPath}
-	_ = filepath.WalkDir(r.outDir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, p)
-		}
-		return nil
-	})
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for label, v := range secrets {
-			if len(v) >= 8 && bytes.Contains(b, []byte(v)) {
-				rel, _ := filepath.Rel(s.env.opt.BundleDir, f)
-				found = append(found, label+" in "+rel)
-			}
-		}
-	}
+	found, scanned := s.env.secretLeaks(r)
 	if len(found) > 0 {
 		return violationf("secrets leaked into the subject's outputs: %s", strings.Join(found, "; "))
 	}
-	s.note("scanned %d files", len(files))
+	s.note("scanned %d files of this run (every other run of the subject is scanned too: a leak there fails this entry with its own reason)", scanned)
 	return nil
 }
 
