@@ -22,7 +22,9 @@ func TestGatewayRecordsForwardedRequests(t *testing.T) {
 	const marker = "capstone-marker-3f9a1c77e2"
 	const secret = "osb-platform-key-0123456789"
 	e := newEnv(t, envOpts{policy: pypiPolicy, stubs: []string{"pypi.org"},
-		watched: func() map[string]string { return map[string]string{"input_marker_run1": marker, "platform_api_key": secret} }})
+		watched: func() map[string]string {
+			return map[string]string{"input_marker_run1": marker, "platform_api_key": secret}
+		}})
 
 	resp, err := e.relayClient().Get("http://pypi.org/simple/pandas/")
 	require.NoError(t, err)
