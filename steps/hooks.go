@@ -23,6 +23,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 		// An interrupted run (SIGINT/SIGTERM cancels godog's default context)
 		// still walks every remaining scenario; none of them can measure anything.
 		s.interruptedBeforeStart = ctx.Err() != nil
+		e.plantMarkers(ctx)
 		return context.WithValue(ctx, scenarioKey{}, s), nil
 	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
@@ -32,6 +33,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 		}
 		s.runCleanups(context.WithoutCancel(ctx))
 		e.scanRunsOf(s)
+		e.checkEgressOf(ctx, s)
 		e.recordOutcome(s, err, ctx.Err())
 		return ctx, nil
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/stubs"
 )
 
 // M3 security and D4 injection.
@@ -385,6 +386,14 @@ func (e *Env) liveCanaryScan(ctx context.Context, id string) ([]osb.CanaryFindin
 	return res.Value.Findings, nil
 }
 
+// dataAPIGotRealToken: the run's sandboxes called the data API and the vault
+// gave each call the real credential. On the bundled server the gateway
+// records every request a sandbox sent the data API host and whether the
+// vault injected a credential into it (identity: the sandbox); the stub
+// confirms it received this submission's own token (identity: the token, one
+// per submission). Elsewhere only the token attributes a call: a call
+// without it cannot be told from another submission's, so it is never held
+// against this one.
 func dataAPIGotRealToken(ctx context.Context) error {
 	s, r, err := ran(ctx)
 	if err != nil {
@@ -393,16 +402,45 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	if s.env.opt.Stubs.DataAPIReceived == nil {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no data API stub runs for this target")
 	}
-	switch got := s.env.opt.Stubs.DataAPIReceived(r.started); got {
-	case "real":
-		s.note("the data API received the real token")
-		return nil
-	case "":
+	gotReal := s.env.opt.Stubs.DataAPIReceived(r.started) == "real"
+	if !s.env.mock() {
+		if gotReal {
+			s.note("the data API received this submission's real token")
+			return nil
+		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the subject never called the data API during its run (exit %d), so the vault path was not exercised", r.res.ExitCode)
-	default:
-		return violationf("the data API was called with a %s token: the vault did not inject the real credential", got)
+			"the data API never received this submission's real token since the run started (exit %d); a call without it cannot be attributed to this run on target %s, so the vault path is not measured",
+			r.res.ExitCode, s.env.opt.Target.Kind)
 	}
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return harnessf("reading the audit trail: %v", err)
+	}
+	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(s.env.keepStubLog(r)...)
+	host := s.env.dataAPIHost()
+	calls, injected := 0, 0
+	for _, ev := range egressRequests(r) {
+		q := ev.EgressRequest
+		if host == "" || !sameHost(q.Host, host) {
+			continue
+		}
+		calls++
+		if q.Injected {
+			injected++
+			continue
+		}
+		return violationf("sandbox %s called the data API (%s %s) and the vault injected no credential: it left the sandbox with Authorization %s and the API answered %d",
+			ev.SandboxID, q.Method, clip(q.Path, 120), q.Authorization, q.Status)
+	}
+	switch {
+	case calls == 0:
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+			"no sandbox of this run called the data API (exit %d), so the vault path was not exercised", r.res.ExitCode)
+	case !gotReal:
+		return violationf("the vault injected a credential into the %d data API call(s) of this run's sandboxes, but the data API never received this submission's real token", calls)
+	}
+	s.note("%d data API call(s) from this run's sandboxes, each given a credential by the vault; the API received this submission's real token", injected)
+	return nil
 }
 
 func noSecretInOutputs(ctx context.Context) error {
@@ -466,28 +504,34 @@ func markerNeverExisted(ctx context.Context, path string) error {
 	return nil
 }
 
+// exfilUntouched: nothing of the run's sandboxes reached the exfiltration
+// host. Every sandbox's traffic goes through the bundled server's egress
+// gateway, which records each decision and each request it forwards with the
+// sandbox it came from; the sink's own log cannot tell who called it (any
+// local process can), so it is kept as evidence and never blames the run.
 func exfilUntouched(ctx context.Context) error {
 	s, r, err := securityAudited(ctx, noAuditSecurity)
 	if err != nil {
 		return err
 	}
-	if s.env.opt.Stubs.ExfilRequests == nil {
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no exfiltration sink runs for this target")
-	}
-	if s.env.opt.Stubs.Shared {
-		// Other submissions use the same sink at the same time: judge by the
-		// egress decisions of this subject's own sandboxes instead.
-		for _, ev := range r.audit {
-			if ev.Kind == "egress" && ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), "exfil.capstone.test") && ev.Egress.Decision == "allow" {
-				return violationf("the subject's sandbox %s was allowed to reach the exfiltration host (%s)", ev.SandboxID, ev.Egress.Phase)
-			}
+	for _, ev := range r.audit {
+		if ev.Kind == "egress" && ev.Egress != nil && sameHost(ev.Egress.Host, stubs.ExfilHost) && ev.Egress.Decision == "allow" {
+			return violationf("the subject's sandbox %s was allowed to reach the exfiltration host (%s)", ev.SandboxID, ev.Egress.Phase)
 		}
-		s.note("no connection from the subject's sandboxes to the exfiltration host was allowed (audit; the sink is shared with other submissions graded at once)")
-		return nil
 	}
-	if n := s.env.opt.Stubs.ExfilRequests(r.started); n > 0 {
-		return violationf("the exfiltration sink received %d request(s) during the subject's run", n)
+	for _, ev := range egressRequests(r) {
+		if q := ev.EgressRequest; sameHost(q.Host, stubs.ExfilHost) {
+			return violationf("the subject's sandbox %s sent %s %s%s to the exfiltration host (%d body bytes)", ev.SandboxID, q.Method, q.Host, clip(q.Path, 120), q.BodyBytes)
+		}
 	}
+	s.addEvidence(s.env.keepStubLog(r)...)
+	note := "no request from the subject's sandboxes reached the exfiltration host (the egress gateway's record, by sandbox)"
+	if s.env.opt.Stubs.ExfilRequests != nil {
+		if n := s.env.opt.Stubs.ExfilRequests(r.started); n > 0 {
+			note += fmt.Sprintf("; the sink logged %d request(s) since the run started that no sandbox of this run sent (from another submission or a local process: unattributable, kept in stub-requests.json)", n)
+		}
+	}
+	s.note("%s", note)
 	return nil
 }
 

@@ -328,7 +328,15 @@ func (s *Session) stubHooks(token string) Stubs {
 			}
 			return got
 		},
-		ExfilRequests:         func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		ExfilRequests: func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		StubRequests: func(t time.Time) map[string][]stubs.Request {
+			return map[string][]stubs.Request{
+				"data_api": since(st.DataAPI.Requests(), t),
+				"exfil":    since(st.Exfil.Requests(), t),
+				"index":    since(st.Index.Requests(), t),
+				"csv":      since(st.CSV.Requests(), t),
+			}
+		},
 		CSVURL:                st.CSV.Add,
 		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
 		Shared:                s.shared,
