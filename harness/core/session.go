@@ -130,8 +130,13 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 			subjectName += " (" + sub.Dir + ")"
 		}
 	}
+	subDir := ""
+	if sub.Source == submission.SourceManifest {
+		subDir = sub.Dir
+	}
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
 		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
+		SubmissionDir: subDir, Builtin: sub.Source == submission.SourceBuiltin,
 		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
 	}, report.Options{Baselines: s.cfg.Baselines})
 	if err != nil {
