@@ -29,6 +29,7 @@ func registerAgentSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the agent asked the model at most (\d+) times$`, agentAskedAtMost)
 	sc.Step(`^the agent waited at least the Retry-After between its model requests$`, agentRespectedRetryAfter)
 	sc.Step(`^the subject deleted every sandbox it created$`, subjectDeletedSandboxes)
+	sc.Step(`^every command the model asked for ran in the run's sandboxes, and nothing else ran for the model$`, toolCallsRanInSandbox)
 }
 
 func runAgentOnFixture(ctx context.Context, fixture, script string) error {
