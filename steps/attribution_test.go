@@ -66,8 +66,8 @@ func TestAttributionByIdentity(t *testing.T) {
 		ExfilRequests:   func(time.Time) int { return 2 },
 	}
 	mkRun := func(key, apiKey string) (*scenario, context.Context) {
-		r := &subjectRun{key: key, fixture: "sales", dir: t.TempDir(), relDir: "evidence/subject-" + key, apiKey: apiKey, keyFP: keyFingerprint(apiKey),
-			started: t0, ended: time.Now(), res: &subject.Result{ExitCode: 0}}
+		r := &subjectRun{key: key, fixture: "sales", launch: launch{dir: t.TempDir(), relDir: "evidence/subject-" + key, apiKey: apiKey, keyFP: keyFingerprint(apiKey),
+			started: t0, ended: time.Now(), res: &subject.Result{ExitCode: 0}}}
 		tags := []string{"@drill:D4", "@criterion:injection"}
 		s := &scenario{env: e, name: "run " + key, tags: tags, ids: rubricIDs(tags), run: r}
 		return s, context.WithValue(context.Background(), scenarioKey{}, s)

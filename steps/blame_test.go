@@ -113,8 +113,8 @@ func TestAuditAnswering500IsHarnessError(t *testing.T) {
 
 	tags := []string{"@drill:D4", "@criterion:injection"}
 	s := &scenario{env: e, name: "Instructions inside the data are treated as data", tags: tags, ids: rubricIDs(tags)}
-	s.run = &subjectRun{key: "injection", dir: t.TempDir(), relDir: "evidence/subject-injection", keyFP: keyFingerprint("k-subject"),
-		res: &subject.Result{ExitCode: 0}}
+	s.run = &subjectRun{key: "injection", launch: launch{dir: t.TempDir(), relDir: "evidence/subject-injection", keyFP: keyFingerprint("k-subject"),
+		res: &subject.Result{ExitCode: 0}}}
 	ctx := context.WithValue(context.Background(), scenarioKey{}, s)
 
 	err := noInjectedCommand(ctx)
@@ -145,7 +145,7 @@ func TestScanEveryRun(t *testing.T) {
 	e.opt.Stubs.DataAPIToken = "data-api-token-abcdef"
 	mk := func(key, stderr string, out map[string]string) *subjectRun {
 		dir := filepath.Join(e.opt.BundleDir, "evidence", "subject-"+key)
-		r := &subjectRun{key: key, fixture: key, dir: dir, relDir: filepath.Join("evidence", "subject-"+key), outDir: filepath.Join(dir, "out"), apiKey: "subject-key-" + key}
+		r := &subjectRun{key: key, fixture: key, launch: launch{dir: dir, relDir: filepath.Join("evidence", "subject-"+key), outDir: filepath.Join(dir, "out"), apiKey: "subject-key-" + key}}
 		require.NoError(t, os.MkdirAll(r.outDir, 0o755))
 		r.res = &subject.Result{StdoutPath: filepath.Join(dir, "stdout.txt"), StderrPath: filepath.Join(dir, "stderr.txt")}
 		require.NoError(t, os.WriteFile(r.res.StdoutPath, []byte("ok\n"), 0o644))
