@@ -439,7 +439,7 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	case !gotReal:
 		return violationf("the vault injected a credential into the %d data API call(s) of this run's sandboxes, but the data API never received this submission's real token", calls)
 	}
-	s.note("%d data API call(s) from this run's sandboxes, each given a credential by the vault; the API received this submission's real token", injected)
+	s.note("the data API received the real token: %d call(s) from this run's sandboxes, each given the credential by the vault (this submission's own token reached the API)", injected)
 	return nil
 }
 
