@@ -42,6 +42,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("POST /_mock/api-keys", s.adminAPIKeys)
 	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
 	mux.HandleFunc("POST /_mock/canaries", s.adminCanaries)
+	mux.HandleFunc("POST /_mock/markers", s.adminMarkers)
 	mux.HandleFunc("GET /_mock/sandboxes/{id}/canary-scan", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		findings, err := s.CanaryScan(id)

@@ -38,6 +38,7 @@ type Server struct {
 	sandboxes map[string]*sandbox
 	records   []*SandboxInfo // every sandbox created this run, in creation order
 	canaries  map[string]string
+	markers   map[string]string // input markers (label → value): watched in forwarded requests, never in a sandbox
 	// egressDenyByKey: drill D1 keyed to one subject (key fingerprint →
 	// targets its new sandboxes deny).
 	egressDenyByKey map[string][]string

@@ -227,7 +227,7 @@ func reachedForIndex(ctx context.Context) error {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "target %s offers no way to deny the package index for one run", s.env.opt.Target.Kind)
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("reading the audit trail: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	installs, asks := 0, 0
@@ -297,7 +297,8 @@ func indexUnreachable(steps []summary.Step) (string, string, bool) {
 }
 
 func indexDenialsAudited(ctx context.Context) error {
-	s, r, err := audited(ctx)
+	// A security check: it needs the audit, never the subject's own summary.
+	s, r, err := securityAudited(ctx, "denying the package index for one run needs the bundled server")
 	if err != nil {
 		return err
 	}
@@ -305,7 +306,7 @@ func indexDenialsAudited(ctx context.Context) error {
 	for _, ev := range r.audit {
 		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
 			if ev.Egress.Decision == "allow" {
-				return failf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
+				return violationf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
 			}
 			denied++
 		}
@@ -521,14 +522,14 @@ func residualHasTTL(ctx context.Context, maxSeconds int) error {
 	s := state(ctx)
 	r := s.run
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("audit: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	for _, id := range r.sandboxes {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		res, err := s.env.client.GetSandbox(c, id)
 		cancel()
 		if err != nil {
-			return failf("GET %s: %v", id, err)
+			return harnessf("GET %s: %v", id, err)
 		}
 		if res.Status == 404 {
 			continue
@@ -560,7 +561,7 @@ func reapRemoves(ctx context.Context) error {
 	s := state(ctx)
 	r := s.run
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("audit: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	// What the killed run left: its sandboxes that still exist.
 	expiry := map[string]time.Time{}
@@ -570,7 +571,7 @@ func reapRemoves(ctx context.Context) error {
 		res, err := s.env.client.GetSandbox(c, id)
 		cancel()
 		if err != nil {
-			return failf("GET %s: %v", id, err)
+			return harnessf("GET %s: %v", id, err)
 		}
 		if res.Status == 404 {
 			continue
@@ -596,7 +597,7 @@ func reapRemoves(ctx context.Context) error {
 		return err
 	}
 	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
-		return failf("reading what the server saw: %v", err)
+		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.relDir, "server-saw.json"))
 	var removed, missed, late []string
@@ -652,7 +653,7 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 		return failf("the sandbox never disappeared")
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("reading the audit trail: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"), filepath.Join(r.relDir, "lifecycle-calls.json"))
 	execd, lifecycle := 0, 0

@@ -154,8 +154,13 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 			subjectName += " (" + sub.Dir + ")"
 		}
 	}
+	subDir := ""
+	if sub.Source == submission.SourceManifest {
+		subDir = sub.Dir
+	}
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
 		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
+		SubmissionDir: subDir, Builtin: sub.Source == submission.SourceBuiltin,
 		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
 	}, report.Options{Baselines: s.cfg.Baselines, JournalKeys: s.cfg.JournalKeys})
 	if err != nil {
@@ -356,7 +361,15 @@ func (s *Session) stubHooks(token string) Stubs {
 			}
 			return got
 		},
-		ExfilRequests:         func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		ExfilRequests: func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		StubRequests: func(t time.Time) map[string][]stubs.Request {
+			return map[string][]stubs.Request{
+				"data_api": since(st.DataAPI.Requests(), t),
+				"exfil":    since(st.Exfil.Requests(), t),
+				"index":    since(st.Index.Requests(), t),
+				"csv":      since(st.CSV.Requests(), t),
+			}
+		},
 		CSVURL:                st.CSV.Add,
 		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
 		Shared:                s.shared,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/stubs"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
@@ -56,6 +57,11 @@ type Stubs struct {
 	DataAPIReceived func(since time.Time) string
 	// ExfilRequests counts requests the exfiltration sink received since the given time.
 	ExfilRequests func(since time.Time) int
+	// StubRequests returns what each stub logged since the given time, by
+	// stub ("data_api", "exfil", "index", "csv"). It is kept as a run's
+	// evidence only: a request is attributed by identity (the gateway's
+	// egress_request events, a token), never by when it came.
+	StubRequests func(since time.Time) map[string][]stubs.Request
 	// CSVURL serves a fixture file on a loopback URL ({csv_url}).
 	CSVURL func(path string) (string, error)
 	// PackageIndexAvailable says whether the stub index has the wheel the
