@@ -151,7 +151,8 @@ func (s *Server) checkCreate(req *createRequest) (string, string) {
 		return code, msg
 	}
 	if req.SecureAccess {
-		return "SANDBOX::API_NOT_SUPPORTED", "secureAccess is only supported on Kubernetes with ingress gateway mode."
+		// 1.1.1 on Docker (services/docker/networking.py, _ensure_secure_access_support).
+		return "SANDBOX::INVALID_PARAMETER", "secureAccess is not supported when runtime.type='docker'. Use the Kubernetes runtime to create secured sandboxes."
 	}
 	if req.NetworkPolicy != nil && s.cfg.Egress == nil {
 		return "SANDBOX::INVALID_PARAMETER", "networkPolicy requires the egress sidecar ([egress].image), which this server does not have configured."

@@ -214,7 +214,7 @@ func TestCreateServiceErrors(t *testing.T) {
 		{"policy without egress", func(m map[string]any) { m["networkPolicy"] = map[string]any{"defaultAction": "deny"} }, 400, "SANDBOX::INVALID_PARAMETER"},
 		{"poolRef", func(m map[string]any) { m["extensions"] = map[string]string{"poolRef": "p"} }, 400, "SANDBOX::UNSUPPORTED_POOL_REF"},
 		{"renew extension", func(m map[string]any) { m["extensions"] = map[string]string{"access.renew.extend.seconds": "10"} }, 400, "SANDBOX::INVALID_PARAMETER"},
-		{"secureAccess", func(m map[string]any) { m["secureAccess"] = true }, 400, "SANDBOX::API_NOT_SUPPORTED"},
+		{"secureAccess", func(m map[string]any) { m["secureAccess"] = true }, 400, "SANDBOX::INVALID_PARAMETER"},
 		{"snapshot", func(m map[string]any) { delete(m, "image"); m["snapshotId"] = "snap-1" }, 404, "SNAPSHOT::NOT_FOUND"},
 		{"unknown image", func(m map[string]any) { m["image"] = map[string]string{"uri": "ghcr.io/nope/unknown:1"} }, 500, "DOCKER::SANDBOX_IMAGE_PULL_FAILED"},
 	}
@@ -235,6 +235,11 @@ func TestCreateServiceErrors(t *testing.T) {
 		return m
 	}(), nil)
 	assert.Contains(t, r.JSON(t)["message"], "unknown-image:1")
+	// secureAccess: 1.1.1's Docker runtime answers INVALID_PARAMETER with this text.
+	m := validCreate()
+	m["secureAccess"] = true
+	r = e.call("POST", "/v1/sandboxes", m, nil)
+	assert.Equal(t, "secureAccess is not supported when runtime.type='docker'. Use the Kubernetes runtime to create secured sandboxes.", r.JSON(t)["message"])
 }
 
 func TestCreateRuntimeFailure(t *testing.T) {

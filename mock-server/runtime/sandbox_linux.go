@@ -182,6 +182,11 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
+	if secure && spec.Profile.Name == "python" {
+		if err := writeLocalBin(filepath.Join(s.dir, "localbin")); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+	}
 
 	if secure {
 		if err := createNetns(rt.ip, s.netns); err != nil {
@@ -329,6 +334,9 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	}
 	for _, p := range hostEtcFiles {
 		a = append(a, "--ro-bind-try", p, p)
+	}
+	if spec.Profile.Name == "python" {
+		a = append(a, "--ro-bind", filepath.Join(s.dir, "localbin"), "/usr/local/bin")
 	}
 	names := make([]string, 0, len(etc))
 	for p := range etc {
