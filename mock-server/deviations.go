@@ -53,7 +53,7 @@ var Deviations = []Deviation{
 	{ID: "key-tenancy", Spec: "every API key sees every sandbox",
 		Server: "the same, unless the admin adds a key with a tenant (POST /_mock/api-keys {\"key\",\"tenant\"}, or AddAPIKeyTenant): such a key's list shows only sandboxes created by keys of its tenant, and any other sandbox is answered as one that does not exist (404 DOCKER::SANDBOX_NOT_FOUND) by get, delete, pause, resume, renew, metadata, endpoints, diagnostics and the server proxy; keys without a tenant see everything. `acceptance grade` gives each submission's keys their own tenant on the bundled server", Source: "mock extension"},
 	{ID: "undocumented-routes", Spec: "not in the spec",
-		Server: "server proxy, diagnostics (deprecated text and 501), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
+		Server: "server proxy, diagnostics (logs and events: the stable JSON descriptor with scope, as 1.1.1 on Docker, deprecated text without; inspect and summary text), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
 
 	// execd (specs/execd-api.yaml, components/execd): differences of the in-sandbox agent.
 	{ID: "execd-code-501", Spec: "POST /code, /code/context(s) run code in Jupyter kernels",

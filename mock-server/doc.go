@@ -28,7 +28,9 @@
 // error has a non-empty JSON body. Snapshots are NOT implemented (every
 // snapshot route answers 501 SNAPSHOT::NOT_IMPLEMENTED, create with a
 // snapshotId 404 SNAPSHOT::NOT_FOUND); pools answer 501 as on Docker;
-// diagnostics with scope answer 501 as the real server. The deliberate
+// diagnostics logs and events with scope answer 1.1.1's Docker descriptor
+// (inline text; logs container|all, events runtime|all), without scope the
+// deprecated text. The deliberate
 // differences from the OpenAPI spec are listed in Deviations.
 //
 // Endpoints use the Docker bridge form: every port, 44772 included →

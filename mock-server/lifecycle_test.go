@@ -608,10 +608,10 @@ func TestMiscRoutes(t *testing.T) {
 	id := e.create(nil)
 	for _, p := range []string{"/v1", ""} {
 		r := e.call("GET", p+"/sandboxes/"+id+"/diagnostics/logs?scope=container", nil, nil)
-		assert.Equal(t, http.StatusNotImplemented, r.Status)
-		assert.JSONEq(t, `{"code":"DIAGNOSTICS_NOT_IMPLEMENTED","message":"The stable Diagnostics API is not implemented by this OpenSandbox server."}`, string(r.Body))
+		assert.Equal(t, http.StatusOK, r.Status)
+		assert.Equal(t, "inline", r.JSON(t)["delivery"])
 		r = e.call("GET", p+"/sandboxes/"+id+"/diagnostics/events?scope=all", nil, nil)
-		assert.Equal(t, http.StatusNotImplemented, r.Status)
+		assert.Equal(t, http.StatusOK, r.Status)
 		for _, kind := range []string{"logs", "events", "inspect", "summary"} {
 			req, _ := http.NewRequest("GET", e.srv.URL()+p+"/sandboxes/"+id+"/diagnostics/"+kind, nil)
 			req.Header.Set(headerAPIKey, testKey)
@@ -619,7 +619,9 @@ func TestMiscRoutes(t *testing.T) {
 			require.NoError(t, err)
 			res.Body.Close()
 			assert.Equal(t, http.StatusOK, res.StatusCode, kind)
-			assert.Equal(t, "true", res.Header.Get("Deprecation"))
+			if kind == "logs" || kind == "events" {
+				assert.Equal(t, "true", res.Header.Get("Deprecation"))
+			}
 			assert.True(t, strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain"))
 		}
 		assert.Equal(t, http.StatusUnprocessableEntity, e.call("GET", p+"/sandboxes/"+id+"/diagnostics/logs?tail=0", nil, nil).Status)

@@ -24,5 +24,6 @@ var Differences = []Difference{
 	{"pvc (named) volumes", "a directory per claim under the server's volume root (--volume-root), outside the sandbox's disk limit", "a Docker named volume", "README, The bundled server"},
 	{"ossfs volumes", "400 VOLUME::UNSUPPORTED_BACKEND", "mounted through ossfs on the host (storage.ossfs_mount_root)", "mock-server/deviations.go (volumes-ossfs)"},
 	{"snapshots", "501 SNAPSHOT::NOT_IMPLEMENTED", "implemented", "CONTRACT §1.13"},
+	{"diagnostics logs text", "the output of the sandbox's commands, without timestamps (the descriptor, scopes and limits as 1.1.1's)", "docker logs of the container (its entrypoint's and execd's output), each line timestamped", "server 1.1.1 services/docker/docker_diagnostics.py"},
 	{"use_server_proxy endpoint", "{host}/sandboxes/{id}/proxy/{port}", "keeps /v1: {host}/v1/sandboxes/{id}/proxy/{port}", "CONTRACT §10"},
 }
