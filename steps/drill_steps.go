@@ -322,10 +322,12 @@ func expireAfterFirstCommand(ctx context.Context) error {
 	// It expires the run's own sandbox only: the drill need not run alone.
 	d := &drill{Name: "expire-mid-run", Available: func(*Env) (bool, string) { return true, "" }, keyed: true}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
+		// Mid-run: after the subject's first successful execd or file call
+		// on its sandbox, as observed (progress.go).
 		if !s.env.mock() {
 			// No admin API: the harness destroys the sandbox itself, as the
 			// course's "manually destroy the sandbox during the analysis".
-			whenCreatedPlus(ctx, r, 3*time.Second, func(id string) {
+			s.env.whenProgressed(ctx, r, func(id string) {
 				c, cancel := ctxTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				defer cancel()
 				at := time.Now()
@@ -335,7 +337,7 @@ func expireAfterFirstCommand(ctx context.Context) error {
 			})
 			return
 		}
-		s.env.whenFirstCommandFinished(ctx, r, func(id string) {
+		s.env.whenProgressed(ctx, r, func(id string) {
 			// The subject may notice the expiry and exit before the admin call
 			// returns, which cancels ctx: the fault must not depend on it.
 			c, cancel := ctxTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -360,7 +362,10 @@ func sandboxDisappeared(ctx context.Context) error {
 	}
 	if r.faultSandbox == "" {
 		_ = s.env.loadAudit(ctx, r)
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run",
+		if why := s.env.progressUnobserved(r); why != "" {
+			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
+		}
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run (after its first execd or file call)",
 			r.res.Duration.Round(time.Millisecond), r.res.ExitCode, len(r.sandboxes))
 	}
 	s.note("sandbox %s disappeared %s into the run", r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond))
@@ -473,13 +478,9 @@ func runAndKill(ctx context.Context, fixture string) error {
 		}
 	}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
-		if s.env.mock() {
-			s.env.whenFirstCommandFinished(ctx, r, kill(r, stop))
-			return
-		}
-		// Without an audit trail, "mid-run" is a while after the recording
-		// proxy saw the sandbox created: the subject is working in it by then.
-		whenCreatedPlus(ctx, r, 3*time.Second, kill(r, stop))
+		// Mid-run: after the subject's first successful execd or file call
+		// on its sandbox, as observed (progress.go).
+		s.env.whenProgressed(ctx, r, kill(r, stop))
 	}
 	s.drill = d
 	s.run = s.env.runDrill(ctx, s, fixture)
@@ -489,32 +490,13 @@ func runAndKill(ctx context.Context, fixture string) error {
 	}
 	if s.run.faultSandbox == "" {
 		_ = s.env.loadAudit(ctx, s.run)
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created, none running a command) before it could be killed mid-run",
+		if why := s.env.progressUnobserved(s.run); why != "" {
+			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
+		}
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created, none with a finished execd or file call) before it could be killed mid-run",
 			s.run.res.Duration.Round(time.Millisecond), s.run.res.ExitCode, len(s.run.sandboxes))
 	}
 	return nil
-}
-
-// whenCreatedPlus calls act with the first sandbox the recording proxy saw
-// created, once delay has passed after its creation.
-func whenCreatedPlus(ctx context.Context, r *subjectRun, delay time.Duration, act func(string)) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
-		for _, c := range r.rec.Calls() {
-			if c.Method == "POST" && isCreatePath(c.Path) && c.Status == 202 && c.SandboxID != "" {
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Until(c.Time.Add(delay))):
-					act(c.SandboxID)
-				}
-				return
-			}
-		}
-	}
 }
 
 func residualHasTTL(ctx context.Context, maxSeconds int) error {
@@ -666,8 +648,18 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 			seen = append(seen, "execd after removal")
 		}
 	}
+	if !s.env.mock() {
+		// The same observations that timed the fault: execd calls the
+		// recording proxy saw (where it routes the sandbox endpoints).
+		n, what := execdCallsAfter(r.observed, r.faultSandbox, r.faultAt)
+		execd += n
+		seen = append(seen, what...)
+	}
 	for _, ev := range r.attempts {
 		if lc := ev.Lifecycle; lc != nil && ev.SandboxID == r.faultSandbox && !ev.Time.Before(r.faultAt) && lc.Method != "DELETE" {
+			if _, isExecd := execdPath(lc.Path); isExecd && !s.env.mock() {
+				continue // counted above
+			}
 			lifecycle++
 			seen = append(seen, fmt.Sprintf("%s %s → %d", lc.Method, lc.Path, lc.Status))
 		}
@@ -683,7 +675,7 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 	calls := execd + lifecycle
 	where := "audit"
 	if !s.env.mock() {
-		where = "recording proxy (lifecycle calls only: calls to the execd endpoint go straight to the sandbox and are not seen)"
+		where = "recording proxy: lifecycle calls, and execd calls where it routes the sandbox endpoints"
 	}
 	s.note("after the disappearance: %d call(s) to its execd endpoint, %d lifecycle call(s) with the run's key (%s), %d failed step(s) in the summary; allowance %d",
 		execd, lifecycle, where, failedSteps, max)
