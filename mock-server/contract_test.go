@@ -144,7 +144,7 @@ func contractProblems(t *testing.T, method, path string, hdr http.Header, body [
 			tolerate(t, "snapshots-501")
 		case status == http.StatusNotFound && m["code"] == "SNAPSHOT::NOT_FOUND":
 			tolerate(t, "snapshots-501")
-		case status == http.StatusTooManyRequests && m["code"] == "SANDBOX::CAPACITY_EXHAUSTED" && r.Header.Get("Retry-After") != "":
+		case status == http.StatusTooManyRequests && m["code"] == "KUBERNETES::POOL_CAPACITY_EXHAUSTED" && r.Header.Get("Retry-After") != "":
 			tolerate(t, "capacity-429")
 		default:
 			problems = append(problems, fmt.Sprintf("%s %s answered %d, a status the spec does not declare: %s", method, path, status, r.Body))

@@ -42,7 +42,7 @@ var Deviations = []Deviation{
 	{ID: "image-pull-500", Spec: "create errors 400/409/500",
 		Server: "an image with no host profile fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED", Source: "§1.5"},
 	{ID: "capacity-429", Spec: "429 with Retry-After is declared (components) for capacity",
-		Server: "429 SANDBOX::CAPACITY_EXHAUSTED with Retry-After only while the admin capacity fault is on (drill D3); the real 1.1.1 server never sends 429", Source: "§1.3, §9"},
+		Server: "429 KUBERNETES::POOL_CAPACITY_EXHAUSTED with Retry-After only while the admin capacity fault is on (drill D3): the answer of a 1.1.1 Kubernetes pool at capacity (services/k8s/kubernetes_service.py); the real server on Docker never sends 429", Source: "§1.3, §9 (corrected: Kubernetes pools do send it)"},
 	{ID: "volumes-ossfs", Spec: "volumes with a host, pvc or ossfs backend",
 		Server: "host-path volumes are bind-mounted when under an allowed host path (serve-mock --allow-host-path, the real server's storage.allowed_host_paths; default none: 400 VOLUME::HOST_PATH_NOT_ALLOWED), " +
 			"resolved beneath that allowed path (a symbolic link may lead elsewhere inside it only by a relative path, and missing directories are never created through a link out of it; the real server creates them first and checks the realpath after); " +

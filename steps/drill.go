@@ -62,7 +62,7 @@ func mockOnly(e *Env) (bool, string) {
 	if e.mock() {
 		return true, ""
 	}
-	return false, fmt.Sprintf("target %s offers no way to inject this fault; the drill needs the bundled server's admin API", e.opt.Target.Kind)
+	return false, fmt.Sprintf("the suite injects this fault through the bundled server's admin API only; it does not inject it on target %s", e.opt.Target.Kind)
 }
 
 // runDrill runs the subject once under the scenario's drill (alone on the

@@ -224,7 +224,7 @@ func reachedForIndex(ctx context.Context) error {
 		return err
 	}
 	if !s.env.mock() {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "target %s offers no way to deny the package index for one run", s.env.opt.Target.Kind)
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "the suite does not deny the package index on target %s: a real egress sidecar could, mid-run, through its runtime policy API (/policy on port 18080), which the suite does not drive there", s.env.opt.Target.Kind)
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return failf("reading the audit trail: %v", err)
@@ -398,8 +398,8 @@ func capacityFault(ctx context.Context, seconds int) error {
 	s := state(ctx)
 	if !s.env.mock() {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-			"OpenSandbox 1.1.1 never answers 429 (an exhausted Kubernetes pool gives 504 POD_READY_TIMEOUT, CONTRACT §9) and "+
-				"target %s offers no way to exhaust capacity on demand; the course says to mark the drill not actually measured without a cluster", s.env.opt.Target.Kind)
+			"OpenSandbox 1.1.1 answers 429 with Retry-After only from a Kubernetes pool at capacity (KUBERNETES::POOL_CAPACITY_EXHAUSTED); "+
+				"target %s has no pool the suite can exhaust on demand (on Docker there are no pools), so the drill is not actually measured, as the course says without a cluster", s.env.opt.Target.Kind)
 	}
 	// Keyed to the run's own key: other submissions graded on the server
 	// meanwhile keep creating, so the drill need not run alone.
