@@ -368,7 +368,8 @@ func sandboxDisappeared(ctx context.Context) error {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run (after its first execd or file call)",
 			r.res.Duration.Round(time.Millisecond), r.res.ExitCode, len(r.sandboxes))
 	}
-	s.note("sandbox %s disappeared %s into the run", r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond))
+	s.note("sandbox %s disappeared %s into the run, after the subject's first successful execd or file call on it (%s)",
+		r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond), r.faultCause)
 	return nil
 }
 

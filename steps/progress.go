@@ -45,10 +45,10 @@ type progressSource interface {
 // whenProgressed polls src until a sandbox the run created has seen a
 // successful execd or file call, then calls act with that sandbox (once).
 // It returns without acting when ctx ends (the run is over).
-func whenProgressed(ctx context.Context, src progressSource, every time.Duration, act func(sandboxID string)) {
+func whenProgressed(ctx context.Context, src progressSource, every time.Duration, act func(sandboxID, what string)) {
 	mine := map[string]bool{}
-	progressed := map[string]bool{}
-	var order []string // sandboxes with progress, in the order seen (the create may be seen later)
+	progressed := map[string]string{} // sandbox → its first progress call
+	var order []string                // sandboxes with progress, in the order seen (the create may be seen later)
 	for {
 		select {
 		case <-ctx.Done():
@@ -66,14 +66,14 @@ func whenProgressed(ctx context.Context, src progressSource, every time.Duration
 			if c.Created {
 				mine[c.SandboxID] = true
 			}
-			if c.Progress && !progressed[c.SandboxID] {
-				progressed[c.SandboxID] = true
+			if _, seen := progressed[c.SandboxID]; c.Progress && !seen {
+				progressed[c.SandboxID] = c.What
 				order = append(order, c.SandboxID)
 			}
 		}
 		for _, id := range order {
 			if mine[id] {
-				act(id)
+				act(id, progressed[id])
 				return
 			}
 		}
@@ -81,8 +81,12 @@ func whenProgressed(ctx context.Context, src progressSource, every time.Duration
 }
 
 // whenProgressed is whenProgressed on the run's own observation source.
+// The call that timed it is kept in r.faultCause.
 func (e *Env) whenProgressed(ctx context.Context, r *subjectRun, act func(sandboxID string)) {
-	whenProgressed(ctx, e.progressSource(r), progressPoll, act)
+	whenProgressed(ctx, e.progressSource(r), progressPoll, func(id, what string) {
+		r.faultCause = what
+		act(id)
+	})
 }
 
 func (e *Env) progressSource(r *subjectRun) progressSource {

@@ -42,7 +42,7 @@ func fire(t *testing.T, src *fakeProgress) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	got, at := "", -1
-	whenProgressed(ctx, src, time.Millisecond, func(id string) { got, at = id, src.pollCount() })
+	whenProgressed(ctx, src, time.Millisecond, func(id, _ string) { got, at = id, src.pollCount() })
 	return got, at
 }
 
@@ -145,4 +145,17 @@ func TestExecdCallsAfterCountsTheSameObservations(t *testing.T) {
 	n, what := execdCallsAfter(calls, "s", t0)
 	require.Equal(t, 2, n, "%v", what)
 	assert.Equal(t, "execd POST /command → 502", what[0])
+}
+
+func TestWhenProgressedPassesTheTimingCall(t *testing.T) {
+	src := &fakeProgress{batches: [][]progressCall{{
+		{SandboxID: "sb-1", Created: true},
+		{SandboxID: "sb-1", Progress: true, What: "file upload /workspace/sales.csv → 200"},
+		{SandboxID: "sb-1", Progress: true, What: "command finished (exit 0)"},
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var what string
+	whenProgressed(ctx, src, time.Millisecond, func(_, w string) { what = w })
+	assert.Equal(t, "file upload /workspace/sales.csv → 200", what, "the first progress call, named in the drill's note")
 }
