@@ -38,7 +38,10 @@ var Deviations = []Deviation{
 	{ID: "error-401-keys", Spec: "401 bodies per ErrorResponse",
 		Server: "401 bodies are {code,message} (conform); 404/405 for unknown routes are FastAPI's {\"detail\":\"Not Found\"}", Source: "§1.1"},
 	{ID: "snapshots-501", Spec: "snapshot routes return 202/200/204",
-		Server: "every snapshot route returns 501 SNAPSHOT::NOT_IMPLEMENTED; create with snapshotId returns 404 SNAPSHOT::NOT_FOUND", Source: "§1.13"},
+		Server: "every snapshot route returns 501 SNAPSHOT::NOT_IMPLEMENTED (the spec's answer for a runtime without snapshot support); create with snapshotId returns 404 SNAPSHOT::NOT_FOUND. " +
+			"1.1.1 on Docker implements them (DockerSnapshotRuntime: docker commit of the container, 202 Creating then Ready; list, get, delete; restore with snapshotId). " +
+			"Not here: a bundled sandbox has no image layer to commit (its root is the host's /usr read-only plus per-sandbox writable directories), so a faithful snapshot would copy " +
+			"an untrusted sandbox's writable directories (owners, links, special files) out and seed another sandbox with them, per tenant and bounded in size; that is not built", Source: "§1.13"},
 	{ID: "image-pull-500", Spec: "create errors 400/409/500",
 		Server: "an image with no host profile fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED", Source: "§1.5"},
 	{ID: "capacity-429", Spec: "429 with Retry-After is declared (components) for capacity",

@@ -27,11 +27,17 @@
 // FastAPI's {"detail":[…]} body; service errors are {code,message}; every
 // error has a non-empty JSON body. Snapshots are NOT implemented (every
 // snapshot route answers 501 SNAPSHOT::NOT_IMPLEMENTED, create with a
-// snapshotId 404 SNAPSHOT::NOT_FOUND); pools answer 501 as on Docker;
+// snapshotId 404 SNAPSHOT::NOT_FOUND; why: Deviations, snapshots-501 — 1.1.1
+// implements them on Docker); pools answer 501 as on Docker; secureAccess
+// answers 400 SANDBOX::INVALID_PARAMETER as 1.1.1 on Docker;
 // diagnostics logs and events with scope answer 1.1.1's Docker descriptor
 // (inline text; logs container|all, events runtime|all), without scope the
-// deprecated text. The deliberate
-// differences from the OpenAPI spec are listed in Deviations.
+// deprecated text. A sandbox is Running only once its egress sidecar listens
+// (the agent binds it before execd answers the readiness ping). Python
+// sandboxes have python/pip in /usr/local/bin and every sandbox has
+// /etc/os-release, as the images do. The deliberate differences from the
+// OpenAPI spec are listed in Deviations; the other known differences from a
+// real OpenSandbox in harness/fidelity (FIDELITY.md).
 //
 // Endpoints use the Docker bridge form: every port, 44772 included →
 // 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
