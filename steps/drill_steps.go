@@ -31,7 +31,7 @@ func registerDrillSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the platform answers every create with 429 and Retry-After (\d+) seconds as a simulated fault$`, capacityFault)
 	sc.Step(`^the subject tried to create at most (\d+) times$`, boundedCreates)
 	sc.Step(`^the subject waited at least the Retry-After between its create attempts$`, respectedRetryAfter)
-	sc.Step(`^the subject is run on fixture "([^"]*)" and killed with SIGKILL once its first command has finished$`, runAndKill)
+	sc.Step(`^the subject is run on fixture "([^"]*)" and killed with SIGKILL once it has made progress in its sandbox$`, runAndKill)
 	sc.Step(`^the subject's sandbox, if still alive, has an expiry of at most (\d+) seconds after its creation$`, residualHasTTL)
 	sc.Step(`^the submission's reap command, given the killed run's id, removes the residual sandbox within its TTL$`, reapRemoves)
 }
