@@ -159,3 +159,17 @@ func TestWhenProgressedPassesTheTimingCall(t *testing.T) {
 	whenProgressed(ctx, src, time.Millisecond, func(_, w string) { what = w })
 	assert.Equal(t, "file upload /workspace/sales.csv → 200", what, "the first progress call, named in the drill's note")
 }
+
+// On a real target a run whose execd calls the proxy never saw is not
+// measured with that reason; once it saw one, the reason is the subject's.
+func TestProgressUnobservedOnRealTarget(t *testing.T) {
+	e := &Env{}
+	e.opt.Target.Kind = "real"
+	r := &subjectRun{}
+	r.observed = []observe.Call{{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}}
+	why := e.progressUnobserved(r)
+	assert.Contains(t, why, "the recording proxy saw none of the subject's execd or file calls")
+	assert.Contains(t, why, "target real")
+	r.observed = append(r.observed, observe.Call{Method: "POST", Path: "/command", Status: 502, SandboxID: "s"})
+	assert.Equal(t, "", e.progressUnobserved(r), "an execd call was seen: the subject ended before progressing")
+}
