@@ -652,7 +652,7 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 	if !s.env.mock() {
 		// The same observations that timed the fault: execd calls the
 		// recording proxy saw (where it routes the sandbox endpoints).
-		n, what := execdCallsAfter(r.observed, r.faultSandbox, r.faultAt)
+		n, what := execdCallsAfter(observedCalls(r), r.faultSandbox, r.faultAt)
 		execd += n
 		seen = append(seen, what...)
 	}

@@ -93,12 +93,50 @@ func (e *Env) progressSource(r *subjectRun) progressSource {
 	if e.mock() {
 		return &auditProgress{e: e, keyFP: r.keyFP}
 	}
-	return proxyProgress{calls: func() []observe.Call {
-		if r.rec == nil {
-			return nil
+	return proxyProgress{calls: func() []observe.Call { return observedCalls(r) }}
+}
+
+// endpointRecorder is a recording proxy that also records the execd and
+// egress traffic it forwards for the sandbox endpoints it rewrites (kept apart
+// from its lifecycle Calls).
+type endpointRecorder interface {
+	EndpointCalls() []observe.Call
+}
+
+// observedCalls is everything the run's recording proxy saw: its lifecycle
+// calls and, where it records them, its endpoint (execd) calls, each once.
+func observedCalls(r *subjectRun) []observe.Call {
+	var calls []observe.Call
+	switch {
+	case r.observed != nil:
+		calls = append(calls, r.observed...)
+	case r.rec != nil:
+		calls = r.rec.Calls()
+	}
+	if ep, ok := any(r.rec).(endpointRecorder); ok && r.rec != nil {
+		calls = append(calls, ep.EndpointCalls()...)
+	}
+	return dedupCalls(calls)
+}
+
+// dedupCalls drops repeated records of one exchange (a call may be found
+// both among the run's observed calls and the proxy's endpoint calls).
+func dedupCalls(calls []observe.Call) []observe.Call {
+	type key struct {
+		t                     time.Time
+		method, path, sandbox string
+		status                int
+	}
+	seen := map[key]bool{}
+	out := calls[:0:0]
+	for _, c := range calls {
+		k := key{c.Time, c.Method, c.Path, c.SandboxID, c.Status}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, c)
 		}
-		return r.rec.Calls()
-	}}
+	}
+	return out
 }
 
 // auditProgress reads the bundled server's audit: the run key's lifecycle
@@ -208,11 +246,7 @@ func (e *Env) progressUnobserved(r *subjectRun) string {
 	if e.mock() {
 		return ""
 	}
-	calls := r.observed
-	if calls == nil && r.rec != nil {
-		calls = r.rec.Calls()
-	}
-	for _, c := range calls {
+	for _, c := range observedCalls(r) {
 		if _, ok := execdPath(c.Path); ok && c.SandboxID != "" {
 			return ""
 		}

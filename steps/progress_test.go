@@ -173,3 +173,14 @@ func TestProgressUnobservedOnRealTarget(t *testing.T) {
 	r.observed = append(r.observed, observe.Call{Method: "POST", Path: "/command", Status: 502, SandboxID: "s"})
 	assert.Equal(t, "", e.progressUnobserved(r), "an execd call was seen: the subject ended before progressing")
 }
+
+func TestObservedCallsDedup(t *testing.T) {
+	t0 := time.Now()
+	c := observe.Call{Time: t0, Method: "POST", Path: "/sandboxes/s/proxy/44772/command", Status: 200, SandboxID: "s"}
+	r := &subjectRun{}
+	r.observed = []observe.Call{c, c, {Time: t0, Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}}
+	got := observedCalls(r)
+	require.Len(t, got, 2, "one exchange recorded twice counts once")
+	n, _ := execdCallsAfter(got, "s", t0)
+	assert.Equal(t, 1, n)
+}
