@@ -141,9 +141,9 @@ func contractProblems(t *testing.T, method, path string, hdr http.Header, body [
 		case status == http.StatusUnprocessableEntity:
 			tolerate(t, "validation-422")
 		case status == http.StatusNotImplemented && strings.HasPrefix(fmt.Sprint(m["code"]), "SNAPSHOT::"):
-			tolerate(t, "snapshots-501")
+			tolerate(t, "snapshots")
 		case status == http.StatusNotFound && m["code"] == "SNAPSHOT::NOT_FOUND":
-			tolerate(t, "snapshots-501")
+			tolerate(t, "snapshots")
 		case status == http.StatusTooManyRequests && m["code"] == "KUBERNETES::POOL_CAPACITY_EXHAUSTED" && r.Header.Get("Retry-After") != "":
 			tolerate(t, "capacity-429")
 		default:

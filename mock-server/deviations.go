@@ -37,11 +37,14 @@ var Deviations = []Deviation{
 		Server: "endpoint is 127.0.0.1:<execd port>/proxy/<port> for every port, 44772 included (Docker bridge form), or {host}/sandboxes/{id}/proxy/{port} with use_server_proxy", Source: "§1.10"},
 	{ID: "error-401-keys", Spec: "401 bodies per ErrorResponse",
 		Server: "401 bodies are {code,message} (conform); 404/405 for unknown routes are FastAPI's {\"detail\":\"Not Found\"}", Source: "§1.1"},
-	{ID: "snapshots-501", Spec: "snapshot routes return 202/200/204",
-		Server: "every snapshot route returns 501 SNAPSHOT::NOT_IMPLEMENTED (the spec's answer for a runtime without snapshot support); create with snapshotId returns 404 SNAPSHOT::NOT_FOUND. " +
-			"1.1.1 on Docker implements them (DockerSnapshotRuntime: docker commit of the container, 202 Creating then Ready; list, get, delete; restore with snapshotId). " +
-			"Not here: a bundled sandbox has no image layer to commit (its root is the host's /usr read-only plus per-sandbox writable directories), so a faithful snapshot would copy " +
-			"an untrusted sandbox's writable directories (owners, links, special files) out and seed another sandbox with them, per tenant and bounded in size; that is not built", Source: "§1.13"},
+	{ID: "snapshots", Spec: "snapshot routes return 202/200/204; a snapshot is a point-in-time capture of the sandbox",
+		Server: "as 1.1.1 on Docker (create 202 Creating with Location, then Ready or Failed; list with sandboxId/name/state filters and pagination; get; delete, 409 while Creating; " +
+			"create with snapshotId restores it: 404 SNAPSHOT::NOT_FOUND unknown or another tenant's, 409 SNAPSHOT::NOT_READY, entrypoint tail -f /dev/null by default, the sandbox carries snapshotId and no image), " +
+			"but what is captured differs: where Docker commits the container's filesystem, this server copies the sandbox's writable directories /workspace, /tmp, /root and /var " +
+			"(the rest of its root is read-only; volumes and /dev/shm are left out, as docker commit leaves mounts out) — regular files with their permission bits only: " +
+			"symbolic links, special files, owners and empty directories are not kept; the copy is made while the sandbox runs (docker commit pauses it); " +
+			"bounded: 512 MiB and 20000 files per snapshot, 64 snapshots and 2 GiB in all (a capture beyond fails: Failed, snapshot_runtime_failed; a create beyond the count: 409 SNAPSHOT::RUNTIME_PREFLIGHT_FAILED); " +
+			"kept in memory (1.1.1: SQLite), so a restarted server has none; without a state directory every snapshot route answers 501 SNAPSHOT::NOT_IMPLEMENTED", Source: "§1.13"},
 	{ID: "image-pull-500", Spec: "create errors 400/409/500",
 		Server: "an image with no host profile fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED", Source: "§1.5"},
 	{ID: "capacity-429", Spec: "429 with Retry-After is declared (components) for capacity",

@@ -635,10 +635,13 @@ func TestMiscRoutes(t *testing.T) {
 		for _, m := range []string{"GET", "PUT", "DELETE"} {
 			assert.Equal(t, http.StatusNotImplemented, e.call(m, p+"/pools/x", nil, nil).Status)
 		}
-		for _, c := range []struct{ m, path string }{{"POST", "/sandboxes/" + id + "/snapshots"}, {"GET", "/snapshots"}, {"GET", "/snapshots/s1"}, {"DELETE", "/snapshots/s1"}} {
-			r = e.call(c.m, p+c.path, nil, nil)
-			assert.Equal(t, http.StatusNotImplemented, r.Status)
-			assert.Equal(t, "SNAPSHOT::NOT_IMPLEMENTED", r.JSON(t)["code"])
+		// Snapshots at both prefixes (TestSnapshotsAsDocker has the rest).
+		assert.Equal(t, http.StatusAccepted, e.call("POST", p+"/sandboxes/"+id+"/snapshots", nil, nil).Status)
+		assert.Equal(t, http.StatusOK, e.call("GET", p+"/snapshots", nil, nil).Status)
+		for _, m := range []string{"GET", "DELETE"} {
+			r = e.call(m, p+"/snapshots/s1", nil, nil)
+			assert.Equal(t, http.StatusNotFound, r.Status)
+			assert.Equal(t, "SNAPSHOT::NOT_FOUND", r.JSON(t)["code"])
 		}
 		r = e.call("POST", p+"/metrics/events", map[string]any{"eventType": "sandbox.create", "sandboxId": id}, nil)
 		if p == "" { // the real server includes its metrics router under /v1 only

@@ -13,11 +13,6 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
-func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotImplemented, "SNAPSHOT::NOT_IMPLEMENTED",
-		"Snapshots are not implemented by this server's runtime.")
-}
-
 func (s *Server) handlePools(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotImplemented, "KUBERNETES::POOL_NOT_SUPPORTED",
 		"Pools are only supported by the Kubernetes runtime.")

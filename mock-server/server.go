@@ -51,6 +51,7 @@ type Server struct {
 	wg          sync.WaitGroup
 	lingers     lingerSet // removed sandboxes' execd ports in their grace period
 	volumes     volumeStore
+	snaps       snapshotStore // snapshots.go
 }
 
 // New validates cfg and builds a Server; call Start to listen.
@@ -91,6 +92,7 @@ func New(cfg Config) (*Server, error) {
 		s.apiKeys = [][]byte{[]byte(cfg.APIKey)}
 	}
 	s.handler = s.buildHandler()
+	s.startSnapshots()
 	return s, nil
 }
 
@@ -200,6 +202,7 @@ func (s *Server) Close() error {
 		}
 	}
 	s.lingers.closeAll()
+	s.closeSnapshots()
 	s.wg.Wait()
 	s.closeVolumeRegistries()
 	if err := s.audit.Close(); err != nil {

@@ -131,6 +131,9 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	if err := makeVarSkeleton(varDir); err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
+	if err := copySeed(s.dir, spec.Seed); err != nil {
+		return fmt.Errorf("runtime: restore: %w", err)
+	}
 	if secure {
 		if err := makeDevNodes(filepath.Join(s.dir, "dev")); err != nil {
 			return fmt.Errorf("runtime: %w", err)
