@@ -98,7 +98,7 @@ func (s *Server) Info() Info {
 		limits = map[string]bool{}
 	}
 	return Info{Version: Version, Isolation: InfoIsolation{Enforced: enforced, Reason: reason},
-		Limits: limits, Snapshots: "not_implemented", Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
+		Limits: limits, Snapshots: s.snapshotSupport(), Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
 }
 
 func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {

@@ -30,6 +30,7 @@ type subjectRun struct {
 
 	faultAt      time.Time // when a drill's fault hit the run
 	faultSandbox string
+	faultCause   string // the observed call that timed the fault (progress.go)
 
 	sum     *summary.Summary
 	sumErrs []summary.ValidationError
