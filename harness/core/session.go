@@ -131,7 +131,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 		}
 	}
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
-		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
+		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Submission: submission.Identity(sub.Dir), Seed: s.cfg.Seed, Tags: s.cfg.Tags,
 		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
 	}, report.Options{Baselines: s.cfg.Baselines})
 	if err != nil {

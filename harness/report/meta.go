@@ -20,8 +20,12 @@ type Meta struct {
 	Target     string        `json:"target"`
 	TargetKind rubric.Target `json:"target_kind"`
 	Subject    string        `json:"subject"`
-	Seed       int64         `json:"seed"`
-	Tags       string        `json:"tags,omitempty"`
+	// Submission is the graded submission's identity, its directory's name
+	// (submission.Identity): what `grade --shard` hashes and `acceptance
+	// class` matches bundles of the same submission by. Empty for --subject.
+	Submission string `json:"submission,omitempty"`
+	Seed       int64  `json:"seed"`
+	Tags       string `json:"tags,omitempty"`
 	// Versions names what ran (harness, server, go, python …).
 	Versions  map[string]string `json:"versions,omitempty"`
 	StartedAt time.Time         `json:"started_at"`
