@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/osb-capstone/acceptance/harness/report"
 )
@@ -53,7 +54,11 @@ func classMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "acceptance class: %d submission(s) from %d run(s)\n", len(m.Bundles), len(runs))
 	for _, tw := range m.Twice {
-		fmt.Fprintf(stdout, "  %s graded %d times: shown %s; also %d earlier\n", tw.Submission, 1+len(tw.Others), tw.Shown.Run, len(tw.Others))
+		var others []string
+		for _, o := range tw.Others {
+			others = append(others, o.Run)
+		}
+		fmt.Fprintf(stdout, "  %s graded %d times: shown %s (the latest); also graded in %s\n", tw.Submission, 1+len(tw.Others), tw.Shown.Run, strings.Join(others, "; "))
 	}
 	fmt.Fprintf(stdout, "class summary: %s\n", filepath.Join(out, report.ClassMarkdownFile))
 	return 0
