@@ -209,4 +209,3 @@ func acceptanceCommands(t *testing.T, scripts []string) [][]string {
 	}
 	return out
 }
-
