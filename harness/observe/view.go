@@ -335,4 +335,3 @@ func endpointPort(path string) string {
 	}
 	return ""
 }
-
