@@ -113,7 +113,7 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 	}
 	var rec *observe.Proxy
 	if !e.mock() {
-		if rec, err = observe.Start(e.targetURL()); err != nil {
+		if rec, err = observe.StartFor(e.targetURL(), e.opt.View); err != nil {
 			inv.err = fmt.Errorf("starting the recording proxy: %w", err)
 			return inv
 		}

@@ -193,7 +193,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	// harness's recording proxy, so its lifecycle calls are on record.
 	var rec *observe.Proxy
 	if !e.mock() {
-		if rec, err = observe.Start(e.targetURL()); err != nil {
+		if rec, err = observe.StartFor(e.targetURL(), e.opt.View); err != nil {
 			r.err = fmt.Errorf("starting the recording proxy: %w", err)
 			return r
 		}
