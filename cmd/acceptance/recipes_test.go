@@ -128,6 +128,29 @@ func TestRecipesUseRealCommands(t *testing.T) {
 	})
 }
 
+// TestClassAtScaleDocCommands: the command lines of docs/class-at-scale.md's
+// shell blocks name real subcommands and real flags.
+func TestClassAtScaleDocCommands(t *testing.T) {
+	doc := string(mustReadFile(t, filepath.Join(repoRoot(t), "docs", "class-at-scale.md")))
+	var blocks []string
+	in := false
+	var cur strings.Builder
+	for _, l := range strings.Split(doc, "\n") {
+		switch tl := strings.TrimSpace(l); {
+		case !in && (tl == "```sh" || tl == "```bash"):
+			in = true
+			cur.Reset()
+		case in && tl == "```":
+			in = false
+			blocks = append(blocks, cur.String())
+		case in:
+			cur.WriteString(l + "\n")
+		}
+	}
+	cmds := acceptanceCommands(t, blocks)
+	assert.GreaterOrEqual(t, len(cmds), 4, "the page's grade --shard and class lines were found")
+}
+
 var shardFlag = regexp.MustCompile(`^[^/]*/(\d+)$`)
 
 // checkRecipeCommands checks the acceptance command lines of the grading
