@@ -35,6 +35,9 @@ type launch struct {
 	model          *agentModel // its scripted model (nil: the submission has none)
 
 	observed   []observe.Call // a real target's lifecycle calls, seen by the recording proxy
+	// endpointCalls are its execd and egress calls through the proxy's
+	// rewritten endpoints (a real target; evidence endpoint-calls.json).
+	endpointCalls []observe.Call
 	rec        *observe.Proxy // that proxy, while the command runs
 	auditSince int64          // bundled server: the audit cursor before it started
 }
@@ -189,7 +192,12 @@ func (e *Env) launch(ctx context.Context, l *launch, o launchOpts) {
 	duringDone.Wait() // its writes happen before anyone reads them
 	if l.rec != nil {
 		l.observed = l.rec.Calls()
+		l.endpointCalls = l.rec.EndpointCalls()
 		_ = l.rec.Close()
+		if len(l.endpointCalls) > 0 {
+			b, _ := json.MarshalIndent(l.endpointCalls, "", "  ")
+			_ = os.WriteFile(filepath.Join(l.dir, "endpoint-calls.json"), b, 0o644)
+		}
 	}
 }
 
