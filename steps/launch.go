@@ -34,12 +34,12 @@ type launch struct {
 	err            error       // the harness could not run it
 	model          *agentModel // its scripted model (nil: the submission has none)
 
-	observed   []observe.Call // a real target's lifecycle calls, seen by the recording proxy
+	observed []observe.Call // a real target's lifecycle calls, seen by the recording proxy
 	// endpointCalls are its execd and egress calls through the proxy's
 	// rewritten endpoints (a real target; evidence endpoint-calls.json).
 	endpointCalls []observe.Call
-	rec        *observe.Proxy // that proxy, while the command runs
-	auditSince int64          // bundled server: the audit cursor before it started
+	rec           *observe.Proxy // that proxy, while the command runs
+	auditSince    int64          // bundled server: the audit cursor before it started
 }
 
 // launchOpts vary one launch.
