@@ -44,6 +44,36 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: name at least one submission directory (with %s at its root)\n", submission.ManifestName)
 		return 2
 	}
+	// pos[i] is dirs[i]'s position in the whole list: its bundle's number,
+	// the same whether it is graded in one call or in a shard.
+	pos := make([]int, len(dirs))
+	for i := range dirs {
+		pos[i] = i
+	}
+	if cfg.shard != "" {
+		sh, _ := submission.ParseShard(cfg.shard) // validated by parseFlags
+		all := len(dirs)
+		var kept []string
+		var keptPos []int
+		for i, d := range dirs {
+			if sh.Holds(submission.Identity(d)) {
+				kept, keptPos = append(kept, d), append(keptPos, i)
+			}
+		}
+		dirs, pos = kept, keptPos
+		fmt.Fprintf(stdout, "acceptance grade: shard %s holds %d of the %d submission(s)\n", sh, len(dirs), all)
+		if len(dirs) == 0 {
+			// An empty share is not an error (a small class on a wide matrix):
+			// its --out exists, empty, for the merge to read.
+			if cfg.out != "" {
+				if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+					fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+					return 2
+				}
+			}
+			return 0
+		}
+	}
 	// Manifests are read before anything starts: a class whose every
 	// manifest is broken is the command line's problem (exit 2).
 	subs := make([]*submission.Submission, len(dirs))
@@ -103,7 +133,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "acceptance grade: %d submission(s), target %s, seed %d, %d at once, reports in %s\n",
 		len(dirs), targetName(cfg), cfg.seed, min(cfg.parallel, len(dirs)), out)
 
-	results := gradeAll(ctx, sess, dirs, subs, loadErrs, out, cfg.parallel, stdout)
+	results := gradeAll(ctx, sess, dirs, pos, subs, loadErrs, out, cfg.parallel, stdout)
 	var bundles []string
 	worst := 0
 	for _, r := range results {
@@ -157,9 +187,10 @@ type gradeResult struct {
 	g       core.Graded
 }
 
-// gradeAll grades each submission directory, parallel at once. A submission
+// gradeAll grades each submission directory, parallel at once; pos[i] is
+// dirs[i]'s position in the class (its bundle's number). A submission
 // that cannot be loaded or graded is reported and the others go on.
-func gradeAll(ctx context.Context, sess *core.Session, dirs []string, subs []*submission.Submission, loadErrs []error, out string, parallel int, progress io.Writer) []gradeResult {
+func gradeAll(ctx context.Context, sess *core.Session, dirs []string, pos []int, subs []*submission.Submission, loadErrs []error, out string, parallel int, progress io.Writer) []gradeResult {
 	results := make([]gradeResult, len(dirs))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -181,7 +212,7 @@ func gradeAll(ctx context.Context, sess *core.Session, dirs []string, subs []*su
 					results[i].g.Err = fmt.Errorf("grading panicked: %v", r)
 				}
 			}()
-			bundle := filepath.Join(out, core.SubmissionLabel(sub, i))
+			bundle := filepath.Join(out, core.SubmissionLabel(sub, pos[i]))
 			fmt.Fprintf(pw, "grading %s → %s\n", sub.Name(), bundle)
 			results[i].g = sess.Grade(ctx, sub, bundle, newSuite, &prefixWriter{w: pw, prefix: sub.Name() + ": "})
 		}(i, sub)

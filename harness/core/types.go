@@ -10,6 +10,7 @@ package core
 
 import (
 	"context"
+	"github.com/osb-capstone/acceptance/harness/observe"
 	"io"
 	"sync"
 	"time"
@@ -92,6 +93,11 @@ type SuiteInput struct {
 	// Tenant is the submission's tenant on the bundled server ("" when keys
 	// are not minted): the keys minted for it see only its own sandboxes.
 	Tenant string
+	// View is the submission's view of a real target, which has no tenants
+	// (nil on the bundled server): every recording proxy started for it
+	// shares it, so its commands list only the sandboxes its own commands
+	// created, and another's answers as unknown (harness/observe).
+	View *observe.View
 	// Progress receives one line per finished scenario; nil discards.
 	Progress io.Writer
 	// Secrets registers values the report must redact.

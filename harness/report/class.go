@@ -178,7 +178,15 @@ func WriteClassSummary(dir string, bundles []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report: class summary: %w", err)
 	}
-	c := ReadClass(dir, bundles)
+	return WriteClass(dir, ReadClass(dir, bundles))
+}
+
+// WriteClass writes a class read by ReadClass (and perhaps annotated, as
+// MergeClass does) into dir/class.md, dir/class.csv and dir/class.html.
+func WriteClass(dir string, c Class) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: class summary: %w", err)
+	}
 	var errs []error
 	for _, w := range []struct {
 		name  string

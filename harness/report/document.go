@@ -34,9 +34,11 @@ type Document struct {
 	// (lines of another run, edited or removed lines) and what was done.
 	JournalRefused string `json:"journal_refused,omitempty"`
 
-	Target     string            `json:"target"`
-	TargetKind rubric.Target     `json:"target_kind"`
-	Subject    string            `json:"subject"`
+	Target     string        `json:"target"`
+	TargetKind rubric.Target `json:"target_kind"`
+	Subject    string        `json:"subject"`
+	// Submission is the submission's identity (Meta.Submission).
+	Submission string            `json:"submission,omitempty"`
 	Seed       int64             `json:"seed"`
 	Tags       string            `json:"tags,omitempty"`
 	Versions   map[string]string `json:"versions"`
@@ -117,6 +119,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		Target:        meta.Target,
 		TargetKind:    kind,
 		Subject:       meta.Subject,
+		Submission:    meta.Submission,
 		Seed:          meta.Seed,
 		Tags:          meta.Tags,
 		Versions:      meta.Versions,
