@@ -56,7 +56,9 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	for i, h := range head {
 		col[h] = i
 	}
+	rows, footer := splitClassCSV(rows)
 	require.Len(t, rows, 5)
+	assert.Equal(t, "(class) min", footer[0][0])
 	passed := map[rubric.ID]int{}
 	measured := map[rubric.ID]int{}
 	flaky := map[rubric.ID]int{}
@@ -140,6 +142,7 @@ func TestRefreshClassSummaryAfterReview(t *testing.T) {
 	assert.True(t, ok)
 	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
 	require.NoError(t, err)
+	rows, _ = splitClassCSV(rows)
 	require.Len(t, rows, 5, "the same four bundles")
 	col := map[string]int{}
 	for i, h := range rows[0] {
@@ -151,4 +154,17 @@ func TestRefreshClassSummaryAfterReview(t *testing.T) {
 	assert.Equal(t, "", rows[3][col["final_score"]], "carol is not reviewed")
 	assert.Equal(t, "unreadable", rows[4][col["verdict"]], "dave is still listed")
 	assert.Contains(t, string(mustRead(t, filepath.Join(dir, ClassMarkdownFile))), "21.5 (review pending)")
+}
+
+// splitClassCSV parts class.csv's rows into the header and submissions, and
+// the class's figures below them.
+func splitClassCSV(rows [][]string) (subs, footer [][]string) {
+	for _, r := range rows {
+		if strings.HasPrefix(r[0], ClassCSVFooterPrefix) {
+			footer = append(footer, r)
+		} else {
+			subs = append(subs, r)
+		}
+	}
+	return subs, footer
 }
