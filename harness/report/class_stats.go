@@ -84,7 +84,6 @@ func scoreDistribution(scores []float64) *Distribution {
 	return &Distribution{N: len(s), Min: s[0], Q1: q(0.25), Median: q(0.5), Q3: q(0.75), Max: s[len(s)-1], Mean: round2(sum / float64(len(s)))}
 }
 
-
 // histogram bins named scores over 0..total in histBins bars.
 func histogram(total float64, names []string, scores []float64) []HistBin {
 	if total <= 0 {

@@ -134,7 +134,7 @@ func writeClassCSVFooter(w *csv.Writer, c Class, head []string) error {
 			rows = append(rows, r)
 		}
 	}
-	rate, top := row(ClassCSVFooterPrefix + "failure rate"), row(ClassCSVFooterPrefix + "top reason")
+	rate, top := row(ClassCSVFooterPrefix+"failure rate"), row(ClassCSVFooterPrefix+"top reason")
 	for _, e := range c.Entries {
 		if e.Measured > 0 {
 			rate[entryCol[e.ID]] = pct(float64(e.Failed+e.Flaky) / float64(e.Measured))
@@ -255,4 +255,3 @@ func writeClassJSON(buf *bytes.Buffer, c Class) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(ClassJSONOf(c))
 }
-
