@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"os"
 	"path/filepath"
 	"sort"
@@ -440,24 +439,3 @@ func writeClassCSV(buf *bytes.Buffer, c Class) error {
 	w.Flush()
 	return w.Error()
 }
-
-//go:embed class.html.tmpl
-var classHTMLTemplate string
-
-var classTmpl = template.Must(template.New("class").Funcs(template.FuncMap{
-	"num":   func(f float64) string { return rubric.Num(f) },
-	"title": verdictTitle,
-	"pct":   pct,
-	"vclass": func(v rubric.Verdict) string {
-		return verdictClass(v)
-	},
-	"earned": func(s ClassStudent, item rubric.ID) string {
-		if e, ok := s.itemEarned(item); ok {
-			return rubric.Num(e)
-		}
-		return ""
-	},
-	"join": func(s []string) string { return strings.Join(s, ", ") },
-}).Parse(classHTMLTemplate))
-
-func writeClassHTML(buf *bytes.Buffer, c Class) error { return classTmpl.Execute(buf, c) }
