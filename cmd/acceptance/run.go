@@ -43,7 +43,8 @@ type runConfig struct {
 	serverVersion  string // --target docker
 	// dockerVersions receive the docker target's components for the report header.
 	dockerVersions map[string]string
-	parallel       int // grade: submissions graded at once
+	parallel       int  // grade: submissions graded at once
+	verbose        bool // grade: per-scenario lines on the output too
 	repeat         int
 }
 
@@ -71,6 +72,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 		fs.StringVar(&c.subject, "subject", "reference", `"reference" or a command template with {csv} {csv_url} {question} {out} {acceptance} (a run-only submission)`)
 	} else {
 		fs.IntVar(&c.parallel, "parallel", 2, "submissions graded at once (they share one bundled server; each is isolated by its own API keys)")
+		fs.BoolVar(&c.verbose, "verbose", false, "print every submission's per-scenario lines too (they always go to its bundle's progress.log)")
 	}
 	fs.StringVar(&c.tags, "tags", "", `godog tag expression, e.g. "@milestone:M0,@milestone:M1" or "~@large"`)
 	if cmd == "run" {
@@ -191,7 +193,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	defer sess.Close()
 	reportPreflight(stdout, sess)
 	fmt.Fprintf(stdout, "acceptance run: target %s, subject %s, seed %d, report %s\n", targetName(cfg), cfg.subject, cfg.seed, out)
-	g := sess.Grade(ctx, sub, out, newSuite, stdout)
+	rp := newRunProgress(stdout, countScenarios(cfg.tags)*max(cfg.repeat, 1))
+	rp.out.Start(time.Second)
+	g := sess.Grade(ctx, sub, out, newSuite, rp)
+	rp.out.Close()
 	if g.Err != nil && g.Doc.RunID == "" {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", g.Err)
 		return 2
