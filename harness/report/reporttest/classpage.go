@@ -225,7 +225,10 @@ func CheckClassPage(ctx context.Context, t *testing.T, bin, classDir string, bun
 	assert.Equal(t, wantNames, visible, "no filter: every row shown")
 	cls := map[string]string{"passed": "pass", "failed": "fail", "flaky": "flaky", "harness_error": "error", "not_measured": "nm"}
 	rows := findAll(byID(doc, "map"), func(x *html.Node) bool { return x.Data == "tr" && hasClass(x, "srow") })
-	type link struct{ bundle classBundle; id, href, verdict string }
+	type link struct {
+		bundle            classBundle
+		id, href, verdict string
+	}
 	var failedLink *link
 	cells := 0
 	for i, tr := range rows {
