@@ -52,10 +52,10 @@ func ChromiumCmd(ctx context.Context, bin, profile string, args ...string) *exec
 
 // DumpDOM loads url (a file:// URL, with a #fragment if any) and returns
 // the DOM after the page's scripts ran on load.
-func DumpDOM(ctx context.Context, t testing.TB, bin, url string) string {
+func DumpDOM(ctx context.Context, t testing.TB, bin, url string, flags ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	cmd := ChromiumCmd(ctx, bin, t.TempDir(), "--dump-dom", url)
+	cmd := ChromiumCmd(ctx, bin, t.TempDir(), append(flags, "--dump-dom", url)...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Run(), "chromium --dump-dom %s: %s", url, errb.String())
 	return out.String()

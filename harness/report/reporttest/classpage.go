@@ -362,6 +362,38 @@ func CheckClassPage(ctx context.Context, t *testing.T, bin, classDir string, bun
 	_, visible = mapRows(t, fdoc)
 	assert.Equal(t, wantNP, visible, "not passed, scored 0 to 50")
 
+	// The same by hand: a page holding class.html in a frame clicks the
+	// score heading twice, ticks the security filter and picks "most failed
+	// first", as a person would, and writes what the frame then shows.
+	clicks := clickThrough(ctx, t, bin, page)
+	var wantDesc, wantAsc []string
+	for _, b := range byScoreDesc(bundles) {
+		wantDesc = append(wantDesc, b.Name)
+	}
+	for _, b := range byScoreAsc(bundles) {
+		wantAsc = append(wantAsc, b.Name)
+	}
+	var wantSecAsc []string
+	for _, n := range wantAsc {
+		for _, s := range wantSec {
+			if s == n {
+				wantSecAsc = append(wantSecAsc, n)
+			}
+		}
+	}
+	assert.Equal(t, strings.Join(wantDesc, ","), clicks["click-score"], "a click on Score: highest first")
+	assert.Equal(t, "#sort=score&dir=desc", clicks["hash"], "the URL keeps the view")
+	assert.Equal(t, strings.Join(wantAsc, ","), clicks["click-score-again"], "a second click: lowest first")
+	assert.Equal(t, strings.Join(wantSecAsc, ","), clicks["tick-security"], "the security filter, still sorted")
+	assert.Equal(t, fmt.Sprintf("%d of %d shown", len(wantSec), len(bundles)), clicks["shown"])
+	var rates []float64
+	for _, r := range strings.Split(clicks["cols-failure"], ",") {
+		f, err := strconv.ParseFloat(r, 64)
+		require.NoError(t, err, clicks["cols-failure"])
+		rates = append(rates, f)
+	}
+	assert.True(t, sort.IsSorted(sort.Reverse(sort.Float64Slice(rates))), "most failed columns first: %v", rates)
+
 	// A failed cell's link opens that bundle's report at that entry.
 	if failedLink != nil {
 		target := filepath.Join(classDir, filepath.FromSlash(strings.SplitN(failedLink.href, "#", 2)[0]))
@@ -383,4 +415,59 @@ func CheckClassPage(ctx context.Context, t *testing.T, bin, classDir string, bun
 	Screenshot(ctx, t, bin, url, filepath.Join(shotDir, prefix+".png"), "1400,2200")
 	Screenshot(ctx, t, bin, url+"#sec=1&sort=score&dir=desc&cols=failure", filepath.Join(shotDir, prefix+"-filtered.png"), "1400,1400")
 	return ids
+}
+
+func byScoreDesc(bundles []classBundle) []classBundle {
+	out := append([]classBundle(nil), bundles...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func byScoreAsc(bundles []classBundle) []classBundle {
+	out := append([]classBundle(nil), bundles...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score < out[j].Score
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// clickPage holds class.html in a frame and acts on it as a person would:
+// real click() on the Score heading (twice), the security checkbox ticked
+// with its change event, the column order picked; after each step it notes
+// the visible rows in order. Chromium lets it reach into the frame with
+// --allow-file-access-from-files; --virtual-time-budget runs its timers
+// before the DOM is dumped.
+const clickPage = `<!DOCTYPE html><html><body><iframe id="f" src="%s" width="1300" height="900"></iframe>
+<script>
+var f=document.getElementById("f"),out={};
+function step(fns){if(!fns.length){var p=document.createElement("pre");p.id="result";p.textContent=JSON.stringify(out);document.body.appendChild(p);return;}fns[0]();setTimeout(function(){step(fns.slice(1));},200);}
+f.onload=function(){
+ var d=f.contentDocument,w=f.contentWindow;
+ function rows(){return Array.prototype.filter.call(d.querySelectorAll("#map tr.srow"),function(r){return !r.hidden;}).map(function(r){return r.dataset.name;}).join(",");}
+ step([function(){d.querySelector("th[data-key=score]").click();},
+  function(){out["click-score"]=rows();out.hash=w.location.hash;d.querySelector("th[data-key=score]").click();},
+  function(){out["click-score-again"]=rows();var cb=d.getElementById("f-sec");cb.checked=true;cb.dispatchEvent(new Event("change"));},
+  function(){out["tick-security"]=rows();out.shown=d.getElementById("shown").textContent;var s=d.getElementById("f-cols");s.value="failure";s.dispatchEvent(new Event("change"));},
+  function(){out["cols-failure"]=Array.prototype.map.call(d.querySelectorAll("#map th.ecol"),function(h){return h.dataset.rate;}).join(",");}]);
+};
+</script></body></html>`
+
+func clickThrough(ctx context.Context, t *testing.T, bin, page string) map[string]string {
+	t.Helper()
+	wrap := filepath.Join(t.TempDir(), "click.html")
+	require.NoError(t, os.WriteFile(wrap, []byte(fmt.Sprintf(clickPage, "file://"+page)), 0o644))
+	doc := parseDOM(t, DumpDOM(ctx, t, bin, "file://"+wrap, "--allow-file-access-from-files", "--virtual-time-budget=20000"))
+	res := byID(doc, "result")
+	require.NotNil(t, res, "the click-through finished")
+	out := map[string]string{}
+	require.NoError(t, json.Unmarshal([]byte(text(res)), &out))
+	return out
 }
