@@ -105,7 +105,7 @@ func histogram(total float64, names []string, scores []float64) []HistBin {
 
 var (
 	reHexID  = regexp.MustCompile(`\b[0-9a-f]{6,}\b`)
-	reNumber = regexp.MustCompile(`\d+(?:[.,:]\d+)*(?:ms|µs|ns|s|m|h|%)?`)
+	reNumber = regexp.MustCompile(`\b\d+(?:[.,:]\d+)*(?:ms|µs|ns|s|m|h|%)?`)
 	reSpace  = regexp.MustCompile(`\s+`)
 )
 
