@@ -196,7 +196,9 @@ func TestClassMostFailedGroupsReasons(t *testing.T) {
 		return d
 	}
 	c := Class{}
-	add := func(name string, d Document) { c.Students = append(c.Students, ClassStudent{Name: name, Bundle: name, Doc: d}) }
+	add := func(name string, d Document) {
+		c.Students = append(c.Students, ClassStudent{Name: name, Bundle: name, Doc: d})
+	}
 	add("a", doc(map[rubric.ID]rubric.Verdict{rubric.D2: rubric.Failed, rubric.M0: rubric.Failed},
 		map[rubric.ID]string{rubric.D2: "retried the vanished sandbox 3f2a9c1d for 120s", rubric.M0: "no contract"}, 10))
 	add("b", doc(map[rubric.ID]rubric.Verdict{rubric.D2: rubric.Failed},
