@@ -62,6 +62,19 @@ func writeClassDistribution(b *strings.Builder, c Class) {
 	b.WriteString("\n")
 }
 
+// shortReason is a reason's first line, at most 160 characters: a
+// traceback belongs in the bundle, not in a summary's cell.
+func shortReason(r string) string {
+	line, _, more := strings.Cut(strings.TrimSpace(r), "\n")
+	if rs := []rune(line); len(rs) > 160 {
+		return string(rs[:159]) + "…"
+	}
+	if more {
+		return line + " …"
+	}
+	return line
+}
+
 func writeClassMostFailed(b *strings.Builder, c Class) {
 	b.WriteString("\n## Most-failed entries\n\n")
 	if len(c.MostFailed) == 0 {
@@ -80,7 +93,7 @@ func writeClassMostFailed(b *strings.Builder, c Class) {
 			if g.Variants > 1 {
 				v = fmt.Sprintf(" [%d similar texts]", g.Variants)
 			}
-			rs = append(rs, fmt.Sprintf("%d× %s%s (%s)", g.Count, g.Reason, v, examples(g.Students, 3)))
+			rs = append(rs, fmt.Sprintf("%d× %s%s (%s)", g.Count, shortReason(g.Reason), v, examples(g.Students, 3)))
 		}
 		sec := ""
 		if f.Security {
@@ -90,7 +103,7 @@ func writeClassMostFailed(b *strings.Builder, c Class) {
 		if f.Flaky > 0 {
 			fl = fmt.Sprintf(" (%d flaky)", f.Flaky)
 		}
-		fmt.Fprintf(b, "| **%s** %s%s | %s: %d of %d%s | %s |\n", f.ID, cell(f.Title), sec, pct(f.Rate), f.Failed, f.Measured, fl, cell(strings.Join(rs, "\n")))
+		fmt.Fprintf(b, "| %s: %s%s | %s: %d of %d%s | %s |\n", f.ID, cell(f.Title), sec, pct(f.Rate), f.Failed, f.Measured, fl, cell(strings.Join(rs, "\n")))
 	}
 }
 
@@ -145,7 +158,7 @@ func writeClassCSVFooter(w *csv.Writer, c Class, head []string) error {
 	for _, f := range c.MostFailed {
 		if len(f.Groups) > 0 {
 			g := f.Groups[0]
-			top[entryCol[f.ID]] = fmt.Sprintf("%d× %s", g.Count, g.Reason)
+			top[entryCol[f.ID]] = fmt.Sprintf("%d× %s", g.Count, shortReason(g.Reason))
 		}
 	}
 	rows = append(rows, rate, top)
