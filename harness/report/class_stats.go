@@ -104,6 +104,7 @@ func histogram(total float64, names []string, scores []float64) []HistBin {
 }
 
 var (
+	reUUID   = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	reHexID  = regexp.MustCompile(`\b[0-9a-f]{6,}\b`)
 	reNumber = regexp.MustCompile(`\b\d+(?:[.,:]\d+)*(?:ms|µs|ns|s|m|h|%)?`)
 	reSpace  = regexp.MustCompile(`\s+`)
@@ -113,7 +114,7 @@ var (
 // numbers and durations masked (a sandbox id or a count differs between
 // two submissions that did the same thing), blanks folded.
 func reasonKey(r string) string {
-	k := strings.ToLower(r)
+	k := reUUID.ReplaceAllString(strings.ToLower(r), "<id>")
 	k = reHexID.ReplaceAllStringFunc(k, func(m string) string {
 		if !strings.ContainsAny(m, "0123456789") {
 			return m // a word such as "facade"

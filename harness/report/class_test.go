@@ -174,6 +174,7 @@ func splitClassCSV(rows [][]string) (subs, footer [][]string) {
 // and not measured never counted as failures.
 func TestClassMostFailedGroupsReasons(t *testing.T) {
 	assert.Equal(t, reasonKey("sandbox 3f2a9c1d still running after 120s"), reasonKey("Sandbox 7b0e44aa still running after 95s"))
+	assert.Equal(t, reasonKey("no DELETE of df1ef78c-62e4-4bf2-9454-60f9539d6096 was seen"), reasonKey("no DELETE of 8003e3e1-bcdb-4855-a3fe-a5ce3242a8d2 was seen"))
 	assert.NotEqual(t, reasonKey("sandbox 3f2a9c1d still running"), reasonKey("sandbox 3f2a9c1d was never created"))
 	assert.Equal(t, "the facade stayed up; m0 <n> of <n>", reasonKey("the facade  stayed up; M0 3 of 5"), "words and entry ids are kept")
 
