@@ -78,3 +78,29 @@ func TestGradeOnATerminal(t *testing.T) {
 	t.Logf("most-failed entries: %s", strings.Join(ids, ", "))
 	assert.Contains(t, ids, "M0", "bad-empty and bad-lying-contract fail M0")
 }
+
+// TestRunOnATerminal: `acceptance run` on a pseudo-terminal keeps its
+// per-scenario lines and keeps a status line below them counting the
+// scenarios its tags select.
+func TestRunOnATerminal(t *testing.T) {
+	requireSandboxes(t)
+	gradingEnv(t)
+	master, tty, err := pty.Open()
+	require.NoError(t, err)
+	defer master.Close()
+	require.NoError(t, pty.Setsize(tty, &pty.Winsize{Rows: 50, Cols: 250}))
+	read := readPTY(t, master)
+	var stderr bytes.Buffer
+	tags := "@milestone:M0"
+	code := runMain([]string{"--out", filepath.Join(t.TempDir(), "bundle"), "--state-dir", t.TempDir(), "--baselines", t.TempDir(),
+		"--wheels", filepath.Join(repoRoot(t), ".cache", "wheels"), "--subject", "true", "--tags", tags}, tty, &stderr)
+	tty.Close()
+	out := read()
+	t.Logf("acceptance run on a terminal: exit %d\n%q\n%s", code, out, stderr.String())
+	require.NotEqual(t, 2, code)
+	n := countScenarios(tags)
+	require.Greater(t, n, 0)
+	assert.Contains(t, out, fmt.Sprintf("\r\x1b[K0/%d scenarios done · ", n))
+	assert.Contains(t, out, fmt.Sprintf("\r\x1b[K%d/%d scenarios done · ", n, n))
+	assert.Regexp(t, regexp.MustCompile(`(?m)(?:^|\x1b\[K)(failed|not_measured|passed) +\S`), out, "the per-scenario lines are still printed")
+}

@@ -56,11 +56,13 @@ func newStatusLine(w io.Writer, status func() string) *statusLine {
 	return s
 }
 
-// Start redraws the status line every interval (terminal only).
+// Start draws the status line, then redraws it every interval (terminal
+// only).
 func (s *statusLine) Start(interval time.Duration) {
 	if !s.tty {
 		return
 	}
+	s.Refresh()
 	s.stop = make(chan struct{})
 	s.ticker = &sync.WaitGroup{}
 	s.ticker.Add(1)
