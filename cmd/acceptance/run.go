@@ -46,6 +46,7 @@ type runConfig struct {
 	dockerVersions map[string]string
 	parallel       int    // grade: submissions graded at once
 	shard          string // grade: "K/N", only this share of the submissions
+	verbose        bool   // grade: per-scenario lines on the output too
 	repeat         int
 	// noConfinement: --insecure-no-confinement (submission commands run
 	// unconfined, as the grader's own processes).
@@ -78,6 +79,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	} else {
 		fs.IntVar(&c.parallel, "parallel", 2, "submissions graded at once (they share one bundled server; each is isolated by its own API keys)")
 		fs.StringVar(&c.shard, "shard", "", "K/N: grade only the K-th of N stable shares of the listed submissions (by each directory's name); merge the shards' --out with `acceptance class`")
+		fs.BoolVar(&c.verbose, "verbose", false, "print every submission's per-scenario lines too (they always go to its bundle's progress.log)")
 	}
 	fs.StringVar(&c.tags, "tags", "", `godog tag expression, e.g. "@milestone:M0,@milestone:M1" or "~@large"`)
 	if cmd == "run" {
@@ -226,7 +228,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	defer sess.Close()
 	reportPreflight(stdout, sess)
 	fmt.Fprintf(stdout, "acceptance run: target %s, subject %s, seed %d, report %s\n", targetName(cfg), cfg.subject, cfg.seed, out)
-	g := sess.Grade(ctx, sub, out, newSuite, stdout)
+	rp := newRunProgress(stdout, countScenarios(cfg.tags)*max(cfg.repeat, 1))
+	rp.out.Start(time.Second)
+	g := sess.Grade(ctx, sub, out, newSuite, rp)
+	rp.out.Close()
 	if g.Err != nil && g.Doc.RunID == "" {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", g.Err)
 		return 2
