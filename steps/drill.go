@@ -88,7 +88,7 @@ func (e *Env) runDrillNow(ctx context.Context, d *drill, fixture string) *subjec
 	key := fixture + "-" + d.Name
 	if d.Setup != nil {
 		if err := d.Setup(ctx, e); err != nil {
-			return &subjectRun{key: key, fixture: fixture, err: fmt.Errorf("switching on the simulated fault %s: %w", d.Name, err)}
+			return &subjectRun{key: key, fixture: fixture, launch: launch{err: fmt.Errorf("switching on the simulated fault %s: %w", d.Name, err)}}
 		}
 		d.logf("fault %s switched on", d.Name)
 	}
