@@ -23,7 +23,7 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, stderr io.Writer) (c
 	if err != nil {
 		return core.StartedTarget{}, fmt.Errorf("docker target: %w", err)
 	}
-	fmt.Fprintf(stderr, "docker target: %s up (images %s, control plane start %s)\n", t.URL, t.ImageBuild.Round(1e6), t.Startup.Round(1e6))
+	fmt.Fprintf(stderr, "docker target: %s up (images %s, control plane venv %s, control plane start %s)\n", t.URL, t.ImageBuild.Round(1e6), t.Venv.Round(1e6), t.Startup.Round(1e6))
 	for _, line := range dockerTargetNote(t) {
 		fmt.Fprintln(stderr, "docker target: "+line)
 	}

@@ -236,14 +236,14 @@ func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) 
 	}
 	ref := SandboxRepo + ":" + hash
 	im := Image{Role: "sandbox", Ref: SandboxImageURI, StandIn: true, Origin: OriginStandIn,
-		Note: "built here from Debian 12 packages (debootstrap minbase: python3, pandas, matplotlib, pip, tabulate wheel) as " + ref}
+		Note: "built here from Debian 12 packages (mmdebstrap or debootstrap minbase: python3, pandas, matplotlib, pip, tabulate wheel) as " + ref}
 	start := time.Now()
 	if got, err := pool.Client.InspectImage(ref); err == nil {
 		im.ID = got.ID
 	} else {
 		tarball := filepath.Join(cfg.CacheDir, "rootfs-"+hash+".tar")
 		if _, err := os.Stat(tarball); err != nil {
-			fmt.Fprintf(cfg.Log, "docker target: building the sandbox root filesystem (debootstrap, a few minutes; cached as %s)\n", tarball)
+			fmt.Fprintf(cfg.Log, "docker target: building the sandbox root filesystem (mmdebstrap or debootstrap, a few minutes; cached as %s)\n", tarball)
 			if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 				return Image{}, err
 			}
@@ -256,6 +256,9 @@ func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) 
 		f, err := os.Open(tarball)
 		if err != nil {
 			return Image{}, err
+		}
+		if st, err := f.Stat(); err == nil {
+			fmt.Fprintf(cfg.Log, "docker target: importing the sandbox image from %s (%d MB) as %s\n", tarball, st.Size()>>20, ref)
 		}
 		err = pool.Client.ImportImage(dc.ImportImageOptions{Repository: SandboxRepo, Tag: hash, Source: "-", InputStream: f, OutputStream: io.Discard, Context: ctx})
 		_ = f.Close()
@@ -326,6 +329,7 @@ func ensureStandIn(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig, 
 		return im, nil
 	}
 	start := time.Now()
+	fmt.Fprintf(cfg.Log, "docker target: building the %s stand-in image %s\n", role, ref)
 	var ctxTar bytes.Buffer
 	tw := tar.NewWriter(&ctxTar)
 	for _, n := range names {

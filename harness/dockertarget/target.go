@@ -49,6 +49,7 @@ type Target struct {
 	Pin PinInfo
 	// Timings of the set-up, for the closing note.
 	ImageBuild time.Duration
+	Venv       time.Duration // installing (or reusing) the control plane's venv
 	Startup    time.Duration
 
 	closeOnce sync.Once
@@ -137,6 +138,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		return nil, err
 	}
 	build := time.Since(t0)
+	tv := time.Now()
 	bin, err := ensureVenv(ctx, filepath.Join(cfg.CacheDir, "server-"+cfg.ServerVersion), cfg.ServerVersion, pin.Requirements, cfg.Log)
 	if err != nil {
 		return nil, err
@@ -176,7 +178,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	rec.ServerPID = proc.cmd.Process.Pid
 	_ = writeRecord(dir, rec)
 
-	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Startup: time.Since(t1),
+	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Venv: t1.Sub(tv), Startup: time.Since(t1),
 		Pairing: pairing, PairingKnown: known, Pin: pin}
 	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, " + pin.Describe()})
 	if v, err := pool.Client.Version(); err == nil {
