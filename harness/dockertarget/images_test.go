@@ -199,3 +199,14 @@ func writeFileAll(path, content string) error {
 	}
 	return os.WriteFile(path, []byte(content), 0o644)
 }
+
+// TestDocsShowTheVersionTable keeps docs/docker.md's table equal to Pairings.
+func TestDocsShowTheVersionTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "docker.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), VersionTableMarkdown()) {
+		t.Errorf("docs/docker.md does not show the version table as versions.go has it:\n%s", VersionTableMarkdown())
+	}
+}
