@@ -98,6 +98,7 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	res := upgradeResult{From: *from, To: *to, Rounds: *rounds, Seed: *seed, Tags: *tags, Subject: *subject}
+rounds:
 	for i := 1; i <= *rounds; i++ {
 		for _, v := range []string{*from, *to} {
 			dir := filepath.Join(*out, fmt.Sprintf("%s-run%d", v, i))
@@ -127,6 +128,13 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, "upgrade-check: interrupted")
 				return 2
 			}
+			if r.Failure != "" && !classifiedStartFailure(r.Failure) {
+				// Not a version's own start failure (the engine is busy or
+				// missing, a usage error): every further run would fail alike.
+				fmt.Fprintf(stderr, "upgrade-check: stopping: %s\n", r.Failure)
+				res.Stopped = "stopped after opensandbox-server==" + v + fmt.Sprintf(" round %d: ", i) + r.Failure
+				break rounds
+			}
 		}
 	}
 	res.judge(report.CompareOptions{Threshold: th, FloorMs: *floorMs, FloorBytes: report.DefaultCompareOptions.FloorBytes})
@@ -137,6 +145,17 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprint(stdout, md)
 	return res.Exit
+}
+
+// classifiedStartFailure: the failure is a version's control plane that
+// did not start (a fact about that version, worth showing for each side).
+func classifiedStartFailure(f string) bool {
+	for _, c := range []string{dockertarget.StartImportFailed, dockertarget.StartConfigRefused, dockertarget.StartEngineRefused} {
+		if strings.HasPrefix(f, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // startFailureOf picks the classified start failure out of a run's output
@@ -198,6 +217,7 @@ type upgradeResult struct {
 	TimingNote      string
 	Regressions     []string
 	Incomplete      []string
+	Stopped         string `json:",omitempty"`
 	Exit            int
 	FiguresCompared int
 }
@@ -445,14 +465,20 @@ func (r *upgradeResult) markdown() string {
 				rubric.Num(f.ToMedian), rubric.Num(f.ToSpread), j)
 		}
 	}
-	if len(r.Regressions) == 0 {
+	if r.Stopped != "" {
+		b.WriteString("\n**Stopped early:** " + r.Stopped + "\n")
+	}
+	switch {
+	case r.Exit == 2:
+		fmt.Fprintf(&b, "\nResult: incomplete, nothing is judged on the missing runs (exit %d).\n", r.Exit)
+	case len(r.Regressions) == 0:
 		fmt.Fprintf(&b, "\nResult: no regression (exit %d).\n", r.Exit)
-	} else {
+	default:
 		b.WriteString("\nRegressions:\n")
 		for _, s := range r.Regressions {
 			b.WriteString("- " + s + "\n")
 		}
-		fmt.Fprintf(&b, "\nResult: exit %d.\n", r.Exit)
+		fmt.Fprintf(&b, "\nResult: regression (exit %d).\n", r.Exit)
 	}
 	return b.String()
 }
