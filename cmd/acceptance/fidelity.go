@@ -90,11 +90,21 @@ func fidelityMain(args []string, stdout, stderr io.Writer) int {
 				side = append(side, fidelity.NamedRun{Title: "bundled server", Run: mock})
 			}
 			if haveReal {
-				side = append(side, fidelity.NamedRun{Title: "docker, as recorded (" + real.ServerVersion + ")", Run: real})
+				title := "docker, official components"
+				for n, v := range real.Components {
+					if strings.HasPrefix(n, "execd image ") && strings.HasSuffix(v, "(stand-in)") {
+						title = "docker, stand-ins"
+					}
+				}
+				side = append(side, fidelity.NamedRun{Title: title + " (" + real.ServerVersion + ")", Run: real})
 			}
 			if haveUpstream {
 				side = append(side, fidelity.NamedRun{Title: "docker, upstream-built (" + upstream.ServerVersion + ")", Run: upstream})
 				text += fidelity.RenderComparison(side)
+				// The recorder's account of each difference (runs/comparison-notes.md, written by hand).
+				if notes, err := os.ReadFile(filepath.Join(*dir, "runs", "comparison-notes.md")); err == nil {
+					text += "\n" + strings.TrimSpace(string(notes)) + "\n"
+				}
 			}
 			if haveUpgrade {
 				text += fidelity.RenderUpgrade(upgrade)
