@@ -52,8 +52,8 @@
 //	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
 //	       upload, download, file operation) of each sandbox created with that key answers the status (audited);
 //	       DELETE /_mock/faults/execd?key_fingerprint=… clears
-//	PUT    /_mock/canaries {"canaries":{label:value}}  204 (replaces the planted set)
-//	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds to it)
+//	PUT    /_mock/canaries {"canaries":{label:value}}  204 (must keep every planted canary: add-only, else 409)
+//	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds; changing a planted value is 409)
 //	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
 //	POST   /_mock/api-keys {"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key

@@ -51,6 +51,9 @@ type Env struct {
 
 	canaryMu sync.Mutex
 	canaries map[string]string // label → value, planted in the bundled server
+
+	budgetMu   sync.Mutex
+	budgetUsed time.Duration // summed time of the submission's commands (SubmissionTimeout)
 }
 
 // NewEnv checks the options and builds the harness client.

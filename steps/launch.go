@@ -37,7 +37,13 @@ type launch struct {
 	observed   []observe.Call // a real target's lifecycle calls, seen by the recording proxy
 	rec        *observe.Proxy // that proxy, while the command runs
 	auditSince int64          // bundled server: the audit cursor before it started
+	// budgetSpent: the submission's time was spent before this command, which
+	// did not start (its result says timed out).
+	budgetSpent bool
+	budgetOf    time.Duration // the submission's time (SubmissionTimeout)
 }
+
+func (l *launch) budget() string { return l.budgetOf.String() + " of command time" }
 
 // launchOpts vary one launch.
 type launchOpts struct {
@@ -121,6 +127,18 @@ func (e *Env) launch(ctx context.Context, l *launch, o launchOpts) {
 	if timeout <= 0 || timeout > e.opt.SubjectTimeout {
 		timeout = e.opt.SubjectTimeout
 	}
+	if left, bounded := e.budgetLeft(); bounded {
+		if left <= 0 {
+			// The submission spent its whole time: the command does not
+			// start, as one that ran past its limit.
+			l.budgetSpent, l.budgetOf = true, e.opt.SubmissionTimeout
+			l.started, l.ended = time.Now(), time.Now()
+			l.res = &subject.Result{ExitCode: -1, TimedOut: true, OutDir: l.outDir, RanReference: tmpl.RunsReference(),
+				Confinement: nil}
+			return
+		}
+		timeout = min(timeout, left)
+	}
 	spec := subject.Spec{
 		Template:     tmpl,
 		Inputs:       in,
@@ -182,9 +200,11 @@ func (e *Env) launch(ctx context.Context, l *launch, o launchOpts) {
 	if e.mock() && l.field != "run" {
 		l.auditSince = e.auditCursor(ctx)
 	}
+	e.confine(ctx, l, &spec)
 	l.started = time.Now()
 	l.res, l.err = subject.Run(runCtx, spec)
 	l.ended = time.Now()
+	e.spend(l.ended.Sub(l.started))
 	cancel()
 	duringDone.Wait() // its writes happen before anyone reads them
 	if l.rec != nil {

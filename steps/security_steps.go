@@ -14,6 +14,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -425,7 +426,7 @@ func noSecretInOutputs(ctx context.Context) error {
 		return nil
 	})
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := regularfile.Read(f, capScanned)
 		if err != nil {
 			continue
 		}

@@ -198,6 +198,8 @@ func (r *subjectRun) usable() error {
 		return fmt.Errorf("the harness could not run the subject: %v", r.err)
 	case r.res == nil:
 		return fmt.Errorf("the subject did not run")
+	case r.budgetSpent:
+		return fmt.Errorf("%w: the submission's commands had used all of its %s before this run, which did not start", errSubjectTimedOut, r.budget())
 	case r.res.TimedOut:
 		return fmt.Errorf("%w (limit reached after %s)", errSubjectTimedOut, r.res.Duration.Round(time.Second))
 	}

@@ -60,7 +60,15 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: no submission could be loaded\n")
 		return 2
 	}
+	if why := confineAvailable(); why != "" && len(dirs) > 1 && !cfg.noConfinement {
+		fmt.Fprintf(stderr, "acceptance grade: the submissions' commands cannot be confined here (%s): one could read or change another's grade; grade them one at a time, or pass --insecure-no-confinement (docs/confinement.md)\n", why)
+		return 2
+	}
 	if err := checkURLTarget(context.Background(), cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		return 2
+	}
+	if err := checkWheels(cfg); err != nil {
 		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
 		return 2
 	}
@@ -108,6 +116,15 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 			line = fmt.Sprintf("%-40s harness error: %v", r.dir, r.g.Err)
 			worst = worseExit(worst, 2)
 		default:
+			// A submission's escaped process may have rewritten its report
+			// after the grader wrote it: what counts is the grader's record.
+			if changed, err := report.Reassert(r.g.Dir, r.g.Doc); len(changed) > 0 {
+				note := "written again from the grader's record"
+				if err != nil {
+					note += " (" + err.Error() + ")"
+				}
+				fmt.Fprintf(stdout, "%s: %s changed after the grader wrote it; %s\n", r.g.Dir, strings.Join(changed, ", "), note)
+			}
 			bundles = append(bundles, r.g.Dir)
 			line = fmt.Sprintf("%-40s %s", r.dir, report.SummaryLine(r.g.Doc))
 			worst = worseExit(worst, r.g.Doc.ExitCode)

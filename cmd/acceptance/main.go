@@ -31,6 +31,11 @@ func main() {
 	agent.MainIfAgent()
 	// The docker target's execd and egress stand-in images run this binary too.
 	standin.MainIf()
+	if len(os.Args) > 1 && hardened[os.Args[1]] {
+		if err := hardenGrader(); err != nil {
+			fmt.Fprintf(os.Stderr, "acceptance: warning: cannot make the grader non-dumpable (its memory stays readable by processes of its user): %v\n", err)
+		}
+	}
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -58,6 +63,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return renderMain(args[1:], stdout, stderr)
 	case "fidelity":
 		return fidelityMain(args[1:], stdout, stderr)
+	case "rubric":
+		return rubricMain(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "acceptance %s (OpenSandbox contract 1.1.1)\n", version)
 		return 0
@@ -84,6 +91,7 @@ commands:
   upgrade-check  grade on two server versions on Docker (interleaved rounds) and compare; exit 1 on a regression
   render      re-render a bundle's reports from its results.jsonl (e.g. after a killed run)
   fidelity    record runs into the fidelity ledger and regenerate harness/fidelity/FIDELITY.md
+  rubric      print the rubric index: each entry's scenarios and the Go functions of their steps
   version     print the version
 
 Run "acceptance <command> -h" for a command's flags.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/mock-server/agent"
 )
 
@@ -14,9 +15,31 @@ func TestMain(m *testing.M) {
 	agent.MainIfAgent()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case "reference", "serve-mock", "run":
+		case "harden-probe": // TestGraderMemoryClosedToItsUser
+			if len(os.Args) > 2 && os.Args[2] == "on" {
+				if err := hardenGrader(); err != nil {
+					panic(err)
+				}
+			}
+			os.Stdout.WriteString("ready\n")
+			select {}
+		case "reference", "serve-mock", "run", "grade":
+			if hardened[os.Args[1]] { // as main does
+				_ = hardenGrader()
+			}
 			os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 		}
 	}
-	os.Exit(m.Run())
+	// Journal keys of the runs the tests grade go to a directory of their
+	// own, never the user's (report.DefaultJournalKeyDir).
+	keys, err := os.MkdirTemp("", "acceptance-journal-keys-")
+	if err != nil {
+		panic(err)
+	}
+	if os.Getenv(report.EnvJournalKeys) == "" {
+		os.Setenv(report.EnvJournalKeys, keys)
+	}
+	code := m.Run()
+	os.RemoveAll(keys)
+	os.Exit(code)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/report"
@@ -47,6 +48,10 @@ type runConfig struct {
 	dockerVersions map[string]string
 	parallel       int // grade: submissions graded at once
 	repeat         int
+	// noConfinement: --insecure-no-confinement (submission commands run
+	// unconfined, as the grader's own processes).
+	noConfinement     bool
+	submissionTimeout time.Duration
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
@@ -88,14 +93,33 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.DurationVar(&c.subjectTimeout, "subject-timeout", 10*time.Minute, "wall-clock limit of one subject run (its process group is killed after it)")
 	fs.BoolVar(&c.insecure, "insecure-no-isolation", false, "let the bundled server run without namespaces (isolation criteria are then not measured)")
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
-	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
+	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it; default .cache/wheels here, else in the checkout the binary was built in)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
+	fs.BoolVar(&c.noConfinement, "insecure-no-confinement", false, "run the submission's commands unconfined, with the grader's uid, namespaces and network (docs/confinement.md); every report says so")
+	fs.DurationVar(&c.submissionTimeout, "submission-timeout", core.DefaultSubmissionTimeout, "summed wall-clock limit of all of one submission's commands")
 	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is flaky: never passed, no points, and the run is not passed (exit 1)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	fs.Visit(func(f *flag.Flag) { c.baselinesSet = c.baselinesSet || f.Name == "baselines" })
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	c.baselinesSet = given["baselines"]
+	// A flag that cannot apply to the chosen target is a mistake to say, not
+	// to ignore: the grade would not be what the command line suggests.
+	if given["api-key"] && (c.target == "mock" || c.target == "docker") {
+		return nil, nil, fmt.Errorf("--api-key is for a URL target only; --target %s makes its own key (leave --api-key out)", c.target)
+	}
+	if given["server-version"] && c.target != "docker" {
+		return nil, nil, fmt.Errorf("--server-version applies to --target docker only, not --target %s", c.target)
+	}
+	if !given["wheels"] {
+		w, err := defaultWheels()
+		if err != nil {
+			return nil, nil, err
+		}
+		c.wheels = w
+	}
 	if err := checkTags(c.tags); err != nil {
 		return nil, nil, err
 	}
@@ -174,6 +198,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
 		return 2
 	}
+	if err := checkWheels(cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
+		return 2
+	}
 	out := cfg.out
 	if out == "" {
 		out = filepath.Join("reports", time.Now().UTC().Format("20060102T150405Z")+"-"+randomHex(3))
@@ -225,12 +253,18 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	if cfg.target != "mock" {
 		kind = rubric.TargetReal
 	}
+	keys, err := report.DefaultJournalKeyDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
+		return nil, 2
+	}
 	vers := versions()
 	cfg.dockerVersions = vers // the docker target adds its components (the map is copied into each bundle later)
 	sess, err := core.Open(ctx, core.Config{
 		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
 		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines, cfg.target), Wheels: cfg.wheels,
-		SelfExe: self, Versions: vers, Repeat: cfg.repeat,
+		SelfExe: self, Versions: vers, Repeat: cfg.repeat, JournalKeys: keys,
+		Confine: confineConfig(cfg), Unconfined: unconfinedWhy(cfg), SubmissionTimeout: cfg.submissionTimeout,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)
 	})
@@ -350,3 +384,24 @@ func featureTags() map[string]bool {
 	}
 	return tags
 }
+
+// confineConfig is the confinement of the submission's commands: on unless
+// --insecure-no-confinement, or the machine cannot confine (unconfinedWhy).
+func confineConfig(cfg *runConfig) *confine.Config {
+	if cfg.noConfinement || confineAvailable() != "" {
+		return nil
+	}
+	return &confine.Config{}
+}
+
+// unconfinedWhy says why the commands run unconfined ("" when they do not).
+func unconfinedWhy(cfg *runConfig) string {
+	if cfg.noConfinement {
+		return "--insecure-no-confinement was given"
+	}
+	return confineAvailable()
+}
+
+// confineAvailable says why this machine cannot confine ("" when it can);
+// a variable so tests can play a machine that cannot.
+var confineAvailable = confine.Available

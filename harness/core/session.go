@@ -16,6 +16,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -40,7 +41,21 @@ type Config struct {
 	// Repeat runs every scenario this many times (default 1); an entry a
 	// scenario passed in some repetitions and failed in others is flaky.
 	Repeat int
+	// Confine confines every submission command (harness/confine); nil runs
+	// them unconfined and Unconfined says why (in every report).
+	Confine    *confine.Config
+	Unconfined string
+	// SubmissionTimeout bounds the total time of one submission's commands
+	// (0: DefaultSubmissionTimeout).
+	SubmissionTimeout time.Duration
+	// JournalKeys is the grader-only directory where each bundle's journal
+	// key is kept (report.Options.JournalKeys); empty: journals unsigned.
+	JournalKeys string
 }
+
+// DefaultSubmissionTimeout bounds the summed wall time of one submission's
+// commands (docs/confinement.md).
+const DefaultSubmissionTimeout = 15 * time.Minute
 
 // Session is one started target with its stubs and preflight, shared by
 // every submission graded in it.
@@ -64,6 +79,15 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	}
 	if cfg.Concurrency < 1 {
 		cfg.Concurrency = 1
+	}
+	if cfg.SubmissionTimeout <= 0 {
+		cfg.SubmissionTimeout = DefaultSubmissionTimeout
+	}
+	if cfg.Confine != nil {
+		// Boxes a SIGKILLed grader left behind go before anything starts.
+		if _, err := confine.Reap(cfg.Confine.StateDir); err != nil {
+			return nil, fmt.Errorf("cleaning up after an earlier grader: %w", err)
+		}
 	}
 	st, err := stubs.Start(stubs.Config{WheelsDir: cfg.Wheels, DataAPIToken: "capstone-data-" + randomHex(16)})
 	if err != nil {
@@ -133,7 +157,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
 		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
 		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
-	}, report.Options{Baselines: s.cfg.Baselines})
+	}, report.Options{Baselines: s.cfg.Baselines, JournalKeys: s.cfg.JournalKeys})
 	if err != nil {
 		g.Err = err
 		return g
@@ -203,6 +227,10 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 		FaultLock:      &s.faults,
 		Repetition:     rep,
 		Inputs:         s.inputs,
+
+		Confine:           s.cfg.Confine,
+		Unconfined:        s.cfg.Unconfined,
+		SubmissionTimeout: s.cfg.SubmissionTimeout,
 	})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
@@ -100,6 +101,13 @@ type SuiteInput struct {
 	// Inputs are the session's shared generated inputs and recomputations
 	// (nil: each suite makes its own).
 	Inputs *Inputs
+	// Confine confines every command of the submission (nil: unconfined,
+	// Unconfined says why).
+	Confine    *confine.Config
+	Unconfined string
+	// SubmissionTimeout bounds the summed time of the submission's commands
+	// (0: unbounded beyond SubjectTimeout per command).
+	SubmissionTimeout time.Duration
 }
 
 // Suite is one submission's scenario set.

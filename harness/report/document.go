@@ -30,6 +30,9 @@ type Document struct {
 	Drift      []DriftResult `json:"drift"`
 	// JournalSkipped counts torn journal lines (a crash mid-write).
 	JournalSkipped int `json:"journal_skipped,omitempty"`
+	// JournalRefused says the journal on disk was altered during the run
+	// (lines of another run, edited or removed lines) and what was done.
+	JournalRefused string `json:"journal_refused,omitempty"`
 
 	Target     string            `json:"target"`
 	TargetKind rubric.Target     `json:"target_kind"`
@@ -47,6 +50,9 @@ type Document struct {
 	Provenance map[rubric.Component]string `json:"provenance,omitempty"`
 	StartedAt  time.Time                   `json:"started_at"`
 	EndedAt    time.Time                   `json:"ended_at"`
+	// Confinement is how the submission's commands were confined (from
+	// their records; nil when none ran).
+	Confinement *Confinement `json:"confinement,omitempty"`
 
 	// Final is the score after a reviewer's judgement (review.json), merged
 	// at render time; never part of report.json, whose measured content a
@@ -279,7 +285,7 @@ func Reproduce(meta Meta, e rubric.Entry) string {
 		target = string(rubric.TargetMock)
 	}
 	args := []string{cmd, "run", "--target", shellQuote(target)}
-	if meta.TargetKind == rubric.TargetReal {
+	if meta.TargetKind == rubric.TargetReal && target != "docker" { // --target docker makes its own key
 		args = append(args, "--api-key", `"$OPEN_SANDBOX_API_KEY"`)
 	}
 	if meta.Subject != "" {

@@ -290,6 +290,9 @@ func chromiumRequired() bool {
 }
 
 func findChromium(t *testing.T) string {
+	if testing.Short() {
+		t.Skip("-short: the browser test of report.html starts Chromium (about 40 s); make test runs it")
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

@@ -107,14 +107,16 @@ var Course = MustRegistry(
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
 			TargetReal: {Measurable: true, Reason: "structure of the steps is checked; matching them to what ran needs the mock audit"}}},
 	Entry{ID: Maintainability, Kind: KindCriterion, Title: "Maintainable: others can reproduce according to the documentation",
-		Statement: "The subject MUST ship a README stating prerequisites, how to run and known limitations, and its documented test commands MUST run reproducibly.",
-		Evidence:  []string{"README sections found", "test command output and exit code"},
-		Targets:   both()},
+		Statement:   "The subject MUST ship a README stating prerequisites, how to run and known limitations, and its documented test commands MUST run reproducibly.",
+		Evidence:    []string{"README sections found", "test command output and exit code"},
+		Targets:     both(),
+		ReviewGuide: "README states prerequisites, how to run and known limitations; another person reproduced the run from it; the unit and integration test commands rerun green"},
 	Entry{ID: Cost, Kind: KindCriterion, Title: "Cost: can clearly explain main cost items",
 		Statement:        "The subject MUST provide a rough cost and latency estimate (create time, execution time, sandbox lifespan, data volume) that a reviewer finds clear.",
 		Evidence:         []string{"cost estimate table", "measured create/exec durations for comparison"},
 		Targets:          nowhere("whether the cost items are explained clearly is a reviewer's judgment"),
-		ReviewerJudgment: "clarity and correctness of the cost/latency estimate"},
+		ReviewerJudgment: "clarity and correctness of the cost/latency estimate",
+		ReviewGuide:      "create time, execution time, sandbox lifespan and data volume estimated and compared with the measured figures attached; the main cost item named with what to optimise first"},
 
 	// ---- milestones ----------------------------------------------------------
 	Entry{ID: M0, Kind: KindMilestone, Title: "M0 · Contract verification",
@@ -143,7 +145,8 @@ var Course = MustRegistry(
 		Evidence:  []string{"normal-path run", "two failure drills", "evidence chain from metrics to commands/files"},
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
 			TargetReal: {Measurable: true, Reason: "the evidence chain to commands and files needs the mock audit"}},
-		ReviewerJudgment: "the live demonstration, answering 'what happens if this step fails', and the cost/latency estimate"},
+		ReviewerJudgment: "the live demonstration, answering 'what happens if this step fails', and the cost/latency estimate",
+		ReviewGuide:      "normal path demonstrated, at least two failure types shown (package source rejected, sandbox killed or 429), an evidence chain from the reported numbers to commands, exit codes and files; answers 'what happens if this step fails'"},
 
 	// ---- fault drills --------------------------------------------------------
 	Entry{ID: D1, Kind: KindDrill, Title: "Drill 1 · Package source rejected",

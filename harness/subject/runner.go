@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/confine"
 )
 
 // Expected output files in {out}.
@@ -42,6 +44,11 @@ type Spec struct {
 	// MaxOutputBytes caps each of stdout/stderr on disk. Zero means
 	// DefaultMaxOutputBytes.
 	MaxOutputBytes int64
+	// Confine runs the command in a box of its own (harness/confine); nil
+	// runs it as a plain process group, and Unconfined says why (it goes in
+	// Result.Confinement).
+	Confine    *Confinement
+	Unconfined string
 }
 
 // Result is what happened. A subject that crashed, exited non-zero or timed
@@ -82,6 +89,12 @@ type Result struct {
 	// were still running after the subject; they were terminated by the
 	// harness (found by the run's own HOME in their environment).
 	Escaped []int `json:"escaped,omitempty"`
+	// Confinement is what the command's box enforced and what it could not
+	// (mode "off" for a command run unconfined).
+	Confinement *confine.Status `json:"confinement,omitempty"`
+	// RanReference: the command runs the bundled reference ({acceptance}
+	// reference), shown in the report's provenance.
+	RanReference bool `json:"ran_reference,omitempty"`
 }
 
 // Succeeded reports exit code 0 within the time limit.
@@ -108,6 +121,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if limit <= 0 {
 		limit = DefaultMaxOutputBytes
 	}
+	if spec.Confine != nil {
+		return runConfined(ctx, spec, grace, limit)
+	}
 	argv, err := spec.Template.Argv(spec.Executable, spec.Inputs)
 	if err != nil {
 		return nil, err
@@ -129,6 +145,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		StderrPath: filepath.Join(spec.WorkDir, "stderr.log"),
 		OutDir:     spec.Inputs.Out,
 		HomeDir:    home,
+
+		RanReference: spec.Template.RunsReference(),
+		Confinement:  confine.Off(spec.Unconfined),
 	}
 	outCap, outW, err := newCapture(res.StdoutPath, limit)
 	if err != nil {
