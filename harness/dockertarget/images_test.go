@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
 )
@@ -209,5 +210,28 @@ func TestDocsShowTheVersionTable(t *testing.T) {
 	}
 	if !strings.Contains(string(b), VersionTableMarkdown()) {
 		t.Errorf("docs/docker.md does not show the version table as versions.go has it:\n%s", VersionTableMarkdown())
+	}
+}
+
+// TestLockWaitsForAnotherRun: a second run waits for the engine's lock
+// (bounded), then gets it once the first run releases it.
+func TestLockWaitsForAnotherRun(t *testing.T) {
+	dir := t.TempDir()
+	first, err := acquireLock(context.Background(), dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquireLock(context.Background(), dir, 0, nil); err == nil || !strings.Contains(err.Error(), "another docker-target run holds") {
+		t.Fatalf("no wait: %v", err)
+	}
+	go func() { time.Sleep(500 * time.Millisecond); first.release() }()
+	var log strings.Builder
+	second, err := acquireLock(context.Background(), dir, 10*time.Second, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.release()
+	if !strings.Contains(log.String(), "waiting up to 10s") {
+		t.Errorf("log: %q", log.String())
 	}
 }

@@ -115,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		return nil, err
 	}
 	dir := stateDir()
-	lk, err := acquireLock(dir)
+	lk, err := acquireLock(ctx, dir, lockWait(), cfg.Log)
 	if err != nil {
 		return nil, err
 	}
