@@ -7,6 +7,7 @@
 //	acceptance reference   run the reference capstone pipeline once
 //	acceptance review      record a reviewer's judgement; the final score out of 100
 //	acceptance diff        compare two report bundles (the upgrade check)
+//	acceptance upgrade-check  grade on two server versions on Docker, interleaved, and compare
 //	acceptance render      re-render a bundle's reports from its journal
 //	acceptance fidelity    regenerate the fidelity ledger (harness/fidelity)
 //	acceptance version     print versions
@@ -59,6 +60,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return reviewMain(args[1:], os.Stdin, stdout, stderr)
 	case "diff":
 		return diffMain(args[1:], stdout, stderr)
+	case "upgrade-check":
+		return upgradeCheckMain(args[1:], stdout, stderr)
 	case "render":
 		return renderMain(args[1:], stdout, stderr)
 	case "fidelity":
@@ -89,6 +92,7 @@ commands:
   reference   run the reference capstone pipeline once
   review      record a reviewer's judgement of a bundle; prints the final score out of 100
   diff        compare two bundles; exit 1 on a regression (the upgrade check)
+  upgrade-check  grade on two server versions on Docker (interleaved rounds) and compare; exit 1 on a regression
   render      re-render a bundle's reports from its results.jsonl (e.g. after a killed run)
   fidelity    record runs into the fidelity ledger and regenerate harness/fidelity/FIDELITY.md
   rubric      print the rubric index: each entry's scenarios and the Go functions of their steps

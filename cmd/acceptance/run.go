@@ -42,6 +42,8 @@ type runConfig struct {
 	wheels         string
 	stateDir       string
 	serverVersion  string // --target docker
+	// --target docker: image overrides (--execd-image, --egress-image, --sandbox-image).
+	execdImage, egressImage, sandboxImage string
 	// dockerVersions receive the docker target's components for the report header.
 	dockerVersions map[string]string
 	parallel       int    // grade: submissions graded at once
@@ -72,7 +74,10 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.target, "target", "mock", `"mock" (the bundled server, started in-process), "docker" (a real OpenSandbox stood up on Docker) or the URL of a real OpenSandbox server`)
-	fs.StringVar(&c.serverVersion, "server-version", dockertarget.DefaultServerVersion, "--target docker: the opensandbox-server version from PyPI")
+	fs.StringVar(&c.serverVersion, "server-version", dockertarget.DefaultServerVersion, "--target docker: the opensandbox-server version from PyPI (one without a committed pin is pinned at run time)")
+	fs.StringVar(&c.execdImage, "execd-image", "", "--target docker: the execd image to use (default: the one the server version names, if the engine has it or can pull it, else a stand-in)")
+	fs.StringVar(&c.egressImage, "egress-image", "", "--target docker: the egress sidecar image to use (default: the one the server version names, if the engine has it or can pull it, else a stand-in)")
+	fs.StringVar(&c.sandboxImage, "sandbox-image", "", "--target docker: the sandbox image, tagged python:3.12 for the run (default: built here from Debian packages)")
 	fs.StringVar(&c.apiKey, "api-key", os.Getenv("OPEN_SANDBOX_API_KEY"), "API key of a real server (default $OPEN_SANDBOX_API_KEY); the bundled server makes its own")
 	if cmd == "run" {
 		fs.StringVar(&c.subject, "subject", "reference", `"reference" or a command template with {csv} {csv_url} {question} {out} {acceptance} (a run-only submission)`)
@@ -134,10 +139,13 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 		}
 	}
 	if c.target == "docker" {
-		if _, err := dockertarget.Requirements(c.serverVersion); err != nil {
-			return nil, nil, fmt.Errorf("--server-version: %v", err)
+		if !dockertarget.ValidVersion(c.serverVersion) {
+			return nil, nil, fmt.Errorf("--server-version %q is not a version", c.serverVersion)
 		}
-	} else if c.target != "mock" {
+	} else if c.execdImage != "" || c.egressImage != "" || c.sandboxImage != "" {
+		return nil, nil, fmt.Errorf("--execd-image, --egress-image and --sandbox-image are for --target docker")
+	}
+	if c.target != "docker" && c.target != "mock" {
 		u, err := url.Parse(c.target)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, nil, fmt.Errorf(`--target must be "mock" or an http(s) URL, got %q`, c.target)

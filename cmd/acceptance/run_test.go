@@ -368,7 +368,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"target bad scheme", []string{"--target", "ftp://127.0.0.1:21", "--api-key", "k"}, `--target must be "mock" or an http(s) URL`},
 		{"target without host", []string{"--target", "http://", "--api-key", "k"}, `--target must be "mock" or an http(s) URL`},
 		{"URL target without key", []string{"--target", "http://127.0.0.1:1"}, "needs --api-key"},
-		{"docker target, unpinned server version", []string{"--target", "docker", "--server-version", "0.0.0-nope"}, "docker-pin-server.sh 0.0.0-nope"},
+		{"docker target, not a version", []string{"--target", "docker", "--server-version", "1.1; rm -rf /"}, `--server-version "1.1; rm -rf /" is not a version`},
+		{"image override without docker", []string{"--execd-image", "x/execd:1"}, "are for --target docker"},
 		{"subject with a NUL byte", []string{"--subject", "run\x00{out}"}, "--subject"},
 		{"empty subject", []string{"--subject", ""}, "--subject"},
 		// issue 9 item 9

@@ -45,9 +45,13 @@ type Document struct {
 	// StandIns are the target's components that are stand-ins, not
 	// OpenSandbox's own (from the "component: …" versions; none on the
 	// bundled server). Each entry row names those its verdict rests on.
-	StandIns  []rubric.Component `json:"stand_ins,omitempty"`
-	StartedAt time.Time          `json:"started_at"`
-	EndedAt   time.Time          `json:"ended_at"`
+	StandIns []rubric.Component `json:"stand_ins,omitempty"`
+	// Provenance is each real-target component's provenance label (official,
+	// from the engine, upstream-built from commit X, stand-in), from the
+	// "component: …" versions; each entry row carries those its verdict rests on.
+	Provenance map[rubric.Component]string `json:"provenance,omitempty"`
+	StartedAt  time.Time                   `json:"started_at"`
+	EndedAt    time.Time                   `json:"ended_at"`
 	// Confinement is how the submission's commands were confined (from
 	// their records; nil when none ran).
 	Confinement *Confinement `json:"confinement,omitempty"`
@@ -88,7 +92,10 @@ type EntryRow struct {
 	// (rubric.DependsOn); empty when it rests on official ones only, or when
 	// none of its outcomes was measured.
 	StandIns []rubric.Component `json:"stand_ins,omitempty"`
-	Outcomes []OutcomeRow       `json:"outcomes"`
+	// Provenance: the components this verdict rests on, each with its
+	// provenance label (empty as StandIns is).
+	Provenance map[rubric.Component]string `json:"provenance,omitempty"`
+	Outcomes   []OutcomeRow                `json:"outcomes"`
 }
 
 // OutcomeRow is one recorded outcome of an entry.
@@ -130,6 +137,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		d.Versions = map[string]string{}
 	}
 	d.StandIns = StandInsOf(d.Versions)
+	d.Provenance = ProvenanceOf(d.Versions)
 	if d.Drift == nil {
 		d.Drift = []DriftResult{}
 	}
@@ -163,6 +171,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		if measuredSome(r.Outcomes) {
 			// A verdict nothing was measured for rests on nothing.
 			row.StandIns = rubric.RestsOn(id, d.StandIns)
+			row.Provenance = restsOnProvenance(id, d.Provenance)
 		}
 		for _, o := range r.Outcomes {
 			row.Outcomes = append(row.Outcomes, OutcomeRow{Scenario: o.Scenario, Verdict: o.Verdict, Category: o.Category, Reason: o.Reason})
@@ -207,6 +216,44 @@ func StandInsOf(versions map[string]string) []rubric.Component {
 				out = append(out, c)
 				break
 			}
+		}
+	}
+	return out
+}
+
+// ProvenanceOf reads each component's provenance label from a run's
+// versions: "component: <role> …" → "<id> (<label>)" (nil when none).
+func ProvenanceOf(versions map[string]string) map[rubric.Component]string {
+	var out map[rubric.Component]string
+	for _, c := range rubric.Components {
+		for k, v := range versions {
+			name, ok := strings.CutPrefix(k, ComponentKeyPrefix)
+			if !ok || (name != string(c) && !strings.HasPrefix(name, string(c)+" ")) {
+				continue
+			}
+			i := strings.LastIndex(v, " (")
+			if i < 0 || !strings.HasSuffix(v, ")") {
+				continue
+			}
+			if out == nil {
+				out = map[rubric.Component]string{}
+			}
+			out[c] = v[i+2 : len(v)-1]
+			break
+		}
+	}
+	return out
+}
+
+// restsOnProvenance: the provenance of the components entry id rests on.
+func restsOnProvenance(id rubric.ID, prov map[rubric.Component]string) map[rubric.Component]string {
+	var out map[rubric.Component]string
+	for _, c := range rubric.DependsOn[id] {
+		if p, ok := prov[c]; ok {
+			if out == nil {
+				out = map[rubric.Component]string{}
+			}
+			out[c] = p
 		}
 	}
 	return out
