@@ -373,15 +373,23 @@ func TestIDsSharingAPrefixGetTheirOwnNetns(t *testing.T) {
 	}
 	// b listens on a port inside its namespace; a must not reach it.
 	run(t, sbs[1], map[string]any{"command": "python3 -m http.server 8099 --bind 127.0.0.1", "background": true})
-	time.Sleep(500 * time.Millisecond)
 	probe := `python3 -c "
 import socket; s = socket.socket(); s.settimeout(2)
 try:
     s.connect(('127.0.0.1', 8099)); print('open')
 except Exception:
     print('closed')"`
-	if r := sh(t, sbs[1], probe); strings.Join(r.stdout(), "") != "open" {
-		t.Fatalf("probe broken: b cannot reach its own server: %s", r.Raw)
+	// The server starts in the background: wait until b reaches it (a loaded machine may take seconds to
+	// start python), so the check on a below runs against a listening server, not a slow start.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		r := sh(t, sbs[1], probe)
+		if strings.Join(r.stdout(), "") == "open" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("probe broken: b cannot reach its own server within 60s: %s", r.Raw)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if r := sh(t, sbs[0], probe); strings.Join(r.stdout(), "") != "closed" {
 		t.Fatalf("sandboxes share a network namespace: %s", r.Raw)
