@@ -10,8 +10,10 @@ WHEELS    := .cache/wheels
 WHEEL_PKG := tabulate==0.9.0
 ARGS      ?=
 COMMA     := ,
+# make test keeps the go test -json stream here (.ci/slowest prints failures and the 20 slowest tests from it).
+TEST_JSON ?= bin/test.json
 
-.PHONY: all deps build acceptance test test-short bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
+.PHONY: all deps build rubric acceptance test test-short bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
 
 all: build
 
@@ -20,6 +22,11 @@ deps:
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acceptance
+
+# The rubric index (docs/rubric.md): every entry's scenarios and the Go functions of their steps.
+# Regenerate it when the rubric, a feature or a step changes; cmd/acceptance TestRubricIndexGolden checks it.
+rubric:
+	$(GO) run ./cmd/acceptance rubric --format md > docs/rubric.md
 
 acceptance: deps build
 	./$(BIN) run $(ARGS)
@@ -31,11 +38,14 @@ SDK_ENV := OSB_SDK_REQUIRED=1 OSB_EGRESS_NETNS_E2E=1 OSB_JS_SDK_DIR=$(CURDIR)/mo
 test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
-	$(SDK_ENV) $(GO) test -count=1 -timeout 40m ./...; s=$$?; bash .ci/leakcheck.sh || s=1; \
+	@mkdir -p bin
+	$(SDK_ENV) $(GO) test -count=1 -timeout 40m -json ./... ./.ci/... | tee $(TEST_JSON) | $(GO) run ./.ci/slowest -n 20; s=$$?; \
+	  bash .ci/leakcheck.sh || s=1; \
 	  $(MAKE) --no-print-directory test-docker DOCKER_OPTIONAL=1 || s=1; exit $$s
 
+# The fast tier: no sandbox, browser, pandas or make deps; a fresh clone with only Go passes it in about 2 minutes.
 test-short:
-	$(GO) test -count=1 -short ./...
+	$(GO) test -count=1 -short ./... ./.ci/...
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 5x -benchmem ./mock-server/... ./harness/...

@@ -3,6 +3,7 @@ module github.com/osb-capstone/acceptance
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/cucumber/gherkin/go/v42 v42.0.0
 	github.com/cucumber/godog v0.16.0
 	github.com/cucumber/messages/go/v34 v34.2.0
@@ -17,6 +18,7 @@ require (
 	github.com/stretchr/testify v1.11.1
 	golang.org/x/net v0.57.0
 	golang.org/x/sys v0.50.0
+	golang.org/x/term v0.48.0
 	golang.org/x/text v0.40.0
 	gopkg.in/yaml.v3 v3.0.1
 )

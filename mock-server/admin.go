@@ -98,7 +98,7 @@ func (s *Server) Info() Info {
 		limits = map[string]bool{}
 	}
 	return Info{Version: Version, Isolation: InfoIsolation{Enforced: enforced, Reason: reason},
-		Limits: limits, Snapshots: "not_implemented", Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
+		Limits: limits, Snapshots: s.snapshotSupport(), Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
 }
 
 func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
@@ -195,10 +195,11 @@ func (s *Server) adminCanaries(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method == http.MethodPost {
-		s.AddCanaries(body.Canaries)
-	} else {
-		s.SetCanaries(body.Canaries)
+	if label, err := s.armCanaries(body.Canaries, r.Method == http.MethodPut); err != nil {
+		writeError(w, http.StatusConflict, "MOCK::CANARIES_ADD_ONLY", err.Error())
+		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "canaries-add-only", Active: true,
+			Detail: "refused " + r.Method + " /_mock/canaries: it would have removed or replaced the canary labelled " + strconv.Quote(label)}})
+		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,6 +49,42 @@ func (s *Server) AddCanaries(c map[string]string) {
 	for k, v := range c {
 		s.canaries[k] = v
 	}
+}
+
+// errCanariesAddOnly is why an admin request that would drop or change a
+// planted canary is refused.
+var errCanariesAddOnly = errors.New("the planted canaries are add-only: a request may add canaries, " +
+	"never remove one or change its value (a submission that reached the admin API must not unplant the secrets it is checked for)")
+
+// armCanaries is the admin API's only way to plant canaries, and it is
+// add-only: once a canary is planted over HTTP it stays, with its value, for
+// the server's life. A PUT (replace) is accepted only when it keeps every
+// planted label with its value (it then adds the rest); a POST may re-send a
+// planted label with the same value but not change it. A refused request
+// changes nothing and returns the first label it would have dropped or
+// changed. The in-process SetCanaries (the embedding program's own call, never
+// reachable from a request) still replaces.
+func (s *Server) armCanaries(c map[string]string, replace bool) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	labels := make([]string, 0, len(s.canaries))
+	for k := range s.canaries {
+		labels = append(labels, k)
+	}
+	sort.Strings(labels)
+	for _, k := range labels {
+		v, ok := c[k]
+		if (replace && !ok) || (ok && v != s.canaries[k]) {
+			return k, errCanariesAddOnly
+		}
+	}
+	if s.canaries == nil {
+		s.canaries = make(map[string]string, len(c))
+	}
+	for k, v := range c {
+		s.canaries[k] = v
+	}
+	return "", nil
 }
 
 // CanaryScan looks for every canary value in the sandbox: the environment and

@@ -52,6 +52,7 @@ type Server struct {
 	wg          sync.WaitGroup
 	lingers     lingerSet // removed sandboxes' execd ports in their grace period
 	volumes     volumeStore
+	snaps       snapshotStore // snapshots.go
 }
 
 // New validates cfg and builds a Server; call Start to listen.
@@ -92,6 +93,7 @@ func New(cfg Config) (*Server, error) {
 		s.apiKeys = [][]byte{[]byte(cfg.APIKey)}
 	}
 	s.handler = s.buildHandler()
+	s.startSnapshots()
 	return s, nil
 }
 
@@ -201,6 +203,7 @@ func (s *Server) Close() error {
 		}
 	}
 	s.lingers.closeAll()
+	s.closeSnapshots()
 	s.wg.Wait()
 	s.closeVolumeRegistries()
 	if err := s.audit.Close(); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -119,7 +118,7 @@ const defaultModelTurns = 10
 
 // declaredTurns reads budget.max_model_turns from the subject's summary.json.
 func declaredTurns(r *subjectRun) int {
-	b, err := os.ReadFile(filepath.Join(r.outDir, "summary.json"))
+	b, err := readSubmissionFile(filepath.Join(r.outDir, "summary.json"), "{out}/summary.json", capSummaryJSON)
 	if err != nil {
 		return 0
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -119,9 +118,9 @@ func claimsInReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text, err := os.ReadFile(filepath.Join(r.outDir, "report.md"))
+	text, err := readSubmissionFile(filepath.Join(r.outDir, "report.md"), "{out}/report.md", capReportMD)
 	if err != nil {
-		return failf("report.md: %v", err)
+		return failf("%v", err)
 	}
 	checks := recompute.CheckReport(string(text), r.sum.Metrics)
 	b, _ := json.MarshalIndent(checks, "", "  ")

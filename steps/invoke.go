@@ -85,6 +85,8 @@ func (inv *invocation) usable() error {
 		return harnessf("the harness could not run the submission's %s command: %v", inv.field, inv.err)
 	case inv.res == nil:
 		return harnessf("the submission's %s command did not run", inv.field)
+	case inv.budgetSpent:
+		return fmt.Errorf("%w: the submission's commands had used all of its %s before its %s command, which did not start", errSubjectTimedOut, inv.budget(), inv.field)
 	case inv.res.TimedOut:
 		return fmt.Errorf("%w: the submission's %s command ran past %s", errSubjectTimedOut, inv.field, inv.res.Duration.Round(time.Second))
 	}

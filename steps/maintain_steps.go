@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
@@ -126,12 +127,18 @@ func checkReadme(sub *submission.Submission) (string, error) {
 	if err != nil || !st.Mode().IsRegular() {
 		return "", failf("the submission has no README at %s", name)
 	}
+	// No symbolic link on the way either (readme: docs/README.md with docs
+	// linked elsewhere): the README is the submission's own file.
+	root, rerr := filepath.EvalSymlinks(sub.Dir)
+	if real, err := filepath.EvalSymlinks(p); rerr != nil || err != nil || real != filepath.Join(root, filepath.Clean(name)) {
+		return "", failf("the README path %s goes through a symbolic link; the grader reads only the submission's own files", name)
+	}
 	if st.Size() > 1<<20 {
 		return "", failf("%s is %d bytes; one page is at most %d", name, st.Size(), readmeMaxBytes)
 	}
-	b, err := os.ReadFile(p)
+	b, err := readSubmissionFile(p, name, capReadme)
 	if err != nil {
-		return "", failf("%s: %v", name, err)
+		return "", failf("%v", err)
 	}
 	lines := bytes.Count(bytes.TrimRight(b, "\n"), []byte("\n")) + 1
 	if len(bytes.TrimSpace(b)) == 0 {
@@ -203,8 +210,10 @@ func namesCommand(readme []byte, key string) bool {
 	return false
 }
 
+// readAll reads a captured output for text a step looks for: at most
+// capCaptured bytes of it, never through a symbolic link.
 func readAll(p string) string {
-	b, _ := os.ReadFile(p)
+	b, _ := regularfile.Read(p, capCaptured)
 	return string(b)
 }
 

@@ -22,7 +22,7 @@ import (
 
 // scanLimit bounds how much of one file is scanned; a file beyond it is
 // scanned up to it and the finding says so.
-const scanLimit = 256 << 20
+const scanLimit = capScanned
 
 // runSecrets are the secrets a run must never write or print, by label.
 func (e *Env) runSecrets(r *subjectRun) map[string]string {
@@ -64,7 +64,7 @@ func runFiles(r *subjectRun) []string {
 // file at path, reading it in chunks (a chunk boundary never hides one) and
 // at most scanLimit bytes. A FIFO, device or socket is not read.
 func scanFileFor(path string, secrets map[string]string) (found []string, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}

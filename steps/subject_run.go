@@ -30,6 +30,7 @@ type subjectRun struct {
 
 	faultAt      time.Time // when a drill's fault hit the run
 	faultSandbox string
+	faultCause   string // the observed call that timed the fault (progress.go)
 
 	sum     *summary.Summary
 	sumErrs []summary.ValidationError
@@ -198,6 +199,8 @@ func (r *subjectRun) usable() error {
 		return harnessf("the harness could not run the subject: %v", r.err)
 	case r.res == nil:
 		return harnessf("the subject did not run")
+	case r.budgetSpent:
+		return fmt.Errorf("%w: the submission's commands had used all of its %s before this run, which did not start", errSubjectTimedOut, r.budget())
 	case r.res.TimedOut:
 		return fmt.Errorf("%w (limit reached after %s)", errSubjectTimedOut, r.res.Duration.Round(time.Second))
 	}

@@ -47,6 +47,9 @@ print(json.dumps(m))
 
 func pandasPython(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the comparison with pandas imports pandas per fixture (about 40 s); make test runs it")
+	}
 	for _, py := range []string{"python3", "/usr/bin/python3"} {
 		if exec.Command(py, "-c", "import pandas").Run() == nil {
 			return py

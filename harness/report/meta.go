@@ -27,6 +27,10 @@ type Meta struct {
 	Builtin bool   `json:"builtin,omitempty"`
 	Seed    int64  `json:"seed"`
 	Tags    string `json:"tags,omitempty"`
+	// Submission is the graded submission's identity, its directory's name
+	// (submission.Identity): what `grade --shard` hashes and `acceptance
+	// class` matches bundles of the same submission by. Empty for --subject.
+	Submission string `json:"submission,omitempty"`
 	// Versions names what ran (harness, server, go, python …).
 	Versions  map[string]string `json:"versions,omitempty"`
 	StartedAt time.Time         `json:"started_at"`

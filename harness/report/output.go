@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
 // Further output file names inside the bundle.
@@ -28,6 +31,28 @@ var writers = map[string]func(*bytes.Buffer, Document) error{
 	JUnitFile:      func(b *bytes.Buffer, d Document) error { return WriteJUnit(b, d) },
 	HTMLFile:       func(b *bytes.Buffer, d Document) error { return WriteHTML(b, d) },
 	GradescopeFile: func(b *bytes.Buffer, d Document) error { return WriteGradescope(b, d) },
+}
+
+// scored is the final score the renderers print: the reviewer's (d.Final,
+// reviewed) or, before any review, the measured points alone. Renderers never
+// compute a score themselves (internal/importrules).
+func scored(d Document) (f *Final, reviewed bool) {
+	if d.Final != nil {
+		return d.Final, true
+	}
+	return ComputeFinal(d, nil), false
+}
+
+// WriteHTML renders report.html (writeHTML) with d's final score.
+func WriteHTML(w io.Writer, d Document) error {
+	f, reviewed := scored(d)
+	return writeHTML(w, d, f, reviewed)
+}
+
+// WriteGradescope renders results.json (writeGradescope) with d's final score.
+func WriteGradescope(w io.Writer, d Document) error {
+	f, reviewed := scored(d)
+	return writeGradescope(w, d, f, reviewed)
 }
 
 // writeOutputs renders the named files of a bundle from doc; every writer is
@@ -86,4 +111,27 @@ func Rerender(dir string, final *Final) (Document, error) {
 	}
 	d.Final = final
 	return d, writeOutputs(dir, &d, ReviewOutputs)
+}
+
+// Reassert checks that report.json and results.json in dir are still what
+// doc (the grader's own record of the run, as Finalize returned it) renders
+// to; if either was changed after the grader wrote it (an escaped process of
+// the submission rewriting its own grade), every output is written again
+// from doc. It returns the names of the files that had changed.
+func Reassert(dir string, doc Document) ([]string, error) {
+	var changed []string
+	for _, name := range []string{JSONFile, GradescopeFile} {
+		var want bytes.Buffer
+		if err := writers[name](&want, doc); err != nil {
+			return nil, fmt.Errorf("report: render %s: %w", name, err)
+		}
+		got, err := regularfile.ReadMax(filepath.Join(dir, name), int64(want.Len()))
+		if err != nil || !bytes.Equal(got, want.Bytes()) {
+			changed = append(changed, name)
+		}
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	return changed, writeOutputs(dir, &doc, AllOutputs)
 }

@@ -36,7 +36,7 @@ type gsTest struct {
 	ExtraData    map[string]any `json:"extra_data"`
 }
 
-// WriteGradescope renders results.json for a Gradescope autograder: one test
+// writeGradescope renders results.json for a Gradescope autograder: one test
 // per graded entry that feeds the score, max_score = the entry's weight
 // (item weight / inputs; they sum to 100), score = its final points (the
 // measured ones until a reviewer has judged; reviewer-judgement entries score
@@ -44,12 +44,7 @@ type gsTest struct {
 // from a passed verdict; not-measured entries (a timeout included) score 0
 // and explain why in their output and extra_data. The top-level score is the
 // final score (the tests' scores, unrounded).
-func WriteGradescope(w io.Writer, d Document) error {
-	f := d.Final
-	reviewed := f != nil
-	if f == nil {
-		f = ComputeFinal(d, nil)
-	}
+func writeGradescope(w io.Writer, d Document, f *Final, reviewed bool) error {
 	rows := map[rubric.ID]EntryRow{}
 	for _, r := range d.AllEntries() {
 		rows[r.ID] = r
@@ -167,39 +162,4 @@ func gsOutput(r EntryRow, fe FinalEntry) string {
 		fmt.Fprintf(&b, "\nReproduce: `%s`\n", r.Reproduce)
 	}
 	return b.String()
-}
-
-func verdictWords(v rubric.Verdict, c rubric.Category) string {
-	switch v {
-	case rubric.Passed:
-		return "passed"
-	case rubric.Failed:
-		return "failed"
-	case rubric.Flaky:
-		return "flaky"
-	case rubric.HarnessError:
-		return "harness error"
-	case VerdictPending:
-		return "awaiting a reviewer"
-	case rubric.NotMeasured:
-		if c != "" {
-			return "not measured (" + string(c) + ")"
-		}
-		return "not measured"
-	}
-	return string(v)
-}
-
-func provenanceWords(p Provenance) string {
-	switch p {
-	case ProvMeasured:
-		return "measured by the harness"
-	case ProvJudged:
-		return "judged by a reviewer"
-	case ProvOverride:
-		return "reviewer override"
-	case ProvPending:
-		return "awaiting a reviewer"
-	}
-	return "not measured, no points"
 }

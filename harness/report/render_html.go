@@ -95,33 +95,14 @@ type svgText struct {
 	Text string
 }
 
-func verdictClass(v rubric.Verdict) string {
-	switch v {
-	case rubric.Passed:
-		return "pass"
-	case rubric.Failed:
-		return "fail"
-	case rubric.Flaky:
-		return "flaky"
-	case rubric.HarnessError:
-		return "error"
-	case VerdictPending:
-		return "pending"
-	}
-	return "nm"
-}
-
-// WriteHTML renders report.html: one self-contained page (inline CSS and
+// writeHTML renders report.html: one self-contained page (inline CSS and
 // SVG, no script, no external asset; chart thumbnails are small data URIs)
 // with the verdict and score at the top, the target preflight (never
 // scored), the rubric as a coloured table, each entry's reason and evidence
 // links, a timeline of every subject run and of every contract, reap and
 // test command the submission ran.
-func WriteHTML(w io.Writer, d Document) error {
-	v := htmlView{D: d, F: d.Final, Reviewed: d.Final != nil, FinalByID: map[rubric.ID]FinalEntry{}}
-	if v.F == nil {
-		v.F = ComputeFinal(d, nil)
-	}
+func writeHTML(w io.Writer, d Document, f *Final, reviewed bool) error {
+	v := htmlView{D: d, F: f, Reviewed: reviewed, FinalByID: map[rubric.ID]FinalEntry{}}
 	for _, fe := range v.F.Entries {
 		v.FinalByID[fe.ID] = fe
 	}

@@ -216,7 +216,7 @@ func checkAnswer(field string, ans Answer, limit float64, add func(string, strin
 		add(field+".points", "%v is not a number of points", *ans.Points)
 		ok = false
 	case ans.Points == nil && jd.Verdict == rubric.Passed:
-		jd.Points = round2(limit)
+		jd.Points = rubric.Round2(limit)
 	case ans.Points == nil:
 		jd.Points = 0
 	case *ans.Points < 0:
@@ -258,8 +258,4 @@ func reasonSuffix(r string) string {
 		r = r[:157] + "…"
 	}
 	return ": " + r
-}
-
-func round2(f float64) float64 {
-	return float64(int64(f*100+0.5)) / 100
 }

@@ -30,20 +30,14 @@ type Item struct {
 	Override bool
 }
 
-// covers are the reviewer-judgement entries' one-line guides.
-var covers = map[rubric.ID]string{
-	rubric.Cost:            "create time, execution time, sandbox lifespan and data volume estimated and compared with the measured figures attached; the main cost item named with what to optimise first",
-	rubric.Maintainability: "README states prerequisites, how to run and known limitations; another person reproduced the run from it; the unit and integration test commands rerun green",
-	rubric.M5:              "normal path demonstrated, at least two failure types shown (package source rejected, sandbox killed or 429), an evidence chain from the reported numbers to commands, exit codes and files; answers 'what happens if this step fails'",
-}
-
-// Covers is the one-line guide for a reviewer-judgement entry.
+// Covers is the one-line guide for a reviewer-judgement entry: its
+// ReviewGuide in the rubric, else what the reviewer judges, else its statement.
 func Covers(id rubric.ID) string {
-	if c, ok := covers[id]; ok {
-		return c
-	}
 	if e, ok := rubric.Course.Get(id); ok {
-		if e.ReviewerJudgment != "" {
+		switch {
+		case e.ReviewGuide != "":
+			return e.ReviewGuide
+		case e.ReviewerJudgment != "":
 			return e.ReviewerJudgment
 		}
 		return e.Statement

@@ -1,8 +1,6 @@
 package rubric
 
 import (
-	"fmt"
-	"math"
 	"slices"
 	"strings"
 )
@@ -23,42 +21,6 @@ const (
 	ExitHarnessError = 2 // also usage errors (the command line's own concern)
 	ExitIncomplete   = 3
 )
-
-// ItemScore is one scoring item's share of the score.
-type ItemScore struct {
-	Item     ID      `json:"item"`
-	Weight   int     `json:"weight"`
-	Earned   float64 `json:"earned"`
-	Measured float64 `json:"measured"`
-	// Inputs counts the item's inputs by aggregated verdict.
-	InputsTotal    int `json:"-"`
-	InputsMeasured int `json:"-"`
-	InputsPassed   int `json:"-"`
-}
-
-// Score is the run's total: Earned of Measured, out of Total (100).
-type Score struct {
-	Earned   float64 `json:"earned"`
-	Measured float64 `json:"measured"`
-	Total    float64 `json:"total"`
-}
-
-// String renders "E of M measured (measured M of 100)".
-func (s Score) String() string {
-	return fmt.Sprintf("%s/%s (measured %s of %s)", Num(s.Earned), Num(s.Measured), Num(s.Measured), Num(s.Total))
-}
-
-// Num formats a score figure with at most two decimals.
-func Num(f float64) string {
-	s := fmt.Sprintf("%.2f", round2(f))
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	if s == "-0" {
-		return "0"
-	}
-	return s
-}
-
-func round2(f float64) float64 { return math.Round(f*100) / 100 }
 
 // Summary is the evaluated run.
 type Summary struct {
@@ -198,35 +160,6 @@ func NotPassedReason(failed, flaky []ID) string {
 	}
 	_, why := notPassed(failed, flaky, sec)
 	return why
-}
-
-// score applies the scoring rule of the package doc.
-func score(reg *Registry, results map[ID]Result) ([]ItemScore, Score) {
-	var items []ItemScore
-	total := Score{}
-	for _, it := range reg.OfKind(KindScoring) {
-		is := ItemScore{Item: it.ID, Weight: it.Weight, InputsTotal: len(it.Inputs)}
-		for _, in := range it.Inputs {
-			switch results[in].Verdict {
-			case Passed:
-				is.InputsMeasured++
-				is.InputsPassed++
-			case Failed, Flaky: // measured, earns nothing
-				is.InputsMeasured++
-			}
-		}
-		if is.InputsTotal > 0 {
-			w := float64(it.Weight)
-			is.Measured = round2(w * float64(is.InputsMeasured) / float64(is.InputsTotal))
-			is.Earned = round2(w * float64(is.InputsPassed) / float64(is.InputsTotal))
-		}
-		items = append(items, is)
-		total.Earned += is.Earned
-		total.Measured += is.Measured
-		total.Total += float64(it.Weight)
-	}
-	total.Earned, total.Measured = round2(total.Earned), round2(total.Measured)
-	return items, total
 }
 
 func joinIDs(ids []ID) string {

@@ -55,6 +55,9 @@ type Entry struct {
 	// reviewer. If the entry is also measurable on no target it needs no
 	// feature; with no outcome it aggregates to not_measured/reviewer_judgment.
 	ReviewerJudgment string
+	// ReviewGuide, when non-empty, makes the entry reviewer-judged (Registry.ReviewerJudged,
+	// the final score after review) and says in one line what a good answer covers.
+	ReviewGuide string
 
 	// Scoring items only.
 	Weight int

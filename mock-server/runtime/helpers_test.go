@@ -24,6 +24,9 @@ import (
 // newRuntime returns an isolating runtime or skips with the reason.
 func newRuntime(t testing.TB) *runtime.Linux {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short starts no sandbox (make test-short); make test runs the isolation tests")
+	}
 	if os.Geteuid() != 0 {
 		t.Skipf("isolation tests need root (euid is %d)", os.Geteuid())
 	}

@@ -665,6 +665,9 @@ func TestFlowDataAPIUsesVaultNotSandbox(t *testing.T) {
 // behind the fake execd, so the host recomputation is checked against what
 // pandas really computes.
 func TestFlowRealScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs analyze.py with pandas and matplotlib (about 45 s); make test runs it")
+	}
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import pandas, matplotlib").Run(); err != nil {
 		t.Skipf("not measured: %s cannot import pandas and matplotlib (%v); `make deps` installs python3-pandas python3-matplotlib", py, err)

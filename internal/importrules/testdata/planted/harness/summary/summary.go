@@ -1,0 +1,2 @@
+// Package summary is clean.
+package summary

@@ -1,0 +1,2 @@
+// Package wire is clean.
+package wire

@@ -1,0 +1,2 @@
+// Package steps is clean.
+package steps
