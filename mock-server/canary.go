@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -364,4 +366,52 @@ func readBounded(f *os.File, limit int64, deadline time.Time) ([]byte, bool) {
 			return buf.Bytes(), err == io.EOF
 		}
 	}
+}
+
+// AddMarkers adds input markers (label → value): values planted in a run's
+// input data, which the sandbox legitimately holds, so the canary scan never
+// looks for them; the egress gateway looks for them in every request it
+// forwards to an allowed host.
+func (s *Server) AddMarkers(m map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.markers == nil {
+		s.markers = make(map[string]string, len(m))
+	}
+	for k, v := range m {
+		s.markers[k] = v
+	}
+}
+
+// Watched is what the egress gateway looks for in each request it forwards:
+// every canary and every input marker, by label.
+func (s *Server) Watched() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.canaries)+len(s.markers))
+	for k, v := range s.canaries {
+		out[k] = v
+	}
+	for k, v := range s.markers {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Server) adminMarkers(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Markers map[string]string `json:"markers"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil || body.Markers == nil {
+		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", `body must be {"markers":{"label":"value",...}}`)
+		return
+	}
+	for label, v := range body.Markers {
+		if label == "" || len(v) < 12 {
+			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "every marker needs a label and a value of at least 12 characters")
+			return
+		}
+	}
+	s.AddMarkers(body.Markers)
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -37,6 +37,9 @@ type EgressOptions struct {
 	Audit       audit.Recorder
 	DenyWebhook string // URL for the deny-webhook payload; empty: none
 	PassThrough bool   // dial allowed hosts without a mapping (real use only)
+	// Watched returns the values the gateway looks for in each request it
+	// forwards (the server's canaries and input markers).
+	Watched func() map[string]string
 }
 
 // Wiring hooks for ServeMain (set by wire.go to runtime.NewLinux /

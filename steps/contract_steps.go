@@ -140,7 +140,7 @@ func contractMatchesServer(ctx context.Context) error {
 		return err
 	}
 	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
-		return failf("reading what the server saw: %v", err)
+		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.relDir, "server-saw.json"))
 	id, _ := rec["create"].Fields["id"].(string)

@@ -81,10 +81,10 @@ func (inv *invocation) evidence(names ...string) []string {
 // usable says why the invocation's outcome cannot be judged, if so.
 func (inv *invocation) usable() error {
 	switch {
-	case inv.err != nil:
-		return fmt.Errorf("the harness could not run the submission's %s command: %v", inv.field, inv.err)
+	case inv.err != nil: // the harness's or the target's, never the submission's (blame.go)
+		return harnessf("the harness could not run the submission's %s command: %v", inv.field, inv.err)
 	case inv.res == nil:
-		return fmt.Errorf("the submission's %s command did not run", inv.field)
+		return harnessf("the submission's %s command did not run", inv.field)
 	case inv.budgetSpent:
 		return fmt.Errorf("%w: the submission's commands had used all of its %s before its %s command, which did not start", errSubjectTimedOut, inv.budget(), inv.field)
 	case inv.res.TimedOut:

@@ -34,9 +34,12 @@ type launch struct {
 	err            error       // the harness could not run it
 	model          *agentModel // its scripted model (nil: the submission has none)
 
-	observed   []observe.Call // a real target's lifecycle calls, seen by the recording proxy
-	rec        *observe.Proxy // that proxy, while the command runs
-	auditSince int64          // bundled server: the audit cursor before it started
+	observed []observe.Call // a real target's lifecycle calls, seen by the recording proxy
+	// endpointCalls are its execd and egress calls through the proxy's
+	// rewritten endpoints (a real target; evidence endpoint-calls.json).
+	endpointCalls []observe.Call
+	rec           *observe.Proxy // that proxy, while the command runs
+	auditSince    int64          // bundled server: the audit cursor before it started
 	// budgetSpent: the submission's time was spent before this command, which
 	// did not start (its result says timed out).
 	budgetSpent bool
@@ -178,7 +181,7 @@ func (e *Env) launch(ctx context.Context, l *launch, o launchOpts) {
 	// A server without an audit trail: the command talks to it through the
 	// harness's recording proxy, so its lifecycle calls are on record.
 	if !e.mock() {
-		rec, err := observe.Start(e.targetURL())
+		rec, err := observe.StartFor(e.targetURL(), e.opt.View)
 		if err != nil {
 			l.err = fmt.Errorf("starting the recording proxy: %w", err)
 			return
@@ -209,7 +212,12 @@ func (e *Env) launch(ctx context.Context, l *launch, o launchOpts) {
 	duringDone.Wait() // its writes happen before anyone reads them
 	if l.rec != nil {
 		l.observed = l.rec.Calls()
+		l.endpointCalls = l.rec.EndpointCalls()
 		_ = l.rec.Close()
+		if len(l.endpointCalls) > 0 {
+			b, _ := json.MarshalIndent(l.endpointCalls, "", "  ")
+			_ = os.WriteFile(filepath.Join(l.dir, "endpoint-calls.json"), b, 0o644)
+		}
 	}
 }
 

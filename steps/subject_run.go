@@ -30,6 +30,7 @@ type subjectRun struct {
 
 	faultAt      time.Time // when a drill's fault hit the run
 	faultSandbox string
+	faultCause   string // the observed call that timed the fault (progress.go)
 
 	sum     *summary.Summary
 	sumErrs []summary.ValidationError
@@ -194,10 +195,10 @@ func (r *subjectRun) killed() bool { return r.res != nil && r.res.Canceled && !r
 // usable reports whether the subject ran at all; the error explains why not.
 func (r *subjectRun) usable() error {
 	switch {
-	case r.err != nil:
-		return fmt.Errorf("the harness could not run the subject: %v", r.err)
+	case r.err != nil: // the harness's or the target's, never the submission's (blame.go)
+		return harnessf("the harness could not run the subject: %v", r.err)
 	case r.res == nil:
-		return fmt.Errorf("the subject did not run")
+		return harnessf("the subject did not run")
 	case r.budgetSpent:
 		return fmt.Errorf("%w: the submission's commands had used all of its %s before this run, which did not start", errSubjectTimedOut, r.budget())
 	case r.res.TimedOut:

@@ -68,7 +68,7 @@ func (e *Env) generateLarge(dir string) (string, string, error) {
 func ran(ctx context.Context) (*scenario, *subjectRun, error) {
 	s := state(ctx)
 	if s.run == nil {
-		return s, nil, failf("the subject was not run in this scenario")
+		return s, nil, harnessf("the subject was not run in this scenario")
 	}
 	if err := s.run.usable(); err != nil {
 		return s, s.run, err

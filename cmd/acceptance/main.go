@@ -2,6 +2,7 @@
 //
 //	acceptance run         grade a subject (the reference pipeline or a submission) against a server
 //	acceptance grade       grade submission directories (capstone.yaml), one bundle each, plus a class summary
+//	acceptance class       merge the bundles of several grading runs (e.g. shards) into one class summary
 //	acceptance serve-mock  run the bundled OpenSandbox-compatible server in the foreground
 //	acceptance reference   run the reference capstone pipeline once
 //	acceptance review      record a reviewer's judgement; the final score out of 100
@@ -49,6 +50,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runMain(args[1:], stdout, stderr)
 	case "grade":
 		return gradeMain(args[1:], stdout, stderr)
+	case "class":
+		return classMain(args[1:], stdout, stderr)
 	case "serve-mock":
 		return mockserver.ServeMain(args[1:], stdout, stderr)
 	case "reference":
@@ -84,6 +87,7 @@ func usage(w io.Writer) {
 commands:
   run         grade a subject against a server and write a report bundle
   grade       grade submission directories (capstone.yaml at their root): one bundle each, plus a class summary
+  class       merge the bundles of several grading runs (e.g. --shard K/N) into one class summary
   serve-mock  run the bundled OpenSandbox-compatible server in the foreground
   reference   run the reference capstone pipeline once
   review      record a reviewer's judgement of a bundle; prints the final score out of 100

@@ -46,7 +46,9 @@ type runConfig struct {
 	execdImage, egressImage, sandboxImage string
 	// dockerVersions receive the docker target's components for the report header.
 	dockerVersions map[string]string
-	parallel       int // grade: submissions graded at once
+	parallel       int    // grade: submissions graded at once
+	shard          string // grade: "K/N", only this share of the submissions
+	verbose        bool   // grade: per-scenario lines on the output too
 	repeat         int
 	// noConfinement: --insecure-no-confinement (submission commands run
 	// unconfined, as the grader's own processes).
@@ -81,6 +83,8 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 		fs.StringVar(&c.subject, "subject", "reference", `"reference" or a command template with {csv} {csv_url} {question} {out} {acceptance} (a run-only submission)`)
 	} else {
 		fs.IntVar(&c.parallel, "parallel", 2, "submissions graded at once (they share one bundled server; each is isolated by its own API keys)")
+		fs.StringVar(&c.shard, "shard", "", "K/N: grade only the K-th of N stable shares of the listed submissions (by each directory's name); merge the shards' --out with `acceptance class`")
+		fs.BoolVar(&c.verbose, "verbose", false, "print every submission's per-scenario lines too (they always go to its bundle's progress.log)")
 	}
 	fs.StringVar(&c.tags, "tags", "", `godog tag expression, e.g. "@milestone:M0,@milestone:M1" or "~@large"`)
 	if cmd == "run" {
@@ -128,6 +132,11 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	}
 	if cmd != "run" && c.parallel < 1 {
 		return nil, nil, fmt.Errorf("--parallel must be at least 1, got %d", c.parallel)
+	}
+	if c.shard != "" {
+		if _, err := submission.ParseShard(c.shard); err != nil {
+			return nil, nil, err
+		}
 	}
 	if c.target == "docker" {
 		if !dockertarget.ValidVersion(c.serverVersion) {
@@ -227,7 +236,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	defer sess.Close()
 	reportPreflight(stdout, sess)
 	fmt.Fprintf(stdout, "acceptance run: target %s, subject %s, seed %d, report %s\n", targetName(cfg), cfg.subject, cfg.seed, out)
-	g := sess.Grade(ctx, sub, out, newSuite, stdout)
+	rp := newRunProgress(stdout, countScenarios(cfg.tags)*max(cfg.repeat, 1))
+	rp.out.Start(time.Second)
+	g := sess.Grade(ctx, sub, out, newSuite, rp)
+	rp.out.Close()
 	if g.Err != nil && g.Doc.RunID == "" {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", g.Err)
 		return 2
@@ -309,9 +321,15 @@ func linkLatest(out string) {
 }
 
 func versions() map[string]string {
-	v := map[string]string{"acceptance": version, "contract": "OpenSandbox 1.1.1"}
+	// "rubric" names the rubric's content and "build" the source revision
+	// the binary was built from (when Go stamped it): `acceptance class`
+	// refuses to merge bundles that differ in either, or in "acceptance".
+	v := map[string]string{"acceptance": version, "contract": "OpenSandbox 1.1.1", "rubric": rubric.Course.Hash()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v["go"] = bi.GoVersion
+		if b := buildRevision(bi.Settings); b != "" {
+			v["build"] = b
+		}
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/cucumber/godog" {
 				v["godog"] = d.Version
@@ -319,6 +337,24 @@ func versions() map[string]string {
 		}
 	}
 	return v
+}
+
+// buildRevision is the VCS revision Go stamped into the binary ("" when it
+// did not, e.g. in a test binary), with "+modified" for a dirty tree.
+func buildRevision(settings []debug.BuildSetting) string {
+	rev, modified := "", false
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev != "" && modified {
+		rev += "+modified"
+	}
+	return rev
 }
 
 // baselines configures drift detection. A subject's own evidence directory

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/observe"
 	"io"
 	"os"
 	"path/filepath"
@@ -146,6 +147,12 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	// One tenant per graded submission: every key minted for it (runs,
 	// contract, reap, tests, every repetition) shares it.
 	tenant := fmt.Sprintf("submission:%d", s.graded.Add(1))
+	// A real target has no tenants: the recording proxies give the
+	// submission its view instead, one for all its commands and repetitions.
+	var view *observe.View
+	if s.target.MintAPIKey == nil {
+		view = observe.NewView()
+	}
 	runID := time.Now().UTC().Format("20060102T150405Z") + "-" + randomHex(3)
 	subjectName := sub.Manifest.Run
 	if sub.Source != submission.SourceCommand {
@@ -154,8 +161,13 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 			subjectName += " (" + sub.Dir + ")"
 		}
 	}
+	subDir := ""
+	if sub.Source == submission.SourceManifest {
+		subDir = sub.Dir
+	}
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
-		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
+		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Submission: submission.Identity(sub.Dir), Seed: s.cfg.Seed, Tags: s.cfg.Tags,
+		SubmissionDir: subDir, Builtin: sub.Source == submission.SourceBuiltin,
 		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
 	}, report.Options{Baselines: s.cfg.Baselines, JournalKeys: s.cfg.JournalKeys})
 	if err != nil {
@@ -175,7 +187,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	reps := max(s.cfg.Repeat, 1)
 	var ends []int // outcomes recorded by the end of each repetition
 	for rep := 1; rep <= reps && ctx.Err() == nil; rep++ {
-		if err := s.runSuite(ctx, sub, bundle, out, runID, token, tenant, rep, factory, progress); err != nil {
+		if err := s.runSuite(ctx, sub, bundle, out, runID, token, tenant, view, rep, factory, progress); err != nil {
 			bundle.Abort("the suite could not be set up: " + err.Error())
 			g.Err = err
 			break
@@ -197,7 +209,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 }
 
 // runSuite runs every selected scenario once (repetition rep) into the bundle.
-func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bundle *report.Bundle, out, runID, token, tenant string, rep int,
+func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bundle *report.Bundle, out, runID, token, tenant string, view *observe.View, rep int,
 	factory SuiteFactory, progress io.Writer) error {
 	if rep > 1 {
 		runID = fmt.Sprintf("%s-r%d", runID, rep)
@@ -222,6 +234,7 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 		Stubs:          s.stubHooks(token),
 		MintAPIKey:     mint,
 		Tenant:         tenant,
+		View:           view,
 		Progress:       progress,
 		Secrets:        bundle.AddSecrets,
 		FaultLock:      &s.faults,
@@ -356,7 +369,15 @@ func (s *Session) stubHooks(token string) Stubs {
 			}
 			return got
 		},
-		ExfilRequests:         func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		ExfilRequests: func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		StubRequests: func(t time.Time) map[string][]stubs.Request {
+			return map[string][]stubs.Request{
+				"data_api": since(st.DataAPI.Requests(), t),
+				"exfil":    since(st.Exfil.Requests(), t),
+				"index":    since(st.Index.Requests(), t),
+				"csv":      since(st.CSV.Requests(), t),
+			}
+		},
 		CSVURL:                st.CSV.Add,
 		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
 		Shared:                s.shared,

@@ -34,9 +34,11 @@ type Document struct {
 	// (lines of another run, edited or removed lines) and what was done.
 	JournalRefused string `json:"journal_refused,omitempty"`
 
-	Target     string            `json:"target"`
-	TargetKind rubric.Target     `json:"target_kind"`
-	Subject    string            `json:"subject"`
+	Target     string        `json:"target"`
+	TargetKind rubric.Target `json:"target_kind"`
+	Subject    string        `json:"subject"`
+	// Submission is the submission's identity (Meta.Submission).
+	Submission string            `json:"submission,omitempty"`
 	Seed       int64             `json:"seed"`
 	Tags       string            `json:"tags,omitempty"`
 	Versions   map[string]string `json:"versions"`
@@ -124,6 +126,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		Target:        meta.Target,
 		TargetKind:    kind,
 		Subject:       meta.Subject,
+		Submission:    meta.Submission,
 		Seed:          meta.Seed,
 		Tags:          meta.Tags,
 		Versions:      meta.Versions,
@@ -273,7 +276,9 @@ func (r EntryRow) StandInList() string {
 	return strings.Join(names, ", ")
 }
 
-// Reproduce is the one-line command that re-runs just the scenarios feeding e.
+// Reproduce is the one-line command that re-runs just the scenarios feeding e:
+// `grade … DIR` for a submission graded from its directory, `run --subject
+// reference` for the bundled reference, `run --subject 'CMD'` for a command.
 // The API key is never written: a real target reads it from the environment.
 func Reproduce(meta Meta, e rubric.Entry) string {
 	cmd := meta.Command
@@ -284,16 +289,27 @@ func Reproduce(meta Meta, e rubric.Entry) string {
 	if target == "" {
 		target = string(rubric.TargetMock)
 	}
-	args := []string{cmd, "run", "--target", shellQuote(target)}
+	verb := "run"
+	if meta.SubmissionDir != "" && !meta.Builtin {
+		verb = "grade"
+	}
+	args := []string{cmd, verb, "--target", shellQuote(target)}
 	if meta.TargetKind == rubric.TargetReal && target != "docker" { // --target docker makes its own key
 		args = append(args, "--api-key", `"$OPEN_SANDBOX_API_KEY"`)
 	}
-	if meta.Subject != "" {
+	switch {
+	case verb == "grade":
+	case meta.Builtin:
+		args = append(args, "--subject", "reference")
+	case meta.Subject != "":
 		args = append(args, "--subject", shellQuote(meta.Subject))
 	}
 	args = append(args, "--seed", strconv.FormatInt(meta.Seed, 10))
 	if tag := e.Tag(); tag != "" {
 		args = append(args, "--tags", shellQuote(tag))
+	}
+	if verb == "grade" {
+		args = append(args, shellQuote(meta.SubmissionDir))
 	}
 	return strings.Join(args, " ")
 }

@@ -62,6 +62,12 @@ type Result struct {
 	// Canceled is set when the caller's context ended the run.
 	Canceled bool          `json:"canceled"`
 	Duration time.Duration `json:"duration"`
+	// CPUSeconds and PeakRSSKiB are the command's own cost: user+system CPU
+	// of its process and the descendants it waited for, and the largest
+	// resident set among them (child rusage; the sandboxes' cost is the
+	// server's, not in here).
+	CPUSeconds float64 `json:"cpu_seconds"`
+	PeakRSSKiB int64   `json:"peak_rss_kib"`
 
 	StdoutPath      string `json:"stdout_path"`
 	StderrPath      string `json:"stderr_path"`
@@ -205,6 +211,10 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		res.ExitCode = ps.ExitCode()
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal().String()
+		}
+		res.CPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			res.PeakRSSKiB = ru.Maxrss // kilobytes on Linux
 		}
 	}
 
