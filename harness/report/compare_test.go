@@ -19,6 +19,7 @@ import (
 // change, no evidence drift. (A third run made under a different load took
 // 3× as long, and the diff rightly flags that.)
 func TestCompareQuietOnSameThing(t *testing.T) {
+	t.Parallel()
 	c, err := Compare("testdata/bundles/m0m5-c", "testdata/bundles/m0m5-d", DefaultCompareOptions)
 	require.NoError(t, err)
 	var out bytes.Buffer
@@ -45,6 +46,7 @@ func editJSON(t *testing.T, path string, edit func(map[string]any)) {
 
 // A planted verdict change: M0 failed in the new bundle.
 func TestCompareFlagsVerdictChange(t *testing.T) {
+	t.Parallel()
 	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
 	f, err := os.OpenFile(filepath.Join(newDir, JournalFile), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
@@ -68,6 +70,7 @@ func TestCompareFlagsVerdictChange(t *testing.T) {
 
 // A planted latency regression: the analyze step took 3× as long.
 func TestCompareFlagsLatencyRegression(t *testing.T) {
+	t.Parallel()
 	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
 	audit := filepath.Join(newDir, "evidence", "subject-sales", "audit.json")
 	var evs []map[string]any
@@ -100,6 +103,7 @@ func TestCompareFlagsLatencyRegression(t *testing.T) {
 }
 
 func TestCompareMissingBundle(t *testing.T) {
+	t.Parallel()
 	_, err := Compare(t.TempDir(), "testdata/bundles/m0m5-a", DefaultCompareOptions)
 	assert.ErrorContains(t, err, "old bundle")
 }
@@ -108,6 +112,7 @@ func TestCompareMissingBundle(t *testing.T) {
 // (--repeat 2), so M0 is flaky in the new bundle. passed → flaky is a
 // regression, and flaky → failed is one too.
 func TestCompareFlagsFlaky(t *testing.T) {
+	t.Parallel()
 	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
 	outs, _, err := ReadJournal(filepath.Join(newDir, JournalFile))
 	require.NoError(t, err)
