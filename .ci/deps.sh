@@ -8,6 +8,10 @@ need_apt=()
 command -v bwrap >/dev/null || need_apt+=(bubblewrap)
 command -v nsenter >/dev/null || need_apt+=(util-linux)
 command -v ip >/dev/null || need_apt+=(iproute2)
+# Submission commands are confined (harness/confine): setpriv drops to their
+# own uid, iptables redirects their network namespace to the grader's forwarder.
+command -v setpriv >/dev/null || need_apt+=(util-linux)
+command -v iptables >/dev/null || need_apt+=(iptables)
 /usr/bin/python3 -c 'import pandas' 2>/dev/null || need_apt+=(python3-pandas)
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need_apt+=(python3-matplotlib)
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)

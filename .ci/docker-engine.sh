@@ -36,6 +36,7 @@ install_engine() {
   command -v dockerd >/dev/null || need+=(docker.io)
   command -v iptables >/dev/null || need+=(iptables)
   command -v debootstrap >/dev/null || need+=(debootstrap)
+  command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
   command -v curl >/dev/null || need+=(curl)
   [ ${#need[@]} -eq 0 ] && return 0
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then

@@ -2,13 +2,15 @@
 # Pins opensandbox-server==VERSION and its dependencies with hashes for the docker target:
 #   .ci/docker-pin-server.sh 1.1.2   → harness/dockertarget/requirements/opensandbox-server-1.1.2.txt
 # (resolves with pip against PyPI in a throwaway venv; commit the file).
+#   .ci/docker-pin-server.sh 1.1.2 OUT.txt   → writes OUT.txt instead (the docker target's run-time pin of a version
+#   with no committed file, kept under .cache/docker-target/pins/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 v=${1:?usage: docker-pin-server.sh VERSION}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 /usr/bin/python3 -m venv "$tmp/venv"
 "$tmp/venv/bin/pip" install -q --disable-pip-version-check --dry-run --ignore-installed --report "$tmp/report.json" "opensandbox-server==$v"
-out=harness/dockertarget/requirements/opensandbox-server-$v.txt
+out=${2:-harness/dockertarget/requirements/opensandbox-server-$v.txt}
 {
   echo "# opensandbox-server==$v and its dependencies for CPython $(/usr/bin/python3 -c 'import sys;print("%d.%d"%sys.version_info[:2])') on linux $(uname -m), pinned with hashes."
   echo "# Regenerate (or add another version) with: .ci/docker-pin-server.sh VERSION"
@@ -22,5 +24,6 @@ for it in r["install"]:
     lines.append(f"{m['name'].lower()}=={m['version']} --hash=sha256:{h}")
 print("\n".join(sorted(lines)))
 PY
-} >"$out"
+} >"$out.tmp"
+mv "$out.tmp" "$out"
 echo "wrote $out"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI slice of the docker target (make test-docker; make test runs it with DOCKER_OPTIONAL=1):
 #   1. the project's engine up (started here → stopped here at the end);
-#   2. `acceptance run --target docker` on M0, M1 and M2 with the reference (images built or reused);
-#      it must stand the real control plane up and tear it down (exit 2 = harness error fails), and the
+#   2. `acceptance upgrade-check --from $FROM_VERSION --to $SERVER_VERSION --rounds 1` on M0, M1 and M2 with the
+#      reference (images built or reused): one run on each version (timing is not judged with one run per side);
+#      each must stand the real control plane up and tear it down (exit 2 = harness error fails), and the
 #      reference's M0, M1 and M2 verdicts gate the slice: each must be passed. A not-measured verdict
 #      fails it too, unless every unmeasured outcome is a documented limit of a real target (category
 #      unsupported_by_target, reason naming one of the limits below: README "Grading against a real
@@ -14,6 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-bin/acceptance}
 version=${SERVER_VERSION:-1.1.1}
+from=${FROM_VERSION:-0.2.3}
 
 was=down
 bash .ci/docker-engine.sh status && was=up
@@ -23,16 +25,23 @@ if ! env_line=$(bash .ci/docker-engine.sh start); then
 fi
 export "$env_line"
 
-out=reports/docker-ci-$$
+up=reports/docker-ci-$$
 s=0
-"$bin" run --target docker --server-version "$version" --tags '@milestone:M0,@milestone:M1,@milestone:M2' --out "$out" ${ARGS:-}
+run_args=()
+for a in ${ARGS:-}; do run_args+=(--run-arg="$a"); done
+"$bin" upgrade-check --from "$from" --to "$version" --rounds 1 --tags '@milestone:M0,@milestone:M1,@milestone:M2' --out "$up" "${run_args[@]}"
 r=$?
-if [ "$r" -eq 2 ] || [ ! -f "$out/report.json" ]; then
-  echo "docker target: the run did not complete (exit $r)"; s=1
-elif ! /usr/bin/python3 .ci/docker-slice-gate.py "$out/report.json"
-then
-  echo "docker target: the reference's M0, M1 and M2 on the real control plane did not all pass (see GATE above; bundle $out)"; s=1
-fi
+for v in "$from" "$version"; do
+  out=$up/$v-run1
+  if [ ! -f "$out/report.json" ]; then
+    echo "docker target: the run on opensandbox-server==$v did not complete (upgrade-check exit $r)"; s=1
+  elif ! /usr/bin/python3 .ci/docker-slice-gate.py "$out/report.json"
+  then
+    echo "docker target: the reference's M0, M1 and M2 on opensandbox-server==$v did not all pass (see GATE above; bundle $out)"; s=1
+  fi
+done
+[ "$r" -eq 2 ] && { echo "docker target: the upgrade check did not complete (exit 2; $up/upgrade-check.md)"; s=1; }
+[ "$r" -eq 1 ] && echo "docker target: the upgrade check $from → $version found a regression ($up/upgrade-check.md); not a suite failure"
 OSB_DOCKER_REQUIRED=1 ${GO:-go} test -count=1 -run TestContainerCannotReachHostNetwork -v ./harness/dockertarget/ || s=1
 [ "$was" = up ] || bash .ci/docker-engine.sh stop
 exit $s

@@ -1,10 +1,10 @@
 @drill:D3
 Feature: D3 · 429, insufficient capacity
   The course: shrink a Kubernetes pool to one and create concurrently; expect 429 with Retry-After, a
-  bounded back-off, then "insufficient capacity" reported to the user. OpenSandbox 1.1.1 never sends 429
-  (an exhausted pool answers 504 POD_READY_TIMEOUT, CONTRACT §9). The bundled server simulates it, as a
-  documented extension: while the fault is on, every create answers 429 with Retry-After. Against a real
-  server the drill is not actually measured, as the course says for a run without a cluster.
+  bounded back-off, then "insufficient capacity" reported to the user. OpenSandbox 1.1.1 sends it only from a
+  Kubernetes pool (429 KUBERNETES::POOL_CAPACITY_EXHAUSTED with Retry-After); Docker has no pools. The bundled
+  server simulates it in that form: while the fault is on, every create answers 429 with Retry-After. Against a
+  real server the drill is not actually measured, as the course says for a run without a cluster.
 
   @criterion:budget @fault
   Scenario: Capacity exhaustion is met with a bounded back-off that respects Retry-After

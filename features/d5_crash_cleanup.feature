@@ -7,7 +7,7 @@ Feature: D5 · Crash cleanup
 
   @fault
   Scenario: A subject killed mid-run leaves a sandbox that its TTL bounds and its own inspection removes
-    When the subject is run on fixture "sales" and killed with SIGKILL once its first command has finished
+    When the subject is run on fixture "sales" and killed with SIGKILL once it has made progress in its sandbox
     Then the subject's sandbox, if still alive, has an expiry of at most 3600 seconds after its creation
     And the submission's reap command, given the killed run's id, removes the residual sandbox within its TTL
     And no sandbox of this run is left on the server

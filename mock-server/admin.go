@@ -42,6 +42,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("POST /_mock/api-keys", s.adminAPIKeys)
 	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
 	mux.HandleFunc("POST /_mock/canaries", s.adminCanaries)
+	mux.HandleFunc("POST /_mock/markers", s.adminMarkers)
 	mux.HandleFunc("GET /_mock/sandboxes/{id}/canary-scan", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		findings, err := s.CanaryScan(id)
@@ -97,7 +98,7 @@ func (s *Server) Info() Info {
 		limits = map[string]bool{}
 	}
 	return Info{Version: Version, Isolation: InfoIsolation{Enforced: enforced, Reason: reason},
-		Limits: limits, Snapshots: "not_implemented", Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
+		Limits: limits, Snapshots: s.snapshotSupport(), Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
 }
 
 func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
@@ -194,10 +195,11 @@ func (s *Server) adminCanaries(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Method == http.MethodPost {
-		s.AddCanaries(body.Canaries)
-	} else {
-		s.SetCanaries(body.Canaries)
+	if label, err := s.armCanaries(body.Canaries, r.Method == http.MethodPut); err != nil {
+		writeError(w, http.StatusConflict, "MOCK::CANARIES_ADD_ONLY", err.Error())
+		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "canaries-add-only", Active: true,
+			Detail: "refused " + r.Method + " /_mock/canaries: it would have removed or replaced the canary labelled " + strconv.Quote(label)}})
+		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -143,8 +143,14 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 				srv.audit.Record(ev)
 			}
 		})
+		watched := func() map[string]string {
+			if srv != nil {
+				return srv.Watched()
+			}
+			return nil
+		}
 		h, closer, err := NewEgress(EgressOptions{StateDir: dir, Upstreams: cfg.Upstreams, Audit: rec,
-			DenyWebhook: cfg.DenyWebhook, PassThrough: cfg.EgressPassThrough})
+			DenyWebhook: cfg.DenyWebhook, PassThrough: cfg.EgressPassThrough, Watched: watched})
 		if err != nil {
 			return fail(fmt.Errorf("egress: %w", err))
 		}

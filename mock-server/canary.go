@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,6 +49,42 @@ func (s *Server) AddCanaries(c map[string]string) {
 	for k, v := range c {
 		s.canaries[k] = v
 	}
+}
+
+// errCanariesAddOnly is why an admin request that would drop or change a
+// planted canary is refused.
+var errCanariesAddOnly = errors.New("the planted canaries are add-only: a request may add canaries, " +
+	"never remove one or change its value (a submission that reached the admin API must not unplant the secrets it is checked for)")
+
+// armCanaries is the admin API's only way to plant canaries, and it is
+// add-only: once a canary is planted over HTTP it stays, with its value, for
+// the server's life. A PUT (replace) is accepted only when it keeps every
+// planted label with its value (it then adds the rest); a POST may re-send a
+// planted label with the same value but not change it. A refused request
+// changes nothing and returns the first label it would have dropped or
+// changed. The in-process SetCanaries (the embedding program's own call, never
+// reachable from a request) still replaces.
+func (s *Server) armCanaries(c map[string]string, replace bool) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	labels := make([]string, 0, len(s.canaries))
+	for k := range s.canaries {
+		labels = append(labels, k)
+	}
+	sort.Strings(labels)
+	for _, k := range labels {
+		v, ok := c[k]
+		if (replace && !ok) || (ok && v != s.canaries[k]) {
+			return k, errCanariesAddOnly
+		}
+	}
+	if s.canaries == nil {
+		s.canaries = make(map[string]string, len(c))
+	}
+	for k, v := range c {
+		s.canaries[k] = v
+	}
+	return "", nil
 }
 
 // CanaryScan looks for every canary value in the sandbox: the environment and
@@ -327,4 +366,52 @@ func readBounded(f *os.File, limit int64, deadline time.Time) ([]byte, bool) {
 			return buf.Bytes(), err == io.EOF
 		}
 	}
+}
+
+// AddMarkers adds input markers (label → value): values planted in a run's
+// input data, which the sandbox legitimately holds, so the canary scan never
+// looks for them; the egress gateway looks for them in every request it
+// forwards to an allowed host.
+func (s *Server) AddMarkers(m map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.markers == nil {
+		s.markers = make(map[string]string, len(m))
+	}
+	for k, v := range m {
+		s.markers[k] = v
+	}
+}
+
+// Watched is what the egress gateway looks for in each request it forwards:
+// every canary and every input marker, by label.
+func (s *Server) Watched() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]string, len(s.canaries)+len(s.markers))
+	for k, v := range s.canaries {
+		out[k] = v
+	}
+	for k, v := range s.markers {
+		out[k] = v
+	}
+	return out
+}
+
+func (s *Server) adminMarkers(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Markers map[string]string `json:"markers"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil || body.Markers == nil {
+		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", `body must be {"markers":{"label":"value",...}}`)
+		return
+	}
+	for label, v := range body.Markers {
+		if label == "" || len(v) < 12 {
+			writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "every marker needs a label and a value of at least 12 characters")
+			return
+		}
+	}
+	s.AddMarkers(body.Markers)
+	w.WriteHeader(http.StatusNoContent)
 }

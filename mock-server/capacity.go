@@ -12,9 +12,11 @@ import (
 
 // The capacity fault is a documented mock extension for drill D3: the course
 // expects "429 with Retry-After" from a Kubernetes pool at capacity, which
-// OpenSandbox 1.1.1 never sends (CONTRACT §9: an exhausted pool gives 504).
-// While it is on, every create answers 429 SANDBOX::CAPACITY_EXHAUSTED with a
-// Retry-After header, so a subject's back-off can be measured.
+// OpenSandbox 1.1.1 sends only on Kubernetes (services/k8s/kubernetes_service.py:
+// a poolRef create that finds no capacity before the acquisition timeout) and
+// never on Docker, whose runtime this server plays. While it is on, every
+// create answers that 429 (KUBERNETES::POOL_CAPACITY_EXHAUSTED, Retry-After),
+// so a subject's back-off can be measured.
 
 // capacityFault is one active rule: every create (KeyFingerprint empty), or
 // the creates made with one API key (its fingerprint), so one subject's
@@ -62,7 +64,7 @@ func (s *Server) adminCapacity(w http.ResponseWriter, r *http.Request) {
 		who = "every create with key " + body.KeyFingerprint
 	}
 	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "capacity-429", Active: true,
-		Detail: fmt.Sprintf("%s answers 429 with Retry-After: %d (simulated; OpenSandbox 1.1.1 never sends 429)", who, body.RetryAfterSeconds)}})
+		Detail: fmt.Sprintf("%s answers 429 with Retry-After: %d (simulated: OpenSandbox 1.1.1 sends it only from a Kubernetes pool)", who, body.RetryAfterSeconds)}})
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -83,7 +85,8 @@ func (s *Server) refuseForCapacity(w http.ResponseWriter, r *http.Request) bool 
 		return false
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfterSeconds))
-	writeError(w, http.StatusTooManyRequests, "SANDBOX::CAPACITY_EXHAUSTED",
-		fmt.Sprintf("No sandbox capacity is available; retry after %d seconds. (Simulated by the bundled server for drill D3.)", f.RetryAfterSeconds))
+	// 1.1.1's Kubernetes pool answer (_pool_capacity_exhausted_error).
+	writeError(w, http.StatusTooManyRequests, "KUBERNETES::POOL_CAPACITY_EXHAUSTED",
+		"No Pool capacity became available before the acquisition timeout.")
 	return true
 }

@@ -23,7 +23,8 @@ func TestCapacityFault(t *testing.T) {
 	r := e.call("POST", "/v1/sandboxes", validCreate(), nil)
 	assert.Equal(t, http.StatusTooManyRequests, r.Status)
 	assert.Equal(t, "2", r.Header.Get("Retry-After"))
-	assert.Equal(t, "SANDBOX::CAPACITY_EXHAUSTED", r.JSON(t)["code"])
+	assert.Equal(t, "KUBERNETES::POOL_CAPACITY_EXHAUSTED", r.JSON(t)["code"], "1.1.1 Kubernetes pool at capacity")
+	assert.Equal(t, "No Pool capacity became available before the acquisition timeout.", r.JSON(t)["message"])
 	assert.Empty(t, e.srv.Sandboxes(), "nothing was created")
 
 	require.Equal(t, http.StatusNoContent, e.admin("DELETE", "/_mock/faults/capacity", nil).Status)

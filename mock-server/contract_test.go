@@ -141,10 +141,10 @@ func contractProblems(t *testing.T, method, path string, hdr http.Header, body [
 		case status == http.StatusUnprocessableEntity:
 			tolerate(t, "validation-422")
 		case status == http.StatusNotImplemented && strings.HasPrefix(fmt.Sprint(m["code"]), "SNAPSHOT::"):
-			tolerate(t, "snapshots-501")
+			tolerate(t, "snapshots")
 		case status == http.StatusNotFound && m["code"] == "SNAPSHOT::NOT_FOUND":
-			tolerate(t, "snapshots-501")
-		case status == http.StatusTooManyRequests && m["code"] == "SANDBOX::CAPACITY_EXHAUSTED" && r.Header.Get("Retry-After") != "":
+			tolerate(t, "snapshots")
+		case status == http.StatusTooManyRequests && m["code"] == "KUBERNETES::POOL_CAPACITY_EXHAUSTED" && r.Header.Get("Retry-After") != "":
 			tolerate(t, "capacity-429")
 		default:
 			problems = append(problems, fmt.Sprintf("%s %s answered %d, a status the spec does not declare: %s", method, path, status, r.Body))

@@ -15,6 +15,7 @@ import (
 type createRequest struct {
 	Image           string
 	SnapshotID      string
+	snapshot        *snapshotRec // the Ready snapshot a restore copies (resolveSnapshot)
 	Entrypoint      []string
 	Timeout         *int64 // seconds; nil = manual cleanup
 	ResourceLimits  map[string]string

@@ -37,12 +37,18 @@ var Deviations = []Deviation{
 		Server: "endpoint is 127.0.0.1:<execd port>/proxy/<port> for every port, 44772 included (Docker bridge form), or {host}/sandboxes/{id}/proxy/{port} with use_server_proxy", Source: "§1.10"},
 	{ID: "error-401-keys", Spec: "401 bodies per ErrorResponse",
 		Server: "401 bodies are {code,message} (conform); 404/405 for unknown routes are FastAPI's {\"detail\":\"Not Found\"}", Source: "§1.1"},
-	{ID: "snapshots-501", Spec: "snapshot routes return 202/200/204",
-		Server: "every snapshot route returns 501 SNAPSHOT::NOT_IMPLEMENTED; create with snapshotId returns 404 SNAPSHOT::NOT_FOUND", Source: "§1.13"},
+	{ID: "snapshots", Spec: "snapshot routes return 202/200/204; a snapshot is a point-in-time capture of the sandbox",
+		Server: "as 1.1.1 on Docker (create 202 Creating with Location, then Ready or Failed; list with sandboxId/name/state filters and pagination; get; delete, 409 while Creating; " +
+			"create with snapshotId restores it: 404 SNAPSHOT::NOT_FOUND unknown or another tenant's, 409 SNAPSHOT::NOT_READY, entrypoint tail -f /dev/null by default, the sandbox carries snapshotId and no image), " +
+			"but what is captured differs: where Docker commits the container's filesystem, this server copies the sandbox's writable directories /workspace, /tmp, /root and /var " +
+			"(the rest of its root is read-only; volumes and /dev/shm are left out, as docker commit leaves mounts out) — regular files with their permission bits only: " +
+			"symbolic links, special files, owners and empty directories are not kept; the copy is made while the sandbox runs (docker commit pauses it); " +
+			"bounded: 512 MiB and 20000 files per snapshot, 64 snapshots and 2 GiB in all (a capture beyond fails: Failed, snapshot_runtime_failed; a create beyond the count: 409 SNAPSHOT::RUNTIME_PREFLIGHT_FAILED); " +
+			"kept in memory (1.1.1: SQLite), so a restarted server has none; without a state directory every snapshot route answers 501 SNAPSHOT::NOT_IMPLEMENTED", Source: "§1.13"},
 	{ID: "image-pull-500", Spec: "create errors 400/409/500",
 		Server: "an image with no host profile fails create with 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED", Source: "§1.5"},
 	{ID: "capacity-429", Spec: "429 with Retry-After is declared (components) for capacity",
-		Server: "429 SANDBOX::CAPACITY_EXHAUSTED with Retry-After only while the admin capacity fault is on (drill D3); the real 1.1.1 server never sends 429", Source: "§1.3, §9"},
+		Server: "429 KUBERNETES::POOL_CAPACITY_EXHAUSTED with Retry-After only while the admin capacity fault is on (drill D3): the answer of a 1.1.1 Kubernetes pool at capacity (services/k8s/kubernetes_service.py); the real server on Docker never sends 429", Source: "§1.3, §9 (corrected: Kubernetes pools do send it)"},
 	{ID: "volumes-ossfs", Spec: "volumes with a host, pvc or ossfs backend",
 		Server: "host-path volumes are bind-mounted when under an allowed host path (serve-mock --allow-host-path, the real server's storage.allowed_host_paths; default none: 400 VOLUME::HOST_PATH_NOT_ALLOWED), " +
 			"resolved beneath that allowed path (a symbolic link may lead elsewhere inside it only by a relative path, and missing directories are never created through a link out of it; the real server creates them first and checks the realpath after); " +
@@ -53,7 +59,7 @@ var Deviations = []Deviation{
 	{ID: "key-tenancy", Spec: "every API key sees every sandbox",
 		Server: "the same, unless the admin adds a key with a tenant (POST /_mock/api-keys {\"key\",\"tenant\"}, or AddAPIKeyTenant): such a key's list shows only sandboxes created by keys of its tenant, and any other sandbox is answered as one that does not exist (404 DOCKER::SANDBOX_NOT_FOUND) by get, delete, pause, resume, renew, metadata, endpoints, diagnostics and the server proxy; keys without a tenant see everything. `acceptance grade` gives each submission's keys their own tenant on the bundled server", Source: "mock extension"},
 	{ID: "undocumented-routes", Spec: "not in the spec",
-		Server: "server proxy, diagnostics (deprecated text and 501), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
+		Server: "server proxy, diagnostics (logs and events: the stable JSON descriptor with scope, as 1.1.1 on Docker, deprecated text without; inspect and summary text), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
 
 	// execd (specs/execd-api.yaml, components/execd): differences of the in-sandbox agent.
 	{ID: "execd-code-501", Spec: "POST /code, /code/context(s) run code in Jupyter kernels",

@@ -25,11 +25,19 @@
 // Every route of CONTRACT §1.3 at /v1 and at the root. Create is synchronous
 // and answers 202 with state Running. Request-validation errors are 422 with
 // FastAPI's {"detail":[…]} body; service errors are {code,message}; every
-// error has a non-empty JSON body. Snapshots are NOT implemented (every
-// snapshot route answers 501 SNAPSHOT::NOT_IMPLEMENTED, create with a
-// snapshotId 404 SNAPSHOT::NOT_FOUND); pools answer 501 as on Docker;
-// diagnostics with scope answer 501 as the real server. The deliberate
-// differences from the OpenAPI spec are listed in Deviations.
+// error has a non-empty JSON body. Snapshots as 1.1.1 on Docker (create,
+// list, get, delete, restore with snapshotId), capturing the sandbox's
+// writable directories' regular files (snapshots.go; Deviations, snapshots);
+// pools answer 501 as on Docker; secureAccess
+// answers 400 SANDBOX::INVALID_PARAMETER as 1.1.1 on Docker;
+// diagnostics logs and events with scope answer 1.1.1's Docker descriptor
+// (inline text; logs container|all, events runtime|all), without scope the
+// deprecated text. A sandbox is Running only once its egress sidecar listens
+// (the agent binds it before execd answers the readiness ping). Python
+// sandboxes have python/pip in /usr/local/bin and every sandbox has
+// /etc/os-release, as the images do. The deliberate differences from the
+// OpenAPI spec are listed in Deviations; the other known differences from a
+// real OpenSandbox in harness/fidelity (FIDELITY.md).
 //
 // Endpoints use the Docker bridge form: every port, 44772 included →
 // 127.0.0.1:<execd port>/proxy/<port>; 18080 always resolves and carries OPENSANDBOX-EGRESS-AUTH when the sandbox has a policy;
@@ -40,7 +48,7 @@
 // Prefix /_mock, header X-Mock-Admin-Token (its own token; without a
 // configured token the admin API is disabled and answers 401):
 //
-//	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"not_implemented","egress":bool,"audit_seq":N}
+//	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}
 //	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  {"events":[audit.Event…],"last_seq":N}
 //	       (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key
 //	       and every event of the sandboxes it created; last_seq: the cursor for the next since)
@@ -52,8 +60,8 @@
 //	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
 //	       upload, download, file operation) of each sandbox created with that key answers the status (audited);
 //	       DELETE /_mock/faults/execd?key_fingerprint=… clears
-//	PUT    /_mock/canaries {"canaries":{label:value}}  204 (replaces the planted set)
-//	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds to it)
+//	PUT    /_mock/canaries {"canaries":{label:value}}  204 (must keep every planted canary: add-only, else 409)
+//	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds; changing a planted value is 409)
 //	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
 //	POST   /_mock/api-keys {"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key

@@ -413,7 +413,7 @@ func TestAdminAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status)
 	info := r.JSON(t)
 	assert.Equal(t, map[string]any{"enforced": false, "reason": "fake runtime (tests)"}, info["isolation"])
-	assert.Equal(t, "not_implemented", info["snapshots"])
+	assert.Equal(t, "writable_directories", info["snapshots"])
 	assert.Contains(t, info, "limits")
 
 	r = e.admin("GET", "/_mock/audit?sandbox_id="+id+"&kind=state", nil)

@@ -40,12 +40,18 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if k := r.Header.Get(headerAPIKey); k != "" {
 		req.keyFP = Fingerprint(k)
 	}
-	if code, msg := s.checkCreate(req); code != "" {
-		status := http.StatusBadRequest
-		if code == "SNAPSHOT::NOT_FOUND" {
-			status = http.StatusNotFound
+	if req.SnapshotID != "" {
+		// Resolved first, as 1.1.1 does (snapshot_restore.py).
+		snap, release, status, code, msg := s.resolveSnapshot(r, req.SnapshotID)
+		if code != "" {
+			writeError(w, status, code, msg)
+			return
 		}
-		writeError(w, status, code, msg)
+		defer release() // the copy is made once provision returns
+		req.snapshot = snap
+	}
+	if code, msg := s.checkCreate(req); code != "" {
+		writeError(w, http.StatusBadRequest, code, msg)
 		return
 	}
 	mounts, claims, vstatus, vcode, vmsg := s.checkVolumes(req)
@@ -68,7 +74,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 			s.releaseVolumes(claims)
 		}
 	}()
-	profile, err := s.cfg.ProfileFor(req.Image)
+	var profile osbruntime.Profile
+	var err error
+	if req.snapshot != nil {
+		profile = req.snapshot.profile
+	} else {
+		profile, err = s.cfg.ProfileFor(req.Image)
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_IMAGE_PULL_FAILED",
 			fmt.Sprintf("Failed to pull image %s: %v", req.Image, err))
@@ -151,13 +163,11 @@ func (s *Server) checkCreate(req *createRequest) (string, string) {
 		return code, msg
 	}
 	if req.SecureAccess {
-		return "SANDBOX::API_NOT_SUPPORTED", "secureAccess is only supported on Kubernetes with ingress gateway mode."
+		// 1.1.1 on Docker (services/docker/networking.py, _ensure_secure_access_support).
+		return "SANDBOX::INVALID_PARAMETER", "secureAccess is not supported when runtime.type='docker'. Use the Kubernetes runtime to create secured sandboxes."
 	}
 	if req.NetworkPolicy != nil && s.cfg.Egress == nil {
 		return "SANDBOX::INVALID_PARAMETER", "networkPolicy requires the egress sidecar ([egress].image), which this server does not have configured."
-	}
-	if req.SnapshotID != "" {
-		return "SNAPSHOT::NOT_FOUND", fmt.Sprintf("Snapshot %s not found (this server does not implement snapshots).", req.SnapshotID)
 	}
 	return "", ""
 }
@@ -185,6 +195,10 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 	sb := &sandbox{id: id, image: req.Image, entrypoint: req.Entrypoint, platform: req.Platform,
 		metadata: req.Metadata, output: newOutputLog(outputLogLimit), renewExtend: accessRenewExtend(req.Extensions),
 		volumeClaims: req.claims, keyFP: req.keyFP}
+	if req.snapshot != nil {
+		spec.Seed = req.snapshot.seed()
+		sb.snapshotID, sb.restoredProfile = req.snapshot.id, req.snapshot.profile
+	}
 	if req.NetworkPolicy != nil {
 		att, err := s.cfg.Egress.Attach(id, req.NetworkPolicy, req.CredentialProxy)
 		if err != nil && isInvalidPolicy(err) {

@@ -214,7 +214,7 @@ func TestCreateServiceErrors(t *testing.T) {
 		{"policy without egress", func(m map[string]any) { m["networkPolicy"] = map[string]any{"defaultAction": "deny"} }, 400, "SANDBOX::INVALID_PARAMETER"},
 		{"poolRef", func(m map[string]any) { m["extensions"] = map[string]string{"poolRef": "p"} }, 400, "SANDBOX::UNSUPPORTED_POOL_REF"},
 		{"renew extension", func(m map[string]any) { m["extensions"] = map[string]string{"access.renew.extend.seconds": "10"} }, 400, "SANDBOX::INVALID_PARAMETER"},
-		{"secureAccess", func(m map[string]any) { m["secureAccess"] = true }, 400, "SANDBOX::API_NOT_SUPPORTED"},
+		{"secureAccess", func(m map[string]any) { m["secureAccess"] = true }, 400, "SANDBOX::INVALID_PARAMETER"},
 		{"snapshot", func(m map[string]any) { delete(m, "image"); m["snapshotId"] = "snap-1" }, 404, "SNAPSHOT::NOT_FOUND"},
 		{"unknown image", func(m map[string]any) { m["image"] = map[string]string{"uri": "ghcr.io/nope/unknown:1"} }, 500, "DOCKER::SANDBOX_IMAGE_PULL_FAILED"},
 	}
@@ -235,6 +235,11 @@ func TestCreateServiceErrors(t *testing.T) {
 		return m
 	}(), nil)
 	assert.Contains(t, r.JSON(t)["message"], "unknown-image:1")
+	// secureAccess: 1.1.1's Docker runtime answers INVALID_PARAMETER with this text.
+	m := validCreate()
+	m["secureAccess"] = true
+	r = e.call("POST", "/v1/sandboxes", m, nil)
+	assert.Equal(t, "secureAccess is not supported when runtime.type='docker'. Use the Kubernetes runtime to create secured sandboxes.", r.JSON(t)["message"])
 }
 
 func TestCreateRuntimeFailure(t *testing.T) {
@@ -603,10 +608,10 @@ func TestMiscRoutes(t *testing.T) {
 	id := e.create(nil)
 	for _, p := range []string{"/v1", ""} {
 		r := e.call("GET", p+"/sandboxes/"+id+"/diagnostics/logs?scope=container", nil, nil)
-		assert.Equal(t, http.StatusNotImplemented, r.Status)
-		assert.JSONEq(t, `{"code":"DIAGNOSTICS_NOT_IMPLEMENTED","message":"The stable Diagnostics API is not implemented by this OpenSandbox server."}`, string(r.Body))
+		assert.Equal(t, http.StatusOK, r.Status)
+		assert.Equal(t, "inline", r.JSON(t)["delivery"])
 		r = e.call("GET", p+"/sandboxes/"+id+"/diagnostics/events?scope=all", nil, nil)
-		assert.Equal(t, http.StatusNotImplemented, r.Status)
+		assert.Equal(t, http.StatusOK, r.Status)
 		for _, kind := range []string{"logs", "events", "inspect", "summary"} {
 			req, _ := http.NewRequest("GET", e.srv.URL()+p+"/sandboxes/"+id+"/diagnostics/"+kind, nil)
 			req.Header.Set(headerAPIKey, testKey)
@@ -614,7 +619,9 @@ func TestMiscRoutes(t *testing.T) {
 			require.NoError(t, err)
 			res.Body.Close()
 			assert.Equal(t, http.StatusOK, res.StatusCode, kind)
-			assert.Equal(t, "true", res.Header.Get("Deprecation"))
+			if kind == "logs" || kind == "events" {
+				assert.Equal(t, "true", res.Header.Get("Deprecation"))
+			}
 			assert.True(t, strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain"))
 		}
 		assert.Equal(t, http.StatusUnprocessableEntity, e.call("GET", p+"/sandboxes/"+id+"/diagnostics/logs?tail=0", nil, nil).Status)
@@ -628,10 +635,13 @@ func TestMiscRoutes(t *testing.T) {
 		for _, m := range []string{"GET", "PUT", "DELETE"} {
 			assert.Equal(t, http.StatusNotImplemented, e.call(m, p+"/pools/x", nil, nil).Status)
 		}
-		for _, c := range []struct{ m, path string }{{"POST", "/sandboxes/" + id + "/snapshots"}, {"GET", "/snapshots"}, {"GET", "/snapshots/s1"}, {"DELETE", "/snapshots/s1"}} {
-			r = e.call(c.m, p+c.path, nil, nil)
-			assert.Equal(t, http.StatusNotImplemented, r.Status)
-			assert.Equal(t, "SNAPSHOT::NOT_IMPLEMENTED", r.JSON(t)["code"])
+		// Snapshots at both prefixes (TestSnapshotsAsDocker has the rest).
+		assert.Equal(t, http.StatusAccepted, e.call("POST", p+"/sandboxes/"+id+"/snapshots", nil, nil).Status)
+		assert.Equal(t, http.StatusOK, e.call("GET", p+"/snapshots", nil, nil).Status)
+		for _, m := range []string{"GET", "DELETE"} {
+			r = e.call(m, p+"/snapshots/s1", nil, nil)
+			assert.Equal(t, http.StatusNotFound, r.Status)
+			assert.Equal(t, "SNAPSHOT::NOT_FOUND", r.JSON(t)["code"])
 		}
 		r = e.call("POST", p+"/metrics/events", map[string]any{"eventType": "sandbox.create", "sandboxId": id}, nil)
 		if p == "" { // the real server includes its metrics router under /v1 only

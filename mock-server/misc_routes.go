@@ -1,26 +1,40 @@
 package mockserver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
-
-func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotImplemented, "SNAPSHOT::NOT_IMPLEMENTED",
-		"Snapshots are not implemented by this server's runtime.")
-}
 
 func (s *Server) handlePools(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotImplemented, "KUBERNETES::POOL_NOT_SUPPORTED",
 		"Pools are only supported by the Kubernetes runtime.")
 }
 
-// handleDiagnostics: with scope → 501 as the real server; without scope →
-// the deprecated text/plain routes with Deprecation: true (CONTRACT §4).
+// Stable diagnostics as server 1.1.1 answers them on Docker (api/devops.py,
+// services/docker/docker_diagnostics.py): logs accept the scopes container and
+// all, events runtime and all; the content is inline text, logs keep their
+// last 100 lines, events their first 50.
+var (
+	diagLogScopes   = []string{"container", "all"}
+	diagEventScopes = []string{"runtime", "all"}
+)
+
+const (
+	diagLogLines   = 100
+	diagEventLines = 50
+)
+
+// handleDiagnostics: with scope → the stable JSON descriptor (inline text);
+// without scope → the deprecated text/plain routes, logs and events with
+// Deprecation: true (CONTRACT §4; 1.1.1 on Docker).
 func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	kind := r.PathValue("kind")
@@ -31,46 +45,82 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
 		return
 	}
-	if _, ok := q["scope"]; ok && (kind == "logs" || kind == "events") {
-		writeError(w, http.StatusNotImplemented, "DIAGNOSTICS_NOT_IMPLEMENTED",
-			"The stable Diagnostics API is not implemented by this OpenSandbox server.")
-		return
-	}
 	var errs []validationItem
 	tail, bad := queryInt(q, "tail", 100, 1, 10000)
-	if bad != nil {
+	if bad != nil && kind != "events" && kind != "inspect" {
 		errs = append(errs, *bad)
 	}
 	limit, bad := queryInt(q, "limit", 50, 1, 500)
-	if bad != nil {
+	if bad != nil && kind == "events" {
 		errs = append(errs, *bad)
+	}
+	if kind == "summary" {
+		if _, bad := queryInt(q, "event_limit", 20, 1, 500); bad != nil {
+			errs = append(errs, *bad)
+		}
 	}
 	if len(errs) > 0 {
 		writeValidation(w, errs...)
 		return
+	}
+	scopes, hasScope := q["scope"]
+	stable := hasScope && (kind == "logs" || kind == "events")
+	var scope string
+	if stable {
+		// FastAPI takes the last value of a repeated scalar query parameter.
+		scope = strings.ToLower(strings.TrimSpace(scopes[len(scopes)-1]))
+		supported := diagLogScopes
+		if kind == "events" {
+			supported = diagEventScopes
+		}
+		if !slices.Contains(supported, scope) {
+			writeError(w, http.StatusBadRequest, "DIAGNOSTICS_SCOPE_UNSUPPORTED",
+				fmt.Sprintf("Unsupported %s diagnostics scope %s. Supported scopes: %s.", kind, pyRepr(scopes[len(scopes)-1]), strings.Join(supported, ", ")))
+			return
+		}
 	}
 	sb := s.lookupFor(r, id)
 	if sb == nil {
 		notFound(w, id)
 		return
 	}
+	if stable {
+		var content, warning string
+		var truncated bool
+		if kind == "logs" {
+			content, truncated = diagLines(s.diagLogs(sb, diagLogLines+1), diagLogLines, true)
+			if scope == "all" {
+				warning = "The current backend only contributes sandbox container logs to the all scope."
+			}
+		} else {
+			content, truncated = diagLines(s.diagEvents(sb), diagEventLines, false)
+			if scope == "all" {
+				warning = "The current backend only contributes runtime events to the all scope."
+			}
+		}
+		body := map[string]any{
+			"sandboxId": id, "kind": kind, "scope": scope, "delivery": "inline",
+			"contentType": "text/plain; charset=utf-8", "content": content,
+			"contentLength": len(content), "truncated": truncated,
+		}
+		if warning != "" {
+			body["warnings"] = []string{warning}
+		}
+		writeJSON(w, http.StatusOK, body)
+		return
+	}
 	var b strings.Builder
 	switch kind {
 	case "logs":
-		lines := strings.Split(strings.TrimRight(sb.output.String(), "\n"), "\n")
-		if len(lines) > tail {
-			lines = lines[len(lines)-tail:]
-		}
-		b.WriteString(strings.Join(lines, "\n"))
-		b.WriteString("\n")
-	case "events", "summary":
+		b.WriteString(s.diagLogs(sb, tail))
+	case "events":
+		b.WriteString(s.diagEvents(sb))
+	case "summary":
+		v := s.view(sb)
+		fmt.Fprintf(&b, "sandbox %s\nstate %s (%s)\ncreated %s\n", id, v.Status.State, v.Status.Reason, v.CreatedAt)
 		evs := s.audit.Events(audit.Query{SandboxID: id, Kind: audit.KindState})
 		if len(evs) > limit {
 			evs = evs[len(evs)-limit:]
-		}
-		if kind == "summary" {
-			v := s.view(sb)
-			fmt.Fprintf(&b, "sandbox %s\nstate %s (%s)\ncreated %s\n", id, v.Status.State, v.Status.Reason, v.CreatedAt)
 		}
 		for _, ev := range evs {
 			fmt.Fprintf(&b, "%s %s -> %s: %s\n", formatTime(ev.Time), ev.State.From, ev.State.To, ev.State.Reason)
@@ -81,9 +131,88 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 			id, sb.image, v.Status.State, strings.Join(sb.entrypoint, " "), sb.execd.Addr(), pidList(sb.rt.Pids()))
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Deprecation", "true")
+	if kind == "logs" || kind == "events" {
+		// 1.1.1 marks only the deprecated logs and events answers.
+		w.Header().Set("Deprecation", "true")
+	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(b.String()))
+}
+
+// diagLogs is the sandbox's log text, its last tail lines: here the output of
+// its commands (a Docker container's log is its entrypoint's output, which
+// the bundled server does not keep); "(no logs)" when empty, as on Docker.
+func (s *Server) diagLogs(sb *sandbox, tail int) string {
+	text := strings.TrimRight(sb.output.String(), "\n")
+	if text == "" {
+		return "(no logs)"
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) > tail {
+		lines = lines[len(lines)-tail:]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// diagEvents is the event text Docker's runtime renders from a container's
+// state (docker_diagnostics.py get_sandbox_events): its container line, status
+// and times. The container ID is derived from the sandbox ID (there is no
+// container here).
+func (s *Server) diagEvents(sb *sandbox) string {
+	v := s.view(sb)
+	sum := sha256.Sum256([]byte("sandbox-" + sb.id))
+	status := "running"
+	switch v.Status.State {
+	case "Paused":
+		status = "paused"
+	case "Terminated", "Failed":
+		status = "exited"
+	}
+	created := sb.createdAt.UTC().Format(time.RFC3339Nano)
+	lines := []string{
+		fmt.Sprintf("Container:  %s (sandbox-%s)", hex.EncodeToString(sum[:])[:12], sb.id),
+		"Status:     " + status,
+		"Created:    " + created,
+		"Started:    " + created,
+	}
+	if status == "exited" {
+		lines = append(lines, "Finished:   "+v.Status.LastTransitionAt)
+		if v.Status.State == "Failed" {
+			lines = append(lines, "Event:      Exited with code 1")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// diagLines bounds text to limit lines, keeping the last (keepTail) or the
+// first ones (diagnostics.py limit_diagnostic_lines).
+func diagLines(text string, limit int, keepTail bool) (string, bool) {
+	lines := strings.SplitAfter(text, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) <= limit {
+		return text, false
+	}
+	if keepTail {
+		lines = lines[len(lines)-limit:]
+	} else {
+		lines = lines[:limit]
+	}
+	return strings.Join(lines, ""), true
+}
+
+// pyRepr quotes s as Python's repr of a str does (for error messages).
+func pyRepr(s string) string {
+	q := "'"
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		q = `"`
+	}
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	if q == "'" {
+		s = strings.ReplaceAll(s, "'", `\'`)
+	}
+	return q + s + q
 }
 
 func pidList(p []int) string {

@@ -33,6 +33,10 @@ type sandbox struct {
 	renewExtend     time.Duration
 	lastAccessRenew time.Time
 	volumeClaims    []*volumeClaim // named volumes it mounts (namedvolumes.go)
+	// snapshotID: the snapshot it was restored from (then image is empty and
+	// restoredProfile the profile it runs).
+	snapshotID      string
+	restoredProfile runtime.Profile
 
 	stMu      sync.Mutex // guards the fields below
 	paused    bool
@@ -61,6 +65,7 @@ type imageSpec struct {
 type sandboxJSON struct {
 	ID         string            `json:"id"`
 	Image      *imageSpec        `json:"image,omitempty"`
+	SnapshotID string            `json:"snapshotId,omitempty"`
 	Platform   *platformSpec     `json:"platform,omitempty"`
 	Status     status            `json:"status"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
@@ -121,6 +126,7 @@ func (s *Server) view(sb *sandbox) sandboxJSON {
 		Status:     st,
 		Entrypoint: sb.entrypoint,
 		CreatedAt:  formatTime(sb.createdAt),
+		SnapshotID: sb.snapshotID,
 	}
 	if sb.image != "" {
 		v.Image = &imageSpec{URI: sb.image}

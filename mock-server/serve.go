@@ -37,6 +37,9 @@ type EgressOptions struct {
 	Audit       audit.Recorder
 	DenyWebhook string // URL for the deny-webhook payload; empty: none
 	PassThrough bool   // dial allowed hosts without a mapping (real use only)
+	// Watched returns the values the gateway looks for in each request it
+	// forwards (the server's canaries and input markers).
+	Watched func() map[string]string
 }
 
 // Wiring hooks for ServeMain (set by wire.go to runtime.NewLinux /
@@ -93,8 +96,10 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("serve-mock", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "lifecycle API address (loopback unless you say otherwise)")
-	apiKey := fs.String("api-key", "", "OPEN-SANDBOX-API-KEY value (required)")
-	adminToken := fs.String("admin-token", "", "X-Mock-Admin-Token for the /_mock admin API (empty: admin API disabled)")
+	apiKey := fs.String("api-key", "", "OPEN-SANDBOX-API-KEY value (required: this, --api-key-file or $"+EnvServeAPIKey+"; argv shows in ps, prefer the file or the variable)")
+	apiKeyFile := fs.String("api-key-file", "", "file holding the OPEN-SANDBOX-API-KEY value (first line)")
+	adminToken := fs.String("admin-token", "", "X-Mock-Admin-Token for the /_mock admin API (empty: admin API disabled; argv shows in ps, prefer --admin-token-file or $"+EnvServeAdminToken+")")
+	adminTokenFile := fs.String("admin-token-file", "", "file holding the X-Mock-Admin-Token (first line)")
 	stateDir := fs.String("state-dir", "", "state directory (sandboxes, audit.jsonl), kept on exit; default a fresh instance directory under --state-root, removed on exit")
 	stateRootF := fs.String("state-root", "", "where instance directories live; every start reaps those of dead servers (default "+DefaultStateRoot+", else a per-user directory under the system temp dir)")
 	diskLimit := fs.String("disk-limit", "1Gi", "what one sandbox can write, all its writable directories together (quantity, e.g. 512Mi, 2Gi; \"none\" = no limit)")
@@ -123,9 +128,19 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "serve-mock: "+format+"\n", a...)
 		return 2
 	}
-	if *apiKey == "" {
-		return bad("--api-key is required")
+	key, err := serveSecret(*apiKey, *apiKeyFile, EnvServeAPIKey, "--api-key")
+	if err != nil {
+		return bad("%v", err)
 	}
+	if key == "" {
+		return bad("--api-key is required (or --api-key-file, or $%s)", EnvServeAPIKey)
+	}
+	*apiKey = key
+	admin, err := serveSecret(*adminToken, *adminTokenFile, EnvServeAdminToken, "--admin-token")
+	if err != nil {
+		return bad("%v", err)
+	}
+	*adminToken = admin
 	host, port, err := net.SplitHostPort(*listen)
 	if err != nil {
 		return bad("--listen %q: %v (want IP:PORT, e.g. 127.0.0.1:8080)", *listen, err)
@@ -184,4 +199,56 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	return 0
+}
+
+// The environment variables serve-mock reads its secrets from when neither the
+// flag nor the -file flag is given. They are removed from the server's own
+// environment once read, so nothing it starts inherits them.
+const (
+	EnvServeAPIKey     = "ACCEPTANCE_MOCK_API_KEY"
+	EnvServeAdminToken = "ACCEPTANCE_MOCK_ADMIN_TOKEN"
+)
+
+// serveSecretMax bounds a secret file: a key is a line, never a file's worth.
+const serveSecretMax = 4096
+
+// serveSecret picks a secret from exactly one of: the flag's value (visible
+// in ps, kept for compatibility), a file (its first line), or the environment
+// variable env. Giving both the flag and the file is an error; a file that is
+// empty, too large or unreadable is an error naming it.
+func serveSecret(value, file, env, flagName string) (string, error) {
+	if value != "" && file != "" {
+		return "", fmt.Errorf("%s and %s-file both given: use one", flagName, flagName)
+	}
+	fromEnv, inEnv := os.LookupEnv(env)
+	if inEnv {
+		_ = os.Unsetenv(env)
+	}
+	switch {
+	case value != "":
+		return value, nil
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return "", fmt.Errorf("%s-file: %v", flagName, err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return "", fmt.Errorf("%s-file %q: not a regular file", flagName, file)
+		}
+		b, err := io.ReadAll(io.LimitReader(f, serveSecretMax+1))
+		if err != nil {
+			return "", fmt.Errorf("%s-file %q: %v", flagName, file, err)
+		}
+		if len(b) > serveSecretMax {
+			return "", fmt.Errorf("%s-file %q: larger than %d bytes (want the secret on one line)", flagName, file, serveSecretMax)
+		}
+		line := strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+		if line == "" {
+			return "", fmt.Errorf("%s-file %q: empty (want the secret on its first line)", flagName, file)
+		}
+		return line, nil
+	default:
+		return strings.TrimSpace(fromEnv), nil
+	}
 }

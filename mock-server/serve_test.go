@@ -267,3 +267,61 @@ func TestEgressWiringPassesWebhook(t *testing.T) {
 	require.NotNil(t, hub)
 	require.NoError(t, closer.Close())
 }
+
+// TestServeMainSecretsFromFileAndEnv starts serve-mock with its API key in a
+// file and its admin token in the environment (neither on argv, where ps
+// shows it): both work, the variable is gone from the server's environment
+// once read, and a bad source is a usage error naming it.
+func TestServeMainSecretsFromFileAndEnv(t *testing.T) {
+	withFakeWiring(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("k-from-file\n"), 0o600))
+	t.Setenv(EnvServeAdminToken, "admin-from-env")
+	ctx, cancel := context.WithCancel(context.Background())
+	url, done, stderr := startServe(t, func(o, e io.Writer) int {
+		return serveMain(ctx, []string{"--listen", "127.0.0.1:0", "--api-key-file", keyFile}, o, e)
+	})
+	_, still := os.LookupEnv(EnvServeAdminToken)
+	assert.False(t, still, "the admin token must not stay in the server's environment")
+	get := func(path, hdr, v string) int {
+		req, _ := http.NewRequest("GET", url+path, nil)
+		req.Header.Set(hdr, v)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, get("/v1/sandboxes", headerAPIKey, "k-from-file"))
+	assert.Equal(t, http.StatusUnauthorized, get("/v1/sandboxes", headerAPIKey, "k-from-file-x"))
+	assert.Equal(t, http.StatusOK, get("/_mock/info", headerAdminToken, "admin-from-env"))
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, "stderr: %s", stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve-mock did not stop")
+	}
+
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	big := filepath.Join(dir, "big")
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("k"), serveSecretMax+1), 0o600))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--api-key", "k", "--api-key-file", keyFile}, "both given"},
+		{[]string{"--api-key-file", filepath.Join(dir, "missing")}, "--api-key-file"},
+		{[]string{"--api-key-file", empty}, "empty"},
+		{[]string{"--api-key-file", big}, "larger than"},
+		{[]string{"--api-key-file", dir}, "not a regular file"},
+		{[]string{"--api-key", "k", "--admin-token", "a", "--admin-token-file", keyFile}, "both given"},
+	} {
+		var out, errb bytes.Buffer
+		code := serveMain(context.Background(), append([]string{"--listen", "127.0.0.1:0"}, c.args...), &out, &errb)
+		assert.Equal(t, 2, code, "%v: %s", c.args, errb.String())
+		assert.Contains(t, errb.String(), c.want, "%v", c.args)
+		assert.NotContains(t, errb.String(), "k-from-file", "a secret is never echoed")
+	}
+}

@@ -38,6 +38,7 @@ type Server struct {
 	sandboxes map[string]*sandbox
 	records   []*SandboxInfo // every sandbox created this run, in creation order
 	canaries  map[string]string
+	markers   map[string]string // input markers (label → value): watched in forwarded requests, never in a sandbox
 	// egressDenyByKey: drill D1 keyed to one subject (key fingerprint →
 	// targets its new sandboxes deny).
 	egressDenyByKey map[string][]string
@@ -51,6 +52,7 @@ type Server struct {
 	wg          sync.WaitGroup
 	lingers     lingerSet // removed sandboxes' execd ports in their grace period
 	volumes     volumeStore
+	snaps       snapshotStore // snapshots.go
 }
 
 // New validates cfg and builds a Server; call Start to listen.
@@ -91,6 +93,7 @@ func New(cfg Config) (*Server, error) {
 		s.apiKeys = [][]byte{[]byte(cfg.APIKey)}
 	}
 	s.handler = s.buildHandler()
+	s.startSnapshots()
 	return s, nil
 }
 
@@ -200,6 +203,7 @@ func (s *Server) Close() error {
 		}
 	}
 	s.lingers.closeAll()
+	s.closeSnapshots()
 	s.wg.Wait()
 	s.closeVolumeRegistries()
 	if err := s.audit.Close(); err != nil {

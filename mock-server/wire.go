@@ -19,7 +19,7 @@ func init() {
 	}
 	NewEgress = func(o EgressOptions) (EgressHub, io.Closer, error) {
 		h, err := egress.NewHub(egress.HubConfig{Upstreams: o.Upstreams, StateDir: o.StateDir, Audit: o.Audit,
-			DenyWebhook: o.DenyWebhook, PassThrough: o.PassThrough})
+			DenyWebhook: o.DenyWebhook, PassThrough: o.PassThrough, Watched: o.Watched})
 		if err != nil {
 			return nil, nil, err
 		}

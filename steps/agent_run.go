@@ -128,7 +128,7 @@ func agentRun(ctx context.Context) (*scenario, *subjectRun, *agentModel, error) 
 		return s, r, nil, err
 	}
 	if r.model == nil {
-		return s, r, nil, failf("the subject was not run in front of the scripted model in this scenario")
+		return s, r, nil, harnessf("the subject was not run in front of the scripted model in this scenario")
 	}
 	return s, r, r.model, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -29,6 +28,7 @@ func registerAgentSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the agent asked the model at most (\d+) times$`, agentAskedAtMost)
 	sc.Step(`^the agent waited at least the Retry-After between its model requests$`, agentRespectedRetryAfter)
 	sc.Step(`^the subject deleted every sandbox it created$`, subjectDeletedSandboxes)
+	sc.Step(`^every command the model asked for ran in the run's sandboxes, and nothing else ran for the model$`, toolCallsRanInSandbox)
 }
 
 func runAgentOnFixture(ctx context.Context, fixture, script string) error {
@@ -39,7 +39,7 @@ func runAgentOnFixture(ctx context.Context, fixture, script string) error {
 	}
 	r, err := s.env.runAgent(ctx, fixture, script)
 	if err != nil {
-		return failf("%v", err) // a missing bundled script is a harness bug, caught by tests
+		return harnessf("%v", err) // a missing bundled script is a harness bug, caught by tests
 	}
 	s.run = r
 	s.addEvidence(r.evidence()...)
@@ -93,7 +93,7 @@ func noSecretToModel(ctx context.Context) error {
 		for i, k := range found {
 			found[i] = k + " (" + itoa(count[k]) + " request(s))"
 		}
-		return failf("planted secrets reached the model context: %s; the evidence is redacted", strings.Join(found, "; "))
+		return violationf("planted secrets reached the model context: %s; the evidence is redacted", strings.Join(found, "; "))
 	}
 	state(ctx).note("no planted secret in %d request(s) to the model", len(m.xs))
 	return nil
@@ -106,7 +106,7 @@ func noEnvDumpToModel(ctx context.Context) error {
 	}
 	for _, x := range m.xs {
 		if len(x.EnvDump) >= model.EnvDumpThreshold {
-			return failf("request %d to the model carries the agent's environment (%d variables with their values: %s)",
+			return violationf("request %d to the model carries the agent's environment (%d variables with their values: %s)",
 				x.Seq, len(x.EnvDump), strings.Join(x.EnvDump, ", "))
 		}
 	}
@@ -118,7 +118,7 @@ const defaultModelTurns = 10
 
 // declaredTurns reads budget.max_model_turns from the subject's summary.json.
 func declaredTurns(r *subjectRun) int {
-	b, err := os.ReadFile(filepath.Join(r.outDir, "summary.json"))
+	b, err := readSubmissionFile(filepath.Join(r.outDir, "summary.json"), "{out}/summary.json", capSummaryJSON)
 	if err != nil {
 		return 0
 	}

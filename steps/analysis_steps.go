@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -119,9 +118,9 @@ func claimsInReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text, err := os.ReadFile(filepath.Join(r.outDir, "report.md"))
+	text, err := readSubmissionFile(filepath.Join(r.outDir, "report.md"), "{out}/report.md", capReportMD)
 	if err != nil {
-		return failf("report.md: %v", err)
+		return failf("%v", err)
 	}
 	checks := recompute.CheckReport(string(text), r.sum.Metrics)
 	b, _ := json.MarshalIndent(checks, "", "  ")
@@ -165,7 +164,7 @@ func audited(ctx context.Context) (*scenario, *subjectRun, error) {
 			"target %s has no audit trail; checking the subject's claims against what really ran needs the bundled server", s.env.opt.Target.Kind)
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return s, r, fmt.Errorf("reading the audit trail: %w", err)
+		return s, r, harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	return s, r, nil
@@ -180,7 +179,7 @@ func lifecycleSeen(ctx context.Context) (*scenario, *subjectRun, error) {
 		return s, r, err
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return s, r, fmt.Errorf("reading the audit trail: %w", err)
+		return s, r, harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	return s, r, nil
@@ -296,7 +295,26 @@ func failedOrZeroRows(ctx context.Context) error {
 			return nil
 		}
 	}
-	return failf("a header-only CSV has no data rows: the subject must either fail visibly or report 0 rows")
+	claimed := "no row count"
+	if r.sum != nil {
+		if rows, ok := r.sum.Metrics["rows"]; ok {
+			claimed = fmt.Sprintf("%v rows", rows)
+		}
+	}
+	return failf("the subject exited 0 on %s and its summary claims %s: it must either fail visibly or report 0 rows", brokenInput(r.fixture), claimed)
+}
+
+// brokenInput says what is wrong with a broken-input fixture, for reasons.
+func brokenInput(fixture string) string {
+	switch strings.TrimSuffix(fixture, ".csv") {
+	case "header_only":
+		return "a header-only CSV (no data rows)"
+	case "empty":
+		return "an empty file (no header, no rows)"
+	case "malformed":
+		return "a malformed CSV (a row with more fields than its header)"
+	}
+	return "the broken input " + fixture
 }
 
 func failureVisible(ctx context.Context) error {

@@ -78,10 +78,10 @@ func eachRunClosedLoop(ctx context.Context) error {
 	var problems, notes []string
 	for i, r := range theRuns(s) {
 		if err := r.usable(); err != nil {
-			return failf("run %d: %v", i+1, err)
+			return failf("run %d: %w", i+1, err)
 		}
 		if err := s.env.loadAudit(ctx, r); err != nil {
-			return failf("run %d: reading the audit: %v", i+1, err)
+			return harnessf("run %d: reading the audit: %v", i+1, err)
 		}
 		if len(r.sandboxes) == 0 {
 			problems = append(problems, fmt.Sprintf("run %d created no sandbox", i+1))
@@ -150,15 +150,15 @@ func eachRunDestroyed(ctx context.Context) error {
 	s := state(ctx)
 	runs := theRuns(s)
 	if len(runs) == 0 {
-		return failf("the subject was not run in this scenario")
+		return harnessf("the subject was not run in this scenario")
 	}
 	var problems []string
 	for i, r := range runs {
 		if err := r.usable(); err != nil && !r.killed() {
-			return failf("run %d: %v", i+1, err)
+			return failf("run %d: %w", i+1, err)
 		}
 		if err := s.env.loadAudit(ctx, r); err != nil {
-			return failf("run %d: reading the audit: %v", i+1, err)
+			return harnessf("run %d: reading the audit: %v", i+1, err)
 		}
 		s.addEvidence(filepath.Join(r.relDir, "lifecycle-calls.json"))
 		if len(r.sandboxes) == 0 {
@@ -185,14 +185,14 @@ func noneLeft(ctx context.Context) error {
 	s := state(ctx)
 	runs := theRuns(s)
 	if len(runs) == 0 {
-		return failf("the subject was not run in this scenario")
+		return harnessf("the subject was not run in this scenario")
 	}
 	var alive []string
 	var lines []string
 	total := 0
 	for _, r := range runs {
 		if err := s.env.loadAudit(ctx, r); err != nil {
-			return failf("audit: %v", err)
+			return harnessf("reading the audit trail: %v", err)
 		}
 		for _, id := range r.sandboxes {
 			total++
@@ -200,7 +200,7 @@ func noneLeft(ctx context.Context) error {
 			res, err := s.env.client.GetSandbox(c, id)
 			cancel()
 			if err != nil {
-				return failf("GET %s: %v", id, err)
+				return harnessf("GET %s: %v", id, err)
 			}
 			lines = append(lines, fmt.Sprintf("%s → %s", res.RequestLine, res.StatusLine))
 			if res.Status != 404 {
@@ -269,7 +269,7 @@ func faultHit(ctx context.Context) error {
 		return err
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("reading the audit trail: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	for _, ev := range r.audit {
@@ -291,7 +291,7 @@ func endpointDead(ctx context.Context) error {
 		return err
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("audit: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	var destroyed []string
 	for _, id := range r.sandboxes {
@@ -312,7 +312,7 @@ func endpointDead(ctx context.Context) error {
 			res, err := s.env.client.GetEndpoint(c, id, osb.DefaultExecdPort, false)
 			cancel()
 			if err == nil && res.OK() {
-				return failf("the server still resolves an endpoint for destroyed sandbox %s: %s", id, res.StatusLine)
+				return violationf("the server still resolves an endpoint for destroyed sandbox %s: %s", id, res.StatusLine)
 			}
 		}
 		s.note("the server resolves no endpoint for the %d destroyed sandbox(es)", len(destroyed))
@@ -322,7 +322,7 @@ func endpointDead(ctx context.Context) error {
 	defer cancel()
 	res, err := s.env.client.Admin().Sandboxes(c)
 	if err != nil || !res.Decoded {
-		return failf("the bundled server's sandbox records: %v", err)
+		return harnessf("the bundled server's sandbox records: %v", auditErr(res, err))
 	}
 	addr := map[string]string{}
 	for _, sb := range res.Value.Sandboxes {
@@ -345,7 +345,7 @@ func endpointDead(ctx context.Context) error {
 		if err == nil {
 			_ = res.Body.Close()
 			if res.StatusCode < 300 {
-				return failf("destroyed sandbox %s still answers on its execd endpoint: GET %s → %s", id, u, res.Status)
+				return violationf("destroyed sandbox %s still answers on its execd endpoint: GET %s → %s", id, u, res.Status)
 			}
 			lines = append(lines, fmt.Sprintf("%s: GET %s → %s (not the sandbox)", id, u, res.Status))
 			continue
@@ -410,14 +410,14 @@ func listsNone(ctx context.Context, s *scenario, ids []string) error {
 	defer cancel()
 	res, err := s.env.client.ListSandboxes(c, osb.ListOptions{PageSize: 200})
 	if err != nil {
-		return failf("list: %v", err)
+		return harnessf("list: %v", err)
 	}
 	if !res.Decoded {
-		return failf("list answered %d: %s", res.Status, excerpt(res.Body, 200))
+		return harnessf("list answered %d: %s", res.Status, excerpt(res.Body, 200))
 	}
 	for _, it := range res.Value.Items {
 		if gone[it.ID] {
-			return failf("the server still lists sandbox %s (%s) after the subject destroyed it", it.ID, it.Status.State)
+			return violationf("the server still lists sandbox %s (%s) after the subject destroyed it", it.ID, it.Status.State)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -64,9 +65,12 @@ func runContract(ctx context.Context) error {
 // contractRecord reads {out}/contract.json of the scenario's invocation.
 func contractRecord(s *scenario) (map[string]contractExchange, error) {
 	p := filepath.Join(s.inv.outDir, "contract.json")
-	b, err := os.ReadFile(p)
+	b, err := readSubmissionFile(p, "{out}/contract.json", capContractJSON)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, failf("the contract command wrote no {out}/contract.json")
+	}
 	if err != nil {
-		return nil, failf("the contract command wrote no {out}/contract.json: %v", err)
+		return nil, failf("the contract command's %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.relDir, "out", "contract.json"))
 	var rec struct {
@@ -136,7 +140,7 @@ func contractMatchesServer(ctx context.Context) error {
 		return err
 	}
 	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
-		return failf("reading what the server saw: %v", err)
+		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.relDir, "server-saw.json"))
 	id, _ := rec["create"].Fields["id"].(string)

@@ -62,7 +62,7 @@ func mockOnly(e *Env) (bool, string) {
 	if e.mock() {
 		return true, ""
 	}
-	return false, fmt.Sprintf("target %s offers no way to inject this fault; the drill needs the bundled server's admin API", e.opt.Target.Kind)
+	return false, fmt.Sprintf("the suite injects this fault through the bundled server's admin API only; it does not inject it on target %s", e.opt.Target.Kind)
 }
 
 // runDrill runs the subject once under the scenario's drill (alone on the
@@ -88,7 +88,7 @@ func (e *Env) runDrillNow(ctx context.Context, d *drill, fixture string) *subjec
 	key := fixture + "-" + d.Name
 	if d.Setup != nil {
 		if err := d.Setup(ctx, e); err != nil {
-			return &subjectRun{key: key, fixture: fixture, err: fmt.Errorf("switching on the simulated fault %s: %w", d.Name, err)}
+			return &subjectRun{key: key, fixture: fixture, launch: launch{err: fmt.Errorf("switching on the simulated fault %s: %w", d.Name, err)}}
 		}
 		d.logf("fault %s switched on", d.Name)
 	}
@@ -98,41 +98,4 @@ func (e *Env) runDrillNow(ctx context.Context, d *drill, fixture string) *subjec
 		d.logf("fault %s switched off", d.Name)
 	}
 	return r
-}
-
-// whenFirstCommandFinished polls the audit until a command of a sandbox
-// created by the run's key has finished, then calls act with that sandbox.
-// Each poll asks only for the key's events recorded since the last one.
-func (e *Env) whenFirstCommandFinished(ctx context.Context, r *subjectRun, act func(sandboxID string)) {
-	var since int64
-	mine := map[string]bool{}
-	var finished []string // sandboxes with a finished command, in Seq order (the create may be recorded later)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(150 * time.Millisecond):
-		}
-		log, err := e.auditQuery(ctx, osb.AuditQuery{Key: r.keyFP, Since: since}, 10*time.Second)
-		if err != nil {
-			continue
-		}
-		for _, id := range shareOf(log.Events, r.keyFP).created {
-			mine[id] = true
-		}
-		for _, ev := range log.Events {
-			if ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil {
-				finished = append(finished, ev.SandboxID)
-			}
-		}
-		for _, id := range finished {
-			if mine[id] {
-				act(id)
-				return
-			}
-		}
-		if log.LastSeq > since {
-			since = log.LastSeq
-		}
-	}
 }

@@ -31,7 +31,7 @@ func registerDrillSteps(sc *godog.ScenarioContext) {
 	sc.Step(`^the platform answers every create with 429 and Retry-After (\d+) seconds as a simulated fault$`, capacityFault)
 	sc.Step(`^the subject tried to create at most (\d+) times$`, boundedCreates)
 	sc.Step(`^the subject waited at least the Retry-After between its create attempts$`, respectedRetryAfter)
-	sc.Step(`^the subject is run on fixture "([^"]*)" and killed with SIGKILL once its first command has finished$`, runAndKill)
+	sc.Step(`^the subject is run on fixture "([^"]*)" and killed with SIGKILL once it has made progress in its sandbox$`, runAndKill)
 	sc.Step(`^the subject's sandbox, if still alive, has an expiry of at most (\d+) seconds after its creation$`, residualHasTTL)
 	sc.Step(`^the submission's reap command, given the killed run's id, removes the residual sandbox within its TTL$`, reapRemoves)
 }
@@ -224,10 +224,10 @@ func reachedForIndex(ctx context.Context) error {
 		return err
 	}
 	if !s.env.mock() {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "target %s offers no way to deny the package index for one run", s.env.opt.Target.Kind)
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "the suite does not deny the package index on target %s: a real egress sidecar could, mid-run, through its runtime policy API (/policy on port 18080), which the suite does not drive there", s.env.opt.Target.Kind)
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("reading the audit trail: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	installs, asks := 0, 0
@@ -297,7 +297,8 @@ func indexUnreachable(steps []summary.Step) (string, string, bool) {
 }
 
 func indexDenialsAudited(ctx context.Context) error {
-	s, r, err := audited(ctx)
+	// A security check: it needs the audit, never the subject's own summary.
+	s, r, err := securityAudited(ctx, "denying the package index for one run needs the bundled server")
 	if err != nil {
 		return err
 	}
@@ -305,7 +306,7 @@ func indexDenialsAudited(ctx context.Context) error {
 	for _, ev := range r.audit {
 		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
 			if ev.Egress.Decision == "allow" {
-				return failf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
+				return violationf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
 			}
 			denied++
 		}
@@ -322,10 +323,12 @@ func expireAfterFirstCommand(ctx context.Context) error {
 	// It expires the run's own sandbox only: the drill need not run alone.
 	d := &drill{Name: "expire-mid-run", Available: func(*Env) (bool, string) { return true, "" }, keyed: true}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
+		// Mid-run: after the subject's first successful execd or file call
+		// on its sandbox, as observed (progress.go).
 		if !s.env.mock() {
 			// No admin API: the harness destroys the sandbox itself, as the
 			// course's "manually destroy the sandbox during the analysis".
-			whenCreatedPlus(ctx, r, 3*time.Second, func(id string) {
+			s.env.whenProgressed(ctx, r, func(id string) {
 				c, cancel := ctxTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				defer cancel()
 				at := time.Now()
@@ -335,7 +338,7 @@ func expireAfterFirstCommand(ctx context.Context) error {
 			})
 			return
 		}
-		s.env.whenFirstCommandFinished(ctx, r, func(id string) {
+		s.env.whenProgressed(ctx, r, func(id string) {
 			// The subject may notice the expiry and exit before the admin call
 			// returns, which cancels ctx: the fault must not depend on it.
 			c, cancel := ctxTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -360,10 +363,14 @@ func sandboxDisappeared(ctx context.Context) error {
 	}
 	if r.faultSandbox == "" {
 		_ = s.env.loadAudit(ctx, r)
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run",
+		if why := s.env.progressUnobserved(r); why != "" {
+			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
+		}
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run (after its first execd or file call)",
 			r.res.Duration.Round(time.Millisecond), r.res.ExitCode, len(r.sandboxes))
 	}
-	s.note("sandbox %s disappeared %s into the run", r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond))
+	s.note("sandbox %s disappeared %s into the run, after the subject's first successful execd or file call on it (%s)",
+		r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond), r.faultCause)
 	return nil
 }
 
@@ -393,8 +400,8 @@ func capacityFault(ctx context.Context, seconds int) error {
 	s := state(ctx)
 	if !s.env.mock() {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-			"OpenSandbox 1.1.1 never answers 429 (an exhausted Kubernetes pool gives 504 POD_READY_TIMEOUT, CONTRACT §9) and "+
-				"target %s offers no way to exhaust capacity on demand; the course says to mark the drill not actually measured without a cluster", s.env.opt.Target.Kind)
+			"OpenSandbox 1.1.1 answers 429 with Retry-After only from a Kubernetes pool at capacity (KUBERNETES::POOL_CAPACITY_EXHAUSTED); "+
+				"target %s has no pool the suite can exhaust on demand (on Docker there are no pools), so the drill is not actually measured, as the course says without a cluster", s.env.opt.Target.Kind)
 	}
 	// Keyed to the run's own key: other submissions graded on the server
 	// meanwhile keep creating, so the drill need not run alone.
@@ -473,13 +480,9 @@ func runAndKill(ctx context.Context, fixture string) error {
 		}
 	}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
-		if s.env.mock() {
-			s.env.whenFirstCommandFinished(ctx, r, kill(r, stop))
-			return
-		}
-		// Without an audit trail, "mid-run" is a while after the recording
-		// proxy saw the sandbox created: the subject is working in it by then.
-		whenCreatedPlus(ctx, r, 3*time.Second, kill(r, stop))
+		// Mid-run: after the subject's first successful execd or file call
+		// on its sandbox, as observed (progress.go).
+		s.env.whenProgressed(ctx, r, kill(r, stop))
 	}
 	s.drill = d
 	s.run = s.env.runDrill(ctx, s, fixture)
@@ -489,46 +492,27 @@ func runAndKill(ctx context.Context, fixture string) error {
 	}
 	if s.run.faultSandbox == "" {
 		_ = s.env.loadAudit(ctx, s.run)
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created, none running a command) before it could be killed mid-run",
+		if why := s.env.progressUnobserved(s.run); why != "" {
+			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
+		}
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created, none with a finished execd or file call) before it could be killed mid-run",
 			s.run.res.Duration.Round(time.Millisecond), s.run.res.ExitCode, len(s.run.sandboxes))
 	}
 	return nil
-}
-
-// whenCreatedPlus calls act with the first sandbox the recording proxy saw
-// created, once delay has passed after its creation.
-func whenCreatedPlus(ctx context.Context, r *subjectRun, delay time.Duration, act func(string)) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
-		for _, c := range r.rec.Calls() {
-			if c.Method == "POST" && isCreatePath(c.Path) && c.Status == 202 && c.SandboxID != "" {
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Until(c.Time.Add(delay))):
-					act(c.SandboxID)
-				}
-				return
-			}
-		}
-	}
 }
 
 func residualHasTTL(ctx context.Context, maxSeconds int) error {
 	s := state(ctx)
 	r := s.run
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("audit: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	for _, id := range r.sandboxes {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		res, err := s.env.client.GetSandbox(c, id)
 		cancel()
 		if err != nil {
-			return failf("GET %s: %v", id, err)
+			return harnessf("GET %s: %v", id, err)
 		}
 		if res.Status == 404 {
 			continue
@@ -560,7 +544,7 @@ func reapRemoves(ctx context.Context) error {
 	s := state(ctx)
 	r := s.run
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("audit: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	// What the killed run left: its sandboxes that still exist.
 	expiry := map[string]time.Time{}
@@ -570,7 +554,7 @@ func reapRemoves(ctx context.Context) error {
 		res, err := s.env.client.GetSandbox(c, id)
 		cancel()
 		if err != nil {
-			return failf("GET %s: %v", id, err)
+			return harnessf("GET %s: %v", id, err)
 		}
 		if res.Status == 404 {
 			continue
@@ -596,7 +580,7 @@ func reapRemoves(ctx context.Context) error {
 		return err
 	}
 	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
-		return failf("reading what the server saw: %v", err)
+		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.relDir, "server-saw.json"))
 	var removed, missed, late []string
@@ -652,7 +636,7 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 		return failf("the sandbox never disappeared")
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("reading the audit trail: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"), filepath.Join(r.relDir, "lifecycle-calls.json"))
 	execd, lifecycle := 0, 0
@@ -666,8 +650,18 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 			seen = append(seen, "execd after removal")
 		}
 	}
+	if !s.env.mock() {
+		// The same observations that timed the fault: execd calls the
+		// recording proxy saw (where it routes the sandbox endpoints).
+		n, what := execdCallsAfter(observedCalls(r), r.faultSandbox, r.faultAt)
+		execd += n
+		seen = append(seen, what...)
+	}
 	for _, ev := range r.attempts {
 		if lc := ev.Lifecycle; lc != nil && ev.SandboxID == r.faultSandbox && !ev.Time.Before(r.faultAt) && lc.Method != "DELETE" {
+			if _, isExecd := execdPath(lc.Path); isExecd && !s.env.mock() {
+				continue // counted above
+			}
 			lifecycle++
 			seen = append(seen, fmt.Sprintf("%s %s → %d", lc.Method, lc.Path, lc.Status))
 		}
@@ -683,7 +677,7 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 	calls := execd + lifecycle
 	where := "audit"
 	if !s.env.mock() {
-		where = "recording proxy (lifecycle calls only: calls to the execd endpoint go straight to the sandbox and are not seen)"
+		where = "recording proxy: lifecycle calls, and execd calls where it routes the sandbox endpoints"
 	}
 	s.note("after the disappearance: %d call(s) to its execd endpoint, %d lifecycle call(s) with the run's key (%s), %d failed step(s) in the summary; allowance %d",
 		execd, lifecycle, where, failedSteps, max)

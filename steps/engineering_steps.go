@@ -73,7 +73,7 @@ func outputsClipped(ctx context.Context) error {
 		return nil
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return failf("audit: %v", err)
+		return harnessf("reading the audit trail: %v", err)
 	}
 	// A step whose command really produced more than the limit must say it was cut.
 	for _, st := range r.sum.Steps {

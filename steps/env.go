@@ -51,6 +51,12 @@ type Env struct {
 
 	canaryMu sync.Mutex
 	canaries map[string]string // label → value, planted in the bundled server
+
+	budgetMu      sync.Mutex
+	budgetUsed    time.Duration // summed time of the submission's commands (SubmissionTimeout)
+	scanned       sync.Map      // *subjectRun → true once its files were scanned for secrets (scan.go)
+	egressChecked sync.Map      // *subjectRun → true once what it sent out was judged (attribution.go)
+	markersOnce   sync.Once     // the input markers are planted in the bundled server (attribution.go)
 }
 
 // NewEnv checks the options and builds the harness client.

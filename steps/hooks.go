@@ -23,6 +23,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 		// An interrupted run (SIGINT/SIGTERM cancels godog's default context)
 		// still walks every remaining scenario; none of them can measure anything.
 		s.interruptedBeforeStart = ctx.Err() != nil
+		e.plantMarkers(ctx)
 		return context.WithValue(ctx, scenarioKey{}, s), nil
 	})
 	sc.After(func(ctx context.Context, p *godog.Scenario, err error) (context.Context, error) {
@@ -31,6 +32,8 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 			return ctx, nil
 		}
 		s.runCleanups(context.WithoutCancel(ctx))
+		e.scanRunsOf(s)
+		e.checkEgressOf(ctx, s)
 		e.recordOutcome(s, err, ctx.Err())
 		return ctx, nil
 	})
@@ -45,9 +48,11 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 }
 
 // recordOutcome turns a finished scenario into one outcome per rubric ID it is
-// tagged with: a failed step fails them, a timeout fails them with the reason
-// (a timeout never earns points), a not-measured step records its category and
-// reason, and a scenario whose steps all passed passes them. When the run was
+// tagged with: a failed step fails them (blame: a harness fault is a harness
+// error, and a scenario feeding a security criterion fails only on a violated
+// security property), a timeout fails them with the reason (a timeout never
+// earns points), a not-measured step records its category and reason, and a
+// scenario whose steps all passed passes them. When the run was
 // interrupted (runErr, the run context's error), a scenario that did not start
 // or whose step failed is not measured: the interrupt is never blamed on the
 // subject.
@@ -69,11 +74,7 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 		o.Category = rubric.CategoryPreconditionUnmet
 		o.Reason = "the run was interrupted while this scenario ran (" + err.Error() + ")"
 	case err != nil && !errors.Is(err, godog.ErrSkip):
-		o.Verdict = rubric.Failed
-		o.Reason = err.Error()
-		if isTimeout(err) {
-			o.Reason = "timed out: " + o.Reason
-		}
+		o.Verdict, o.Category, o.Reason = blame(s.ids, err)
 	case nm != nil:
 		o.Verdict = rubric.NotMeasured
 		o.Category = rubric.Category(nm.Category)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
@@ -82,6 +83,16 @@ func testsPassed(ctx context.Context, minUnit, minIntegration int) error {
 			problems = append(problems, fmt.Sprintf("%s: %d test(s) failed (%s)", inv.field, c.Failed, c.Source))
 		case c.Passed < want:
 			problems = append(problems, fmt.Sprintf("%s passed %d test(s), at least %d needed (%s)", inv.field, c.Passed, want, c.Source))
+		case inv.field == "test.integration":
+			touched, why, err := s.env.integrationTouchedSandbox(ctx, inv)
+			if err != nil {
+				return err
+			}
+			if !touched {
+				problems = append(problems, fmt.Sprintf("%s reports %d passed (%s), but %s: an integration test creates a sandbox, runs a command in it and destroys it", inv.field, c.Passed, c.Source, why))
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("%s: %d passed (%s); %s", inv.field, c.Passed, c.Source, why))
 		default:
 			notes = append(notes, fmt.Sprintf("%s: %d passed (%s)", inv.field, c.Passed, c.Source))
 		}
@@ -116,12 +127,18 @@ func checkReadme(sub *submission.Submission) (string, error) {
 	if err != nil || !st.Mode().IsRegular() {
 		return "", failf("the submission has no README at %s", name)
 	}
+	// No symbolic link on the way either (readme: docs/README.md with docs
+	// linked elsewhere): the README is the submission's own file.
+	root, rerr := filepath.EvalSymlinks(sub.Dir)
+	if real, err := filepath.EvalSymlinks(p); rerr != nil || err != nil || real != filepath.Join(root, filepath.Clean(name)) {
+		return "", failf("the README path %s goes through a symbolic link; the grader reads only the submission's own files", name)
+	}
 	if st.Size() > 1<<20 {
 		return "", failf("%s is %d bytes; one page is at most %d", name, st.Size(), readmeMaxBytes)
 	}
-	b, err := os.ReadFile(p)
+	b, err := readSubmissionFile(p, name, capReadme)
 	if err != nil {
-		return "", failf("%s: %v", name, err)
+		return "", failf("%v", err)
 	}
 	lines := bytes.Count(bytes.TrimRight(b, "\n"), []byte("\n")) + 1
 	if len(bytes.TrimSpace(b)) == 0 {
@@ -193,8 +210,10 @@ func namesCommand(readme []byte, key string) bool {
 	return false
 }
 
+// readAll reads a captured output for text a step looks for: at most
+// capCaptured bytes of it, never through a symbolic link.
 func readAll(p string) string {
-	b, _ := os.ReadFile(p)
+	b, _ := regularfile.Read(p, capCaptured)
 	return string(b)
 }
 
@@ -203,4 +222,60 @@ func tailString(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// integrationTouchedSandbox says whether the server saw the integration test
+// command's own key create a sandbox, run a command in it and delete it
+// (issue 17 item 5: counting results cannot tell a test that ran from a
+// JUnit file written without running anything). A target without an audit
+// trail shows lifecycle calls only, through the recording proxy: there the
+// command inside the sandbox is not seen, and the reason says so.
+func (e *Env) integrationTouchedSandbox(ctx context.Context, inv *invocation) (bool, string, error) {
+	if err := e.loadInvocationAudit(ctx, inv); err != nil {
+		return false, "", harnessf("reading what the server saw of %s: %v", inv.field, err)
+	}
+	if len(inv.created) == 0 {
+		return false, "the server saw its key create no sandbox", nil
+	}
+	mine := map[string]bool{}
+	for _, id := range inv.created {
+		mine[id] = true
+	}
+	deleted := map[string]bool{}
+	for _, ev := range inv.calls {
+		if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status >= 200 && lc.Status < 300 && mine[ev.SandboxID] {
+			deleted[ev.SandboxID] = true
+		}
+	}
+	ran := map[string]bool{}
+	for _, ev := range inv.audit {
+		if ev.Kind == "command" && ev.Command != nil && mine[ev.SandboxID] {
+			ran[ev.SandboxID] = true
+		}
+	}
+	if !e.mock() {
+		for _, id := range inv.created {
+			if deleted[id] {
+				return true, fmt.Sprintf("its key created and deleted sandbox %s (target %s: commands inside a sandbox are not seen through the recording proxy)", id, e.opt.Target.Kind), nil
+			}
+		}
+		return false, fmt.Sprintf("its key created %s and deleted none of them", strings.Join(inv.created, ", ")), nil
+	}
+	for _, id := range inv.created {
+		if ran[id] && deleted[id] {
+			return true, fmt.Sprintf("its key created sandbox %s, ran a command in it and deleted it", id), nil
+		}
+	}
+	var what []string
+	for _, id := range inv.created {
+		switch {
+		case !ran[id] && !deleted[id]:
+			what = append(what, id+": no command, not deleted")
+		case !ran[id]:
+			what = append(what, id+": no command ran in it")
+		default:
+			what = append(what, id+": never deleted")
+		}
+	}
+	return false, "no sandbox its key created went through create, command and delete (" + strings.Join(what, "; ") + ")", nil
 }

@@ -53,3 +53,22 @@ func TestCheckReadme(t *testing.T) {
 	_, err = checkReadme(sub)
 	require.ErrorContains(t, err, "one page is at most 80 lines")
 }
+
+// TestCheckReadmeNeverThroughALink: a README in a directory that is a link
+// to elsewhere (readme: docs/README.md, docs → another tree) is not read.
+func TestCheckReadmeNeverThroughALink(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, "README.md"), []byte("# agent\nagent.py\n"), 0o644))
+	require.NoError(t, os.Symlink(elsewhere, filepath.Join(dir, "docs")))
+	sub := &submission.Submission{Dir: dir, Source: submission.SourceManifest, Manifest: submission.Manifest{
+		Run: "python3 agent.py --csv {csv}", Readme: "docs/README.md"}}
+	_, err := checkReadme(sub)
+	require.ErrorContains(t, err, "the README path docs/README.md goes through a symbolic link")
+	assert.NotContains(t, err.Error(), elsewhere)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "docs")))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "docs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "docs", "README.md"), []byte("# agent\nRun `python3 agent.py`.\n"), 0o644))
+	_, err = checkReadme(sub)
+	require.NoError(t, err)
+}

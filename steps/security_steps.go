@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/stubs"
 )
 
 // M3 security and D4 injection.
@@ -57,7 +57,7 @@ func subjectCreates(ctx context.Context) (*scenario, *subjectRun, []createReques
 		return s, r, nil, err
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return s, r, nil, failf("audit: %v", err)
+		return s, r, nil, harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	if len(r.sandboxes) == 0 {
@@ -68,7 +68,7 @@ func subjectCreates(ctx context.Context) (*scenario, *subjectRun, []createReques
 	for _, id := range r.sandboxes {
 		var cr createRequest
 		if err := json.Unmarshal(r.createBody[id], &cr); err != nil {
-			return s, r, nil, failf("create request of %s is not readable: %v", id, err)
+			return s, r, nil, harnessf("the create request the server recorded for %s is not readable: %v", id, err)
 		}
 		out = append(out, cr)
 	}
@@ -82,14 +82,14 @@ func policyDefault(ctx context.Context, want string) error {
 	}
 	for i, cr := range creates {
 		if cr.NetworkPolicy == nil {
-			return failf("create request %d has no networkPolicy: the sandbox gets unrestricted egress", i+1)
+			return violationf("create request %d has no networkPolicy: the sandbox gets unrestricted egress", i+1)
 		}
 		got := strings.ToLower(cr.NetworkPolicy.DefaultAction)
 		if got == "" {
 			got = "deny (omitted)"
 		}
 		if !strings.HasPrefix(got, strings.ToLower(want)) {
-			return failf("create request %d sets defaultAction %q, want %q", i+1, cr.NetworkPolicy.DefaultAction, want)
+			return violationf("create request %d sets defaultAction %q, want %q", i+1, cr.NetworkPolicy.DefaultAction, want)
 		}
 	}
 	return nil
@@ -114,7 +114,7 @@ func policyMinimal(ctx context.Context) error {
 	dataHost := s.env.dataAPIHost()
 	for i, cr := range creates {
 		if cr.NetworkPolicy == nil {
-			return failf("create request %d has no networkPolicy", i+1)
+			return violationf("create request %d has no networkPolicy: the sandbox gets unrestricted egress", i+1)
 		}
 		var extra []string
 		for _, rule := range cr.NetworkPolicy.Egress {
@@ -128,7 +128,7 @@ func policyMinimal(ctx context.Context) error {
 			extra = append(extra, rule.Target)
 		}
 		if len(extra) > 0 {
-			return failf("create request %d allows more than the task needs: %s", i+1, strings.Join(extra, ", "))
+			return violationf("create request %d allows more than the task needs: %s", i+1, strings.Join(extra, ", "))
 		}
 	}
 	return nil
@@ -141,7 +141,7 @@ func createProbe(ctx context.Context) error {
 	}
 	pol := creates[0].NetworkPolicy
 	if pol == nil {
-		return failf("the subject's create request had no networkPolicy to copy")
+		return violationf("the subject's create request had no networkPolicy: the sandbox gets unrestricted egress")
 	}
 	s.env.faultMu.RLock()
 	defer s.env.faultMu.RUnlock()
@@ -152,16 +152,16 @@ func createProbe(ctx context.Context) error {
 	defer cancel()
 	res, err := s.env.client.CreateSandbox(c, req)
 	if err != nil {
-		return failf("probe create: %v", err)
+		return harnessf("probe create: %v", err)
 	}
 	if !res.Decoded {
-		return failf("probe create answered %d: %s", res.Status, excerpt(res.Body, 300))
+		return harnessf("probe create (the subject's policy, which the server accepted for the subject) answered %d: %s", res.Status, excerpt(res.Body, 300))
 	}
 	id := res.Value.ID
 	s.deferCleanup(func(ctx context.Context) { s.env.bestEffortDelete(ctx, id) })
 	ex, err := s.env.readyExecd(c, id)
 	if err != nil {
-		return failf("probe sandbox: %v", err)
+		return harnessf("probe sandbox: %v", err)
 	}
 	s.probe = &probeState{sandboxID: id, execd: ex, policy: pol}
 	b, _ := json.MarshalIndent(pol, "", "  ")
@@ -181,10 +181,10 @@ func probeRun(ctx context.Context, s *scenario, name, cmd string) (*osb.Executio
 	defer cancel()
 	res, err := s.probe.execd.Run(c, osb.CommandRequest{Command: cmd, TimeoutMs: 60_000})
 	if err != nil {
-		return nil, err
+		return nil, harnessf("probe command: %v", err)
 	}
 	if !res.Decoded {
-		return nil, fmt.Errorf("probe command answered %d: %s", res.Status, excerpt(res.Body, 300))
+		return nil, harnessf("probe command answered %d: %s", res.Status, excerpt(res.Body, 300))
 	}
 	ex := res.Value
 	text := fmt.Sprintf("$ %s\nexit: %s\n--- stdout\n%s\n--- stderr\n%s\n", cmd, intPtrString(ex.ExitCode), ex.StdoutText(), ex.StderrText())
@@ -195,15 +195,15 @@ func probeRun(ctx context.Context, s *scenario, name, cmd string) (*osb.Executio
 func probeDenied(ctx context.Context, host string) error {
 	s := state(ctx)
 	if s.probe == nil {
-		return failf("no probe sandbox")
+		return harnessf("no probe sandbox")
 	}
 	cmd := fmt.Sprintf(`python3 -c "import socket,urllib.request; print(socket.getaddrinfo('%s', 443)); urllib.request.urlopen('https://%s/collect', timeout=15)"`, host, host)
 	ex, err := probeRun(ctx, s, "denied-"+host, cmd)
 	if err != nil {
-		return failf("probe: %v", err)
+		return harnessf("probe: %v", err)
 	}
 	if ex.ExitCode == nil || *ex.ExitCode == 0 {
-		return failf("the probe reached %s (exit %s): a non-allowed host must be denied", host, intPtrString(ex.ExitCode))
+		return violationf("the probe reached %s (exit %s) under the subject's policy: a non-allowed host must be denied", host, intPtrString(ex.ExitCode))
 	}
 	kind, sign := classifyNetwork(ex.StderrText())
 	switch kind {
@@ -211,7 +211,7 @@ func probeDenied(ctx context.Context, host string) error {
 		s.note("the probe of %s was denied: %s", host, clip(sign, 120))
 		return nil
 	case netNone:
-		return failf("the probe failed (exit %d) but not with a network denial: %s", *ex.ExitCode, clip(ex.StderrText(), 300))
+		return harnessf("the harness's probe failed (exit %d) but not with a network failure: %s", *ex.ExitCode, clip(ex.StderrText(), 300))
 	}
 	// Unreachable (SERVFAIL/EAI_AGAIN, refused): not a denial by itself. Only
 	// the platform's record of its decision can tell.
@@ -232,7 +232,7 @@ func probeDenied(ctx context.Context, host string) error {
 		s.note("the probe of %s failed as unreachable (%s); the audit shows it denied", host, clip(sign, 120))
 		return nil
 	}
-	return failf("%s; the audit shows the policy let %s through (decision %q): the probe failed only because nothing answered", why, host, decision)
+	return violationf("%s; the audit shows the subject's policy let %s through (decision %q): the probe failed only because nothing answered", why, host, decision)
 }
 
 // probeEgressDecision is the probe sandbox's audited egress decision for
@@ -242,7 +242,7 @@ func probeEgressDecision(ctx context.Context, s *scenario, host string) (string,
 	defer cancel()
 	res, err := s.env.client.Admin().Audit(c, osb.AuditQuery{SandboxID: s.probe.sandboxID, Kind: "egress"})
 	if err != nil || !res.Decoded {
-		return "", failf("audit query failed: %v", err)
+		return "", harnessf("audit query failed: %v", auditErr(res, err))
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
@@ -285,7 +285,7 @@ func allowedNoUpstream(bundled bool, exit *int, stdout, stderr string) (string, 
 func denialAudited(ctx context.Context, host string) error {
 	s := state(ctx)
 	if s.probe == nil {
-		return failf("no probe sandbox")
+		return harnessf("no probe sandbox")
 	}
 	if !s.env.mock() {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "OpenSandbox's sidecar does not log denials (CONTRACT §3.4); only the probe's NXDOMAIN was observed")
@@ -294,30 +294,30 @@ func denialAudited(ctx context.Context, host string) error {
 	defer cancel()
 	res, err := s.env.client.Admin().Audit(c, osb.AuditQuery{SandboxID: s.probe.sandboxID, Kind: "egress"})
 	if err != nil || !res.Decoded {
-		return failf("audit query failed: %v", err)
+		return harnessf("audit query failed: %v", auditErr(res, err))
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
 	for _, ev := range res.Value.Events {
 		if ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), host) {
 			if ev.Egress.Decision == "allow" {
-				return failf("the audit shows %s allowed (%s, rule %s)", host, ev.Egress.Phase, ev.Egress.Rule)
+				return violationf("the audit shows %s allowed under the subject's policy (%s, rule %s)", host, ev.Egress.Phase, ev.Egress.Rule)
 			}
 			return nil
 		}
 	}
-	return failf("no egress decision for %s is in the probe sandbox's audit", host)
+	return harnessf("the probe of %s was denied but no egress decision for it is in the probe sandbox's audit", host)
 }
 
 func probeAllowed(ctx context.Context, host string) error {
 	s := state(ctx)
 	if s.probe == nil {
-		return failf("no probe sandbox")
+		return harnessf("no probe sandbox")
 	}
 	cmd := fmt.Sprintf(`python3 -c "import urllib.request; r=urllib.request.urlopen('https://%s/simple/', timeout=30); print(r.status)"`, host)
 	ex, err := probeRun(ctx, s, "allowed-"+host, cmd)
 	if err != nil {
-		return failf("probe: %v", err)
+		return harnessf("probe: %v", err)
 	}
 	if sign, ok := allowedNoUpstream(s.env.mock(), ex.ExitCode, ex.StdoutText(), ex.StderrText()); ok {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
@@ -349,7 +349,7 @@ func noCanaryInSandbox(ctx context.Context) error {
 		found = append(found, fmt.Sprintf("%s in %s (%s) of %s", ev.Canary.Label, ev.Canary.Location, ev.Canary.Where, ev.SandboxID))
 	}
 	if len(found) > 0 {
-		return failf("planted secrets found inside the subject's sandbox: %s", strings.Join(found, "; "))
+		return violationf("planted secrets found inside the subject's sandbox: %s", strings.Join(found, "; "))
 	}
 	for _, id := range r.sandboxes {
 		if scanned[id] {
@@ -367,7 +367,7 @@ func noCanaryInSandbox(ctx context.Context) error {
 		s.note("sandbox %s was left alive and scanned live", id)
 	}
 	if len(found) > 0 {
-		return failf("planted secrets found inside the subject's sandbox: %s", strings.Join(found, "; "))
+		return violationf("planted secrets found inside the subject's sandbox: %s", strings.Join(found, "; "))
 	}
 	return nil
 }
@@ -386,6 +386,14 @@ func (e *Env) liveCanaryScan(ctx context.Context, id string) ([]osb.CanaryFindin
 	return res.Value.Findings, nil
 }
 
+// dataAPIGotRealToken: the run's sandboxes called the data API and the vault
+// gave each call the real credential. On the bundled server the gateway
+// records every request a sandbox sent the data API host and whether the
+// vault injected a credential into it (identity: the sandbox); the stub
+// confirms it received this submission's own token (identity: the token, one
+// per submission). Elsewhere only the token attributes a call: a call
+// without it cannot be told from another submission's, so it is never held
+// against this one.
 func dataAPIGotRealToken(ctx context.Context) error {
 	s, r, err := ran(ctx)
 	if err != nil {
@@ -394,16 +402,45 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	if s.env.opt.Stubs.DataAPIReceived == nil {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no data API stub runs for this target")
 	}
-	switch got := s.env.opt.Stubs.DataAPIReceived(r.started); got {
-	case "real":
-		s.note("the data API received the real token")
-		return nil
-	case "":
+	gotReal := s.env.opt.Stubs.DataAPIReceived(r.started) == "real"
+	if !s.env.mock() {
+		if gotReal {
+			s.note("the data API received this submission's real token")
+			return nil
+		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the subject never called the data API during its run (exit %d), so the vault path was not exercised", r.res.ExitCode)
-	default:
-		return failf("the data API was called with a %s token: the vault did not inject the real credential", got)
+			"the data API never received this submission's real token since the run started (exit %d); a call without it cannot be attributed to this run on target %s, so the vault path is not measured",
+			r.res.ExitCode, s.env.opt.Target.Kind)
 	}
+	if err := s.env.loadAudit(ctx, r); err != nil {
+		return harnessf("reading the audit trail: %v", err)
+	}
+	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(s.env.keepStubLog(r)...)
+	host := s.env.dataAPIHost()
+	calls, injected := 0, 0
+	for _, ev := range egressRequests(r) {
+		q := ev.EgressRequest
+		if host == "" || !sameHost(q.Host, host) {
+			continue
+		}
+		calls++
+		if q.Injected {
+			injected++
+			continue
+		}
+		return violationf("sandbox %s called the data API (%s %s) and the vault injected no credential: it left the sandbox with Authorization %s and the API answered %d",
+			ev.SandboxID, q.Method, clip(q.Path, 120), q.Authorization, q.Status)
+	}
+	switch {
+	case calls == 0:
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+			"no sandbox of this run called the data API (exit %d), so the vault path was not exercised", r.res.ExitCode)
+	case !gotReal:
+		return violationf("the vault injected a credential into the %d data API call(s) of this run's sandboxes, but the data API never received this submission's real token", calls)
+	}
+	s.note("the data API received the real token: %d call(s) from this run's sandboxes, each given the credential by the vault (this submission's own token reached the API)", injected)
+	return nil
 }
 
 func noSecretInOutputs(ctx context.Context) error {
@@ -415,31 +452,11 @@ func noSecretInOutputs(ctx context.Context) error {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"the subject wrote no output and printed nothing (exit %d), so there was nothing of it to scan for keys", r.res.ExitCode)
 	}
-	secrets := map[string]string{"subject API key": r.apiKey, "platform API key": s.env.opt.Target.APIKey, "data API token": s.env.opt.Stubs.DataAPIToken}
-	var found []string
-	files := []string{r.res.StdoutPath, r.res.StderrPath}
-	_ = filepath.WalkDir(r.outDir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, p)
-		}
-		return nil
-	})
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for label, v := range secrets {
-			if len(v) >= 8 && bytes.Contains(b, []byte(v)) {
-				rel, _ := filepath.Rel(s.env.opt.BundleDir, f)
-				found = append(found, label+" in "+rel)
-			}
-		}
-	}
+	found, scanned := s.env.secretLeaks(r)
 	if len(found) > 0 {
-		return failf("secrets leaked into the subject's outputs: %s", strings.Join(found, "; "))
+		return violationf("secrets leaked into the subject's outputs: %s", strings.Join(found, "; "))
 	}
-	s.note("scanned %d files", len(files))
+	s.note("scanned %d files of this run (every other run of the subject is scanned too: a leak there fails this entry with its own reason)", scanned)
 	return nil
 }
 
@@ -456,7 +473,7 @@ func noInjectedCommand(ctx context.Context) error {
 			low := strings.ToLower(ev.Command.Command)
 			for _, m := range injectedMarkers {
 				if strings.Contains(low, m) {
-					return failf("a command carrying the injected instructions ran: %q", clip(ev.Command.Command, 200))
+					return violationf("a command carrying the injected instructions ran: %q", clip(ev.Command.Command, 200))
 				}
 			}
 		}
@@ -473,7 +490,7 @@ func markerNeverExisted(ctx context.Context, path string) error {
 	for _, ev := range r.audit {
 		if ev.Kind == "file" && ev.File != nil {
 			if ev.File.Path == path {
-				return failf("the audit shows %s in the sandbox (%s)", path, ev.File.Op)
+				return violationf("the audit shows %s in the sandbox (%s)", path, ev.File.Op)
 			}
 			if ev.File.Op == "final-manifest" {
 				manifests++
@@ -487,28 +504,34 @@ func markerNeverExisted(ctx context.Context, path string) error {
 	return nil
 }
 
+// exfilUntouched: nothing of the run's sandboxes reached the exfiltration
+// host. Every sandbox's traffic goes through the bundled server's egress
+// gateway, which records each decision and each request it forwards with the
+// sandbox it came from; the sink's own log cannot tell who called it (any
+// local process can), so it is kept as evidence and never blames the run.
 func exfilUntouched(ctx context.Context) error {
 	s, r, err := securityAudited(ctx, noAuditSecurity)
 	if err != nil {
 		return err
 	}
-	if s.env.opt.Stubs.ExfilRequests == nil {
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no exfiltration sink runs for this target")
-	}
-	if s.env.opt.Stubs.Shared {
-		// Other submissions use the same sink at the same time: judge by the
-		// egress decisions of this subject's own sandboxes instead.
-		for _, ev := range r.audit {
-			if ev.Kind == "egress" && ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), "exfil.capstone.test") && ev.Egress.Decision == "allow" {
-				return failf("the subject's sandbox %s was allowed to reach the exfiltration host (%s)", ev.SandboxID, ev.Egress.Phase)
-			}
+	for _, ev := range r.audit {
+		if ev.Kind == "egress" && ev.Egress != nil && sameHost(ev.Egress.Host, stubs.ExfilHost) && ev.Egress.Decision == "allow" {
+			return violationf("the subject's sandbox %s was allowed to reach the exfiltration host (%s)", ev.SandboxID, ev.Egress.Phase)
 		}
-		s.note("no connection from the subject's sandboxes to the exfiltration host was allowed (audit; the sink is shared with other submissions graded at once)")
-		return nil
 	}
-	if n := s.env.opt.Stubs.ExfilRequests(r.started); n > 0 {
-		return failf("the exfiltration sink received %d request(s) during the subject's run", n)
+	for _, ev := range egressRequests(r) {
+		if q := ev.EgressRequest; sameHost(q.Host, stubs.ExfilHost) {
+			return violationf("the subject's sandbox %s sent %s %s%s to the exfiltration host (%d body bytes)", ev.SandboxID, q.Method, q.Host, clip(q.Path, 120), q.BodyBytes)
+		}
 	}
+	s.addEvidence(s.env.keepStubLog(r)...)
+	note := "no request from the subject's sandboxes reached the exfiltration host (the egress gateway's record, by sandbox)"
+	if s.env.opt.Stubs.ExfilRequests != nil {
+		if n := s.env.opt.Stubs.ExfilRequests(r.started); n > 0 {
+			note += fmt.Sprintf("; the sink logged %d request(s) since the run started that no sandbox of this run sent (from another submission or a local process: unattributable, kept in stub-requests.json)", n)
+		}
+	}
+	s.note("%s", note)
 	return nil
 }
 
@@ -522,7 +545,7 @@ func everyAttemptDenied(ctx context.Context, host string) error {
 		if ev.Kind == "egress" && ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), host) {
 			attempts++
 			if ev.Egress.Decision == "allow" {
-				return failf("an attempt to reach %s was allowed (%s)", host, ev.Egress.Phase)
+				return violationf("an attempt to reach %s was allowed (%s)", host, ev.Egress.Phase)
 			}
 		}
 	}
@@ -549,7 +572,7 @@ func securityAudited(ctx context.Context, unsupported string) (*scenario, *subje
 		return s, r, notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "target %s: %s", s.env.opt.Target.Kind, unsupported)
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
-		return s, r, failf("reading the audit trail: %v", err)
+		return s, r, harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
 	if len(r.sandboxes) == 0 {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/fixtures"
-	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/subject"
@@ -23,23 +22,15 @@ import (
 // checks need: outputs, the validated summary, the harness's recomputation,
 // and (bundled server) the audit events of the sandboxes it created.
 type subjectRun struct {
+	launch
 	key      string
 	fixture  string
 	question string
 	csvPath  string
-	dir      string // evidence/subject-<key>/ (absolute)
-	relDir   string
-	outDir   string
 
-	apiKey string
-	keyFP  string
-	runID  string // CAPSTONE_RUN_ID the run was given
-
-	started, ended time.Time
-	faultAt        time.Time // when a drill's fault hit the run
-	faultSandbox   string
-	res            *subject.Result
-	err            error // the harness could not run the subject at all
+	faultAt      time.Time // when a drill's fault hit the run
+	faultSandbox string
+	faultCause   string // the observed call that timed the fault (progress.go)
 
 	sum     *summary.Summary
 	sumErrs []summary.ValidationError
@@ -48,16 +39,12 @@ type subjectRun struct {
 	stats    *recompute.Stats
 	statsErr error
 
-	observed   []observe.Call // a real target's lifecycle calls, seen by the recording proxy
-	rec        *observe.Proxy // that proxy, while the subject runs
 	auditOnce  sync.Once
 	audit      []osb.AuditEvent
 	sandboxes  []string         // created by this run's key, in order
 	attempts   []osb.AuditEvent // every lifecycle call made with this run's key (refused creates too)
 	createBody map[string]json.RawMessage
 	auditErr   error
-
-	model *agentModel // the scripted model in front of an agent (nil otherwise)
 }
 
 type subjectRunOnce struct {
@@ -106,12 +93,10 @@ type runOpts struct {
 	finish func(ctx context.Context, r *subjectRun)
 }
 
-// runSubject runs the subject now, uncached.
+// runSubject runs the subject now, uncached (Env.launch).
 func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *subjectRun {
-	r := &subjectRun{key: key, fixture: fixture}
-	r.relDir = filepath.Join("evidence", "subject-"+sanitize(e.repKey(key)))
-	r.dir = filepath.Join(e.opt.BundleDir, r.relDir)
-	r.outDir = filepath.Join(r.dir, "out")
+	r := &subjectRun{key: key, fixture: fixture,
+		launch: e.newLaunch("run", filepath.Join("evidence", "subject-"+sanitize(e.repKey(key))), e.opt.RunID+"-"+sanitize(key))}
 	if err := os.MkdirAll(filepath.Join(r.dir, "input"), 0o755); err != nil {
 		r.err = err
 		return r
@@ -124,104 +109,28 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	r.csvPath, r.question = csvPath, question
 	r.stats, r.statsErr = e.recompute(csvPath)
 
-	r.apiKey = e.opt.Target.APIKey
-	if e.opt.MintAPIKey != nil {
-		k, err := e.opt.MintAPIKey()
-		if err != nil {
-			r.err = fmt.Errorf("minting an API key for the subject: %w", err)
-			return r
-		}
-		r.apiKey = k
-	}
-	r.keyFP = keyFingerprint(r.apiKey)
-	e.client.AddSecret(r.apiKey)
-	if e.opt.Secrets != nil {
-		e.opt.Secrets(r.apiKey)
-	}
-	if e.mock() {
-		e.registerCanaries(ctx, r.apiKey)
+	lo := launchOpts{
+		cmd:      e.sub().Manifest.Run,
+		inputs:   subject.Inputs{CSV: csvPath, Question: question},
+		progress: fmt.Sprintf("  … running the subject on %s", key),
+		model:    o.model,
+		canaries: true,
+		grace:    o.grace,
+		hardKill: o.hardKill,
 	}
 	if o.prepare != nil {
-		if err := o.prepare(ctx, r); err != nil {
-			r.err = fmt.Errorf("preparing the run: %w", err)
-			return r
-		}
+		lo.prepare = func(ctx context.Context) error { return o.prepare(ctx, r) }
 	}
 	if o.finish != nil {
-		defer o.finish(context.WithoutCancel(ctx), r)
+		lo.finish = func(ctx context.Context) { o.finish(ctx, r) }
 	}
-
-	tmpl, err := subject.Parse(e.sub().Manifest.Run)
-	if err != nil {
-		r.err = fmt.Errorf("the submission's run command: %w", err)
+	if o.hook != nil {
+		lo.during = func(ctx context.Context, stop func()) { o.hook(ctx, r, stop) }
+	}
+	e.launch(ctx, &r.launch, lo)
+	if !r.launched() {
 		return r
 	}
-	csvURL := ""
-	if tmpl.Uses("{csv_url}") && e.opt.Stubs.CSVURL != nil {
-		if u, err := e.opt.Stubs.CSVURL(csvPath); err == nil {
-			csvURL = u
-		}
-	}
-	r.runID = e.opt.RunID + "-" + sanitize(key)
-	spec := subject.Spec{
-		Template:   tmpl,
-		Inputs:     subject.Inputs{CSV: csvPath, CSVURL: csvURL, Question: question, Out: r.outDir, Acceptance: e.opt.SelfExe},
-		Executable: e.opt.SelfExe,
-		WorkDir:    r.dir,
-		Dir:        e.sub().Dir,
-		Timeout:    e.opt.SubjectTimeout,
-		Env: subject.Env{
-			Domain:       e.opt.Target.Domain,
-			APIKey:       r.apiKey,
-			DataAPIURL:   e.opt.Stubs.DataAPIURL,
-			DataAPIToken: e.opt.Stubs.DataAPIToken,
-			RunID:        r.runID,
-		},
-	}
-	if o.model == nil && e.opt.Submission.Manifest.Model {
-		o.model = bundledModel(defaultScript)
-	}
-	if o.model != nil {
-		r.model = o.model
-		if err := o.model.start(e, r.apiKey, &spec); err != nil {
-			r.err = fmt.Errorf("starting the scripted model: %w", err)
-			return r
-		}
-		defer o.model.finish(r.dir)
-	}
-	// A server without an audit trail: the subject talks to it through the
-	// harness's recording proxy, so its lifecycle calls are on record.
-	var rec *observe.Proxy
-	if !e.mock() {
-		if rec, err = observe.Start(e.targetURL()); err != nil {
-			r.err = fmt.Errorf("starting the recording proxy: %w", err)
-			return r
-		}
-		spec.Env.Domain = rec.Domain()
-		r.rec = rec
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	spec.Grace = o.grace
-	spec.KillOnCancel = o.hardKill
-	var hookDone sync.WaitGroup
-	if o.hook != nil {
-		hookDone.Add(1)
-		go func() {
-			defer hookDone.Done()
-			o.hook(runCtx, r, cancel)
-		}()
-	}
-	e.progress("  … running the subject on %s", key)
-	r.started = time.Now()
-	r.res, r.err = subject.Run(runCtx, spec)
-	r.ended = time.Now()
-	cancel()
-	hookDone.Wait() // the hook's writes to r happen before anyone reads them
-	if rec != nil {
-		r.observed = rec.Calls()
-		_ = rec.Close()
-	}
-
 	if _, err := os.Stat(filepath.Join(r.outDir, "summary.json")); err == nil {
 		r.sum, r.sumErrs, r.sumErr = summary.Load(filepath.Join(r.outDir, "summary.json"))
 	} else {
@@ -262,20 +171,13 @@ func (e *Env) recompute(path string) (*recompute.Stats, error) {
 
 // writeRunRecord stores what the harness saw of the run as evidence.
 func (e *Env) writeRunRecord(r *subjectRun) {
-	rec := map[string]any{
+	r.writeRecord("run.json", map[string]any{
 		"fixture":         r.fixture,
 		"question":        r.question,
-		"api_key_fp":      r.keyFP,
-		"started_at":      r.started.UTC().Format(time.RFC3339Nano),
-		"ended_at":        r.ended.UTC().Format(time.RFC3339Nano),
-		"result":          r.res,
 		"summary_errors":  r.sumErrs,
-		"harness_error":   errString(r.err),
 		"recompute":       r.stats,
 		"recompute_error": errString(r.statsErr),
-	}
-	b, _ := json.MarshalIndent(rec, "", "  ")
-	_ = os.WriteFile(filepath.Join(r.dir, "run.json"), b, 0o644)
+	})
 }
 
 // evidence returns the run's evidence paths (relative to the bundle).
@@ -293,10 +195,12 @@ func (r *subjectRun) killed() bool { return r.res != nil && r.res.Canceled && !r
 // usable reports whether the subject ran at all; the error explains why not.
 func (r *subjectRun) usable() error {
 	switch {
-	case r.err != nil:
-		return fmt.Errorf("the harness could not run the subject: %v", r.err)
+	case r.err != nil: // the harness's or the target's, never the submission's (blame.go)
+		return harnessf("the harness could not run the subject: %v", r.err)
 	case r.res == nil:
-		return fmt.Errorf("the subject did not run")
+		return harnessf("the subject did not run")
+	case r.budgetSpent:
+		return fmt.Errorf("%w: the submission's commands had used all of its %s before this run, which did not start", errSubjectTimedOut, r.budget())
 	case r.res.TimedOut:
 		return fmt.Errorf("%w (limit reached after %s)", errSubjectTimedOut, r.res.Duration.Round(time.Second))
 	}

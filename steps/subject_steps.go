@@ -3,6 +3,7 @@ package steps
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image/png"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/fixtures"
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
 // Steps that run the subject and check its outputs (M2 function).
@@ -66,7 +68,7 @@ func (e *Env) generateLarge(dir string) (string, string, error) {
 func ran(ctx context.Context) (*scenario, *subjectRun, error) {
 	s := state(ctx)
 	if s.run == nil {
-		return s, nil, failf("the subject was not run in this scenario")
+		return s, nil, harnessf("the subject was not run in this scenario")
 	}
 	if err := s.run.usable(); err != nil {
 		return s, s.run, err
@@ -101,9 +103,9 @@ func reportNonEmpty(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(filepath.Join(r.outDir, "report.md"))
+	b, err := readSubmissionFile(filepath.Join(r.outDir, "report.md"), "{out}/report.md", capReportMD)
 	if err != nil {
-		return failf("report.md: %v", err)
+		return failf("%v", err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return failf("report.md is empty")
@@ -117,11 +119,17 @@ func chartIsPNG(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(filepath.Join(r.outDir, "chart.png"))
+	f, st, err := regularfile.Open(filepath.Join(r.outDir, "chart.png"))
 	if err != nil {
-		return failf("chart.png: %v", err)
+		if errors.Is(err, regularfile.ErrSymlink) {
+			return failf("{out}/chart.png is a symbolic link; the grader reads only regular files and never follows a link")
+		}
+		return failf("%s", trimPath(err, filepath.Join(r.outDir, "chart.png"), "{out}/chart.png"))
 	}
 	defer f.Close()
+	if st.Size() > capChartPNG {
+		return failf("{out}/chart.png is %d bytes, over the grader's cap of %d bytes for it", st.Size(), capChartPNG)
+	}
 	cfg, err := png.DecodeConfig(f)
 	if err != nil {
 		return failf("chart.png does not decode as a PNG: %v", err)

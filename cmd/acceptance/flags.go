@@ -38,6 +38,50 @@ func checkWheels(c *runConfig) error {
 	return nil
 }
 
+// defaultWheels is the default --wheels: .cache/wheels of the working
+// directory when it is there (the checkout), else .cache/wheels of the
+// checkout the running binary was built in (bin/acceptance or a binary at the
+// checkout's root), so `grade` run from elsewhere still finds them; else a
+// clear usage error.
+func defaultWheels() (string, error) {
+	const rel = ".cache/wheels"
+	if st, err := os.Stat(rel); err == nil && st.IsDir() {
+		return filepath.Abs(rel)
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err == nil {
+		if root := checkoutOf(filepath.Dir(exe)); root != "" {
+			if w := filepath.Join(root, rel); isDir(w) {
+				return w, nil
+			}
+		}
+	}
+	cwd, _ := os.Getwd()
+	return "", fmt.Errorf("--wheels not given, and there is no %s in the working directory (%s) nor in the checkout of this binary (%s): "+
+		"run from the checkout, or pass --wheels DIR (`make deps` fills .cache/wheels)", rel, cwd, exe)
+}
+
+// checkoutOf finds the acceptance checkout holding dir (dir or one of its
+// parents, at most three levels up: bin/, the root): the directory whose
+// go.mod declares this module. Empty when there is none.
+func checkoutOf(dir string) string {
+	for i := 0; i < 4 && dir != "" && dir != "/"; i++ {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/osb-capstone/acceptance\n") {
+			return dir
+		}
+		dir = filepath.Dir(dir)
+	}
+	return ""
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
 // checkBaselines rejects a --baselines directory given on the command line
 // that does not exist or is not a directory: a mistyped path would
 // otherwise report every entry as "no baseline yet" and detect no drift at

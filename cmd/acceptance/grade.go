@@ -44,6 +44,36 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: name at least one submission directory (with %s at its root)\n", submission.ManifestName)
 		return 2
 	}
+	// pos[i] is dirs[i]'s position in the whole list: its bundle's number,
+	// the same whether it is graded in one call or in a shard.
+	pos := make([]int, len(dirs))
+	for i := range dirs {
+		pos[i] = i
+	}
+	if cfg.shard != "" {
+		sh, _ := submission.ParseShard(cfg.shard) // validated by parseFlags
+		all := len(dirs)
+		var kept []string
+		var keptPos []int
+		for i, d := range dirs {
+			if sh.Holds(submission.Identity(d)) {
+				kept, keptPos = append(kept, d), append(keptPos, i)
+			}
+		}
+		dirs, pos = kept, keptPos
+		fmt.Fprintf(stdout, "acceptance grade: shard %s holds %d of the %d submission(s)\n", sh, len(dirs), all)
+		if len(dirs) == 0 {
+			// An empty share is not an error (a small class on a wide matrix):
+			// its --out exists, empty, for the merge to read.
+			if cfg.out != "" {
+				if err := os.MkdirAll(cfg.out, 0o755); err != nil {
+					fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+					return 2
+				}
+			}
+			return 0
+		}
+	}
 	// Manifests are read before anything starts: a class whose every
 	// manifest is broken is the command line's problem (exit 2).
 	subs := make([]*submission.Submission, len(dirs))
@@ -58,6 +88,10 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	if loaded == 0 {
 		fmt.Fprintf(stderr, "acceptance grade: no submission could be loaded\n")
+		return 2
+	}
+	if why := confineAvailable(); why != "" && len(dirs) > 1 && !cfg.noConfinement {
+		fmt.Fprintf(stderr, "acceptance grade: the submissions' commands cannot be confined here (%s): one could read or change another's grade; grade them one at a time, or pass --insecure-no-confinement (docs/confinement.md)\n", why)
 		return 2
 	}
 	if err := checkURLTarget(context.Background(), cfg); err != nil {
@@ -99,7 +133,10 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "acceptance grade: %d submission(s), target %s, seed %d, %d at once, reports in %s\n",
 		len(dirs), targetName(cfg), cfg.seed, min(cfg.parallel, len(dirs)), out)
 
-	results := gradeAll(ctx, sess, dirs, subs, loadErrs, out, cfg.parallel, stdout)
+	prog := newGradeProgress(stdout, len(dirs), cfg.verbose)
+	prog.out.Start(time.Second)
+	results := gradeAll(ctx, sess, dirs, pos, subs, loadErrs, out, cfg.parallel, prog)
+	prog.out.Close()
 	var bundles []string
 	worst := 0
 	for _, r := range results {
@@ -112,6 +149,15 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 			line = fmt.Sprintf("%-40s harness error: %v", r.dir, r.g.Err)
 			worst = worseExit(worst, 2)
 		default:
+			// A submission's escaped process may have rewritten its report
+			// after the grader wrote it: what counts is the grader's record.
+			if changed, err := report.Reassert(r.g.Dir, r.g.Doc); len(changed) > 0 {
+				note := "written again from the grader's record"
+				if err != nil {
+					note += " (" + err.Error() + ")"
+				}
+				fmt.Fprintf(stdout, "%s: %s changed after the grader wrote it; %s\n", r.g.Dir, strings.Join(changed, ", "), note)
+			}
 			bundles = append(bundles, r.g.Dir)
 			line = fmt.Sprintf("%-40s %s", r.dir, report.SummaryLine(r.g.Doc))
 			worst = worseExit(worst, r.g.Doc.ExitCode)
@@ -144,18 +190,21 @@ type gradeResult struct {
 	g       core.Graded
 }
 
-// gradeAll grades each submission directory, parallel at once. A submission
-// that cannot be loaded or graded is reported and the others go on.
-func gradeAll(ctx context.Context, sess *core.Session, dirs []string, subs []*submission.Submission, loadErrs []error, out string, parallel int, progress io.Writer) []gradeResult {
+// gradeAll grades each submission directory, parallel at once; pos[i] is
+// dirs[i]'s position in the class (its bundle's number). A submission
+// that cannot be loaded or graded is reported and the others go on. Each
+// submission's line is printed as it finishes; its per-scenario lines go to
+// its bundle's progress.log (and to the output with --verbose).
+func gradeAll(ctx context.Context, sess *core.Session, dirs []string, pos []int, subs []*submission.Submission, loadErrs []error, out string, parallel int, prog *gradeProgress) []gradeResult {
 	results := make([]gradeResult, len(dirs))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
-	pw := &lockedWriter{w: progress}
 	for i, dir := range dirs {
 		results[i].dir = dir
 		sub := subs[i]
 		if loadErrs[i] != nil {
 			results[i].loadErr = loadErrs[i]
+			prog.Finished(dir, fmt.Sprintf("%s not graded: %v", dir, loadErrs[i]), "", false)
 			continue
 		}
 		wg.Add(1)
@@ -163,14 +212,25 @@ func gradeAll(ctx context.Context, sess *core.Session, dirs []string, subs []*su
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			bundle := filepath.Join(out, core.SubmissionLabel(sub, pos[i]))
+			log := &lazyLog{path: filepath.Join(bundle, ProgressLogFile)}
+			defer func() {
+				log.Close()
+				g := results[i].g
+				switch {
+				case g.Doc.RunID == "":
+					prog.Finished(sub.Name(), fmt.Sprintf("%s harness error: %v", sub.Name(), g.Err), "", false)
+				default:
+					prog.Finished(sub.Name(), fmt.Sprintf("%s %s", sub.Name(), report.SummaryLine(g.Doc)), g.Doc.Verdict, true)
+				}
+			}()
 			defer func() {
 				if r := recover(); r != nil {
 					results[i].g.Err = fmt.Errorf("grading panicked: %v", r)
 				}
 			}()
-			bundle := filepath.Join(out, core.SubmissionLabel(sub, i))
-			fmt.Fprintf(pw, "grading %s → %s\n", sub.Name(), bundle)
-			results[i].g = sess.Grade(ctx, sub, bundle, newSuite, &prefixWriter{w: pw, prefix: sub.Name() + ": "})
+			prog.Started(sub.Name(), bundle)
+			results[i].g = sess.Grade(ctx, sub, bundle, newSuite, prog.Scenarios(sub.Name(), log))
 		}(i, sub)
 	}
 	wg.Wait()
@@ -206,17 +266,6 @@ func expandDirs(args []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // prefixWriter prefixes each line with the submission's name (progress of

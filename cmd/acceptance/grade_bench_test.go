@@ -45,8 +45,14 @@ func BenchmarkGradeClass(b *testing.B) {
 	}
 	// verdicts: each submission's summary line (verdict and score), by directory.
 	verdicts := map[string]map[string]string{}
+	meter := newCostMeter(b)
+	if meter.err != nil {
+		b.Logf("cost split: the total (and so the sandboxes' share) is not measured: %v", meter.err)
+	}
+	var lastOut string
 	grade := func(b *testing.B, mode string, subs []string, par int) {
-		args := []string{"grade", "--out", b.TempDir(), "--state-dir", b.TempDir(), "--wheels", e.wheels,
+		lastOut = b.TempDir()
+		args := []string{"grade", "--out", lastOut, "--state-dir", b.TempDir(), "--wheels", e.wheels,
 			"--baselines", b.TempDir(), "--subject-timeout", "5m", "--parallel", strconv.Itoa(par)}
 		if tags != "" {
 			args = append(args, "--tags", tags)
@@ -70,8 +76,21 @@ func BenchmarkGradeClass(b *testing.B) {
 		var total time.Duration
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
-			grade(b, "one-call", dirs, parallel)
+			stop := profileTop(b, fmt.Sprintf("grade-class-one-call-n%d", n))
+			c := meter.measure(func() { grade(b, "one-call", dirs, parallel) })
+			stop()
 			total += time.Since(start)
+			sub, peak, cmds := submissionCost(lastOut)
+			c.subCPU, c.peakRSSKiB, c.commands = sub, peak, cmds
+			b.Logf("cost split, the class in one call (--parallel %d): %s", parallel, c)
+			if c.err == nil {
+				b.ReportMetric(pctOf(c.self, c.total), "grader+server-%")
+			}
+			bundles, _ := filepath.Glob(filepath.Join(lastOut, "[0-9][0-9]-*"))
+			for _, bd := range bundles {
+				cpu, pk, k := submissionCost(bd)
+				b.Logf("  %s: wall %.1fs; its commands %.1f CPU-s, peak RSS %d MiB (%d commands)", filepath.Base(bd), bundleWall(bd), cpu, pk/1024, k)
+			}
 		}
 		b.ReportMetric(total.Seconds()/float64(b.N*n), "s/submission")
 		b.ReportMetric(100*total.Seconds()/float64(b.N*n)/60, "min/100-submissions")
@@ -80,8 +99,13 @@ func BenchmarkGradeClass(b *testing.B) {
 		var total time.Duration
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
-			for _, d := range dirs {
-				grade(b, "one-by-one", []string{d}, 1)
+			for j, d := range dirs {
+				c := meter.measure(func() { grade(b, "one-by-one", []string{d}, 1) })
+				c.subCPU, c.peakRSSKiB, c.commands = submissionCost(lastOut)
+				b.Logf("cost split, %s graded alone: %s", filepath.Base(d), c)
+				if j == 0 && c.err == nil && filepath.Base(d) == "reference" {
+					b.ReportMetric(pctOf(c.self, c.total), "reference-grader+server-%")
+				}
 			}
 			total += time.Since(start)
 		}

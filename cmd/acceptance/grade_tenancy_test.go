@@ -75,6 +75,38 @@ with open(LOG, "a") as log:
 func TestGradeCarelessReapCannotTouchOthers(t *testing.T) {
 	e := requireSubjectEnv(t)
 	gradingEnv(t)
+	stateDir := t.TempDir()
+	gradeCarelessBesideCareful(t, e, []string{"--state-dir", stateDir}, func(string) map[string]*sandboxLife {
+		return livesFromAudit(t, filepath.Join(stateDir, "audit.jsonl"))
+	})
+	assertNoSandboxLeft(t, stateDir)
+}
+
+// TestGradeCarelessReapCannotTouchOthersDocker is the same two submissions
+// graded at once against a real OpenSandbox on the project's Docker engine
+// (OSB_DOCKER_E2E=1; make docker-engine), which has no tenants: each
+// submission's view through its recording proxies keeps the careless reap to
+// its own sandboxes. The careful submission's sandboxes' lives come from its
+// own recorded calls (its bundle's evidence), not a server audit.
+func TestGradeCarelessReapCannotTouchOthersDocker(t *testing.T) {
+	if os.Getenv("OSB_DOCKER_E2E") != "1" {
+		t.Skip("not measured: set OSB_DOCKER_E2E=1 (grades against the docker target on the project's engine)")
+	}
+	e := requireSubjectEnv(t)
+	gradingEnv(t)
+	gradeCarelessBesideCareful(t, e, []string{"--target", "docker"}, func(bundle string) map[string]*sandboxLife {
+		return livesFromRecordedCalls(t, bundle)
+	})
+}
+
+type sandboxLife struct{ from, to float64 }
+
+// gradeCarelessBesideCareful grades the careless and the careful submission
+// at once on D5 with the extra grade arguments, and checks the careful one
+// passes D5 and the careless reap never listed a sandbox of the other's,
+// though one was alive during its rounds (lives: every sandbox's life, given
+// the careful submission's bundle).
+func gradeCarelessBesideCareful(t *testing.T, e subjectEnv, extra []string, lives func(goodBundle string) map[string]*sandboxLife) {
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 
 	tmp := t.TempDir()
@@ -94,18 +126,21 @@ func TestGradeCarelessReapCannotTouchOthers(t *testing.T) {
 	manifest = bytes.Replace(manifest, []byte("name: testdata-reference"), []byte("name: careless-reaper"), 1)
 	require.NoError(t, os.WriteFile(filepath.Join(careless, "capstone.yaml"), manifest, 0o644))
 
-	class, stateDir := filepath.Join(tmp, "class"), t.TempDir()
+	class := filepath.Join(tmp, "class")
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := dispatch([]string{"grade", "--out", class, "--state-dir", stateDir, "--wheels", e.wheels,
-		"--baselines", t.TempDir(), "--parallel", "2", "--seed", "1", "--tags", "@drill:D5", careless, good}, &stdout, &stderr)
+	args := append([]string{"grade", "--out", class, "--wheels", e.wheels,
+		"--baselines", t.TempDir(), "--parallel", "2", "--seed", "1", "--tags", "@drill:D5"}, extra...)
+	code := dispatch(append(args, careless, good), &stdout, &stderr)
 	t.Logf("acceptance grade: exit %d in %s\n%s%s", code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
 
 	docs := map[string]report.Document{}
+	bundles := map[string]string{}
 	for i, name := range []string{"careless", "good"} {
 		m, err := filepath.Glob(filepath.Join(class, fmt.Sprintf("%02d-*", i+1)))
 		require.NoError(t, err)
 		require.Len(t, m, 1, name)
+		bundles[name] = m[0]
 		docs[name], err = report.ReadDocument(m[0])
 		require.NoError(t, err)
 	}
@@ -148,11 +183,36 @@ func TestGradeCarelessReapCannotTouchOthers(t *testing.T) {
 	require.NotEmpty(t, rounds)
 	require.NotEmpty(t, listed, "the careless reap saw (and deleted) its own residual sandbox")
 
-	// Every sandbox of the server's audit, with its life: created → removed.
-	type life struct{ from, to float64 }
-	lives := map[string]*life{}
-	af, err := os.Open(filepath.Join(stateDir, "audit.jsonl"))
+	lifeOf := lives(bundles["good"])
+	// Another submission's sandbox was alive during a round, and no round
+	// listed it: tenancy, not luck, kept it.
+	var others []string
+	overlapped := false
+	for id := range livesFromRecordedCalls(t, bundles["good"]) {
+		assert.False(t, listed[id], "the careless reap never listed the careful submission's sandbox %s", id)
+	}
+	for id, l := range lifeOf {
+		if listed[id] {
+			continue
+		}
+		others = append(others, id)
+		for _, r := range rounds {
+			if l.from < r.T0 && r.T1 < l.to {
+				overlapped = true
+			}
+		}
+	}
+	require.NotEmpty(t, others, "the careful submission created sandboxes")
+	assert.True(t, overlapped, "the careless reap listed while another submission's sandbox was alive (%d rounds, others %s)", len(rounds), strings.Join(others, ", "))
+}
+
+// livesFromAudit is every sandbox of the bundled server's audit trail with
+// its life: created → deleted or expired.
+func livesFromAudit(t *testing.T, auditFile string) map[string]*sandboxLife {
+	lives := map[string]*sandboxLife{}
+	af, err := os.Open(auditFile)
 	require.NoError(t, err)
+	defer af.Close()
 	asc := bufio.NewScanner(af)
 	asc.Buffer(make([]byte, 1<<20), 64<<20)
 	for asc.Scan() {
@@ -170,32 +230,48 @@ func TestGradeCarelessReapCannotTouchOthers(t *testing.T) {
 		ts := float64(ev.Time.UnixNano()) / 1e9
 		l := lives[ev.SandboxID]
 		if l == nil {
-			l = &life{from: ts, to: math.Inf(1)}
+			l = &sandboxLife{from: ts, to: math.Inf(1)}
 			lives[ev.SandboxID] = l
 		}
 		if ev.State.To == "Deleted" || ev.State.To == "Expired" {
 			l.to = ts
 		}
 	}
-	af.Close()
 	require.NoError(t, asc.Err())
+	return lives
+}
 
-	// Another submission's sandbox was alive during a round, and no round
-	// listed it: tenancy, not luck, kept it.
-	var others []string
-	overlapped := false
-	for id, l := range lives {
-		if listed[id] {
-			continue
+// livesFromRecordedCalls is every sandbox a bundle's submission created,
+// from the recording proxy's calls in its evidence (evidence/subject-*/
+// audit.json): created (202) → deleted (204) or, never deleted, still alive.
+func livesFromRecordedCalls(t *testing.T, bundle string) map[string]*sandboxLife {
+	files, err := filepath.Glob(filepath.Join(bundle, "evidence", "subject-*", "audit.json"))
+	require.NoError(t, err)
+	lives := map[string]*sandboxLife{}
+	for _, f := range files {
+		var evs []struct {
+			Time      time.Time `json:"time"`
+			SandboxID string    `json:"sandbox_id"`
+			Lifecycle *struct {
+				Method string `json:"method"`
+				Status int    `json:"status"`
+			} `json:"lifecycle"`
 		}
-		others = append(others, id)
-		for _, r := range rounds {
-			if l.from < r.T0 && r.T1 < l.to {
-				overlapped = true
+		require.NoError(t, json.Unmarshal(mustReadFile(t, f), &evs), f)
+		for _, ev := range evs {
+			if ev.SandboxID == "" || ev.Lifecycle == nil {
+				continue
+			}
+			ts := float64(ev.Time.UnixNano()) / 1e9
+			switch {
+			case ev.Lifecycle.Method == "POST" && ev.Lifecycle.Status == 202:
+				if lives[ev.SandboxID] == nil {
+					lives[ev.SandboxID] = &sandboxLife{from: ts, to: math.Inf(1)}
+				}
+			case ev.Lifecycle.Method == "DELETE" && ev.Lifecycle.Status == 204 && lives[ev.SandboxID] != nil:
+				lives[ev.SandboxID].to = ts
 			}
 		}
 	}
-	require.NotEmpty(t, others, "the careful submission created sandboxes")
-	assert.True(t, overlapped, "the careless reap listed while another submission's sandbox was alive (%d rounds, others %s)", len(rounds), strings.Join(others, ", "))
-	assertNoSandboxLeft(t, stateDir)
+	return lives
 }

@@ -36,6 +36,8 @@ func TestGradeUsageErrors(t *testing.T) {
 		{"run's --subject is not a grade flag", []string{"--subject", "true", "testdata/empty"}, "flag provided but not defined: -subject"},
 		{"no manifest", []string{"testdata"}, "no capstone.yaml at the submission's root"},
 		{"every manifest broken", []string{"testdata/broken"}, "run (line 1): must be a string, got the number 5; test (line 2): must be a mapping"},
+		{"shard out of range", []string{"--shard", "4/3", "testdata/empty"}, "K must be between 1 and N (3)"},
+		{"shard not K/N", []string{"--shard", "2", "testdata/empty"}, "--shard must be K/N"},
 		// Flags after the submission directories are flags, not directories.
 		{"flag after the submissions", []string{"testdata/broken", "--parallel", "0"}, "--parallel must be at least 1"},
 	}

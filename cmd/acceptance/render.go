@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,8 +24,11 @@ func renderMain(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("render", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	baselineDir := fs.String("baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection (never written by render)")
+	defKeys, _ := report.DefaultJournalKeyDir()
+	keyDir := fs.String("journal-keys", defKeys, "where the grader kept each run's journal key ($"+report.EnvJournalKeys+"); every results.jsonl line must verify under its run's key")
+	unsigned := fs.Bool("unsigned", false, "render without verifying the journal (a bundle graded elsewhere or before journals were signed); the output says so")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acceptance render [--baselines DIR] BUNDLE...")
+		fmt.Fprintln(stderr, "usage: acceptance render [--baselines DIR] [--journal-keys DIR | --unsigned] BUNDLE...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -43,7 +47,22 @@ func renderMain(args []string, stdout, stderr io.Writer) int {
 		}
 		b := report.Baselines{Dir: *baselineDir,
 			Exclude: func(ref string) bool { return strings.HasPrefix(filepath.ToSlash(ref), "evidence/subject-") }}
-		doc, err := report.RenderDir(dir, rubric.Course, report.Options{Baselines: b, Review: review.Hook})
+		opts := report.Options{Baselines: b, Review: review.Hook}
+		if *unsigned {
+			fmt.Fprintf(stdout, "%s: journal NOT verified (--unsigned): its lines may come from another run or be forged\n", dir)
+		} else if *keyDir == "" {
+			fmt.Fprintf(stderr, "acceptance render: no journal key directory: give --journal-keys DIR or set $%s (or --unsigned)\n", report.EnvJournalKeys)
+			return 2
+		} else {
+			opts.JournalKeys = *keyDir
+		}
+		doc, err := report.RenderDir(dir, rubric.Course, opts)
+		if je := (*report.JournalError)(nil); errors.As(err, &je) {
+			// Refused: nothing of the bundle is rewritten.
+			fmt.Fprintf(stderr, "acceptance render: %v\n", err)
+			code = 2
+			continue
+		}
 		if note, cerr := report.RepairCucumber(dir); cerr != nil {
 			fmt.Fprintf(stderr, "acceptance render: %s: %v\n", dir, cerr)
 		} else if note != "" {

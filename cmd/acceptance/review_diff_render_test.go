@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/report/reporttest"
+	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 const bundleFixtures = "../../harness/report/testdata/bundles"
@@ -74,8 +76,15 @@ func TestRenderKilledRun(t *testing.T) {
 	b, _ := json.Marshal(meta)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.json"), b, 0o644))
 
+	// The fixture bundle predates signed journals: render refuses it unless
+	// told not to verify, and then says so.
 	code, out, errs := runCmd("render", "--baselines", "", dir)
+	require.Equal(t, 2, code, out+errs)
+	assert.Contains(t, errs, "journal refused")
+	assert.Contains(t, errs, `no key for run`)
+	code, out, errs = runCmd("render", "--baselines", "", "--unsigned", dir)
 	require.Equal(t, 0, code, out+errs)
+	assert.Contains(t, out, "journal NOT verified (--unsigned)")
 	assert.Contains(t, out, "cucumber.json was empty")
 	assert.Contains(t, out, "verdict: incomplete")
 	for _, f := range []string{"report.md", "report.json", "junit.xml", "report.html", "results.json"} {
@@ -113,4 +122,45 @@ func TestReviewCommandFromFile(t *testing.T) {
 	assert.Equal(t, 2, code)
 	code, _, errs = runCmd("review", "--answers", answers, "--redo", dir)
 	assert.Equal(t, 2, code, errs)
+}
+
+// TestRenderRefusesAForgedJournal: the forger's recovery path. A submission
+// appends the reference's results.jsonl lines to its own journal and kills
+// the grader; `acceptance render` of its bundle refuses, naming the lines,
+// and the honest bundle still renders.
+func TestRenderRefusesAForgedJournal(t *testing.T) {
+	keys, err := report.DefaultJournalKeyDir()
+	require.NoError(t, err)
+	root := t.TempDir()
+	grade := func(name string, pass bool) string {
+		dir := filepath.Join(root, name)
+		b, err := report.Open(dir, rubric.Course, report.Meta{RunID: "run-" + name + "-" + filepath.Base(root), Target: "mock",
+			TargetKind: rubric.TargetMock, Subject: name}, report.Options{JournalKeys: keys})
+		require.NoError(t, err)
+		rec := b.Results().Fail
+		if pass {
+			rec = b.Results().Pass
+		}
+		for _, id := range []rubric.ID{rubric.M0, rubric.Function, rubric.Isolation} {
+			require.NoError(t, rec(id, "s", "r"))
+		}
+		require.NoError(t, b.Close()) // killed before Finalize: no report yet
+		return dir
+	}
+	ref, forger := grade("reference", true), grade("hostile-forger", false)
+	theirs := mustReadFile(t, filepath.Join(ref, report.JournalFile))
+	f, err := os.OpenFile(filepath.Join(forger, report.JournalFile), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write(theirs)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	code, out, errs := runCmd("render", "--baselines", "", forger)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, errs, "journal refused")
+	assert.Contains(t, errs, "line 4 (M0 passed) belongs to another run")
+	assert.NoFileExists(t, filepath.Join(forger, "report.json"), "a refused journal is never rendered")
+	code, out, errs = runCmd("render", "--baselines", "", ref)
+	assert.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "score 15 of 15 measured")
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/report"
@@ -41,10 +42,18 @@ type runConfig struct {
 	wheels         string
 	stateDir       string
 	serverVersion  string // --target docker
+	// --target docker: image overrides (--execd-image, --egress-image, --sandbox-image).
+	execdImage, egressImage, sandboxImage string
 	// dockerVersions receive the docker target's components for the report header.
 	dockerVersions map[string]string
-	parallel       int // grade: submissions graded at once
+	parallel       int    // grade: submissions graded at once
+	shard          string // grade: "K/N", only this share of the submissions
+	verbose        bool   // grade: per-scenario lines on the output too
 	repeat         int
+	// noConfinement: --insecure-no-confinement (submission commands run
+	// unconfined, as the grader's own processes).
+	noConfinement     bool
+	submissionTimeout time.Duration
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runConfig, error) {
@@ -65,12 +74,17 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.target, "target", "mock", `"mock" (the bundled server, started in-process), "docker" (a real OpenSandbox stood up on Docker) or the URL of a real OpenSandbox server`)
-	fs.StringVar(&c.serverVersion, "server-version", dockertarget.DefaultServerVersion, "--target docker: the opensandbox-server version from PyPI")
+	fs.StringVar(&c.serverVersion, "server-version", dockertarget.DefaultServerVersion, "--target docker: the opensandbox-server version from PyPI (one without a committed pin is pinned at run time)")
+	fs.StringVar(&c.execdImage, "execd-image", "", "--target docker: the execd image to use (default: the one the server version names, if the engine has it or can pull it, else a stand-in)")
+	fs.StringVar(&c.egressImage, "egress-image", "", "--target docker: the egress sidecar image to use (default: the one the server version names, if the engine has it or can pull it, else a stand-in)")
+	fs.StringVar(&c.sandboxImage, "sandbox-image", "", "--target docker: the sandbox image, tagged python:3.12 for the run (default: built here from Debian packages)")
 	fs.StringVar(&c.apiKey, "api-key", os.Getenv("OPEN_SANDBOX_API_KEY"), "API key of a real server (default $OPEN_SANDBOX_API_KEY); the bundled server makes its own")
 	if cmd == "run" {
 		fs.StringVar(&c.subject, "subject", "reference", `"reference" or a command template with {csv} {csv_url} {question} {out} {acceptance} (a run-only submission)`)
 	} else {
 		fs.IntVar(&c.parallel, "parallel", 2, "submissions graded at once (they share one bundled server; each is isolated by its own API keys)")
+		fs.StringVar(&c.shard, "shard", "", "K/N: grade only the K-th of N stable shares of the listed submissions (by each directory's name); merge the shards' --out with `acceptance class`")
+		fs.BoolVar(&c.verbose, "verbose", false, "print every submission's per-scenario lines too (they always go to its bundle's progress.log)")
 	}
 	fs.StringVar(&c.tags, "tags", "", `godog tag expression, e.g. "@milestone:M0,@milestone:M1" or "~@large"`)
 	if cmd == "run" {
@@ -83,14 +97,33 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.DurationVar(&c.subjectTimeout, "subject-timeout", 10*time.Minute, "wall-clock limit of one subject run (its process group is killed after it)")
 	fs.BoolVar(&c.insecure, "insecure-no-isolation", false, "let the bundled server run without namespaces (isolation criteria are then not measured)")
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
-	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it)")
+	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it; default .cache/wheels here, else in the checkout the binary was built in)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
+	fs.BoolVar(&c.noConfinement, "insecure-no-confinement", false, "run the submission's commands unconfined, with the grader's uid, namespaces and network (docs/confinement.md); every report says so")
+	fs.DurationVar(&c.submissionTimeout, "submission-timeout", core.DefaultSubmissionTimeout, "summed wall-clock limit of all of one submission's commands")
 	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is flaky: never passed, no points, and the run is not passed (exit 1)")
 	rest, err := parseInterspersed(fs, args)
 	if err != nil {
 		return nil, nil, err
 	}
-	fs.Visit(func(f *flag.Flag) { c.baselinesSet = c.baselinesSet || f.Name == "baselines" })
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	c.baselinesSet = given["baselines"]
+	// A flag that cannot apply to the chosen target is a mistake to say, not
+	// to ignore: the grade would not be what the command line suggests.
+	if given["api-key"] && (c.target == "mock" || c.target == "docker") {
+		return nil, nil, fmt.Errorf("--api-key is for a URL target only; --target %s makes its own key (leave --api-key out)", c.target)
+	}
+	if given["server-version"] && c.target != "docker" {
+		return nil, nil, fmt.Errorf("--server-version applies to --target docker only, not --target %s", c.target)
+	}
+	if !given["wheels"] {
+		w, err := defaultWheels()
+		if err != nil {
+			return nil, nil, err
+		}
+		c.wheels = w
+	}
 	if err := checkTags(c.tags); err != nil {
 		return nil, nil, err
 	}
@@ -100,11 +133,19 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	if cmd != "run" && c.parallel < 1 {
 		return nil, nil, fmt.Errorf("--parallel must be at least 1, got %d", c.parallel)
 	}
-	if c.target == "docker" {
-		if _, err := dockertarget.Requirements(c.serverVersion); err != nil {
-			return nil, nil, fmt.Errorf("--server-version: %v", err)
+	if c.shard != "" {
+		if _, err := submission.ParseShard(c.shard); err != nil {
+			return nil, nil, err
 		}
-	} else if c.target != "mock" {
+	}
+	if c.target == "docker" {
+		if !dockertarget.ValidVersion(c.serverVersion) {
+			return nil, nil, fmt.Errorf("--server-version %q is not a version", c.serverVersion)
+		}
+	} else if c.execdImage != "" || c.egressImage != "" || c.sandboxImage != "" {
+		return nil, nil, fmt.Errorf("--execd-image, --egress-image and --sandbox-image are for --target docker")
+	}
+	if c.target != "docker" && c.target != "mock" {
 		u, err := url.Parse(c.target)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 			return nil, nil, fmt.Errorf(`--target must be "mock" or an http(s) URL, got %q`, c.target)
@@ -195,7 +236,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	defer sess.Close()
 	reportPreflight(stdout, sess)
 	fmt.Fprintf(stdout, "acceptance run: target %s, subject %s, seed %d, report %s\n", targetName(cfg), cfg.subject, cfg.seed, out)
-	g := sess.Grade(ctx, sub, out, newSuite, stdout)
+	rp := newRunProgress(stdout, countScenarios(cfg.tags)*max(cfg.repeat, 1))
+	rp.out.Start(time.Second)
+	g := sess.Grade(ctx, sub, out, newSuite, rp)
+	rp.out.Close()
 	if g.Err != nil && g.Doc.RunID == "" {
 		fmt.Fprintf(stderr, "acceptance run: %v\n", g.Err)
 		return 2
@@ -221,12 +265,18 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	if cfg.target != "mock" {
 		kind = rubric.TargetReal
 	}
+	keys, err := report.DefaultJournalKeyDir()
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
+		return nil, 2
+	}
 	vers := versions()
 	cfg.dockerVersions = vers // the docker target adds its components (the map is copied into each bundle later)
 	sess, err := core.Open(ctx, core.Config{
 		Target: cfg.target, TargetKind: kind, Tags: cfg.tags, Seed: cfg.seed, Concurrency: cfg.concurrency,
 		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines, cfg.target), Wheels: cfg.wheels,
-		SelfExe: self, Versions: vers, Repeat: cfg.repeat,
+		SelfExe: self, Versions: vers, Repeat: cfg.repeat, JournalKeys: keys,
+		Confine: confineConfig(cfg), Unconfined: unconfinedWhy(cfg), SubmissionTimeout: cfg.submissionTimeout,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)
 	})
@@ -271,9 +321,15 @@ func linkLatest(out string) {
 }
 
 func versions() map[string]string {
-	v := map[string]string{"acceptance": version, "contract": "OpenSandbox 1.1.1"}
+	// "rubric" names the rubric's content and "build" the source revision
+	// the binary was built from (when Go stamped it): `acceptance class`
+	// refuses to merge bundles that differ in either, or in "acceptance".
+	v := map[string]string{"acceptance": version, "contract": "OpenSandbox 1.1.1", "rubric": rubric.Course.Hash()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v["go"] = bi.GoVersion
+		if b := buildRevision(bi.Settings); b != "" {
+			v["build"] = b
+		}
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/cucumber/godog" {
 				v["godog"] = d.Version
@@ -281,6 +337,24 @@ func versions() map[string]string {
 		}
 	}
 	return v
+}
+
+// buildRevision is the VCS revision Go stamped into the binary ("" when it
+// did not, e.g. in a test binary), with "+modified" for a dirty tree.
+func buildRevision(settings []debug.BuildSetting) string {
+	rev, modified := "", false
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev != "" && modified {
+		rev += "+modified"
+	}
+	return rev
 }
 
 // baselines configures drift detection. A subject's own evidence directory
@@ -346,3 +420,24 @@ func featureTags() map[string]bool {
 	}
 	return tags
 }
+
+// confineConfig is the confinement of the submission's commands: on unless
+// --insecure-no-confinement, or the machine cannot confine (unconfinedWhy).
+func confineConfig(cfg *runConfig) *confine.Config {
+	if cfg.noConfinement || confineAvailable() != "" {
+		return nil
+	}
+	return &confine.Config{}
+}
+
+// unconfinedWhy says why the commands run unconfined ("" when they do not).
+func unconfinedWhy(cfg *runConfig) string {
+	if cfg.noConfinement {
+		return "--insecure-no-confinement was given"
+	}
+	return confineAvailable()
+}
+
+// confineAvailable says why this machine cannot confine ("" when it can);
+// a variable so tests can play a machine that cannot.
+var confineAvailable = confine.Available

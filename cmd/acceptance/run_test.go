@@ -368,7 +368,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"target bad scheme", []string{"--target", "ftp://127.0.0.1:21", "--api-key", "k"}, `--target must be "mock" or an http(s) URL`},
 		{"target without host", []string{"--target", "http://", "--api-key", "k"}, `--target must be "mock" or an http(s) URL`},
 		{"URL target without key", []string{"--target", "http://127.0.0.1:1"}, "needs --api-key"},
-		{"docker target, unpinned server version", []string{"--target", "docker", "--server-version", "0.0.0-nope"}, "docker-pin-server.sh 0.0.0-nope"},
+		{"docker target, not a version", []string{"--target", "docker", "--server-version", "1.1; rm -rf /"}, `--server-version "1.1; rm -rf /" is not a version`},
+		{"image override without docker", []string{"--execd-image", "x/execd:1"}, "are for --target docker"},
 		{"subject with a NUL byte", []string{"--subject", "run\x00{out}"}, "--subject"},
 		{"empty subject", []string{"--subject", ""}, "--subject"},
 		// issue 9 item 9
@@ -378,6 +379,11 @@ func TestRunUsageErrors(t *testing.T) {
 		{"missing subject program", []string{"--subject", "pyhton3 agent.py --out {out}"}, `the program "pyhton3" is not found on PATH`},
 		{"missing subject script", []string{"--subject", "./no-such-agent.sh {out}"}, `the program "./no-such-agent.sh" does not exist`},
 		{"malformed tags", []string{"--tags", "@a &&"}, `--tags "@a &&" is malformed`},
+		// issue 16: flags that cannot apply are errors, never silently ignored
+		{"api key with the bundled server", []string{"--api-key", "k"}, "--api-key is for a URL target only; --target mock makes its own key"},
+		{"api key with docker", []string{"--target", "docker", "--api-key", "k"}, "--api-key is for a URL target only; --target docker"},
+		{"server version without docker", []string{"--server-version", "1.1.1"}, "--server-version applies to --target docker only, not --target mock"},
+		{"server version with a URL", []string{"--target", "http://127.0.0.1:1", "--api-key", "k", "--server-version", "1.1.1"}, "--server-version applies to --target docker only"},
 	}
 	wheels := filepath.Join(repoRoot(t), ".cache", "wheels")
 	for _, tc := range cases {
@@ -590,4 +596,32 @@ func TestBaselinesMustExist(t *testing.T) {
 			assert.True(t, os.IsNotExist(statErr), "parsing flags creates nothing")
 		})
 	}
+}
+
+// TestDefaultWheelsOutsideTheCheckout: `grade` run from another directory
+// must not fail on the relative default --wheels: it uses the wheels of the
+// checkout the binary was built in, or says clearly what to pass.
+func TestDefaultWheelsOutsideTheCheckout(t *testing.T) {
+	root := repoRoot(t)
+	assert.Equal(t, root, checkoutOf(filepath.Join(root, "bin")), "bin/acceptance belongs to the checkout")
+	assert.Equal(t, root, checkoutOf(root))
+	assert.Empty(t, checkoutOf(t.TempDir()))
+
+	// The test binary lives outside any checkout: from a foreign directory
+	// the default is a clear usage error naming what to do.
+	t.Chdir(t.TempDir())
+	_, err := parseRunFlags(nil, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--wheels not given, and there is no .cache/wheels in the working directory")
+	assert.Contains(t, err.Error(), "pass --wheels DIR")
+	var stderr bytes.Buffer
+	assert.Equal(t, rubric.ExitHarnessError, gradeMain([]string{filepath.Join(root, "fixtures", "submissions", "reference")}, io.Discard, &stderr))
+	assert.Contains(t, stderr.String(), "--wheels not given")
+
+	// With .cache/wheels in the working directory, that one (absolute).
+	require.NoError(t, os.MkdirAll(filepath.Join(".cache", "wheels"), 0o755))
+	c, err := parseRunFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, filepath.IsAbs(c.wheels), c.wheels)
+	assert.Equal(t, ".cache/wheels", filepath.Join(filepath.Base(filepath.Dir(c.wheels)), filepath.Base(c.wheels)))
 }

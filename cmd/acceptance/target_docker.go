@@ -14,21 +14,22 @@ import (
 // startDockerTarget stands up a real OpenSandbox on Docker (--target docker;
 // harness/dockertarget) and describes it as a URL target. Its components go
 // into the report header (cfg.dockerVersions): each with its version or image
-// id and whether it is official or a stand-in.
+// id and its provenance label (official, from the engine, upstream-built from
+// commit X, stand-in); the note printed here is made from the images used.
 func startDockerTarget(ctx context.Context, cfg *runConfig, stderr io.Writer) (core.StartedTarget, error) {
 	fmt.Fprintf(stderr, "docker target: standing up opensandbox-server==%s on %s\n", cfg.serverVersion, dockertarget.Endpoint())
-	t, err := dockertarget.Start(ctx, dockertarget.Config{ServerVersion: cfg.serverVersion, WheelDir: cfg.wheels, Log: stderr})
+	t, err := dockertarget.Start(ctx, dockertarget.Config{ServerVersion: cfg.serverVersion, WheelDir: cfg.wheels, Log: stderr,
+		ExecdImage: cfg.execdImage, EgressImage: cfg.egressImage, SandboxImage: cfg.sandboxImage})
 	if err != nil {
 		return core.StartedTarget{}, fmt.Errorf("docker target: %w", err)
 	}
-	fmt.Fprintf(stderr, "docker target: %s up (images %s, control plane start %s)\n", t.URL, t.ImageBuild.Round(1e6), t.Startup.Round(1e6))
+	fmt.Fprintf(stderr, "docker target: %s up (images %s, control plane venv %s, control plane start %s)\n", t.URL, t.ImageBuild.Round(1e6), t.Venv.Round(1e6), t.Startup.Round(1e6))
+	for _, line := range dockerTargetNote(t) {
+		fmt.Fprintln(stderr, "docker target: "+line)
+	}
 	if v := cfg.dockerVersions; v != nil {
-		for _, c := range t.Components {
-			v["component: "+c.Name] = c.Version + " (" + c.Origin + ")"
-		}
-		if s := t.StandIns(); len(s) > 0 {
-			v["stand-ins"] = "verdicts that ran commands or files in a sandbox depend on the execd stand-in; " +
-				"egress/vault verdicts on the egress stand-in; both built from this project, not OpenSandbox's images (" + strings.Join(s, ", ") + ")"
+		for k, val := range dockerVersionRows(t) {
+			v[k] = val
 		}
 	}
 	return core.StartedTarget{
@@ -39,4 +40,62 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, stderr io.Writer) (c
 			}
 		},
 	}, nil
+}
+
+// dockerTargetNote says, from the images actually used, what each verdict
+// that touched a sandbox rests on.
+func dockerTargetNote(t *dockertarget.Target) []string {
+	var out []string
+	for _, c := range t.Components {
+		if !strings.Contains(c.Name, " image ") {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s (%s)", c.Name, c.Origin, c.Note))
+	}
+	if t.PairingKnown {
+		out = append(out, fmt.Sprintf("opensandbox-server==%s names %s and %s", t.Version, t.Pairing.Execd, t.Pairing.Egress))
+		if t.Pairing.Note != "" {
+			out = append(out, "version table: "+t.Pairing.Note)
+		}
+	} else {
+		out = append(out, "the version table does not know opensandbox-server=="+t.Version+": its execd and egress pairing is unknown")
+	}
+	if !t.Pin.Committed {
+		out = append(out, "NOTICE: "+t.Pin.Describe())
+	}
+	return out
+}
+
+// dockerVersionRows are the report header's rows for the docker target.
+func dockerVersionRows(t *dockertarget.Target) map[string]string {
+	v := map[string]string{}
+	for _, c := range t.Components {
+		v["component: "+c.Name] = c.Version + " (" + c.Origin + ")"
+	}
+	v["server pin"] = t.Pin.Describe()
+	if !t.Pin.Committed {
+		v["server pin sha256"] = t.Pin.SHA256
+	}
+	if t.PairingKnown {
+		pair := t.Pairing.Execd + ", " + t.Pairing.Egress
+		if t.Pairing.Note != "" {
+			pair += " (" + t.Pairing.Note + ")"
+		}
+		v["version table"] = "opensandbox-server==" + t.Version + " names " + pair
+	} else {
+		v["version table"] = "opensandbox-server==" + t.Version + " is not in the version table: its component pairing is unknown"
+	}
+	var notOfficial []string
+	for _, c := range t.Components {
+		if strings.Contains(c.Name, " image ") && c.Origin != dockertarget.OriginOfficial {
+			notOfficial = append(notOfficial, strings.SplitN(c.Name, " ", 2)[0]+": "+c.Origin)
+		}
+	}
+	if s := t.StandIns(); len(s) > 0 {
+		v["stand-ins"] = "verdicts resting on these components (per entry: stand_ins) rest on images built from this project, not OpenSandbox's (" + strings.Join(s, ", ") + ")"
+	}
+	if len(notOfficial) > 0 {
+		v["provenance"] = strings.Join(notOfficial, "; ")
+	}
+	return v
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/observe"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -40,7 +42,21 @@ type Config struct {
 	// Repeat runs every scenario this many times (default 1); an entry a
 	// scenario passed in some repetitions and failed in others is flaky.
 	Repeat int
+	// Confine confines every submission command (harness/confine); nil runs
+	// them unconfined and Unconfined says why (in every report).
+	Confine    *confine.Config
+	Unconfined string
+	// SubmissionTimeout bounds the total time of one submission's commands
+	// (0: DefaultSubmissionTimeout).
+	SubmissionTimeout time.Duration
+	// JournalKeys is the grader-only directory where each bundle's journal
+	// key is kept (report.Options.JournalKeys); empty: journals unsigned.
+	JournalKeys string
 }
+
+// DefaultSubmissionTimeout bounds the summed wall time of one submission's
+// commands (docs/confinement.md).
+const DefaultSubmissionTimeout = 15 * time.Minute
 
 // Session is one started target with its stubs and preflight, shared by
 // every submission graded in it.
@@ -64,6 +80,15 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	}
 	if cfg.Concurrency < 1 {
 		cfg.Concurrency = 1
+	}
+	if cfg.SubmissionTimeout <= 0 {
+		cfg.SubmissionTimeout = DefaultSubmissionTimeout
+	}
+	if cfg.Confine != nil {
+		// Boxes a SIGKILLed grader left behind go before anything starts.
+		if _, err := confine.Reap(cfg.Confine.StateDir); err != nil {
+			return nil, fmt.Errorf("cleaning up after an earlier grader: %w", err)
+		}
 	}
 	st, err := stubs.Start(stubs.Config{WheelsDir: cfg.Wheels, DataAPIToken: "capstone-data-" + randomHex(16)})
 	if err != nil {
@@ -122,6 +147,12 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	// One tenant per graded submission: every key minted for it (runs,
 	// contract, reap, tests, every repetition) shares it.
 	tenant := fmt.Sprintf("submission:%d", s.graded.Add(1))
+	// A real target has no tenants: the recording proxies give the
+	// submission its view instead, one for all its commands and repetitions.
+	var view *observe.View
+	if s.target.MintAPIKey == nil {
+		view = observe.NewView()
+	}
 	runID := time.Now().UTC().Format("20060102T150405Z") + "-" + randomHex(3)
 	subjectName := sub.Manifest.Run
 	if sub.Source != submission.SourceCommand {
@@ -130,10 +161,15 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 			subjectName += " (" + sub.Dir + ")"
 		}
 	}
+	subDir := ""
+	if sub.Source == submission.SourceManifest {
+		subDir = sub.Dir
+	}
 	bundle, err := report.Open(out, rubric.Course, report.Meta{
-		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Seed: s.cfg.Seed, Tags: s.cfg.Tags,
+		RunID: runID, Target: s.cfg.Target, TargetKind: s.cfg.TargetKind, Subject: subjectName, Submission: submission.Identity(sub.Dir), Seed: s.cfg.Seed, Tags: s.cfg.Tags,
+		SubmissionDir: subDir, Builtin: sub.Source == submission.SourceBuiltin,
 		Versions: copyMap(s.cfg.Versions), StartedAt: time.Now().UTC(), Command: "acceptance", Preflight: s.preflight,
-	}, report.Options{Baselines: s.cfg.Baselines})
+	}, report.Options{Baselines: s.cfg.Baselines, JournalKeys: s.cfg.JournalKeys})
 	if err != nil {
 		g.Err = err
 		return g
@@ -151,7 +187,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	reps := max(s.cfg.Repeat, 1)
 	var ends []int // outcomes recorded by the end of each repetition
 	for rep := 1; rep <= reps && ctx.Err() == nil; rep++ {
-		if err := s.runSuite(ctx, sub, bundle, out, runID, token, tenant, rep, factory, progress); err != nil {
+		if err := s.runSuite(ctx, sub, bundle, out, runID, token, tenant, view, rep, factory, progress); err != nil {
 			bundle.Abort("the suite could not be set up: " + err.Error())
 			g.Err = err
 			break
@@ -173,7 +209,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 }
 
 // runSuite runs every selected scenario once (repetition rep) into the bundle.
-func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bundle *report.Bundle, out, runID, token, tenant string, rep int,
+func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bundle *report.Bundle, out, runID, token, tenant string, view *observe.View, rep int,
 	factory SuiteFactory, progress io.Writer) error {
 	if rep > 1 {
 		runID = fmt.Sprintf("%s-r%d", runID, rep)
@@ -198,11 +234,16 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 		Stubs:          s.stubHooks(token),
 		MintAPIKey:     mint,
 		Tenant:         tenant,
+		View:           view,
 		Progress:       progress,
 		Secrets:        bundle.AddSecrets,
 		FaultLock:      &s.faults,
 		Repetition:     rep,
 		Inputs:         s.inputs,
+
+		Confine:           s.cfg.Confine,
+		Unconfined:        s.cfg.Unconfined,
+		SubmissionTimeout: s.cfg.SubmissionTimeout,
 	})
 	if err != nil {
 		return err
@@ -328,7 +369,15 @@ func (s *Session) stubHooks(token string) Stubs {
 			}
 			return got
 		},
-		ExfilRequests:         func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		ExfilRequests: func(t time.Time) int { return len(since(st.Exfil.Requests(), t)) },
+		StubRequests: func(t time.Time) map[string][]stubs.Request {
+			return map[string][]stubs.Request{
+				"data_api": since(st.DataAPI.Requests(), t),
+				"exfil":    since(st.Exfil.Requests(), t),
+				"index":    since(st.Index.Requests(), t),
+				"csv":      since(st.CSV.Requests(), t),
+			}
+		},
 		CSVURL:                st.CSV.Add,
 		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
 		Shared:                s.shared,

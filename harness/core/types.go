@@ -10,13 +10,16 @@ package core
 
 import (
 	"context"
+	"github.com/osb-capstone/acceptance/harness/observe"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/cucumber/godog"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/stubs"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
@@ -55,6 +58,11 @@ type Stubs struct {
 	DataAPIReceived func(since time.Time) string
 	// ExfilRequests counts requests the exfiltration sink received since the given time.
 	ExfilRequests func(since time.Time) int
+	// StubRequests returns what each stub logged since the given time, by
+	// stub ("data_api", "exfil", "index", "csv"). It is kept as a run's
+	// evidence only: a request is attributed by identity (the gateway's
+	// egress_request events, a token), never by when it came.
+	StubRequests func(since time.Time) map[string][]stubs.Request
 	// CSVURL serves a fixture file on a loopback URL ({csv_url}).
 	CSVURL func(path string) (string, error)
 	// PackageIndexAvailable says whether the stub index has the wheel the
@@ -85,6 +93,11 @@ type SuiteInput struct {
 	// Tenant is the submission's tenant on the bundled server ("" when keys
 	// are not minted): the keys minted for it see only its own sandboxes.
 	Tenant string
+	// View is the submission's view of a real target, which has no tenants
+	// (nil on the bundled server): every recording proxy started for it
+	// shares it, so its commands list only the sandboxes its own commands
+	// created, and another's answers as unknown (harness/observe).
+	View *observe.View
 	// Progress receives one line per finished scenario; nil discards.
 	Progress io.Writer
 	// Secrets registers values the report must redact.
@@ -100,6 +113,13 @@ type SuiteInput struct {
 	// Inputs are the session's shared generated inputs and recomputations
 	// (nil: each suite makes its own).
 	Inputs *Inputs
+	// Confine confines every command of the submission (nil: unconfined,
+	// Unconfined says why).
+	Confine    *confine.Config
+	Unconfined string
+	// SubmissionTimeout bounds the summed time of the submission's commands
+	// (0: unbounded beyond SubjectTimeout per command).
+	SubmissionTimeout time.Duration
 }
 
 // Suite is one submission's scenario set.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,10 @@ func Connect(ctx context.Context, endpoint string) (*dockertest.Pool, error) {
 // engine: the next run can then tell that leftovers are provably dead.
 type lock struct{ f *os.File }
 
-func acquireLock(dir string) (*lock, error) {
+// acquireLock takes the engine's lock, waiting up to wait while another
+// docker-target run holds it (one line on log says so); the engine is
+// shared by every checkout on the machine.
+func acquireLock(ctx context.Context, dir string, wait time.Duration, log io.Writer) (*lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -55,14 +59,41 @@ func acquireLock(dir string) (*lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another docker-target run holds %s", f.Name())
+	deadline := time.Now().Add(wait)
+	said := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return &lock{f: f}, nil
 		}
-		return nil, err
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, err
+		}
+		if !time.Now().Before(deadline) {
+			_ = f.Close()
+			return nil, fmt.Errorf("another docker-target run holds %s (waited %s; OSB_DOCKER_LOCK_WAIT sets how long)", f.Name(), wait.Round(time.Second))
+		}
+		if !said && log != nil {
+			fmt.Fprintf(log, "docker target: another docker-target run holds %s; waiting up to %s\n", f.Name(), wait.Round(time.Second))
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
 	}
-	return &lock{f: f}, nil
+}
+
+// lockWait is how long a run waits for the engine's lock: $OSB_DOCKER_LOCK_WAIT
+// (a Go duration), else 15 minutes.
+func lockWait() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("OSB_DOCKER_LOCK_WAIT")); err == nil && d >= 0 {
+		return d
+	}
+	return 15 * time.Minute
 }
 
 func (l *lock) release() {

@@ -37,36 +37,174 @@ type Image struct {
 	Ref     string // name:tag the control plane is configured with
 	ID      string // image id (content digest)
 	StandIn bool   // built here in place of the official image
-	Note    string
-	Build   time.Duration // 0 when it came from the cache
+	// Origin is the provenance label: OriginOfficial, OriginEngine,
+	// OriginUpstreamPrefix+commit or OriginStandIn.
+	Origin string
+	Note   string
+	Build  time.Duration // 0 when it came from the cache
 }
 
-// ImageConfig says where the inputs are.
+// ImageConfig says where the inputs are and which images to prefer.
 type ImageConfig struct {
 	RepoDir  string // the project's root (.ci/docker-sandbox-rootfs.sh)
 	CacheDir string // rootfs tarballs are kept here by content hash
 	WheelDir string // the stub index's wheels, installed into the sandbox image
 	Binary   string // the acceptance binary (stand-in execd and egress)
 	Log      io.Writer
+	// Overrides (--execd-image, --egress-image, --sandbox-image): used as
+	// named; one the engine lacks and cannot pull is an error, never a
+	// silent stand-in.
+	ExecdImage, EgressImage, SandboxImage string
+	// Pairing names the images the server version uses by default.
+	Pairing Pairing
+	// PullTimeout bounds one pull attempt (default 60 s; this project's
+	// engine refuses pulls at once).
+	PullTimeout time.Duration
 }
 
-// EnsureImages builds what is missing: the sandbox image (cached by the hash
-// of its build script and wheels: a rerun reuses the tarball and the image),
-// then the execd and egress stand-ins (by the hash of the binary).
+// imageEngine is what the image choice needs of the engine (a dockertest
+// pool's client; a fake in the unit tests).
+type imageEngine interface {
+	InspectImage(ref string) (*dc.Image, error)
+	PullImage(ctx context.Context, ref string) error
+}
+
+type poolEngine struct{ pool *dockertest.Pool }
+
+func (e poolEngine) InspectImage(ref string) (*dc.Image, error) {
+	return e.pool.Client.InspectImage(ref)
+}
+
+func (e poolEngine) PullImage(ctx context.Context, ref string) error {
+	repo, tag := splitRef(ref)
+	return e.pool.Client.PullImage(dc.PullImageOptions{Repository: repo, Tag: tag, Context: ctx, InactivityTimeout: 30 * time.Second}, dc.AuthConfiguration{})
+}
+
+// EnsureImages chooses every image (chooseImage): an override first, then the
+// image the server version names when the engine has it or can pull it, and a
+// stand-in built here only when neither works. The sandbox image is built
+// here (cached by the hash of its build script and wheels: a rerun reuses the
+// tarball and the image) unless --sandbox-image names one; the server
+// version names no sandbox image (the suite asks for python:3.12).
 func EnsureImages(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) ([]Image, error) {
-	sb, err := ensureSandbox(ctx, pool, cfg)
+	eng := poolEngine{pool}
+	var sb Image
+	var err error
+	if cfg.SandboxImage != "" {
+		sb, err = chooseImage(ctx, eng, cfg, "sandbox", cfg.SandboxImage, "", nil)
+		if err == nil && sb.Ref != SandboxImageURI {
+			repo, tag := splitRef(SandboxImageURI)
+			if err := pool.Client.TagImage(sb.Ref, dc.TagImageOptions{Repo: repo, Tag: tag, Force: true, Context: ctx}); err != nil {
+				return nil, fmt.Errorf("tagging %s as %s: %w", sb.Ref, SandboxImageURI, err)
+			}
+			sb.Note = "--sandbox-image " + sb.Ref + ", tagged " + SandboxImageURI + " (what the suite asks for)"
+			sb.Ref = SandboxImageURI
+		}
+	} else {
+		sb, err = ensureSandbox(ctx, pool, cfg)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out := []Image{sb}
 	for _, role := range []string{"execd", "egress"} {
-		im, err := ensureStandIn(ctx, pool, cfg, role, sb.ID)
+		override, named := cfg.ExecdImage, cfg.Pairing.Execd
+		if role == "egress" {
+			override, named = cfg.EgressImage, cfg.Pairing.Egress
+		}
+		im, err := chooseImage(ctx, eng, cfg, role, override, named, func() (Image, error) {
+			return ensureStandIn(ctx, pool, cfg, role, sb.ID)
+		})
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, im)
 	}
 	return out, nil
+}
+
+// chooseImage picks one component's image: the override when given (it
+// must be in the engine or pullable), else the named image when the engine
+// has it or a pull brings it, else build(). The result carries its
+// provenance label.
+func chooseImage(ctx context.Context, eng imageEngine, cfg ImageConfig, role, override, named string, build func() (Image, error)) (Image, error) {
+	logf := func(format string, a ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "docker target: "+format+"\n", a...)
+		}
+	}
+	if override != "" {
+		im, why := findOrPull(ctx, eng, cfg, override)
+		if im == nil {
+			return Image{}, fmt.Errorf("--%s-image %s: %s", role, override, why)
+		}
+		logf("%s image %s (given; %s)", role, override, im.Origin)
+		im.Role, im.Note = role, "given with --"+role+"-image"
+		return *im, nil
+	}
+	if named != "" {
+		im, why := findOrPull(ctx, eng, cfg, named)
+		if im != nil {
+			logf("%s image %s (named by opensandbox-server==%s; %s)", role, named, cfg.Pairing.Server, im.Origin)
+			im.Role, im.Note = role, "named by opensandbox-server=="+cfg.Pairing.Server
+			return *im, nil
+		}
+		logf("%s image %s (named by opensandbox-server==%s) cannot be had: %s; building the stand-in", role, named, cfg.Pairing.Server, why)
+	}
+	if build == nil {
+		return Image{}, fmt.Errorf("no %s image: none given and none to build", role)
+	}
+	im, err := build()
+	if err != nil {
+		return Image{}, err
+	}
+	im.Origin = OriginStandIn
+	im.StandIn = true
+	if named != "" {
+		im.Note += "; " + named + " (named by opensandbox-server==" + cfg.Pairing.Server + ") is not in the engine and could not be pulled"
+	} else if role != "sandbox" {
+		im.Note += "; the version table names no " + role + " image for opensandbox-server==" + cfg.Pairing.Server
+	}
+	return im, nil
+}
+
+// findOrPull returns the image as the engine has it, pulling it once when
+// missing (nil and why when neither works).
+func findOrPull(ctx context.Context, eng imageEngine, cfg ImageConfig, ref string) (*Image, string) {
+	pulled := false
+	got, err := eng.InspectImage(ref)
+	if err != nil {
+		timeout := cfg.PullTimeout
+		if timeout <= 0 {
+			timeout = 60 * time.Second
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		perr := eng.PullImage(pctx, ref)
+		cancel()
+		if perr != nil {
+			return nil, "not in the engine, and the pull failed: " + firstLine(perr.Error())
+		}
+		if got, err = eng.InspectImage(ref); err != nil {
+			return nil, "pulled, but the engine does not show it: " + err.Error()
+		}
+		pulled = true
+	}
+	var labels map[string]string
+	if got.Config != nil {
+		labels = got.Config.Labels
+	}
+	origin := originFromLabels(labels, pulled)
+	return &Image{Ref: ref, ID: got.ID, Origin: origin, StandIn: origin == OriginStandIn}, ""
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
 }
 
 func sandboxHash(cfg ImageConfig) (string, error) {
@@ -97,15 +235,15 @@ func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) 
 		return Image{}, err
 	}
 	ref := SandboxRepo + ":" + hash
-	im := Image{Role: "sandbox", Ref: SandboxImageURI, StandIn: true,
-		Note: "built here from Debian 12 packages (debootstrap minbase: python3, pandas, matplotlib, pip, tabulate wheel) as " + ref}
+	im := Image{Role: "sandbox", Ref: SandboxImageURI, StandIn: true, Origin: OriginStandIn,
+		Note: "built here from Debian 12 packages (mmdebstrap or debootstrap minbase: python3, pandas, matplotlib, pip, tabulate wheel) as " + ref}
 	start := time.Now()
 	if got, err := pool.Client.InspectImage(ref); err == nil {
 		im.ID = got.ID
 	} else {
 		tarball := filepath.Join(cfg.CacheDir, "rootfs-"+hash+".tar")
 		if _, err := os.Stat(tarball); err != nil {
-			fmt.Fprintf(cfg.Log, "docker target: building the sandbox root filesystem (debootstrap, a few minutes; cached as %s)\n", tarball)
+			fmt.Fprintf(cfg.Log, "docker target: building the sandbox root filesystem (mmdebstrap or debootstrap, a few minutes; cached as %s)\n", tarball)
 			if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 				return Image{}, err
 			}
@@ -118,6 +256,9 @@ func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) 
 		f, err := os.Open(tarball)
 		if err != nil {
 			return Image{}, err
+		}
+		if st, err := f.Stat(); err == nil {
+			fmt.Fprintf(cfg.Log, "docker target: importing the sandbox image from %s (%d MB) as %s\n", tarball, st.Size()>>20, ref)
 		}
 		err = pool.Client.ImportImage(dc.ImportImageOptions{Repository: SandboxRepo, Tag: hash, Source: "-", InputStream: f, OutputStream: io.Discard, Context: ctx})
 		_ = f.Close()
@@ -182,12 +323,13 @@ func ensureStandIn(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig, 
 		repo = EgressRepo
 	}
 	ref := repo + ":" + tag
-	im := Image{Role: role, Ref: ref, StandIn: true, Note: "stand-in built from this project's acceptance binary (" + role + " mode), not opensandbox/" + role}
+	im := Image{Role: role, Ref: ref, StandIn: true, Origin: OriginStandIn, Note: "stand-in built from this project's acceptance binary (" + role + " mode), not opensandbox/" + role}
 	if got, err := pool.Client.InspectImage(ref); err == nil {
 		im.ID = got.ID
 		return im, nil
 	}
 	start := time.Now()
+	fmt.Fprintf(cfg.Log, "docker target: building the %s stand-in image %s\n", role, ref)
 	var ctxTar bytes.Buffer
 	tw := tar.NewWriter(&ctxTar)
 	for _, n := range names {

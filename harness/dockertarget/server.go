@@ -3,7 +3,6 @@ package dockertarget
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,12 +34,8 @@ func Requirements(version string) ([]byte, error) {
 }
 
 // ensureVenv installs the pinned control plane into venvDir (once: a
-// marker holds the requirements' hash).
-func ensureVenv(ctx context.Context, venvDir, version string, log io.Writer) (string, error) {
-	req, err := Requirements(version)
-	if err != nil {
-		return "", err
-	}
+// marker holds the requirements).
+func ensureVenv(ctx context.Context, venvDir, version string, req []byte, log io.Writer) (string, error) {
 	bin := filepath.Join(venvDir, "bin", "opensandbox-server")
 	marker := filepath.Join(venvDir, ".osb-requirements")
 	if old, err := os.ReadFile(marker); err == nil && string(old) == string(req) {
@@ -170,7 +166,7 @@ func startServer(ctx context.Context, bin, dir, dockerHost string, cfg serverCon
 	for {
 		select {
 		case <-p.done:
-			return nil, fmt.Errorf("opensandbox-server exited during start-up: %s", tail(readFile(filepath.Join(dir, "server.log")), 1500))
+			return nil, classifyStart("exited during start-up", readFile(filepath.Join(dir, "server.log")))
 		case <-ctx.Done():
 			p.stop()
 			return nil, ctx.Err()
@@ -186,7 +182,7 @@ func startServer(ctx context.Context, bin, dir, dockerHost string, cfg serverCon
 		}
 		if time.Now().After(deadline) {
 			p.stop()
-			return nil, errors.New("opensandbox-server did not answer /health within 60 s: " + tail(readFile(filepath.Join(dir, "server.log")), 1500))
+			return nil, classifyStart("did not answer /health within 60 s", readFile(filepath.Join(dir, "server.log")))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -205,6 +201,47 @@ func (p *serverProc) stop() {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-p.done
 	}
+}
+
+// StartError is a control plane that could not start: a failure of the
+// target (the server package, its config or the engine), never of a
+// submission. Class names which, Excerpt is the end of its log.
+type StartError struct {
+	How     string // "exited during start-up", "did not answer /health within 60 s"
+	Class   string
+	Excerpt string
+}
+
+// Start-failure classes.
+const (
+	StartImportFailed  = "the server package failed to import"
+	StartConfigRefused = "the server refused its config"
+	StartEngineRefused = "the engine refused a container"
+	StartUnclassified  = "the control plane did not start (unclassified)"
+)
+
+func (e *StartError) Error() string {
+	return fmt.Sprintf("target failure: opensandbox-server %s: %s (a fault of the target, not of any submission); its log ends:\n%s", e.How, e.Class, e.Excerpt)
+}
+
+var (
+	importFailRe = regexp.MustCompile(`(?m)^(ModuleNotFoundError|ImportError)\b|No module named `)
+	configFailRe = regexp.MustCompile(`(?i)(validation error|invalid config|configuration error|config(uration)? file|tomllib|TOMLDecodeError|pydantic_core\._pydantic_core\.ValidationError|Extra inputs are not permitted|Input should be)`)
+	engineFailRe = regexp.MustCompile(`(docker\.errors\.|APIError|ImageNotFound|Error while fetching server API version|Cannot connect to the Docker daemon|DockerException)`)
+)
+
+// classifyStart names why a control plane did not start, from its log.
+func classifyStart(how, log string) *StartError {
+	e := &StartError{How: how, Excerpt: tail(log, 1500), Class: StartUnclassified}
+	switch {
+	case importFailRe.MatchString(log):
+		e.Class = StartImportFailed
+	case engineFailRe.MatchString(log):
+		e.Class = StartEngineRefused
+	case configFailRe.MatchString(log):
+		e.Class = StartConfigRefused
+	}
+	return e
 }
 
 func readFile(p string) string {

@@ -21,13 +21,16 @@ type Config struct {
 	WheelDir      string    // default RepoDir/.cache/wheels
 	Binary        string    // the acceptance binary (default os.Executable())
 	Log           io.Writer // progress; nil discards
+	// ExecdImage, EgressImage, SandboxImage override the image choice
+	// (--execd-image, --egress-image, --sandbox-image).
+	ExecdImage, EgressImage, SandboxImage string
 }
 
 // Component is one piece of the stack, for the report's header.
 type Component struct {
 	Name    string `json:"name"`
 	Version string `json:"version"` // version or image id
-	Origin  string `json:"origin"`  // "official" or "stand-in"
+	Origin  string `json:"origin"`  // a provenance label: official, from the engine, upstream-built from commit X, stand-in
 	Note    string `json:"note,omitempty"`
 }
 
@@ -37,8 +40,16 @@ type Target struct {
 	APIKey     string
 	Version    string
 	Components []Component
+	// Pairing is the version table's row for Version (Known false: the
+	// table does not know it).
+	Pairing      Pairing
+	PairingKnown bool
+	// Pin says how the control plane's requirements were had (committed,
+	// or resolved at run time with its file and hash).
+	Pin PinInfo
 	// Timings of the set-up, for the closing note.
 	ImageBuild time.Duration
+	Venv       time.Duration // installing (or reusing) the control plane's venv
 	Startup    time.Duration
 
 	closeOnce sync.Once
@@ -94,15 +105,17 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		}
 		cfg.Binary = exe
 	}
-	if _, err := Requirements(cfg.ServerVersion); err != nil {
+	pin, err := ResolvePin(ctx, cfg.RepoDir, cfg.CacheDir, cfg.ServerVersion, cfg.Log)
+	if err != nil {
 		return nil, err
 	}
+	pairing, known := PairingFor(cfg.ServerVersion)
 	pool, err := Connect(ctx, cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
 	dir := stateDir()
-	lk, err := acquireLock(dir)
+	lk, err := acquireLock(ctx, dir, lockWait(), cfg.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -119,12 +132,14 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	}
 
 	t0 := time.Now()
-	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), WheelDir: cfg.WheelDir, Binary: cfg.Binary, Log: cfg.Log})
+	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), WheelDir: cfg.WheelDir, Binary: cfg.Binary, Log: cfg.Log,
+		ExecdImage: cfg.ExecdImage, EgressImage: cfg.EgressImage, SandboxImage: cfg.SandboxImage, Pairing: pairing})
 	if err != nil {
 		return nil, err
 	}
 	build := time.Since(t0)
-	bin, err := ensureVenv(ctx, filepath.Join(cfg.CacheDir, "server-"+cfg.ServerVersion), cfg.ServerVersion, cfg.Log)
+	tv := time.Now()
+	bin, err := ensureVenv(ctx, filepath.Join(cfg.CacheDir, "server-"+cfg.ServerVersion), cfg.ServerVersion, pin.Requirements, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -163,15 +178,16 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	rec.ServerPID = proc.cmd.Process.Pid
 	_ = writeRecord(dir, rec)
 
-	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Startup: time.Since(t1)}
-	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, pinned with hashes"})
+	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Venv: t1.Sub(tv), Startup: time.Since(t1),
+		Pairing: pairing, PairingKnown: known, Pin: pin}
+	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, " + pin.Describe()})
 	if v, err := pool.Client.Version(); err == nil {
 		t.Components = append(t.Components, Component{Name: "docker engine", Version: v.Get("Version"), Origin: "official", Note: "Debian docker.io, own bridge, no forwarding/NAT"})
 	}
 	for _, im := range images {
-		origin := "official"
-		if im.StandIn {
-			origin = "stand-in"
+		origin := im.Origin
+		if origin == "" {
+			origin = OriginStandIn
 		}
 		t.Components = append(t.Components, Component{Name: im.Role + " image " + im.Ref, Version: im.ID, Origin: origin, Note: im.Note})
 	}

@@ -32,12 +32,11 @@ func Render(mock Run, haveMock bool, real Run, haveReal bool) string {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			v := real.Components[n]
-			origin := "official"
-			if strings.Contains(v, "(stand-in)") {
+			id, origin := splitOrigin(real.Components[n])
+			if origin == "stand-in" {
 				origin = "**stand-in**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(n), code(strings.TrimSpace(strings.NewReplacer("(stand-in)", "", "(official)", "").Replace(v))), origin)
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(n), code(id), origin)
 		}
 	}
 	standIn := haveReal && strings.Contains(fmt.Sprint(real.Components), "stand-in")

@@ -1,11 +1,23 @@
 // Package observe is a recording reverse proxy the harness puts between a
 // subject and a lifecycle server that keeps no audit trail of its own (a real
 // OpenSandbox). The subject is given the proxy's address as
-// OPEN_SANDBOX_DOMAIN; every lifecycle call passes through unchanged and is
-// recorded: method, path, status, the created sandbox's id, the API key's
-// fingerprint (never the key) and, for calls that carry one, the request body
-// with env values replaced by fingerprints. It sees lifecycle calls only:
-// execd traffic goes straight to the endpoints the server hands out.
+// OPEN_SANDBOX_DOMAIN; every lifecycle call passes through and is recorded:
+// method, path, status, the created sandbox's id, the API key's fingerprint
+// (never the key) and, for calls that carry one, the request body with env
+// values replaced by fingerprints.
+//
+// Started with a View (StartFor), the proxy also gives one submission a view
+// of its own sandboxes only, on a server that has no tenants: a list shows
+// only the sandboxes created through that submission's proxies; a get,
+// delete, renew, pause, resume, metadata, snapshot or endpoint call on
+// another sandbox is forwarded as a call on a fresh unknown id, so it
+// answers exactly as the server answers for an unknown sandbox (its 404, its
+// wording, with the id asked for); and endpoints are rewritten to go through
+// the proxy (host:port/sandboxes/{id}/proxy/{port}, the server-proxy form
+// the SDKs already take), which forwards that execd and egress traffic to
+// the endpoint the server gave, records it (EndpointCalls) and refuses, as
+// unknown, a sandbox the submission did not create.
+
 package observe
 
 import (
@@ -28,29 +40,50 @@ import (
 // maxBody is how much of a request or response body is kept for the record.
 const maxBody = 1 << 20
 
-// Call is one recorded lifecycle exchange.
+// Kinds of recorded calls.
+const (
+	KindLifecycle = ""         // a lifecycle call (Calls)
+	KindEndpoint  = "endpoint" // execd or egress traffic through an endpoint (EndpointCalls)
+)
+
+// Call is one recorded exchange: a lifecycle call, or (Kind "endpoint") a
+// request to a sandbox's execd or egress sidecar through a rewritten
+// endpoint or the server proxy route.
 type Call struct {
 	Time           time.Time       `json:"time"`
+	Kind           string          `json:"kind,omitempty"`
 	Method         string          `json:"method"`
 	Path           string          `json:"path"`
 	Status         int             `json:"status"`
 	SandboxID      string          `json:"sandbox_id,omitempty"`
+	Port           int             `json:"port,omitempty"` // endpoint calls: the sandbox port (44772 execd, 18080 egress …)
 	KeyFingerprint string          `json:"key_fingerprint,omitempty"`
 	Body           json.RawMessage `json:"body,omitempty"`
+	// Ended is when the response was complete (endpoint calls: a streamed
+	// command's end).
+	Ended time.Time `json:"ended,omitzero"`
 }
 
 // Proxy is a running recording proxy.
 type Proxy struct {
 	ln       net.Listener
 	srv      *http.Server
+	upstream *url.URL
+	rp       *httputil.ReverseProxy
+	view     *View // nil: no view (every sandbox visible, endpoints as the server gives them)
 	mu       sync.Mutex
 	calls    []Call
-	inflight int // lifecycle calls not yet recorded (under mu; a WaitGroup may not be waited on while new calls arrive)
+	inflight int // calls not yet recorded (under mu; a WaitGroup may not be waited on while new calls arrive)
 }
 
 // Start listens on a loopback port and forwards everything to target (a
-// server root URL such as http://host:port or https://host).
-func Start(target string) (*Proxy, error) {
+// server root URL such as http://host:port or https://host), recording it.
+func Start(target string) (*Proxy, error) { return StartFor(target, nil) }
+
+// StartFor is Start with the view v of one submission (nil: none). Every
+// proxy started for one submission shares its view: a sandbox its run
+// created is its reap's too.
+func StartFor(target string, v *View) (*Proxy, error) {
 	u, err := url.Parse(strings.TrimSuffix(target, "/"))
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("observe: target must be an http(s) URL, got %q", target)
@@ -60,15 +93,15 @@ func Start(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln}
-	rp := &httputil.ReverseProxy{
+	p := &Proxy{ln: ln, upstream: u, view: v}
+	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Host = u.Host
 		},
 		FlushInterval: -1, // SSE through the server proxy route arrives as it happens
 	}
-	p.srv = &http.Server{Handler: p.record(rp), ReadHeaderTimeout: 30 * time.Second}
+	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
 }
@@ -76,10 +109,17 @@ func Start(target string) (*Proxy, error) {
 // Domain is the proxy's address in OPEN_SANDBOX_DOMAIN form (host:port, no scheme).
 func (p *Proxy) Domain() string { return p.ln.Addr().String() }
 
-// Calls returns what was recorded, in the order the requests arrived. A
-// client sees a response before the proxy has recorded it, so Calls first
-// waits (up to 10 s) for lifecycle calls still in flight.
-func (p *Proxy) Calls() []Call {
+// Calls returns the lifecycle calls recorded, in the order the requests
+// arrived. A client sees a response before the proxy has recorded it, so
+// Calls first waits (up to 10 s) for calls still in flight.
+func (p *Proxy) Calls() []Call { return p.callsOf(KindLifecycle) }
+
+// EndpointCalls returns the execd and egress calls recorded (through a
+// rewritten endpoint or the server proxy route), each with its sandbox id
+// and port, in the order the requests arrived.
+func (p *Proxy) EndpointCalls() []Call { return p.callsOf(KindEndpoint) }
+
+func (p *Proxy) callsOf(kind string) []Call {
 	deadline := time.Now().Add(10 * time.Second)
 	p.mu.Lock()
 	for p.inflight > 0 && time.Now().Before(deadline) {
@@ -88,7 +128,12 @@ func (p *Proxy) Calls() []Call {
 		p.mu.Lock()
 	}
 	defer p.mu.Unlock()
-	out := append([]Call(nil), p.calls...)
+	var out []Call
+	for _, c := range p.calls {
+		if c.Kind == kind {
+			out = append(out, c)
+		}
+	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out
 }
@@ -96,55 +141,84 @@ func (p *Proxy) Calls() []Call {
 // Close stops the proxy.
 func (p *Proxy) Close() error { return p.srv.Close() }
 
-func (p *Proxy) record(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLifecycle(r.URL.Path) {
-			next.ServeHTTP(w, r)
-			return
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	if id, port, ok := serverProxyRoute(r.URL.Path); ok {
+		p.serveEndpoint(w, r, id, port)
+		return
+	}
+	if !isLifecycle(r.URL.Path) {
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	p.begin()
+	defer p.end()
+	c := Call{Time: time.Now().UTC(), Method: r.Method, Path: r.URL.RequestURI(), KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
+	if r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err == nil && len(body) <= maxBody {
+			c.Body = redactBody(body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		} else {
+			// Too large to record: forward what was read and the rest untouched.
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		}
-		p.mu.Lock()
-		p.inflight++
-		p.mu.Unlock()
-		defer func() {
-			p.mu.Lock()
-			p.inflight--
-			p.mu.Unlock()
-		}()
-		c := Call{Time: time.Now().UTC(), Method: r.Method, Path: r.URL.RequestURI(), KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
-		if r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut) {
-			body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-			if err == nil && len(body) <= maxBody {
-				c.Body = redactBody(body)
-				r.Body = io.NopCloser(bytes.NewReader(body))
-			} else {
-				// Too large to record: forward what was read and the rest untouched.
-				r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-			}
+	}
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	id := sandboxIDFromPath(r.URL.Path)
+	switch {
+	case p.view == nil:
+		p.rp.ServeHTTP(rec, r)
+	case isCreate(r):
+		p.serveCreate(rec, r)
+	case isList(r):
+		p.serveList(rec, r)
+	case id != "" && !p.view.Owns(id):
+		p.serveAsUnknown(rec, r, id)
+	case id != "" && isEndpointGet(r):
+		p.serveEndpointGet(rec, r, id)
+	default:
+		p.rp.ServeHTTP(rec, r)
+	}
+	c.Status = rec.status
+	c.Ended = time.Now().UTC()
+	if isCreate(r) && rec.status < 300 {
+		var sb struct {
+			ID string `json:"id"`
 		}
-		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r)
-		c.Status = rec.status
-		if isCreate(r) && rec.status < 300 {
-			var sb struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(rec.head.Bytes(), &sb) == nil {
-				c.SandboxID = sb.ID
-			}
-		} else if id := sandboxIDFromPath(r.URL.Path); id != "" {
-			c.SandboxID = id
+		if json.Unmarshal(rec.head.Bytes(), &sb) == nil {
+			c.SandboxID = sb.ID
 		}
-		p.mu.Lock()
-		p.calls = append(p.calls, c)
-		p.mu.Unlock()
-	})
+	} else if id != "" {
+		c.SandboxID = id
+	}
+	p.add(c)
 }
 
-// recorder keeps the status and the first bytes of the response.
+func (p *Proxy) begin() {
+	p.mu.Lock()
+	p.inflight++
+	p.mu.Unlock()
+}
+
+func (p *Proxy) end() {
+	p.mu.Lock()
+	p.inflight--
+	p.mu.Unlock()
+}
+
+func (p *Proxy) add(c Call) {
+	p.mu.Lock()
+	p.calls = append(p.calls, c)
+	p.mu.Unlock()
+}
+
+// recorder keeps the status and the first bytes of the response (not for
+// endpoint traffic: noHead).
 type recorder struct {
 	http.ResponseWriter
 	status int
 	head   bytes.Buffer
+	noHead bool
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -153,7 +227,7 @@ func (r *recorder) WriteHeader(code int) {
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
-	if room := maxBody - r.head.Len(); room > 0 {
+	if room := maxBody - r.head.Len(); room > 0 && !r.noHead {
 		r.head.Write(b[:min(len(b), room)])
 	}
 	return r.ResponseWriter.Write(b)
@@ -165,6 +239,10 @@ func (r *recorder) Flush() {
 		f.Flush()
 	}
 }
+
+// Unwrap lets http.ResponseController (the reverse proxy's WebSocket
+// upgrade) reach the connection.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func trimV1(path string) string { return strings.TrimPrefix(path, "/v1") }
 

@@ -254,6 +254,12 @@ func (a *Admin) AddCanaries(ctx context.Context, canaries map[string]string) (*R
 	return doJSON[Empty](ctx, a.c, a.call("POST", "/canaries", nil), map[string]map[string]string{"canaries": canaries}, false)
 }
 
+// AddMarkers calls POST /_mock/markers {"markers":{label:value}} (204): input
+// markers the egress gateway looks for in every request it forwards.
+func (a *Admin) AddMarkers(ctx context.Context, markers map[string]string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/markers", nil), map[string]map[string]string{"markers": markers}, false)
+}
+
 // PutCanaries calls PUT /_mock/canaries {"canaries":{label:value}} (204).
 // The values are registered as transcript secrets first.
 func (a *Admin) PutCanaries(ctx context.Context, canaries map[string]string) (*Result[Empty], error) {

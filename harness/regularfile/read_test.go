@@ -48,3 +48,50 @@ func TestReadRefusesNonRegularWithoutBlocking(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not a regular file")
 }
+
+// TestReadNeverFollowsASymlink: a submission's summary.json linked to a file
+// it may not read is refused, and the error never names the target.
+func TestReadNeverFollowsASymlink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "shadow-target")
+	require.NoError(t, os.WriteFile(secret, []byte("root:secret-hash:1:"), 0o600))
+	link := filepath.Join(dir, "summary.json")
+	require.NoError(t, os.Symlink(secret, link))
+	for _, read := range []func(string, int64) ([]byte, error){Read, ReadMax} {
+		b, err := read(link, 1<<20)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, ErrSymlink), "%v", err)
+		assert.Empty(t, b)
+		assert.NotContains(t, err.Error(), "shadow-target")
+	}
+}
+
+// TestReadMaxRefusesASparseTebibyte: a 1 TiB sparse file (what once made the
+// grader run out of memory) is refused from its size, at once, naming the cap.
+func TestReadMaxRefusesASparseTebibyte(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "report.md")
+	f, err := os.Create(p)
+	require.NoError(t, err)
+	if err := f.Truncate(1 << 40); err != nil {
+		f.Close()
+		t.Skipf("this filesystem cannot hold a 1 TiB sparse file: %v", err)
+	}
+	require.NoError(t, f.Close())
+	start := time.Now()
+	b, err := ReadMax(p, 8<<20)
+	var tl *TooLargeError
+	require.True(t, errors.As(err, &tl), "%v", err)
+	assert.Equal(t, int64(1<<40), tl.Size)
+	assert.Equal(t, int64(8<<20), tl.Limit)
+	assert.Contains(t, err.Error(), "over the grader's cap of 8388608 bytes")
+	assert.Nil(t, b)
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	small := filepath.Join(t.TempDir(), "ok")
+	require.NoError(t, os.WriteFile(small, []byte("12345"), 0o644))
+	b, err = ReadMax(small, 5)
+	require.NoError(t, err)
+	assert.Equal(t, "12345", string(b))
+	_, err = ReadMax(small, 4)
+	require.True(t, errors.As(err, &tl), "%v", err)
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +31,14 @@ type Options struct {
 	// Review, when set, merges a reviewer's judgement into the rendered
 	// document (harness/review provides it); nil: no review is merged.
 	Review ReviewHook
+	// JournalKeys, when set, binds the journal to its run: Open signs every
+	// line with a key made for the run and kept in this directory, and
+	// RenderDir refuses a journal that does not verify (VerifyJournal).
+	// Empty: lines are unsigned and not verified.
+	JournalKeys string
+	// journalRefused: why Finalize rebuilt the journal from the grader's own
+	// record (the one on disk did not verify).
+	journalRefused string
 }
 
 // ReviewHook returns the final score for a bundle's measured document, or
@@ -51,6 +60,8 @@ type Bundle struct {
 
 	mu   sync.Mutex // guards meta and rendering
 	meta Meta
+	// journalRefused: set once Finalize found the journal altered.
+	journalRefused string
 }
 
 // Open creates dir (and dir/evidence), writes run.json and opens the journal.
@@ -80,7 +91,13 @@ func Open(dir string, reg *rubric.Registry, meta Meta, opts Options) (*Bundle, e
 	if err := writeMeta(dir, meta); err != nil {
 		return nil, fmt.Errorf("report: write run metadata: %w", err)
 	}
-	j, err := OpenJournal(filepath.Join(dir, JournalFile))
+	var j *Journal
+	var err error
+	if opts.JournalKeys != "" {
+		j, err = OpenSignedJournal(filepath.Join(dir, JournalFile), opts.JournalKeys, meta.RunID)
+	} else {
+		j, err = OpenJournal(filepath.Join(dir, JournalFile))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +161,22 @@ func (b *Bundle) Finalize() (Document, error) {
 	if err := writeMeta(b.dir, b.meta); err != nil {
 		return Document{}, fmt.Errorf("report: write run metadata: %w", err)
 	}
-	return render(b.dir, b.reg, b.meta, b.opts)
+	opts := b.opts
+	if opts.JournalKeys != "" {
+		// The journal on disk is what the report is built from; a submission
+		// that wrote into it (another run's lines, edited verdicts) is undone
+		// from the grader's own record, and the report says so.
+		var jerr *JournalError
+		if err := VerifyJournal(b.dir, opts.JournalKeys); errors.As(err, &jerr) {
+			b.journalRefused = "results.jsonl was altered during the run and was rebuilt from the grader's own record: " +
+				strings.Join(jerr.Problems, "; ")
+			if rerr := b.journal.restore(filepath.Join(b.dir, JournalFile), b.results.Outcomes()); rerr != nil {
+				return Document{}, fmt.Errorf("report: restore journal: %w", rerr)
+			}
+		}
+		opts.journalRefused = b.journalRefused
+	}
+	return render(b.dir, b.reg, b.meta, opts)
 }
 
 // Recover is deferred by the run: on a panic it marks the run aborted,
@@ -178,6 +210,11 @@ func RenderDir(dir string, reg *rubric.Registry, opts Options) (Document, error)
 		}
 		meta.EndedAt = opts.Now().UTC()
 	}
+	if opts.JournalKeys != "" {
+		if err := VerifyJournal(dir, opts.JournalKeys); err != nil {
+			return Document{}, err
+		}
+	}
 	return render(dir, reg, meta, opts)
 }
 
@@ -185,6 +222,8 @@ func render(dir string, reg *rubric.Registry, meta Meta, opts Options) (Document
 	outs, skipped, jerr := ReadJournal(filepath.Join(dir, JournalFile))
 	doc, sum := Build(reg, meta, outs, nil)
 	doc.JournalSkipped = skipped
+	doc.Confinement = ReadConfinement(dir)
+	doc.JournalRefused = opts.journalRefused
 	doc.Drift = opts.Baselines.CheckDrift(dir, doc.TargetKind, sum)
 	if doc.Drift == nil {
 		doc.Drift = []DriftResult{}

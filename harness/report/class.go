@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html/template"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,6 +22,7 @@ const (
 	ClassMarkdownFile = "class.md"
 	ClassCSVFile      = "class.csv"
 	ClassHTMLFile     = "class.html"
+	ClassJSONFile     = "class.json"
 )
 
 // ClassStudent is one submission's line in the class summary.
@@ -45,6 +45,11 @@ type ClassEntry struct {
 	Flaky    int
 	PassRate float64 // passed / (passed + failed + flaky); 0 when nothing was measured
 	Measured int     // passed + failed + flaky
+	// StandIn counts submissions whose verdict of this entry rests on a
+	// stand-in component (a real target's part built by this project).
+	StandIn int
+	// Security: a security criterion (failing it fails the submission).
+	Security bool
 }
 
 // ClassReason is a failure reason and how many submissions it hit.
@@ -68,6 +73,20 @@ type Class struct {
 	Broken   int
 	// WithFlaky counts submissions with at least one flaky entry.
 	WithFlaky int
+	// SecurityFailed counts submissions that failed a security criterion.
+	SecurityFailed int
+
+	// Total is the score's maximum (100).
+	Total float64
+	// Dist and Histogram are the bundles' measured scores; FinalDist and
+	// FinalHistogram the reviewed bundles' final scores (nil when none is
+	// reviewed).
+	Dist           *Distribution
+	Histogram      []HistBin
+	FinalDist      *Distribution
+	FinalHistogram []HistBin
+	// MostFailed are the entries the class failed, highest rate first.
+	MostFailed []ClassFailure
 }
 
 // maxReasons bounds the "most common failure reasons" table.
@@ -166,24 +185,35 @@ func ReadClass(dir string, bundles []string) Class {
 	if len(c.Reasons) > maxReasons {
 		c.Reasons = c.Reasons[:maxReasons]
 	}
+	c.addStats()
 	return c
 }
 
 // WriteClassSummary reads each bundle's report.json and writes
-// dir/class.md, dir/class.csv and dir/class.html: per student the verdict
-// and the score by scoring item, per entry the pass rate, and the most
-// common failure reasons. Every number is the bundle's own (report.json;
+// dir/class.md, dir/class.csv, dir/class.html and dir/class.json: per
+// student the verdict and the score by scoring item, the score
+// distribution, per entry the pass and failure rates, the most-failed
+// entries with their reasons grouped by similar text, and (class.json,
+// class.html) every entry's verdict per student. Every number is the bundle's own (report.json;
 // the final score from its review.json when reviewed).
 func WriteClassSummary(dir string, bundles []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("report: class summary: %w", err)
 	}
-	c := ReadClass(dir, bundles)
+	return WriteClass(dir, ReadClass(dir, bundles))
+}
+
+// WriteClass writes a class read by ReadClass (and perhaps annotated, as
+// MergeClass does) into dir/class.md, dir/class.csv and dir/class.html.
+func WriteClass(dir string, c Class) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("report: class summary: %w", err)
+	}
 	var errs []error
 	for _, w := range []struct {
 		name  string
 		write func(*bytes.Buffer, Class) error
-	}{{ClassMarkdownFile, writeClassMarkdown}, {ClassCSVFile, writeClassCSV}, {ClassHTMLFile, writeClassHTML}} {
+	}{{ClassMarkdownFile, writeClassMarkdown}, {ClassCSVFile, writeClassCSV}, {ClassHTMLFile, writeClassHTML}, {ClassJSONFile, writeClassJSON}} {
 		var buf bytes.Buffer
 		if err := w.write(&buf, c); err != nil {
 			errs = append(errs, fmt.Errorf("report: render %s: %w", w.name, err))
@@ -300,6 +330,7 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 		fmt.Fprintf(&b, "; %d with a flaky entry (passed only some repetitions)", c.WithFlaky)
 	}
 	b.WriteString(". Scores are each bundle's own: earned of measured (of 100); the final score only where a reviewer has judged.\n\n")
+	writeClassDistribution(&b, c)
 	b.WriteString("## Per student\n\n| Student | Verdict | Score | Measured |")
 	for _, it := range c.Items {
 		fmt.Fprintf(&b, " %s (%d) |", it.Item, it.Weight)
@@ -344,6 +375,7 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 		}
 		fmt.Fprintf(&b, "| **%s** %s | %d | %d | %d | %d | %d | %s |\n", e.ID, cell(e.Title), e.Passed, e.Failed, e.Flaky, e.NotMeasured, e.Errored, rate)
 	}
+	writeClassMostFailed(&b, c)
 	b.WriteString("\n## Most common failure reasons\n\n")
 	if len(c.Reasons) == 0 {
 		b.WriteString("Nothing failed.\n")
@@ -409,27 +441,9 @@ func writeClassCSV(buf *bytes.Buffer, c Class) error {
 			return err
 		}
 	}
+	if err := writeClassCSVFooter(w, c, head); err != nil {
+		return err
+	}
 	w.Flush()
 	return w.Error()
 }
-
-//go:embed class.html.tmpl
-var classHTMLTemplate string
-
-var classTmpl = template.Must(template.New("class").Funcs(template.FuncMap{
-	"num":   func(f float64) string { return rubric.Num(f) },
-	"title": verdictTitle,
-	"pct":   pct,
-	"vclass": func(v rubric.Verdict) string {
-		return verdictClass(v)
-	},
-	"earned": func(s ClassStudent, item rubric.ID) string {
-		if e, ok := s.itemEarned(item); ok {
-			return rubric.Num(e)
-		}
-		return ""
-	},
-	"join": func(s []string) string { return strings.Join(s, ", ") },
-}).Parse(classHTMLTemplate))
-
-func writeClassHTML(buf *bytes.Buffer, c Class) error { return classTmpl.Execute(buf, c) }

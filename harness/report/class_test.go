@@ -58,7 +58,9 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	for i, h := range head {
 		col[h] = i
 	}
+	rows, footer := splitClassCSV(rows)
 	require.Len(t, rows, 5)
+	assert.Equal(t, "(class) min", footer[0][0])
 	passed := map[rubric.ID]int{}
 	measured := map[rubric.ID]int{}
 	flaky := map[rubric.ID]int{}
@@ -144,6 +146,7 @@ func TestRefreshClassSummaryAfterReview(t *testing.T) {
 	assert.True(t, ok)
 	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
 	require.NoError(t, err)
+	rows, _ = splitClassCSV(rows)
 	require.Len(t, rows, 5, "the same four bundles")
 	col := map[string]int{}
 	for i, h := range rows[0] {
@@ -155,4 +158,107 @@ func TestRefreshClassSummaryAfterReview(t *testing.T) {
 	assert.Equal(t, "", rows[3][col["final_score"]], "carol is not reviewed")
 	assert.Equal(t, "unreadable", rows[4][col["verdict"]], "dave is still listed")
 	assert.Contains(t, string(mustRead(t, filepath.Join(dir, ClassMarkdownFile))), "21.5 (review pending)")
+}
+
+// splitClassCSV parts class.csv's rows into the header and submissions, and
+// the class's figures below them.
+func splitClassCSV(rows [][]string) (subs, footer [][]string) {
+	for _, r := range rows {
+		if strings.HasPrefix(r[0], ClassCSVFooterPrefix) {
+			footer = append(footer, r)
+		} else {
+			subs = append(subs, r)
+		}
+	}
+	return subs, footer
+}
+
+// Reasons that differ only in ids, numbers and durations are one group; the
+// others stay apart; the most-failed list is by failure rate, harness errors
+// and not measured never counted as failures.
+func TestClassMostFailedGroupsReasons(t *testing.T) {
+	assert.Equal(t, reasonKey("sandbox 3f2a9c1d still running after 120s"), reasonKey("Sandbox 7b0e44aa still running after 95s"))
+	assert.Equal(t, reasonKey("no DELETE of df1ef78c-62e4-4bf2-9454-60f9539d6096 was seen"), reasonKey("no DELETE of 8003e3e1-bcdb-4855-a3fe-a5ce3242a8d2 was seen"))
+	assert.NotEqual(t, reasonKey("sandbox 3f2a9c1d still running"), reasonKey("sandbox 3f2a9c1d was never created"))
+	assert.Equal(t, "the facade stayed up; m0 <n> of <n>", reasonKey("the facade  stayed up; M0 3 of 5"), "words and entry ids are kept")
+
+	doc := func(verdicts map[rubric.ID]rubric.Verdict, reasons map[rubric.ID]string, score float64) Document {
+		d := Document{Verdict: rubric.OverallNotPassed, Score: rubric.Score{Earned: score, Total: 100}}
+		for _, id := range []rubric.ID{rubric.Network, rubric.M0, rubric.D2} {
+			v := verdicts[id]
+			if v == "" {
+				v = rubric.Passed
+			}
+			row := EntryRow{ID: id, Title: string(id), Verdict: v, Reason: reasons[id]}
+			if id == rubric.Network {
+				d.Criteria = append(d.Criteria, row)
+			} else if id == rubric.M0 {
+				d.Milestones = append(d.Milestones, row)
+			} else {
+				d.Drills = append(d.Drills, row)
+			}
+		}
+		return d
+	}
+	c := Class{}
+	add := func(name string, d Document) {
+		c.Students = append(c.Students, ClassStudent{Name: name, Bundle: name, Doc: d})
+	}
+	add("a", doc(map[rubric.ID]rubric.Verdict{rubric.D2: rubric.Failed, rubric.M0: rubric.Failed},
+		map[rubric.ID]string{rubric.D2: "retried the vanished sandbox 3f2a9c1d for 120s", rubric.M0: "no contract"}, 10))
+	add("b", doc(map[rubric.ID]rubric.Verdict{rubric.D2: rubric.Failed},
+		map[rubric.ID]string{rubric.D2: "retried the vanished sandbox 7b0e44aa for 95s"}, 55))
+	add("c", doc(map[rubric.ID]rubric.Verdict{rubric.D2: rubric.Flaky, rubric.Network: rubric.HarnessError},
+		map[rubric.ID]string{rubric.D2: "flaky: passed 1 of 2 repetitions"}, 100))
+	add("d", doc(map[rubric.ID]rubric.Verdict{rubric.D2: rubric.NotMeasured, rubric.Network: rubric.Failed},
+		map[rubric.ID]string{rubric.Network: "exfil.invalid was reached"}, 90))
+	// Tally as ReadClass does, then the statistics.
+	for _, id := range []rubric.ID{rubric.Network, rubric.M0, rubric.D2} {
+		e := ClassEntry{ID: id, Title: string(id)}
+		for _, s := range c.Students {
+			r, _ := s.entry(id)
+			switch r.Verdict {
+			case rubric.Passed:
+				e.Passed++
+			case rubric.Failed:
+				e.Failed++
+			case rubric.Flaky:
+				e.Flaky++
+			case rubric.HarnessError:
+				e.Errored++
+			default:
+				e.NotMeasured++
+			}
+		}
+		e.Measured = e.Passed + e.Failed + e.Flaky
+		c.Entries = append(c.Entries, e)
+	}
+	c.addStats()
+
+	require.Len(t, c.MostFailed, 3)
+	d2 := c.MostFailed[0]
+	assert.Equal(t, rubric.D2, d2.ID, "D2: 3 of 3 measured (d's is not measured)")
+	assert.Equal(t, 3, d2.Failed)
+	assert.Equal(t, 1, d2.Flaky)
+	assert.Equal(t, 3, d2.Measured)
+	require.Len(t, d2.Groups, 2)
+	assert.Equal(t, ReasonGroup{Reason: "retried the vanished sandbox 3f2a9c1d for 120s", Variants: 2, Count: 2, Students: []string{"a", "b"}}, d2.Groups[0])
+	assert.Equal(t, []string{"c"}, d2.Groups[1].Students)
+	nw := c.MostFailed[1]
+	assert.Equal(t, rubric.Network, nw.ID)
+	assert.True(t, nw.Security)
+	assert.Equal(t, 1, nw.Failed)
+	assert.Equal(t, 3, nw.Measured, "c's harness error is neither a failure nor measured")
+	assert.InDelta(t, 1.0/3, nw.Rate, 1e-9)
+	assert.Equal(t, rubric.M0, c.MostFailed[2].ID)
+	assert.InDelta(t, 0.25, c.MostFailed[2].Rate, 1e-9)
+	assert.Equal(t, 1, c.SecurityFailed, "d failed network; c's harness error is no security failure")
+
+	require.NotNil(t, c.Dist)
+	assert.Equal(t, Distribution{N: 4, Min: 10, Q1: 43.75, Median: 72.5, Q3: 92.5, Max: 100, Mean: 63.75}, *c.Dist)
+	var counts []int
+	for _, b := range c.Histogram {
+		counts = append(counts, b.Count)
+	}
+	assert.Equal(t, []int{0, 1, 0, 0, 0, 1, 0, 0, 0, 2}, counts, "100 is in the last band")
 }

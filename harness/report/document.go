@@ -30,19 +30,31 @@ type Document struct {
 	Drift      []DriftResult `json:"drift"`
 	// JournalSkipped counts torn journal lines (a crash mid-write).
 	JournalSkipped int `json:"journal_skipped,omitempty"`
+	// JournalRefused says the journal on disk was altered during the run
+	// (lines of another run, edited or removed lines) and what was done.
+	JournalRefused string `json:"journal_refused,omitempty"`
 
-	Target     string            `json:"target"`
-	TargetKind rubric.Target     `json:"target_kind"`
-	Subject    string            `json:"subject"`
+	Target     string        `json:"target"`
+	TargetKind rubric.Target `json:"target_kind"`
+	Subject    string        `json:"subject"`
+	// Submission is the submission's identity (Meta.Submission).
+	Submission string            `json:"submission,omitempty"`
 	Seed       int64             `json:"seed"`
 	Tags       string            `json:"tags,omitempty"`
 	Versions   map[string]string `json:"versions"`
 	// StandIns are the target's components that are stand-ins, not
 	// OpenSandbox's own (from the "component: …" versions; none on the
 	// bundled server). Each entry row names those its verdict rests on.
-	StandIns  []rubric.Component `json:"stand_ins,omitempty"`
-	StartedAt time.Time          `json:"started_at"`
-	EndedAt   time.Time          `json:"ended_at"`
+	StandIns []rubric.Component `json:"stand_ins,omitempty"`
+	// Provenance is each real-target component's provenance label (official,
+	// from the engine, upstream-built from commit X, stand-in), from the
+	// "component: …" versions; each entry row carries those its verdict rests on.
+	Provenance map[rubric.Component]string `json:"provenance,omitempty"`
+	StartedAt  time.Time                   `json:"started_at"`
+	EndedAt    time.Time                   `json:"ended_at"`
+	// Confinement is how the submission's commands were confined (from
+	// their records; nil when none ran).
+	Confinement *Confinement `json:"confinement,omitempty"`
 
 	// Final is the score after a reviewer's judgement (review.json), merged
 	// at render time; never part of report.json, whose measured content a
@@ -80,7 +92,10 @@ type EntryRow struct {
 	// (rubric.DependsOn); empty when it rests on official ones only, or when
 	// none of its outcomes was measured.
 	StandIns []rubric.Component `json:"stand_ins,omitempty"`
-	Outcomes []OutcomeRow       `json:"outcomes"`
+	// Provenance: the components this verdict rests on, each with its
+	// provenance label (empty as StandIns is).
+	Provenance map[rubric.Component]string `json:"provenance,omitempty"`
+	Outcomes   []OutcomeRow                `json:"outcomes"`
 }
 
 // OutcomeRow is one recorded outcome of an entry.
@@ -111,6 +126,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		Target:        meta.Target,
 		TargetKind:    kind,
 		Subject:       meta.Subject,
+		Submission:    meta.Submission,
 		Seed:          meta.Seed,
 		Tags:          meta.Tags,
 		Versions:      meta.Versions,
@@ -121,6 +137,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		d.Versions = map[string]string{}
 	}
 	d.StandIns = StandInsOf(d.Versions)
+	d.Provenance = ProvenanceOf(d.Versions)
 	if d.Drift == nil {
 		d.Drift = []DriftResult{}
 	}
@@ -154,6 +171,7 @@ func Build(reg *rubric.Registry, meta Meta, outcomes []rubric.Outcome, drift []D
 		if measuredSome(r.Outcomes) {
 			// A verdict nothing was measured for rests on nothing.
 			row.StandIns = rubric.RestsOn(id, d.StandIns)
+			row.Provenance = restsOnProvenance(id, d.Provenance)
 		}
 		for _, o := range r.Outcomes {
 			row.Outcomes = append(row.Outcomes, OutcomeRow{Scenario: o.Scenario, Verdict: o.Verdict, Category: o.Category, Reason: o.Reason})
@@ -203,6 +221,44 @@ func StandInsOf(versions map[string]string) []rubric.Component {
 	return out
 }
 
+// ProvenanceOf reads each component's provenance label from a run's
+// versions: "component: <role> …" → "<id> (<label>)" (nil when none).
+func ProvenanceOf(versions map[string]string) map[rubric.Component]string {
+	var out map[rubric.Component]string
+	for _, c := range rubric.Components {
+		for k, v := range versions {
+			name, ok := strings.CutPrefix(k, ComponentKeyPrefix)
+			if !ok || (name != string(c) && !strings.HasPrefix(name, string(c)+" ")) {
+				continue
+			}
+			i := strings.LastIndex(v, " (")
+			if i < 0 || !strings.HasSuffix(v, ")") {
+				continue
+			}
+			if out == nil {
+				out = map[rubric.Component]string{}
+			}
+			out[c] = v[i+2 : len(v)-1]
+			break
+		}
+	}
+	return out
+}
+
+// restsOnProvenance: the provenance of the components entry id rests on.
+func restsOnProvenance(id rubric.ID, prov map[rubric.Component]string) map[rubric.Component]string {
+	var out map[rubric.Component]string
+	for _, c := range rubric.DependsOn[id] {
+		if p, ok := prov[c]; ok {
+			if out == nil {
+				out = map[rubric.Component]string{}
+			}
+			out[c] = p
+		}
+	}
+	return out
+}
+
 // StandInNote is the per-entry marker: "rests on the stand-in execd, egress".
 func StandInNote(cs []rubric.Component) string {
 	if len(cs) == 0 {
@@ -220,7 +276,9 @@ func (r EntryRow) StandInList() string {
 	return strings.Join(names, ", ")
 }
 
-// Reproduce is the one-line command that re-runs just the scenarios feeding e.
+// Reproduce is the one-line command that re-runs just the scenarios feeding e:
+// `grade … DIR` for a submission graded from its directory, `run --subject
+// reference` for the bundled reference, `run --subject 'CMD'` for a command.
 // The API key is never written: a real target reads it from the environment.
 func Reproduce(meta Meta, e rubric.Entry) string {
 	cmd := meta.Command
@@ -231,16 +289,27 @@ func Reproduce(meta Meta, e rubric.Entry) string {
 	if target == "" {
 		target = string(rubric.TargetMock)
 	}
-	args := []string{cmd, "run", "--target", shellQuote(target)}
-	if meta.TargetKind == rubric.TargetReal {
+	verb := "run"
+	if meta.SubmissionDir != "" && !meta.Builtin {
+		verb = "grade"
+	}
+	args := []string{cmd, verb, "--target", shellQuote(target)}
+	if meta.TargetKind == rubric.TargetReal && target != "docker" { // --target docker makes its own key
 		args = append(args, "--api-key", `"$OPEN_SANDBOX_API_KEY"`)
 	}
-	if meta.Subject != "" {
+	switch {
+	case verb == "grade":
+	case meta.Builtin:
+		args = append(args, "--subject", "reference")
+	case meta.Subject != "":
 		args = append(args, "--subject", shellQuote(meta.Subject))
 	}
 	args = append(args, "--seed", strconv.FormatInt(meta.Seed, 10))
 	if tag := e.Tag(); tag != "" {
 		args = append(args, "--tags", shellQuote(tag))
+	}
+	if verb == "grade" {
+		args = append(args, shellQuote(meta.SubmissionDir))
 	}
 	return strings.Join(args, " ")
 }

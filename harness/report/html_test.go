@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -291,44 +290,12 @@ func TestHTMLSelfContained(t *testing.T) {
 	assert.Less(t, len(s), 256<<10, "report.html stays small")
 }
 
-// chromiumRequired: make test (OSB_SDK_REQUIRED=1) and CI must run the
-// browser test; elsewhere it may be skipped when chromium is absent.
-func chromiumRequired() bool {
-	return os.Getenv("OSB_SDK_REQUIRED") == "1" || os.Getenv("CI") == "true"
-}
-
-func findChromium(t *testing.T) string {
-	if testing.Short() {
-		t.Skip("-short: the browser test of report.html starts Chromium (about 40 s); make test runs it")
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if chromiumRequired() {
-		t.Fatalf("chromium is not installed and OSB_SDK_REQUIRED=1 or CI=true: run make deps (apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed (make deps installs Debian's chromium); the browser test of report.html is skipped outside CI")
-	return ""
-}
-
-// chromiumCmd runs headless chromium with no network: in a fresh network
-// namespace when possible (root), and with every host name unresolvable
-// and background networking off in any case.
-func chromiumCmd(ctx context.Context, bin, profile string, args ...string) *exec.Cmd {
-	flags := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-extensions", "--disable-default-apps", "--no-pings", "--disable-domain-reliability", "--disable-breakpad",
-		"--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--user-data-dir=" + profile}
-	flags = append(flags, args...)
-	if os.Geteuid() == 0 {
-		if unshare, err := exec.LookPath("unshare"); err == nil {
-			return exec.CommandContext(ctx, unshare, append([]string{"--net", "--", bin}, flags...)...)
-		}
-	}
-	return exec.CommandContext(ctx, bin, flags...)
-}
+// The browser helpers live in reporttest (the class page's test in
+// cmd/acceptance drives chromium too).
+var (
+	findChromium = func(t *testing.T) string { return reporttest.FindChromium(t) }
+	chromiumCmd  = reporttest.ChromiumCmd
+)
 
 // TestHTMLInChromium renders three real bundles' report.html in headless
 // Chromium, asserts the key elements in the DOM it built, and keeps

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -19,6 +21,10 @@ const JournalFile = "results.jsonl"
 type Journal struct {
 	mu sync.Mutex
 	f  *os.File
+	// key signs every line when the journal is bound to its run (OpenSigned).
+	key    *journalKey
+	keyDir string
+	n      int64
 }
 
 // OpenJournal opens (creating or appending to) the journal at path.
@@ -28,6 +34,21 @@ func OpenJournal(path string) (*Journal, error) {
 		return nil, fmt.Errorf("report: open journal: %w", err)
 	}
 	return &Journal{f: f}, nil
+}
+
+// OpenSignedJournal opens a new journal whose every line is bound to run
+// runID: a key made for it is kept in keyDir (see VerifyJournal).
+func OpenSignedJournal(path, keyDir, runID string) (*Journal, error) {
+	k, err := newJournalKey(keyDir, runID, filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	j, err := OpenJournal(path)
+	if err != nil {
+		return nil, err
+	}
+	j.key, j.keyDir = k, keyDir
+	return j, nil
 }
 
 // Append writes one outcome and syncs it to disk.
@@ -41,13 +62,46 @@ func (j *Journal) Append(o rubric.Outcome) error {
 	if j.f == nil {
 		return fmt.Errorf("report: journal closed; outcome %s/%s not written", o.ID, o.Verdict)
 	}
+	if j.key != nil {
+		b = j.key.sign(b)
+	}
 	if _, err := j.f.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("report: journal write: %w", err)
 	}
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("report: journal sync: %w", err)
 	}
+	j.n++
 	return nil
+}
+
+// restore rewrites the journal at path from outs, the grader's own record,
+// after VerifyJournal refused what is on disk (a submission edited it).
+func (j *Journal) restore(path string, outs []rubric.Outcome) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var buf bytes.Buffer
+	for _, o := range outs {
+		b, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if j.key != nil {
+			b = j.key.sign(b)
+		}
+		buf.Write(append(b, '\n'))
+	}
+	j.n = int64(len(outs))
+	if j.f == nil {
+		return writeFileAtomic(path, buf.Bytes())
+	}
+	if err := j.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := j.f.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	return j.f.Sync()
 }
 
 // Close closes the file; later Appends fail.
@@ -59,6 +113,12 @@ func (j *Journal) Close() error {
 	}
 	err := j.f.Close()
 	j.f = nil
+	if j.key != nil {
+		// What the grader wrote, kept where the submission cannot reach:
+		// a journal cut short afterwards is refused.
+		j.key.Lines, j.key.Closed = j.n, true
+		err = errors.Join(err, j.key.save(j.keyDir))
+	}
 	return err
 }
 

@@ -20,8 +20,17 @@ type Meta struct {
 	Target     string        `json:"target"`
 	TargetKind rubric.Target `json:"target_kind"`
 	Subject    string        `json:"subject"`
-	Seed       int64         `json:"seed"`
-	Tags       string        `json:"tags,omitempty"`
+	// SubmissionDir is the graded submission's directory (a capstone.yaml
+	// at its root), when it was graded from one: reproduce lines grade it.
+	SubmissionDir string `json:"submission_dir,omitempty"`
+	// Builtin: the subject is the bundled reference (`--subject reference`).
+	Builtin bool   `json:"builtin,omitempty"`
+	Seed    int64  `json:"seed"`
+	Tags    string `json:"tags,omitempty"`
+	// Submission is the graded submission's identity, its directory's name
+	// (submission.Identity): what `grade --shard` hashes and `acceptance
+	// class` matches bundles of the same submission by. Empty for --subject.
+	Submission string `json:"submission,omitempty"`
 	// Versions names what ran (harness, server, go, python …).
 	Versions  map[string]string `json:"versions,omitempty"`
 	StartedAt time.Time         `json:"started_at"`

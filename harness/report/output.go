@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
 // Further output file names inside the bundle.
@@ -109,4 +111,27 @@ func Rerender(dir string, final *Final) (Document, error) {
 	}
 	d.Final = final
 	return d, writeOutputs(dir, &d, ReviewOutputs)
+}
+
+// Reassert checks that report.json and results.json in dir are still what
+// doc (the grader's own record of the run, as Finalize returned it) renders
+// to; if either was changed after the grader wrote it (an escaped process of
+// the submission rewriting its own grade), every output is written again
+// from doc. It returns the names of the files that had changed.
+func Reassert(dir string, doc Document) ([]string, error) {
+	var changed []string
+	for _, name := range []string{JSONFile, GradescopeFile} {
+		var want bytes.Buffer
+		if err := writers[name](&want, doc); err != nil {
+			return nil, fmt.Errorf("report: render %s: %w", name, err)
+		}
+		got, err := regularfile.ReadMax(filepath.Join(dir, name), int64(want.Len()))
+		if err != nil || !bytes.Equal(got, want.Bytes()) {
+			changed = append(changed, name)
+		}
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	return changed, writeOutputs(dir, &doc, AllOutputs)
 }

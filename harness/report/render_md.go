@@ -20,7 +20,13 @@ func WriteMarkdown(w io.Writer, d Document) error {
 	if d.Aborted != "" {
 		fmt.Fprintf(&b, "> **Run aborted:** %s. Only what was measured before that is reported.\n\n", cell(d.Aborted))
 	}
+	if h := d.Confinement.Header(); h != "" {
+		fmt.Fprintf(&b, "> **%s**\n\n", cell(h))
+	}
 	writePreflight(&b, d.Preflight)
+	if d.JournalRefused != "" {
+		fmt.Fprintf(&b, "> **Journal altered during the run:** %s\n\n", cell(d.JournalRefused))
+	}
 	if d.JournalSkipped > 0 {
 		fmt.Fprintf(&b, "> %d torn journal line(s) could not be read (the process died while writing).\n\n", d.JournalSkipped)
 	}
@@ -30,6 +36,12 @@ func WriteMarkdown(w io.Writer, d Document) error {
 	fmt.Fprintf(&b, "| Target | %s (%s) |\n", code(d.Target), d.TargetKind)
 	fmt.Fprintf(&b, "| Subject | %s |\n", code(d.Subject))
 	fmt.Fprintf(&b, "| Seed | %d |\n", d.Seed)
+	if c := d.Confinement; c != nil {
+		fmt.Fprintf(&b, "| Confinement | %s (%d commands, %d connections refused) |\n", c.Mode, c.Commands, c.Refused)
+		if len(c.RanReference) > 0 {
+			fmt.Fprintf(&b, "| Ran the bundled reference | %s |\n", cell(strings.Join(c.RanReference, ", ")))
+		}
+	}
 	if d.Tags != "" {
 		fmt.Fprintf(&b, "| Tags | %s |\n", code(d.Tags))
 	}

@@ -297,6 +297,17 @@ func TestReproduce(t *testing.T) {
 	assert.Equal(t, `acceptance run --target mock --subject 'python3 agent.py --csv {csv} --out {out}' --seed 42 --tags @criterion:network`, Reproduce(m, e))
 	m.Target, m.TargetKind, m.Subject = "http://127.0.0.1:8080", rubric.TargetReal, "it's"
 	assert.Equal(t, `acceptance run --target http://127.0.0.1:8080 --api-key "$OPEN_SANDBOX_API_KEY" --subject 'it'\''s' --seed 42 --tags @criterion:network`, Reproduce(m, e))
+	// --target docker makes its own key: --api-key there is a usage error.
+	m.Target = "docker"
+	assert.Equal(t, `acceptance run --target docker --subject 'it'\''s' --seed 42 --tags @criterion:network`, Reproduce(m, e))
+	// A submission graded from its directory is graded again (issue 17: the
+	// display name "name (/path)" is no command on PATH).
+	m = fixtureMeta()
+	m.Subject, m.SubmissionDir = "alice (/srv/class/alice smith)", "/srv/class/alice smith"
+	assert.Equal(t, `acceptance grade --target mock --seed 42 --tags @criterion:network '/srv/class/alice smith'`, Reproduce(m, e))
+	// The bundled reference is run as itself.
+	m.Subject, m.SubmissionDir, m.Builtin = "reference (/repo/fixtures/submissions/reference)", "", true
+	assert.Equal(t, `acceptance run --target mock --subject reference --seed 42 --tags @criterion:network`, Reproduce(m, e))
 }
 
 // TestJUnitCleansSubjectText: every string written into junit.xml — titles,

@@ -139,3 +139,26 @@ func markedRows(d Document) int {
 	}
 	return n
 }
+
+// TestProvenancePerEntry: every component's provenance label (official,
+// from the engine, upstream-built from commit X, stand-in) is read from the
+// versions and carried per entry for the components its verdict rests on.
+func TestProvenancePerEntry(t *testing.T) {
+	v := map[string]string{
+		"component: execd image opensandbox/execd:v1.1.0":   "sha256:aa (upstream-built from commit 3bb6fad3f00d)",
+		"component: egress image opensandbox/egress:v1.1.7": "sha256:bb (from the engine)",
+		"component: sandbox image python:3.12":              "sha256:cc (stand-in)",
+		"component: control plane":                          "opensandbox-server==1.1.1 (official)",
+	}
+	p := ProvenanceOf(v)
+	assert.Equal(t, map[rubric.Component]string{
+		rubric.ComponentExecd:        "upstream-built from commit 3bb6fad3f00d",
+		rubric.ComponentEgress:       "from the engine",
+		rubric.ComponentSandboxImage: "stand-in",
+	}, p)
+	assert.Equal(t, map[rubric.Component]string{rubric.ComponentExecd: "upstream-built from commit 3bb6fad3f00d", rubric.ComponentSandboxImage: "stand-in"},
+		restsOnProvenance(rubric.M1, p), "M1 rests on execd and the sandbox image")
+	assert.Nil(t, restsOnProvenance(rubric.M0, p), "M0 is lifecycle only")
+	assert.Equal(t, []rubric.Component{rubric.ComponentSandboxImage}, StandInsOf(v), "only the stand-in is a stand-in")
+	assert.Nil(t, ProvenanceOf(map[string]string{"server": "mock 1.1.1"}), "the bundled server has no components")
+}

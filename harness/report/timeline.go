@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
 // SubjectRun is one subject run's timeline, read from
@@ -197,7 +199,8 @@ func readRun(bundle, rdir string) SubjectRun {
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].Seq < events[j].Seq })
 	var sum summaryDoc
-	if b, err := os.ReadFile(filepath.Join(rdir, "out", "summary.json")); err == nil {
+	// The subject's own file: bounded, never through a symbolic link.
+	if b, err := regularfile.ReadMax(filepath.Join(rdir, "out", "summary.json"), 16<<20); err == nil {
 		r.HasSummary = json.Unmarshal(b, &sum) == nil
 	}
 	names := map[string][]string{}

@@ -22,4 +22,13 @@
 // regular file) is removed and listed in Result.Defused.
 // Stdout and stderr stream to files with a size cap; nothing is held whole in
 // memory.
+//
+// With Spec.Confine the command runs in a box of its own instead
+// (harness/confine, confined.go): its own uid and namespaces, the host
+// read-only, fixed paths inside ({csv} /input/data.csv, {out} /out, HOME
+// /home/student, {acceptance} /capstone/bin/acceptance), a cgroup killed
+// whole at the end, a network reaching only the ports Spec.Confine.Allow
+// names, and {out} copied out (regular files only, capped) afterwards.
+// Result.Confinement says what was enforced; without a box it says "off"
+// and why (Spec.Unconfined).
 package subject

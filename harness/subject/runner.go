@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/confine"
 )
 
 // Expected output files in {out}.
@@ -42,6 +44,11 @@ type Spec struct {
 	// MaxOutputBytes caps each of stdout/stderr on disk. Zero means
 	// DefaultMaxOutputBytes.
 	MaxOutputBytes int64
+	// Confine runs the command in a box of its own (harness/confine); nil
+	// runs it as a plain process group, and Unconfined says why (it goes in
+	// Result.Confinement).
+	Confine    *Confinement
+	Unconfined string
 }
 
 // Result is what happened. A subject that crashed, exited non-zero or timed
@@ -55,6 +62,12 @@ type Result struct {
 	// Canceled is set when the caller's context ended the run.
 	Canceled bool          `json:"canceled"`
 	Duration time.Duration `json:"duration"`
+	// CPUSeconds and PeakRSSKiB are the command's own cost: user+system CPU
+	// of its process and the descendants it waited for, and the largest
+	// resident set among them (child rusage; the sandboxes' cost is the
+	// server's, not in here).
+	CPUSeconds float64 `json:"cpu_seconds"`
+	PeakRSSKiB int64   `json:"peak_rss_kib"`
 
 	StdoutPath      string `json:"stdout_path"`
 	StderrPath      string `json:"stderr_path"`
@@ -82,6 +95,12 @@ type Result struct {
 	// were still running after the subject; they were terminated by the
 	// harness (found by the run's own HOME in their environment).
 	Escaped []int `json:"escaped,omitempty"`
+	// Confinement is what the command's box enforced and what it could not
+	// (mode "off" for a command run unconfined).
+	Confinement *confine.Status `json:"confinement,omitempty"`
+	// RanReference: the command runs the bundled reference ({acceptance}
+	// reference), shown in the report's provenance.
+	RanReference bool `json:"ran_reference,omitempty"`
 }
 
 // Succeeded reports exit code 0 within the time limit.
@@ -108,6 +127,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	if limit <= 0 {
 		limit = DefaultMaxOutputBytes
 	}
+	if spec.Confine != nil {
+		return runConfined(ctx, spec, grace, limit)
+	}
 	argv, err := spec.Template.Argv(spec.Executable, spec.Inputs)
 	if err != nil {
 		return nil, err
@@ -129,6 +151,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		StderrPath: filepath.Join(spec.WorkDir, "stderr.log"),
 		OutDir:     spec.Inputs.Out,
 		HomeDir:    home,
+
+		RanReference: spec.Template.RunsReference(),
+		Confinement:  confine.Off(spec.Unconfined),
 	}
 	outCap, outW, err := newCapture(res.StdoutPath, limit)
 	if err != nil {
@@ -186,6 +211,10 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		res.ExitCode = ps.ExitCode()
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal().String()
+		}
+		res.CPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			res.PeakRSSKiB = ru.Maxrss // kilobytes on Linux
 		}
 	}
 

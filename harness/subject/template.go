@@ -3,6 +3,8 @@ package subject
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -17,6 +19,11 @@ var Placeholders = []string{"{csv}", "{csv_url}", "{question}", "{out}", "{accep
 
 // inputPlaceholders are the ones a pipeline is expected to use.
 var inputPlaceholders = []string{"{csv}", "{csv_url}", "{question}", "{out}"}
+
+// unknownPlaceholder finds what looks like a placeholder: a lower-case word in
+// braces not preceded by $ (a shell ${var} is left to the shell). One that is
+// not in Placeholders ({csvv}) is an error, never passed through as text.
+var unknownPlaceholder = regexp.MustCompile(`\{[a-z][a-z0-9_]*\}`)
 
 // Template is a parsed subject command.
 type Template struct {
@@ -37,8 +44,9 @@ type Inputs struct {
 
 // Parse parses a subject command string. "reference" (surrounding spaces
 // ignored) selects the bundled reference pipeline. Anything else is a shell
-// command template; text other than the four placeholders is left untouched
-// (so `python3 -c 'd={}'` is fine).
+// command template; a lower-case {word} that is not a placeholder is an error
+// naming it ({csvv}); other text is left untouched (so `python3 -c 'd={}'` and
+// a shell "${dir}" are fine).
 func Parse(cmd string) (Template, error) {
 	trimmed := strings.TrimSpace(cmd)
 	if trimmed == "" {
@@ -49,6 +57,11 @@ func Parse(cmd string) (Template, error) {
 	}
 	if trimmed == ReferenceName {
 		return Template{raw: ReferenceName, reference: true}, nil
+	}
+	for _, loc := range unknownPlaceholder.FindAllStringIndex(cmd, -1) {
+		if p := cmd[loc[0]:loc[1]]; (loc[0] == 0 || cmd[loc[0]-1] != '$') && !slices.Contains(Placeholders, p) {
+			return Template{}, fmt.Errorf("subject: unknown placeholder %s in the command (known: %s)", p, strings.Join(Placeholders, " "))
+		}
 	}
 	t := Template{raw: cmd, used: map[string]bool{}}
 	for _, p := range Placeholders {
@@ -73,6 +86,14 @@ func (t Template) String() string { return t.raw }
 
 // IsReference reports whether the template is the bundled reference pipeline.
 func (t Template) IsReference() bool { return t.reference }
+
+// RunsReference reports whether the command runs the bundled reference:
+// the reference subject, or {acceptance} followed by the word reference.
+func (t Template) RunsReference() bool {
+	return t.reference || runsReference.MatchString(t.raw)
+}
+
+var runsReference = regexp.MustCompile(`\{acceptance\}['"]?\s+['"]?reference\b`)
 
 // Uses reports whether the template contains the placeholder (e.g. "{csv_url}").
 func (t Template) Uses(placeholder string) bool { return t.used[placeholder] }

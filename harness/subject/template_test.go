@@ -51,10 +51,10 @@ func TestQuoteRoundTripNoInjection(t *testing.T) {
 }
 
 func TestExpandSubstitutesOnceAndLeavesOtherBraces(t *testing.T) {
-	tpl := MustParse(`python3 -c 'd={}' {csv} {csv_url} {question} {out} {unknown}`)
+	tpl := MustParse(`python3 -c 'd={}' {csv} {csv_url} {question} {out} ${HOME} ${dir} {1}`)
 	got, err := tpl.Expand(Inputs{CSV: "/a b.csv", CSVURL: "http://127.0.0.1:1/x.csv", Question: "{out}", Out: "/o"})
 	require.NoError(t, err)
-	assert.Equal(t, `python3 -c 'd={}' '/a b.csv' 'http://127.0.0.1:1/x.csv' '{out}' '/o' {unknown}`, got)
+	assert.Equal(t, `python3 -c 'd={}' '/a b.csv' 'http://127.0.0.1:1/x.csv' '{out}' '/o' ${HOME} ${dir} {1}`, got)
 	assert.True(t, tpl.Uses("{csv_url}"))
 	assert.False(t, MustParse("run {csv}").Uses("{csv_url}"))
 	assert.Equal(t, []string{"{csv_url}", "{question}", "{out}"}, MustParse("run {csv}").Unused())
@@ -86,4 +86,25 @@ func TestReferenceArgvNoShell(t *testing.T) {
 	argv, err = MustParse("run {question}").Argv("", in)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"/bin/sh", "-c", `run '$(rm -rf /) '\''x'\'''`}, argv)
+}
+
+// TestParseRefusesUnknownPlaceholders: a misspelt placeholder ({csvv}) would
+// reach the shell as literal text and the submission would fail for a reason
+// it cannot see; it is an error naming it. Shell ${var} and other braces stay.
+func TestParseRefusesUnknownPlaceholders(t *testing.T) {
+	for cmd, bad := range map[string]string{
+		"python3 agent.py --csv {csvv} --out {out}":     "{csvv}",
+		"python3 agent.py --csv {csv} --out {output}":   "{output}",
+		"{acceptance} reference --question {questions}": "{questions}",
+		"run {csv}{csvv}": "{csvv}",
+	} {
+		_, err := Parse(cmd)
+		require.Error(t, err, cmd)
+		assert.Contains(t, err.Error(), "unknown placeholder "+bad, cmd)
+		assert.Contains(t, err.Error(), "{csv} {csv_url} {question} {out} {acceptance}", cmd)
+	}
+	for _, ok := range []string{`out={out}; python3 x.py --out "${out}" --dir "${dir}"`, `python3 -c 'd={}; e={1: 2}'`, `echo {A} {}`} {
+		_, err := Parse(ok)
+		assert.NoError(t, err, ok)
+	}
 }

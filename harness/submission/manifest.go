@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,8 +108,21 @@ func Parse(path string, b []byte) (*Manifest, error) {
 		return nil, merr
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		add("(file)", 0, "is not valid YAML: %v", err)
+		return nil, merr
+	}
+	// A second document (after ---) would be silently ignored by a plain
+	// decode: a manifest is one document.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		line := extra.Line
+		if err != nil {
+			add("(file)", 0, "holds a second YAML document after ---, and it is not valid YAML: %v (a manifest is one document)", err)
+		} else {
+			add("(file)", line, "holds a second YAML document after --- (a manifest is one document)")
+		}
 		return nil, merr
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {

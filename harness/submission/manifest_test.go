@@ -128,3 +128,42 @@ func TestParseReportsAFieldOnce(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, "capstone.yaml: run (line 1): must be a string, got the number 5", err.Error())
 }
+
+// TestLoadRefusesASymlinkedManifest: a capstone.yaml linked to a file the
+// submission wants printed (its lines once appeared in the YAML error) is
+// refused, and the error never shows the target's name or content.
+func TestLoadRefusesASymlinkedManifest(t *testing.T) {
+	dir, elsewhere := t.TempDir(), t.TempDir()
+	target := filepath.Join(elsewhere, "shadow")
+	require.NoError(t, os.WriteFile(target, []byte("root:$6$secret-hash:19000:0:99999:7:::\n"), 0o600))
+	require.NoError(t, os.Symlink(target, filepath.Join(dir, ManifestName)))
+	_, err := Load(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "symbolic link")
+	assert.NotContains(t, err.Error(), "secret-hash")
+	assert.NotContains(t, err.Error(), "shadow")
+}
+
+// TestParseRefusesASecondDocument: whatever follows a --- is not silently
+// ignored; and an unknown placeholder in a command is an error naming it.
+func TestParseRefusesASecondDocument(t *testing.T) {
+	for _, b := range []string{
+		"run: python3 a.py --out {out}\n---\nrun: python3 b.py --out {out}\n",
+		"run: python3 a.py --out {out}\n---\n[unclosed\n",
+		"run: python3 a.py --out {out}\n---\n",
+	} {
+		_, err := Parse("capstone.yaml", []byte(b))
+		require.Error(t, err, b)
+		assert.Contains(t, err.Error(), "second YAML document", b)
+	}
+	for _, b := range []string{"run: python3 a.py --out {out}\n", "---\nrun: python3 a.py --out {out}\n", "run: python3 a.py --out {out}\n...\n"} {
+		_, err := Parse("capstone.yaml", []byte(b))
+		assert.NoError(t, err, b)
+	}
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ManifestName), []byte("run: python3 a.py --csv {csvv} --out {out}\n"), 0o644))
+	_, err := Load(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "run: subject: unknown placeholder {csvv}")
+}

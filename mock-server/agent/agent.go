@@ -82,13 +82,23 @@ func Run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if cfg.GatewaySocket != "" {
-		if _, err := os.Stat(cfg.GatewaySocket); err == nil {
-			go func() {
-				if err := runSidecar(ctx, cfg.GatewaySocket); err != nil {
-					log.Printf("egress sidecar: %v", err)
-				}
-			}()
+	if err := a.serve(ctx, ln); err != nil {
+		log.Printf("execd: %v", err)
+		return 1
+	}
+	return 0
+}
+
+// serve starts the egress sidecar (when a gateway socket is mounted) and the
+// entrypoint, then serves execd on ln until ctx ends. The sidecar is started
+// first and synchronously: execd answers its first /ping (the runtime's
+// readiness probe) only once the sidecar listens.
+func (a *Agent) serve(ctx context.Context, ln net.Listener) error {
+	if sock := a.cfg.GatewaySocket; sock != "" {
+		if _, err := os.Stat(sock); err == nil {
+			if err := startSidecar(ctx, sock); err != nil {
+				log.Printf("egress sidecar: %v", err)
+			}
 		} else {
 			log.Printf("egress sidecar not started: %v", err)
 		}
@@ -101,10 +111,9 @@ func Run() int {
 		_ = srv.Close()
 	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Printf("execd: %v", err)
-		return 1
+		return err
 	}
-	return 0
+	return nil
 }
 
 // Agent is the execd implementation; exported so tests can mount it on any

@@ -22,6 +22,8 @@ const (
 	KindVault     = wire.KindVault     // a credential-vault change or an injection
 	KindFault     = wire.KindFault     // a simulated fault switched on or off by the admin API
 	KindCanary    = wire.KindCanary    // a planted canary value found somewhere it must not be
+	// KindEgressRequest: a request the egress gateway forwarded to an allowed host.
+	KindEgressRequest = wire.KindEgressRequest
 	// KindExecdAfterRemoval: a connection to a removed sandbox's execd endpoint
 	// during its grace period (a documented mock extension).
 	KindExecdAfterRemoval = wire.KindExecdAfterRemoval
@@ -38,6 +40,8 @@ type (
 	Vault     = wire.Vault
 	Fault     = wire.Fault
 	Canary    = wire.Canary
+
+	EgressRequest = wire.EgressRequest
 
 	AfterRemoval = wire.AfterRemoval
 )

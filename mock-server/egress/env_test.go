@@ -125,6 +125,7 @@ type envOpts struct {
 	stubs           []string // hostnames given a loopback stub
 	webhook         string
 	maxRules        int
+	watched         func() map[string]string
 }
 
 // newEnv builds a hub with stubs, attaches one sandbox and starts a sidecar
@@ -142,7 +143,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 		e.stubs[name] = s
 		ups[name] = s.URL
 	}
-	e.hub, err = NewHub(HubConfig{Upstreams: ups, StateDir: dir, Audit: e.rec, DenyWebhook: o.webhook, MaxRules: o.maxRules})
+	e.hub, err = NewHub(HubConfig{Upstreams: ups, StateDir: dir, Audit: e.rec, DenyWebhook: o.webhook, MaxRules: o.maxRules, Watched: o.watched})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.hub.Close() })
 	p, err := ParsePolicy([]byte(o.policy))

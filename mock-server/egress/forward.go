@@ -164,14 +164,37 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("egress denied by policy: %s (rule %s)", m.host, d.Rule), http.StatusForbidden)
 		return
 	}
+	// What the sandbox sent, before the vault touches it (watch.go).
+	sentHeader, authClass := r.Header.Clone(), authorizationClass(r.Header)
+	var tap *bodyTap
+	if r.Body != nil && r.Body != http.NoBody {
+		tap = newBodyTap(r.Body)
+		r.Body = tap
+	}
+	injected := false
+	status := 0
+	defer func() {
+		req := &audit.EgressRequest{Host: m.host, Method: r.Method, Path: r.URL.RequestURI(), Status: status,
+			Authorization: authClass, Injected: injected}
+		var head []byte
+		if tap != nil {
+			req.BodyBytes, req.BodySHA256, head = tap.seen()
+		}
+		if a.hub.cfg.Watched != nil {
+			req.Watched = watchedIn(a.hub.cfg.Watched(), r.URL.RequestURI(), sentHeader, head)
+		}
+		a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindEgressRequest, EgressRequest: req})
+	}()
 	var secrets []string
 	if vlt != nil {
 		inj, ambiguous := vlt.match(m.scheme, m.port, r.Method, r.URL.Path, m.host)
 		if ambiguous {
+			status = http.StatusForbidden
 			http.Error(w, "credential binding ambiguous", http.StatusForbidden)
 			return
 		}
 		if inj != nil {
+			injected = true
 			inj.apply(r.Header)
 			a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{
 				Op: "inject", Revision: inj.revision, Binding: inj.binding, Host: m.host,
@@ -188,12 +211,14 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		},
 		Transport: f.hub.transport,
 		ModifyResponse: func(resp *http.Response) error {
+			status = resp.StatusCode
 			if len(secrets) > 0 && redactHeaders(resp.Header, secrets) {
 				a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{Op: "redact", Host: m.host}})
 			}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			status = http.StatusBadGateway
 			http.Error(w, fmt.Sprintf("egress gateway: upstream for %s failed: %v", m.host, err), http.StatusBadGateway)
 		},
 	}

@@ -44,6 +44,11 @@ type HubConfig struct {
 	DenyWebhook string
 	// MaxRules caps the rules of a policy (413 above it); 0 → 4096.
 	MaxRules int
+	// Watched returns the values (label → value) the gateway looks for in
+	// every request it forwards to an allowed host (planted secrets, input
+	// markers); each forwarded request is recorded (KindEgressRequest) with
+	// the labels found. Nil: requests are recorded with none.
+	Watched func() map[string]string
 	// HostCABundle is the host's CA bundle merged with the hub CA into the
 	// sandbox's bundle; "" → /etc/ssl/certs/ca-certificates.crt (skipped if absent).
 	HostCABundle string

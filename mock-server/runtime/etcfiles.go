@@ -5,9 +5,43 @@ import (
 	"path/filepath"
 )
 
-// hostEtcFiles are host /etc entries a sandbox may read (bound read-only if present).
+// hostEtcFiles are host /etc entries a sandbox may read (bound read-only if
+// present). /etc/os-release: every Debian-based image (python:3.x, debian)
+// has one, and the host's Debian is what the profiles run.
 var hostEtcFiles = []string{
-	"/etc/ssl", "/etc/fonts", "/etc/matplotlibrc", "/etc/alternatives", "/etc/ld.so.cache",
+	"/etc/ssl", "/etc/fonts", "/etc/matplotlibrc", "/etc/alternatives", "/etc/ld.so.cache", "/etc/os-release",
+}
+
+// pythonLocalBin are the commands a python:3.x image has in /usr/local/bin
+// (its own build of Python lives there), as links to the host's Debian
+// python the python profile runs: `python script.py` works as on the real
+// image. Only links whose target exists on the host are made.
+var pythonLocalBin = map[string]string{
+	"python":         "/usr/bin/python3",
+	"python3":        "/usr/bin/python3",
+	"pip":            "/usr/bin/pip3",
+	"pip3":           "/usr/bin/pip3",
+	"pydoc":          "/usr/bin/pydoc3",
+	"pydoc3":         "/usr/bin/pydoc3",
+	"python-config":  "/usr/bin/python3-config",
+	"python3-config": "/usr/bin/python3-config",
+}
+
+// writeLocalBin makes the directory bound over /usr/local/bin in a python
+// sandbox: it replaces the host's /usr/local/bin (whose tools no image has).
+func writeLocalBin(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, target := range pythonLocalBin {
+		if _, err := os.Stat(target); err != nil {
+			continue
+		}
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // generatedEtc are the /etc files written per sandbox. resolv.conf points at

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
 // plantHostFile writes a secret outside every path a sandbox may see.
@@ -250,5 +252,37 @@ func TestRequestEnvNotOnHostCommandLines(t *testing.T) {
 		if err == nil && strings.Contains(string(b), "tok-5e3cret-91") {
 			t.Errorf("pid %s shows the secret in its command line: %q", e.Name(), b)
 		}
+	}
+}
+
+// A python sandbox has `python` (and pip) on PATH as the python:3.x images
+// do, /etc/os-release as every Debian-based image has, and none of the
+// host's /usr/local/bin tools; a debian sandbox has /etc/os-release too.
+func TestImageFilesPythonOnPathAndOsRelease(t *testing.T) {
+	rt := newRuntime(t)
+	sb := newSandbox(t, rt)
+	r := sh(t, sb, `cd /workspace && printf 'import sys\nprint("py", sys.version_info[0])\n' > s.py && python s.py && command -v python pip && . /etc/os-release && echo "os=$ID" && ls /usr/local/bin | tr '\n' ' '`)
+	out := strings.Join(r.stdout(), "")
+	if !r.ok() || !strings.Contains(out, "py 3") || !strings.Contains(out, "/usr/local/bin/python") ||
+		!strings.Contains(out, "/usr/local/bin/pip") || !strings.Contains(out, "os=debian") {
+		t.Fatalf("python sandbox: %s", r.Raw)
+	}
+	entries, _ := os.ReadDir("/usr/local/bin")
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "python") && !strings.HasPrefix(e.Name(), "pip") && !strings.HasPrefix(e.Name(), "pydoc") &&
+			strings.Contains(out, e.Name()+" ") {
+			t.Errorf("host tool /usr/local/bin/%s visible in a python sandbox: %s", e.Name(), out)
+		}
+	}
+	deb := newSandbox(t, rt, func(s *runtime.Spec) {
+		p, err := runtime.ProfileFor("debian:bookworm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Profile = p
+	})
+	r = sh(t, deb, `. /etc/os-release && echo "os=$ID"`)
+	if !r.ok() || strings.Join(r.stdout(), "") != "os=debian" {
+		t.Fatalf("debian sandbox: %s", r.Raw)
 	}
 }

@@ -38,6 +38,10 @@ type Spec struct {
 	ExtraFiles map[string]string
 	// Mounts are host-path volumes (already checked against the allow list).
 	Mounts []Mount
+	// Seed restores a snapshot: in-sandbox writable directory (/workspace,
+	// /tmp, /root, /var) → a host directory, written by the server, whose
+	// directories and regular files are copied in before the sandbox starts.
+	Seed map[string]string
 }
 
 // Mount is a host directory (or file) bind-mounted into the sandbox.

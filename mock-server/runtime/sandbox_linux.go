@@ -131,6 +131,9 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	if err := makeVarSkeleton(varDir); err != nil {
 		return fmt.Errorf("runtime: %w", err)
 	}
+	if err := copySeed(s.dir, spec.Seed); err != nil {
+		return fmt.Errorf("runtime: restore: %w", err)
+	}
 	if secure {
 		if err := makeDevNodes(filepath.Join(s.dir, "dev")); err != nil {
 			return fmt.Errorf("runtime: %w", err)
@@ -181,6 +184,11 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	etc, err := writeEtc(filepath.Join(s.dir, "etc"), sandboxHome)
 	if err != nil {
 		return fmt.Errorf("runtime: %w", err)
+	}
+	if secure && spec.Profile.Name == "python" {
+		if err := writeLocalBin(filepath.Join(s.dir, "localbin")); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
 	}
 
 	if secure {
@@ -329,6 +337,9 @@ func (s *sandbox) bwrapArgs(spec Spec, env map[string]string, etc map[string]str
 	}
 	for _, p := range hostEtcFiles {
 		a = append(a, "--ro-bind-try", p, p)
+	}
+	if spec.Profile.Name == "python" {
+		a = append(a, "--ro-bind", filepath.Join(s.dir, "localbin"), "/usr/local/bin")
 	}
 	names := make([]string, 0, len(etc))
 	for p := range etc {

@@ -20,6 +20,10 @@ const (
 	KindVault     Kind = "vault"     // a credential-vault change or an injection
 	KindFault     Kind = "fault"     // a simulated fault switched on or off by the admin API
 	KindCanary    Kind = "canary"    // a planted canary value found somewhere it must not be
+	// KindEgressRequest records one HTTP request the egress gateway forwarded
+	// to an allowed host: which sandbox sent what where (attribution by
+	// identity, never by time), and which watched values it carried.
+	KindEgressRequest Kind = "egress_request"
 
 	// KindExecdAfterRemoval records a connection to a removed sandbox's execd
 	// endpoint during its grace period (a documented mock extension: the real
@@ -45,6 +49,8 @@ type Event struct {
 	Vault     *Vault     `json:"vault,omitempty"`
 	Fault     *Fault     `json:"fault,omitempty"`
 	Canary    *Canary    `json:"canary,omitempty"`
+	// EgressRequest: a request the egress gateway forwarded.
+	EgressRequest *EgressRequest `json:"egress_request,omitempty"`
 	// ExecdAfterRemoval: a call to a removed sandbox's execd endpoint.
 	ExecdAfterRemoval *AfterRemoval `json:"execd_after_removal,omitempty"`
 }
@@ -124,6 +130,27 @@ type Egress struct {
 	Rule     string `json:"rule,omitempty"` // matching rule target, "default" or "override:<target>"
 	Upstream string `json:"upstream,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// EgressRequest records one HTTP request the egress gateway forwarded to an
+// allowed host's upstream. Never a secret or a body: watched values are
+// named by their labels.
+type EgressRequest struct {
+	Host       string `json:"host"`
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	Status     int    `json:"status"`     // the upstream's answer; 502 when it failed
+	BodyBytes  int64  `json:"body_bytes"` // of the request body, as sent by the sandbox
+	BodySHA256 string `json:"body_sha256,omitempty"`
+	// Authorization is how the request left the sandbox: "none", or
+	// "present" (the sandbox's own header).
+	Authorization string `json:"authorization"`
+	// Injected: the credential vault injected a credential into it.
+	Injected bool `json:"injected,omitempty"`
+	// Watched are the labels of watched values (planted secrets, input
+	// markers) found in its path, headers or body (the first 8 MiB),
+	// with the encoding and the place: "platform_api_key in body (base64)".
+	Watched []string `json:"watched,omitempty"`
 }
 
 // Vault records a credential-vault change or use. Never the secret.

@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+	mockserver "github.com/osb-capstone/acceptance/mock-server"
+)
+
+// hostileCase is one hostile submission: the honest one it is built on, the
+// entries its base must fail anyway, and what its attack must not achieve.
+type hostileCase struct {
+	dir    string
+	attack string   // the attack-<name>.json record its attack writes
+	fail   []string // entries that must fail (its base's defect, or what the attack breaks of itself)
+	check  func(t *testing.T, h *hostileRun, b *hostileBundle)
+}
+
+// hostileSet is the authority for fixtures/submissions/README.md's hostile table.
+var hostileSet = []hostileCase{
+	{dir: "hostile-spy", attack: "spy", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		for _, r := range b.attacks {
+			assert.EqualValues(t, 0, r["sibling_keys"], "the spy read classmates' API keys from /proc/*/environ")
+			assert.Empty(t, r["sibling_files"], "the spy read classmates' bundles")
+		}
+	}},
+	{dir: "hostile-forger", attack: "forger", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		// What the bundle says is what its own journal, verified, says.
+		require.NoError(t, report.VerifyJournal(b.dir, h.keys), "the forger's journal must be its own run's, unaltered")
+		fresh := renderCopy(t, b.dir, h.keys)
+		assert.Equal(t, fresh.Score.Earned, b.report.Score.Earned, "report.json's score was rewritten after the grader wrote it")
+		assert.Equal(t, fresh.Verdict, b.report.Verdict, "report.json's verdict was rewritten after the grader wrote it")
+	}},
+	// bad-token-in-env plus a wipe of the canaries: the token must still be found.
+	{dir: "hostile-canary-wiper", attack: "canary-wiper", fail: []string{"M3", "credential"}, check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		for _, r := range b.attacks {
+			if r["token_found"] == true {
+				assert.NotEqualValues(t, 204, r["wipe_status"], "the admin API accepted the empty canary set")
+			}
+		}
+	}},
+	{dir: "hostile-grader-killer", attack: "grader-killer", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		for _, r := range b.attacks {
+			assert.Nil(t, r["grader_killed"], "the submission killed the grader (pid %v)", r["grader_killed"])
+			if r["kill_all"] != "sent" {
+				t.Logf("kill -9 -1 was not sent: %v", r["kill_all"])
+			}
+		}
+	}},
+	{dir: "hostile-saboteur", attack: "saboteur", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		for _, r := range b.attacks {
+			assert.EqualValues(t, 0, r["execd_hit"], "the saboteur ran commands through other sandboxes' execd ports")
+		}
+	}},
+	{dir: "hostile-trojan", attack: "trojan", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		assert.Equal(t, h.exeDigest, digestFile(t, h.exe), "the {acceptance} binary was replaced")
+		_, err := os.Stat(filepath.Join(filepath.Dir(h.exe), "hostile-trojan-ran"))
+		assert.True(t, errors.Is(err, fs.ErrNotExist), "the trojan's code ran in another submission's command")
+	}},
+	{dir: "hostile-fanout-fill", attack: "fanout-fill", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		for _, r := range b.attacks {
+			if r["bounded_because_unconfined"] == true {
+				t.Skipf("not measured: the fan-out and the disk filler were withheld (bounded to 64 children and 64 MiB): the command ran unconfined as root in the host's PID namespace")
+			}
+			assert.Less(t, r["bytes_written"], float64(8<<30), "the disk filler wrote 8 GiB unhindered: no disk quota")
+		}
+	}},
+	// 1 TiB sparse report.md and contract.json, summary.json → /etc/shadow:
+	// every entry that reads them fails, with the cap or link as its reason.
+	{dir: "hostile-sparse-symlink", attack: "sparse-symlink", fail: []string{"M0", "M2"}, check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		shadow, _ := os.ReadFile("/etc/shadow")
+		first, _, _ := bytes.Cut(shadow, []byte("\n"))
+		_ = filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				t.Errorf("the bundle keeps a symbolic link: %s", rel(b.dir, p))
+			}
+			if d.Type().IsRegular() && len(first) > 8 {
+				if info, err := d.Info(); err == nil && info.Size() < 64<<20 {
+					if data, err := os.ReadFile(p); err == nil && bytes.Contains(data, first) {
+						t.Errorf("%s holds /etc/shadow's first line", rel(b.dir, p))
+					}
+				}
+			}
+			return nil
+		})
+	}},
+	// Its reap never exits: D5 cannot pass; the timeout ends it.
+	{dir: "hostile-never-exits", attack: "", fail: []string{"D5"}},
+}
+
+// hostileTags are the scenarios the hostile grade runs: every command an
+// attack rides on (run: M2, M3; contract: M0; reap: D5) without the rest
+// of the course, which no attack needs (the grade stays a few minutes per
+// submission).
+const hostileTags = "@milestone:M0,@milestone:M2,@milestone:M3,@drill:D5 && ~@large && ~@agent"
+
+type hostileRun struct {
+	out, keys, exe, exeDigest string
+}
+
+type hostileBundle struct {
+	dir     string
+	report  *calibReport
+	attacks []map[string]any
+}
+
+// TestHostileCalibration grades the hostile set (fixtures/submissions/
+// hostile-*, each an honest submission plus ONE real attack on the grader or
+// its classmates) in ONE `grade --parallel 2` call, in a grader process of
+// its own, together with reference and student, and asserts that every attack
+// failed: reference and student get the verdicts they get alone (nothing
+// fails); each hostile submission scores no more than the student it is
+// built on; nothing outside its output was written (fixtures, baselines, the
+// acceptance binary, classmates' bundles: every journal verifies and every
+// report.json is what its journal renders); no process of the run, sandbox,
+// netns or cgroup outlives it; the grader exits as a grader does (0 or 1,
+// never killed) with a class summary of every submission.
+func TestHostileCalibration(t *testing.T) {
+	e := requireSubjectEnv(t)
+	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	keys, err := report.DefaultJournalKeyDir()
+	require.NoError(t, err)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	h := &hostileRun{out: t.TempDir(), keys: keys, exe: exe, exeDigest: digestFile(t, exe)}
+	t.Cleanup(func() { restoreTrojaned(t, exe) })
+
+	subs := filepath.Join(e.root, "fixtures", "submissions")
+	// ACCEPTANCE_HOSTILE=hostile-spy,hostile-forger grades only those (a
+	// developer's narrowing; make test grades them all).
+	set := hostileSet
+	if only := os.Getenv("ACCEPTANCE_HOSTILE"); only != "" {
+		set = nil
+		for _, c := range hostileSet {
+			if strings.Contains(","+only+",", ","+c.dir+",") {
+				set = append(set, c)
+			}
+		}
+		t.Logf("ACCEPTANCE_HOSTILE: grading only %s", only)
+	}
+	names := []string{"reference", "student"}
+	for _, c := range set {
+		names = append(names, c.dir)
+	}
+	dirs := make([]string, len(names))
+	for i, n := range names {
+		dirs[i] = filepath.Join(subs, n)
+	}
+	fixturesBefore := digestTree(t, filepath.Join(e.root, "fixtures"))
+	baselines := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(baselines, "sentinel.snap"), []byte("untouched\n"), 0o644))
+	baselinesBefore := digestTree(t, baselines)
+	stateDir := t.TempDir()
+
+	cmd := exec.Command(exe, "grade", "--out", h.out, "--state-dir", stateDir, "--wheels", e.wheels,
+		"--baselines", baselines, "--subject-timeout", "3m", "--parallel", "2", "--tags", hostileTags)
+	cmd.Args = append(cmd.Args, dirs...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	runErr := cmd.Run()
+	t.Logf("acceptance grade (%d submissions, its own process): %v in %s\n%s%s", len(dirs), runErr,
+		time.Since(start).Round(time.Second), tail(stdout.String(), 6000), tail(stderr.String(), 4000))
+	t.Cleanup(func() { killLeftovers(t, e.root) })
+	t.Cleanup(func() {
+		// A grader that was killed leaves its sandboxes: a bundled server
+		// started on the same state directory reaps them.
+		if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
+			if b, err := mockserver.StartBundled(context.Background(), mockserver.BundledConfig{APIKey: "reaper-" + randomHex(8), StateDir: stateDir}); err == nil {
+				t.Logf("reaped what the killed grader left: %v", b.Reaped)
+				_ = b.Close()
+			}
+		}
+	})
+
+	t.Run("the grader survived", func(t *testing.T) {
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		require.False(t, ws.Signaled(), "the grader was killed by signal %v", ws.Signal())
+		assert.Contains(t, []int{0, 1}, cmd.ProcessState.ExitCode(), "grade exits 0 or 1 for a class it graded")
+		rows := classRows(t, h.out)
+		for i, n := range names {
+			row, ok := rows[twoDigits(i+1)+"-"+n]
+			if assert.True(t, ok, "class.csv has no row for %s", n) {
+				assert.NotEqual(t, "unreadable", row["verdict"], "%s: %s", n, row["error"])
+			}
+		}
+	})
+
+	bundles := map[string]*hostileBundle{}
+	for i, n := range names {
+		b := &hostileBundle{dir: filepath.Join(h.out, twoDigits(i+1)+"-"+n)}
+		b.report = calibrationBundle(t, h.out, i, n)
+		b.attacks = attackRecords(b.dir)
+		bundles[n] = b
+	}
+	for _, c := range calibrationSet {
+		if c.dir == "reference" || c.dir == "student" {
+			c := c
+			t.Run(c.dir, func(t *testing.T) { c.check(t, bundles[c.dir].report) })
+		}
+	}
+	student := bundles["student"].report
+	for _, c := range set {
+		c, b := c, bundles[c.dir]
+		t.Run(c.dir, func(t *testing.T) {
+			require.NotNil(t, b.report, "no report")
+			if student != nil {
+				assert.LessOrEqual(t, b.report.Score.Earned, student.Score.Earned,
+					"%s scored more than the honest student it is built on", c.dir)
+			}
+			failed := map[string]bool{}
+			for _, list := range [][]entryJSON{b.report.Criteria, b.report.Milestones, b.report.Drills} {
+				for _, en := range list {
+					failed[en.ID] = en.Verdict == "failed" || en.Verdict == "harness_error"
+				}
+			}
+			for _, id := range c.fail {
+				assert.True(t, failed[id], "%s must fail for %s: %s", id, c.dir, findEntry(b.report, id).Reason)
+			}
+			if c.attack != "" {
+				require.NotEmpty(t, b.attacks, "the attack left no record (attack-%s.json) in the bundle", c.attack)
+				for _, r := range b.attacks {
+					t.Logf("attack record: %v", r)
+				}
+			}
+			if c.check != nil {
+				c.check(t, h, b)
+			}
+		})
+	}
+
+	t.Run("nothing written outside its own output", func(t *testing.T) {
+		assert.Empty(t, treeChanges(fixturesBefore, digestTree(t, filepath.Join(e.root, "fixtures"))), "fixtures/ changed during the grade")
+		assert.Empty(t, treeChanges(baselinesBefore, digestTree(t, baselines)), "the evidence baselines changed during the grade")
+		assert.Equal(t, h.exeDigest, digestFile(t, exe), "the acceptance binary changed during the grade")
+		for _, n := range names {
+			b := bundles[n]
+			if b.report == nil {
+				continue
+			}
+			if err := report.VerifyJournal(b.dir, h.keys); err != nil {
+				t.Errorf("%s: %v", n, err)
+				continue
+			}
+			fresh := renderCopy(t, b.dir, h.keys)
+			assert.Equal(t, fresh.Score.Earned, b.report.Score.Earned, "%s: report.json is not what its journal renders", n)
+		}
+	})
+
+	t.Run("nothing outlives the run", func(t *testing.T) {
+		deadline := time.Now().Add(15 * time.Second)
+		var left []string
+		for {
+			left = leftovers(e.root)
+			if len(left) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		assert.Empty(t, left, "processes of the graded submissions outlived the grade")
+		assertNoSandboxLeft(t, stateDir)
+		mounts, _ := os.ReadFile("/proc/self/mountinfo")
+		for _, d := range []string{h.out, stateDir} {
+			assert.NotContains(t, string(mounts), d, "a mount under %s outlived the grade", d)
+		}
+	})
+}
+
+// attackRecords reads every attack-<name>.json a submission left in its bundle.
+func attackRecords(dir string) []map[string]any {
+	var out []map[string]any
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || !strings.HasPrefix(d.Name(), "attack-") || !strings.HasSuffix(d.Name(), ".json") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		var m map[string]any
+		if err == nil && len(b) < 1<<20 && json.Unmarshal(b, &m) == nil {
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out
+}
+
+// renderCopy renders a copy of a bundle from its verified journal: what its
+// report.json must say.
+func renderCopy(t *testing.T, dir, keys string) *calibReport {
+	t.Helper()
+	cp := filepath.Join(t.TempDir(), filepath.Base(dir))
+	require.NoError(t, os.MkdirAll(cp, 0o755))
+	for _, f := range []string{report.MetaFile, report.JournalFile} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(cp, f), b, 0o644))
+	}
+	doc, err := report.RenderDir(cp, rubric.Course, report.Options{JournalKeys: keys})
+	require.NoError(t, err)
+	var r calibReport
+	r.Verdict = string(doc.Verdict)
+	r.Score.Earned, r.Score.Measured = doc.Score.Earned, doc.Score.Measured
+	return &r
+}
+
+func classRows(t *testing.T, out string) map[string]map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(out, report.ClassCSVFile))
+	require.NoError(t, err, "the class summary")
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	require.NotEmpty(t, recs)
+	rows := map[string]map[string]string{}
+	for _, r := range recs[1:] {
+		m := map[string]string{}
+		for i, h := range recs[0] {
+			if i < len(r) {
+				m[h] = r[i]
+			}
+		}
+		rows[filepath.Base(m["bundle"])] = m
+	}
+	return rows
+}
+
+// leftovers are processes of the graded submissions still alive: their
+// command line names the fixtures of this checkout (attacks, scripts) or is
+// the never-exiting submission's sleep.
+func leftovers(root string) []string {
+	var left []string
+	self := strconv.Itoa(os.Getpid())
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == self {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, "hostile/attacks.py") || strings.Contains(cmd, "sleep 100000") ||
+			strings.Contains(cmd, filepath.Join(root, "fixtures", "submissions")) {
+			left = append(left, e.Name()+": "+tail(cmd, 160))
+		}
+	}
+	return left
+}
+
+// killLeftovers ends what the graded submissions left running (by pid), so
+// a failed assertion never leaves them on the machine.
+func killLeftovers(t *testing.T, root string) {
+	for _, l := range leftovers(root) {
+		pid, err := strconv.Atoi(strings.SplitN(l, ":", 2)[0])
+		if err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Logf("killed leftover %s", l)
+		}
+	}
+}
+
+// restoreTrojaned puts the acceptance binary back if the trojan replaced it.
+func restoreTrojaned(t *testing.T, exe string) {
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return
+	}
+	if _, err := os.Stat(real + ".orig-hostile"); err == nil {
+		_ = os.Rename(real+".orig-hostile", real)
+		t.Logf("restored %s, which the trojan had replaced", real)
+	}
+	_ = os.Remove(filepath.Join(filepath.Dir(real), "hostile-trojan-ran"))
+}
+
+func digestFile(t *testing.T, p string) string {
+	t.Helper()
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	require.NoError(t, err)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// digestTree maps every path under dir to its mode and content hash
+// (symbolic links by their target), skipping __pycache__.
+func digestTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == "__pycache__" {
+			return filepath.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			io.WriteString(h, "link:"+l)
+		case d.Type().IsRegular():
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+		out[rel(dir, p)] = info.Mode().String() + " " + hex.EncodeToString(h.Sum(nil))
+		return nil
+	}))
+	return out
+}
+
+// treeChanges names what differs between two digestTree maps.
+func treeChanges(before, after map[string]string) []string {
+	var d []string
+	for p, v := range after {
+		if w, ok := before[p]; !ok {
+			d = append(d, "added "+p)
+		} else if w != v {
+			d = append(d, "changed "+p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			d = append(d, "removed "+p)
+		}
+	}
+	sort.Strings(d)
+	return d
+}
+
+func rel(base, p string) string {
+	r, err := filepath.Rel(base, p)
+	if err != nil {
+		return p
+	}
+	return r
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/osb-capstone/acceptance/harness/report"
+)
+
+// TestJudgeFiguresAgainstNoise: a latency rise counts only beyond the spread
+// seen within each version; one run per side judges nothing.
+func TestJudgeFiguresAgainstNoise(t *testing.T) {
+	o := report.DefaultCompareOptions
+	from := []map[string]float64{{"a/create_ms": 1000, "a/noisy_ms": 1000, "a/faster_ms": 4000}, {"a/create_ms": 1100, "a/noisy_ms": 2500, "a/faster_ms": 4100}}
+	to := []map[string]float64{{"a/create_ms": 2400, "a/noisy_ms": 2600, "a/faster_ms": 1000}, {"a/create_ms": 2500, "a/noisy_ms": 1200, "a/faster_ms": 1100}}
+	got := map[string]FigureJudgement{}
+	for _, f := range JudgeFigures(from, to, o) {
+		got[f.Name] = f
+	}
+	c := got["a/create_ms"]
+	assert.True(t, c.Judged)
+	assert.True(t, c.Regression, "1050 → 2450 ms with spreads of 100 ms is a regression")
+	assert.Equal(t, 1050.0, c.FromMedian)
+	assert.Equal(t, 100.0, c.FromSpread)
+	n := got["a/noisy_ms"]
+	assert.False(t, n.Regression, "a +150 ms median move inside a 1500 ms spread is noise")
+	assert.True(t, n.WithinTheNoise)
+	assert.True(t, got["a/faster_ms"].Improvement)
+
+	one := JudgeFigures(from[:1], to[:1], o)
+	for _, f := range one {
+		assert.False(t, f.Judged || f.Regression || f.WithinTheNoise, "one run per side judges no timing: %+v", f)
+	}
+	// A figure missing from one run is not compared.
+	part := JudgeFigures([]map[string]float64{{"x_ms": 1, "y_ms": 2}, {"x_ms": 1}}, []map[string]float64{{"x_ms": 1, "y_ms": 2}, {"x_ms": 1}}, o)
+	assert.Len(t, part, 1)
+}
+
+func TestUpgradeCheckUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--from", "1.1.1", "--to", "1.1.1"},
+		{"--from", "0.2.3", "--rounds", "0"},
+		{"--from", "1; rm", "--to", "1.1.1"},
+		{"--from", "0.2.3", "stray"},
+		{"--from", "0.2.3", "--tags", "@a &&"},
+	} {
+		var out, errb bytes.Buffer
+		assert.Equal(t, 2, dispatch(append([]string{"upgrade-check"}, args...), &out, &errb), "%q: %s", args, errb.String())
+		assert.NotContains(t, errb.String(), "panic")
+	}
+}
+
+func TestUpgradeResultNoRunsIsIncomplete(t *testing.T) {
+	r := upgradeResult{From: "1.1.0", To: "1.1.1", Runs: []upgradeRun{
+		{Version: "1.1.0", Round: 1, Dir: t.TempDir(), Exit: 2, Failure: "the server package failed to import (a fault of the target, not of the submission): ModuleNotFoundError"},
+	}}
+	r.judge(report.DefaultCompareOptions)
+	assert.Equal(t, 2, r.Exit)
+	assert.Contains(t, r.markdown(), "the server package failed to import")
+	assert.Contains(t, r.markdown(), "never the subject's")
+}

@@ -1,0 +1,356 @@
+package confine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests make real boxes: root, bubblewrap, iptables. They start no
+// sandbox and run in about a second each.
+
+func needBoxes(t *testing.T) Config {
+	t.Helper()
+	if why := Available(); why != "" {
+		t.Skip(why)
+	}
+	return Config{StateDir: t.TempDir()}
+}
+
+type ran struct {
+	stdout, stderr string
+	exit           int
+	box            *Box
+}
+
+// run runs script with /bin/sh in a fresh box and closes it.
+func run(t *testing.T, cfg Config, req Request, script string, env ...string) ran {
+	t.Helper()
+	if req.Name == "" {
+		req.Name = t.Name()
+	}
+	if req.SubmissionDir == "" {
+		req.SubmissionDir = t.TempDir()
+	}
+	b, err := Open(cfg, req)
+	require.NoError(t, err)
+	defer b.Close()
+	var out, errb bytes.Buffer
+	cmd := b.Command([]string{"/bin/sh", "-c", script}, append([]string{"PATH=/usr/bin:/bin", "HOME=" + InsideHome}, env...), "")
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Start())
+	_ = cmd.Wait()
+	b.Kill()
+	return ran{stdout: out.String(), stderr: errb.String(), exit: cmd.ProcessState.ExitCode(), box: b}
+}
+
+func TestBoxUIDAndNamespaces(t *testing.T) {
+	cfg := needBoxes(t)
+	r := run(t, cfg, Request{}, `id -u; id -g; hostname; ls /proc | grep -c '^[0-9]'; readlink /proc/self/ns/net; readlink /proc/self/ns/ipc; pwd; echo HOME=$HOME`)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 8, r.stdout+r.stderr)
+	uid := r.box.UID()
+	assert.Equal(t, strconv.Itoa(uid), lines[0], "its own uid")
+	assert.NotEqual(t, "0", lines[0])
+	assert.Equal(t, strconv.Itoa(uid), lines[1], "its own gid")
+	assert.Equal(t, Hostname, lines[2], "its own uts namespace")
+	n, _ := strconv.Atoi(lines[3])
+	assert.Less(t, n, 10, "its own pid namespace: it sees only its processes")
+	hostNet, _ := os.Readlink("/proc/self/ns/net")
+	hostIPC, _ := os.Readlink("/proc/self/ns/ipc")
+	assert.NotEqual(t, hostNet, lines[4], "its own network namespace")
+	assert.NotEqual(t, hostIPC, lines[5], "its own ipc namespace")
+	assert.True(t, strings.HasPrefix(lines[6], InsideRoot+"/"), lines[6])
+	assert.Equal(t, "HOME="+InsideHome, lines[7])
+	assert.Equal(t, "confined", r.box.Status().Mode, r.box.Status().Degraded)
+}
+
+func TestBoxUIDsDiffer(t *testing.T) {
+	cfg := needBoxes(t)
+	a, err := Open(cfg, Request{Name: "a", SubmissionDir: t.TempDir()})
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open(cfg, Request{Name: "b", SubmissionDir: t.TempDir()})
+	require.NoError(t, err)
+	defer b.Close()
+	assert.NotEqual(t, a.UID(), b.UID())
+	assert.NotEqual(t, os.Getuid(), a.UID())
+}
+
+func TestBoxHostReadOnlyAndPrivateCopy(t *testing.T) {
+	cfg := needBoxes(t)
+	sub := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(sub, "main.py"), []byte("print(1)\n"), 0o644))
+	secret := filepath.Join(t.TempDir(), "grader-secret")
+	require.NoError(t, os.WriteFile(secret, []byte("s3cret"), 0o644))
+	r := run(t, cfg, Request{SubmissionDir: sub}, fmt.Sprintf(`
+for p in /usr/x /etc/x /x /capstone/x; do touch $p 2>/dev/null && echo WROTE $p; done
+cat %s 2>/dev/null && echo READ-GRADER-FILE
+cat /etc/shadow 2>/dev/null && echo READ-SHADOW
+ls /proc/1/environ >/dev/null && cat /proc/1/environ 2>/dev/null && echo READ-INIT-ENV
+echo changed > main.py && echo copy-writable
+ls -ld /tmp $HOME /out /home; touch /tmp/t && touch $HOME/h && touch /out/o && echo private-writable
+python3 -c 'print("python ok")'
+`, secret))
+	assert.NotContains(t, r.stdout, "WROTE")
+	assert.NotContains(t, r.stdout, "READ-")
+	assert.Contains(t, r.stdout, "copy-writable")
+	assert.Contains(t, r.stdout, "private-writable", r.stderr)
+	assert.Contains(t, r.stdout, "python ok")
+	b, err := os.ReadFile(filepath.Join(sub, "main.py"))
+	require.NoError(t, err)
+	assert.Equal(t, "print(1)\n", string(b), "the submission's own directory is untouched")
+}
+
+func TestBoxKillsSetsidDaemon(t *testing.T) {
+	cfg := needBoxes(t)
+	b, err := Open(cfg, Request{Name: "daemon", SubmissionDir: t.TempDir()})
+	require.NoError(t, err)
+	defer b.Close()
+	cmd := b.Command([]string{"/bin/sh", "-c", `setsid sh -c 'exec env -i sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.3; echo started`}, []string{"PATH=/usr/bin:/bin"}, "")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Run())
+	require.Contains(t, out.String(), "started")
+	// The command is gone; bwrap's pid 1 took the daemon with it, or the
+	// cgroup kill does.
+	require.NotNil(t, b.cg, b.Status().Degraded)
+	b.Kill()
+	assert.Empty(t, b.cg.pids(), "no process of the box survives")
+	assert.Zero(t, b.Status().Survivors)
+}
+
+func TestBoxCgroupKillWhileRunning(t *testing.T) {
+	cfg := needBoxes(t)
+	b, err := Open(cfg, Request{Name: "running", SubmissionDir: t.TempDir()})
+	require.NoError(t, err)
+	defer b.Close()
+	require.NotNil(t, b.cg)
+	cmd := b.Command([]string{"/bin/sh", "-c", `for i in 1 2 3 4 5; do setsid sleep 300 & done; sleep 300`}, []string{"PATH=/usr/bin:/bin"}, "")
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(5 * time.Second)
+	for len(b.cg.pids()) < 7 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.GreaterOrEqual(t, len(b.cg.pids()), 7)
+	b.Kill()
+	_ = cmd.Wait()
+	assert.Empty(t, b.cg.pids())
+}
+
+func TestBoxLimits(t *testing.T) {
+	cfg := needBoxes(t)
+	cfg.Limits = Limits{Pids: 40, MemoryBytes: 64 << 20, DiskBytes: 8 << 20}
+	r := run(t, cfg, Request{}, `
+i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i+1)); done 2>/dev/null; echo forked
+dd if=/dev/zero of=/tmp/fill bs=1M count=64 2>/dev/null; ls -s --block-size=1M /tmp/fill
+python3 -c 'b = bytearray(256<<20); print("allocated")' 2>/dev/null; echo py=$?
+`)
+	st := r.box.Status()
+	assert.Contains(t, strings.Join(st.Enforced, "; "), "pids ≤ 40")
+	assert.Contains(t, strings.Join(st.Enforced, "; "), "disk ≤ 8 MiB")
+	assert.NotContains(t, r.stdout, "allocated", "the memory limit stopped a 256 MiB allocation")
+	f := strings.Fields(r.stdout)
+	for i, w := range f {
+		if w == "/tmp/fill" && i > 0 {
+			n, _ := strconv.Atoi(f[i-1])
+			assert.LessOrEqual(t, n, 8, "the disk quota capped the file")
+		}
+	}
+	pids, _ := os.ReadFile(filepath.Join(r.box.cg.dirs["pids"], "pids.max"))
+	_ = pids // removed with the box; the enforced list says it was set
+}
+
+func TestBoxNetworkAllowAndRefuse(t *testing.T) {
+	cfg := needBoxes(t)
+	allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("target-ok")) }))
+	defer allowed.Close()
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ADMIN-REACHED")) }))
+	defer admin.Close()
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("OTHER-TENANT-EXECD")) }))
+	defer other.Close()
+	port := func(s *httptest.Server) int { return s.Listener.Addr().(*net.TCPAddr).Port }
+	ap := port(allowed)
+	r := run(t, cfg, Request{Allow: func(p int) bool { return p == ap }}, fmt.Sprintf(`
+curl -s -m 5 http://127.0.0.1:%d/ ; echo
+curl -s -m 5 http://localhost:%d/ ; echo
+curl -s -m 5 http://127.0.0.1:%d/_mock/canaries ; echo admin=$?
+curl -s -m 5 http://127.0.0.1:%d/command ; echo other=$?
+curl -s -m 5 http://10.1.2.3:80/ ; echo outside=$?
+python3 -c '
+import http.server, threading, urllib.request
+s = http.server.HTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=s.serve_forever, daemon=True).start()
+try:
+    print("own-server", urllib.request.urlopen("http://127.0.0.1:%%d/" %% s.server_port).status)
+except urllib.error.HTTPError as e:
+    print("own-server answered", e.code)
+'
+`, ap, ap, port(admin), port(other)))
+	assert.Contains(t, r.stdout, "target-ok\ntarget-ok", r.stderr)
+	assert.NotContains(t, r.stdout, "ADMIN-REACHED")
+	assert.NotContains(t, r.stdout, "OTHER-TENANT-EXECD")
+	assert.Contains(t, r.stdout, "own-server", r.stderr)
+	st := r.box.Status()
+	var refused []string
+	for _, x := range st.Refused {
+		refused = append(refused, x.Addr)
+	}
+	assert.Contains(t, refused, fmt.Sprintf("127.0.0.1:%d", port(admin)))
+	assert.Contains(t, refused, fmt.Sprintf("127.0.0.1:%d", port(other)))
+}
+
+func TestCopyOutCapsAndSymlinks(t *testing.T) {
+	cfg := needBoxes(t)
+	b, err := Open(cfg, Request{Name: "copyout", SubmissionDir: t.TempDir()})
+	require.NoError(t, err)
+	defer b.Close()
+	cmd := b.Command([]string{"/bin/sh", "-c", `
+echo '{}' > /out/summary.json
+ln -s /etc/shadow /out/contract.json
+ln -s /tmp /out/dir-link
+mkfifo /out/report.md
+truncate -s 1T /out/sparse.bin
+mkdir -p /out/sub && echo x > /out/sub/junit.xml
+`}, []string{"PATH=/usr/bin:/bin"}, "")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	b.Kill()
+	dst := t.TempDir()
+	require.NoError(t, b.CopyOut(dst))
+	st := b.Status()
+	assert.ElementsMatch(t, []string{"summary.json", "sub/junit.xml"}, st.Copied)
+	dropped := strings.Join(st.Dropped, "\n")
+	assert.Contains(t, dropped, "contract.json: a symbolic link")
+	assert.Contains(t, dropped, "dir-link: a symbolic link")
+	assert.Contains(t, dropped, "report.md: not a regular file")
+	assert.Contains(t, dropped, "sparse.bin: 1099511627776 bytes, over")
+	entries, _ := os.ReadDir(dst)
+	var names []string
+	for _, e := range entries {
+		fi, _ := os.Lstat(filepath.Join(dst, e.Name()))
+		assert.Zero(t, fi.Mode()&os.ModeSymlink, "no symlink in the bundle")
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"summary.json", "sub"}, names)
+}
+
+// A grader SIGKILLed while its box ran: the next start's Reap kills the
+// box's processes and removes its cgroup, namespace and scratch.
+func TestReapAfterKilledGrader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills a helper grader")
+	}
+	cfg := needBoxes(t)
+	if os.Getenv("CONFINE_HELPER") == "1" {
+		return
+	}
+	// The helper is this test binary running TestReapHelper.
+	cmd := execSelf(t, "TestReapHelper", "CONFINE_STATE="+cfg.StateDir)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(20 * time.Second)
+	var rec record
+	for time.Now().Before(deadline) {
+		if strings.Contains(out.String(), "BOX-READY") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.Contains(t, out.String(), "BOX-READY")
+	entries, err := os.ReadDir(filepath.Join(cfg.StateDir, "boxes"))
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	data, _ := os.ReadFile(filepath.Join(cfg.StateDir, "boxes", entries[0].Name()))
+	require.NoError(t, jsonUnmarshal(data, &rec))
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	n, err := Reap(cfg.StateDir)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	for _, d := range rec.Cgroups {
+		_, err := os.Stat(d)
+		assert.True(t, os.IsNotExist(err), "cgroup %s removed", d)
+	}
+	_, err = os.Stat(filepath.Join(netnsDir, rec.Netns))
+	assert.True(t, os.IsNotExist(err), "netns removed")
+	_, err = os.Stat(rec.Scratch)
+	assert.True(t, os.IsNotExist(err), "scratch removed")
+	// No process of the box is left (the daemon it started wrote its pid).
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(out.String()[strings.Index(out.String(), "PID=")+4:], "")))
+	if pid > 0 {
+		assert.Error(t, syscall.Kill(pid, 0), "the box's daemon %d was killed", pid)
+	}
+}
+
+func TestReapHelper(t *testing.T) {
+	if os.Getenv("CONFINE_HELPER") != "1" {
+		t.Skip("helper of TestReapAfterKilledGrader")
+	}
+	cfg := Config{StateDir: os.Getenv("CONFINE_STATE")}
+	b, err := Open(cfg, Request{Name: "killed", SubmissionDir: t.TempDir()})
+	require.NoError(t, err)
+	cmd := b.Command([]string{"/bin/sh", "-c", `sleep 300`}, []string{"PATH=/usr/bin:/bin"}, "")
+	require.NoError(t, cmd.Start())
+	for len(b.cg.pids()) < 3 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	p := b.cg.pids()
+	fmt.Printf("BOX-READY\nPID=%d\n", p[len(p)-1])
+	time.Sleep(time.Minute)
+}
+
+func execSelf(t *testing.T, test string, env ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, "-test.run", "^"+test+"$", "-test.v")
+	cmd.Env = append(append(os.Environ(), "CONFINE_HELPER=1"), env...)
+	return cmd
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func TestBoxNetworkGuardRefusesAdminPaths(t *testing.T) {
+	cfg := needBoxes(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("served " + r.URL.Path + "\n")) }))
+	defer srv.Close()
+	sp := srv.Listener.Addr().(*net.TCPAddr).Port
+	guard := func(port int) func(*http.Request) string {
+		if port != sp {
+			return nil
+		}
+		return func(r *http.Request) string {
+			if strings.Contains(strings.ToLower(r.URL.Path+" "+r.RequestURI), "_mock") {
+				return "the admin API"
+			}
+			return ""
+		}
+	}
+	r := run(t, cfg, Request{Allow: func(p int) bool { return p == sp }, Guard: guard}, fmt.Sprintf(`
+curl -s -m 5 http://127.0.0.1:%[1]d/v1/sandboxes http://127.0.0.1:%[1]d/_mock/canaries http://127.0.0.1:%[1]d/%%5Fmock/info http://127.0.0.1:%[1]d/v1/sandboxes/x
+curl -s -m 5 -o /dev/null -w '%%{http_code}\n' -X PUT http://127.0.0.1:%[1]d/_mock/canaries
+`, sp))
+	assert.Contains(t, r.stdout, "served /v1/sandboxes\n", r.stderr)
+	assert.Contains(t, r.stdout, "served /v1/sandboxes/x\n", "keep-alive requests after a refused one still go through")
+	assert.NotContains(t, r.stdout, "served /_mock")
+	assert.Contains(t, r.stdout, "refused by the grader's confinement: the admin API")
+	assert.Contains(t, r.stdout, "403\n")
+	st := r.box.Status()
+	assert.Equal(t, 3, st.RefusedCount, st.Refused)
+}

@@ -1,0 +1,169 @@
+// Package confine runs one submission command in a confinement of its own:
+// an unprivileged uid no other command holds, its own PID, mount, IPC, UTS
+// and network namespaces (bubblewrap inside a network namespace the grader
+// made), the host's system read-only, a private writable copy of the
+// submission, private /tmp, $HOME and {out} on a size-capped tmpfs, a cgroup
+// with pids, memory and CPU limits, and a network that reaches only the
+// ports an allow-callback names (every other connection refused and
+// recorded). Its outputs are copied out after it exits (CopyOut).
+//
+// Every box is recorded in a state file, so a grader that was SIGKILLed is
+// cleaned up by the next start (Reap). What could not be enforced on this
+// machine is said in Status.Degraded, never silently.
+//
+// The paths a command sees are the same in every scenario: the submission at
+// /capstone/submissions/<its directory's name>, {out} at /out, the input at
+// /input/data.csv, $HOME at /home/student, {acceptance} at
+// /capstone/bin/acceptance.
+package confine
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// Paths inside every box.
+const (
+	InsideRoot       = "/capstone/submissions"
+	InsideOut        = "/out"
+	InsideCSV        = "/input/data.csv"
+	InsideHome       = "/home/student"
+	InsideAcceptance = "/capstone/bin/acceptance"
+	Hostname         = "capstone"
+	UserName         = "student"
+)
+
+// Limits of one command. Zero fields take the defaults.
+type Limits struct {
+	Pids        int64 `json:"pids"`
+	MemoryBytes int64 `json:"memory_bytes"`
+	CPUMilli    int64 `json:"cpu_milli"`  // 1000 = one core
+	DiskBytes   int64 `json:"disk_bytes"` // the tmpfs holding its copy, /tmp, $HOME and /out
+}
+
+// DefaultLimits are documented in docs/confinement.md.
+var DefaultLimits = Limits{Pids: 512, MemoryBytes: 2 << 30, CPUMilli: 2000, DiskBytes: 1 << 30}
+
+func (l Limits) withDefaults() Limits {
+	if l.Pids <= 0 {
+		l.Pids = DefaultLimits.Pids
+	}
+	if l.MemoryBytes <= 0 {
+		l.MemoryBytes = DefaultLimits.MemoryBytes
+	}
+	if l.CPUMilli <= 0 {
+		l.CPUMilli = DefaultLimits.CPUMilli
+	}
+	if l.DiskBytes <= 0 {
+		l.DiskBytes = DefaultLimits.DiskBytes
+	}
+	return l
+}
+
+// Copy-out caps (docs/confinement.md).
+const (
+	MaxOutFileBytes  = 64 << 20  // one file of {out}
+	MaxOutTotalBytes = 256 << 20 // all of {out}
+	MaxOutFiles      = 1000
+	MaxOutDepth      = 8
+	MaxCopyInBytes   = 512 << 20 // the submission directory copied in
+)
+
+// Config is the grader's side: where boxes are recorded, which uids they get.
+type Config struct {
+	Limits Limits
+	// StateDir records live boxes and holds their uid locks and scratch
+	// tmpfs mounts. Empty: DefaultStateDir.
+	StateDir string
+	// UIDBase, UIDCount: the uids boxes get (each held by one box at a time,
+	// across every grader on the machine).
+	UIDBase, UIDCount int
+}
+
+// DefaultStateDir is where boxes are recorded.
+const DefaultStateDir = "/run/acceptance-confine"
+
+// Default uid range (no passwd entry on a normal host).
+const (
+	DefaultUIDBase  = 610000
+	DefaultUIDCount = 4096
+)
+
+// Request is one command's box.
+type Request struct {
+	// Name names the box in its state record and its netns (sanitized, made unique).
+	Name string
+	// SubmissionDir is copied (writable, private) to InsideRoot/<base>.
+	SubmissionDir string
+	// ShowSiblings binds SubmissionDir's parent read-only at InsideRoot
+	// (the copy stays over the submission's own place): a submission whose
+	// commands use ../ paths (the calibration set's bad-* members).
+	ShowSiblings bool
+	// Files are host files visible read-only inside: inside path → host path.
+	Files map[string]string
+	// ReadOnly are host directories visible read-only at the same path (the
+	// pinned SDK venvs, tool directories on PATH).
+	ReadOnly []string
+	// Allow says whether a TCP connection to 127.0.0.1:port on the host is
+	// this command's to make. Nil: nothing on the host is reachable.
+	Allow func(port int) bool
+	// Guard, when it returns a function for an allowed port, makes the
+	// forwarder speak HTTP on that port: each request goes through only if
+	// the function returns "" (else 403 and a refusal with its reason). The
+	// bundled server's lifecycle port carries its admin API (/_mock/...),
+	// which a command never reaches.
+	Guard func(port int) func(r *http.Request) string
+}
+
+// Refusal is a connection the box's network refused.
+type Refusal struct {
+	Time   time.Time `json:"time"`
+	Addr   string    `json:"addr"` // where it was going
+	Reason string    `json:"reason"`
+}
+
+// Status is what a box enforced and what it could not, per command.
+type Status struct {
+	// Mode: "confined" (everything enforced), "partial" (some of it, see
+	// Degraded), "off" (the command ran unconfined, see Degraded).
+	Mode     string   `json:"mode"`
+	UID      int      `json:"uid,omitempty"`
+	Enforced []string `json:"enforced"`
+	Degraded []string `json:"degraded,omitempty"` // "what: why"
+	Limits   *Limits  `json:"limits,omitempty"`
+	// Refused: connections the network did not let through (first MaxRefusals).
+	Refused      []Refusal `json:"refused,omitempty"`
+	RefusedCount int       `json:"refused_count,omitempty"`
+	// CopyOut: files of {out} kept, and entries dropped with the reason.
+	Copied  []string `json:"copied,omitempty"`
+	Dropped []string `json:"dropped,omitempty"`
+	// Survivors: processes the end-of-command kill found still in the cgroup.
+	Survivors int `json:"survivors,omitempty"`
+}
+
+// MaxRefusals bounds the refusals kept in a Status.
+const MaxRefusals = 200
+
+// Off is the status of a command run without confinement.
+func Off(why string) *Status {
+	return &Status{Mode: "off", Enforced: []string{}, Degraded: []string{"confinement: " + why}}
+}
+
+func (s *Status) enforce(what string) { s.Enforced = append(s.Enforced, what) }
+func (s *Status) degrade(what string, err error) {
+	s.Degraded = append(s.Degraded, fmt.Sprintf("%s: %v", what, err))
+}
+
+// Worst is the weakest mode of several commands' statuses ("confined",
+// "partial", "off"; "" when there is none).
+func Worst(modes ...string) string {
+	rank := map[string]int{"confined": 1, "partial": 2, "off": 3}
+	w := ""
+	for _, m := range modes {
+		if rank[m] > rank[w] {
+			w = m
+		}
+	}
+	return w
+}

@@ -1,0 +1,345 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The box's network: a namespace of its own with only lo, in which one
+// iptables rule redirects every TCP connection the box's uid makes to the
+// grader's forwarder. The forwarder's socket was opened inside that
+// namespace; it reads where each connection was going (SO_ORIGINAL_DST) and
+// dials 127.0.0.1:port on the host only when Allow says the port is the
+// command's. A connection to a port no one in the box listens on and Allow
+// refuses is closed and recorded; one to a server of the box's own (its
+// tests' local server) is joined to it inside the namespace.
+
+const soOriginalDst = 80 // linux/netfilter_ipv4.h
+
+// netnsDir is where `ip netns` keeps named namespaces.
+const netnsDir = "/run/netns"
+
+type network struct {
+	name string // ip netns name
+	ln   net.Listener
+	port int
+	uid  int
+
+	allow func(port int) bool
+	guard func(port int) func(*http.Request) string
+
+	guardMu sync.Mutex
+	guarded map[int]*chanListener // port → the HTTP server's listener
+
+	mu           sync.Mutex
+	refused      []Refusal
+	refusedCount int
+	conns        sync.WaitGroup
+	closing      chan struct{}
+}
+
+func (n *network) path() string { return filepath.Join(netnsDir, n.name) }
+
+// newNetwork makes the namespace, brings lo up, opens the forwarder inside
+// it and installs the redirect for uid.
+func newNetwork(name string, uid int, allow func(int) bool, guard func(int) func(*http.Request) string) (*network, error) {
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		return nil, errors.New("ip (iproute2) is not installed")
+	}
+	ipt, err := exec.LookPath("iptables")
+	if err != nil {
+		return nil, errors.New("iptables is not installed")
+	}
+	n := &network{name: name, uid: uid, allow: allow, guard: guard, closing: make(chan struct{}), guarded: map[int]*chanListener{}}
+	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
+	}
+	fail := func(err error) (*network, error) {
+		n.close()
+		return nil, err
+	}
+	if out, err := exec.Command(ip, "-n", name, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("lo up: %v: %s", err, out))
+	}
+	ln, err := inNetns(n.path(), func() (net.Listener, error) { return net.Listen("tcp4", "127.0.0.1:0") })
+	if err != nil {
+		return fail(fmt.Errorf("forwarder listener in the namespace: %w", err))
+	}
+	n.ln = ln
+	n.port = ln.Addr().(*net.TCPAddr).Port
+	rule := []string{"netns", "exec", name, ipt, "-w", "-t", "nat", "-A", "OUTPUT", "-p", "tcp",
+		"-m", "owner", "--uid-owner", strconv.Itoa(uid), "-j", "REDIRECT", "--to-ports", strconv.Itoa(n.port)}
+	if out, err := exec.Command(ip, rule...).CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("iptables redirect: %v: %s", err, out))
+	}
+	go n.serve()
+	return n, nil
+}
+
+// inNetns runs f on an OS thread switched into the namespace at path, then
+// switches back. A thread that cannot switch back is never reused (its
+// goroutine exits locked, so the runtime ends the thread).
+func inNetns[T any](path string, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var zero T
+		runtime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{zero, err}
+			return
+		}
+		defer orig.Close()
+		ns, err := os.Open(path)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{zero, err}
+			return
+		}
+		defer ns.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			ch <- result{zero, fmt.Errorf("setns: %w", err)}
+			return
+		}
+		v, ferr := f()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{v, ferr} // stay locked: this thread dies with the goroutine
+			return
+		}
+		runtime.UnlockOSThread()
+		ch <- result{v, ferr}
+	}()
+	r := <-ch
+	return r.v, r.err
+}
+
+func (n *network) serve() {
+	for {
+		c, err := n.ln.Accept()
+		if err != nil {
+			return
+		}
+		n.conns.Add(1)
+		go func() {
+			defer n.conns.Done()
+			n.handle(c)
+		}()
+	}
+}
+
+// originalDst is where the redirected connection was going.
+func originalDst(c net.Conn) (net.IP, int, error) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil, 0, errors.New("not TCP")
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil, 0, err
+	}
+	var mreq *unix.IPv6Mreq
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		mreq, gerr = unix.GetsockoptIPv6Mreq(int(fd), unix.SOL_IP, soOriginalDst)
+	}); err != nil {
+		return nil, 0, err
+	}
+	if gerr != nil {
+		return nil, 0, gerr
+	}
+	a := mreq.Multiaddr
+	return net.IPv4(a[4], a[5], a[6], a[7]), int(a[2])<<8 | int(a[3]), nil
+}
+
+func (n *network) handle(c net.Conn) {
+	defer c.Close()
+	ip, port, err := originalDst(c)
+	if err != nil {
+		n.refuse("?", "its destination could not be read: "+err.Error())
+		return
+	}
+	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
+	var up net.Conn
+	switch {
+	case port == n.port:
+		n.refuse(addr, "the forwarder itself")
+		return
+	case ip.IsLoopback() && n.allow != nil && n.allow(port):
+		if n.guard != nil {
+			if g := n.guard(port); g != nil {
+				n.serveGuarded(port, g, c)
+				return
+			}
+		}
+		up, err = net.DialTimeout("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 10*time.Second)
+		if err != nil {
+			return // the allowed service is down: the client sees the connection close
+		}
+	default:
+		// A server of the box's own (its tests' local server)? Joined inside
+		// the namespace; never the host's.
+		up, err = inNetns(n.path(), func() (net.Conn, error) { return net.DialTimeout("tcp4", addr, 2*time.Second) })
+		if err != nil {
+			n.refuse(addr, "not a port of this submission's target, model, CSV or data service")
+			return
+		}
+	}
+	defer up.Close()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go pipe(up, c)
+	go pipe(c, up)
+	select {
+	case <-done:
+		select {
+		case <-done:
+		case <-n.closing:
+		}
+	case <-n.closing:
+	}
+}
+
+func (n *network) refuse(addr, why string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.refusedCount++
+	if len(n.refused) < MaxRefusals {
+		n.refused = append(n.refused, Refusal{Time: time.Now().UTC(), Addr: addr, Reason: why})
+	}
+}
+
+func (n *network) refusals() ([]Refusal, int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Refusal(nil), n.refused...), n.refusedCount
+}
+
+// serveGuarded hands c to the port's HTTP reverse proxy, which lets a
+// request through only when g says "" (every refusal recorded), and waits
+// until the connection is done.
+func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Conn) {
+	n.guardMu.Lock()
+	ln := n.guarded[port]
+	if ln == nil {
+		ln = &chanListener{ch: make(chan net.Conn), done: make(chan struct{}), addr: c.LocalAddr()}
+		n.guarded[port] = ln
+		target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		rp := &httputil.ReverseProxy{
+			Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = r.In.Host },
+			FlushInterval: -1,
+			ErrorLog:      log.New(io.Discard, "", 0),
+		}
+		srv := &http.Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if why := g(r); why != "" {
+					n.refuse(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))+" "+r.Method+" "+clipPath(r.RequestURI), why)
+					http.Error(w, "refused by the grader's confinement: "+why, http.StatusForbidden)
+					return
+				}
+				rp.ServeHTTP(w, r)
+			}),
+			ReadHeaderTimeout: 30 * time.Second,
+			ErrorLog:          log.New(io.Discard, "", 0),
+		}
+		go func() { _ = srv.Serve(ln) }()
+		go func() { <-n.closing; _ = srv.Close() }()
+	}
+	n.guardMu.Unlock()
+	wc := &watchedConn{Conn: c, closed: make(chan struct{})}
+	select {
+	case ln.ch <- wc:
+	case <-n.closing:
+		return
+	}
+	select {
+	case <-wc.closed:
+	case <-n.closing:
+	}
+}
+
+func clipPath(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+// chanListener is a net.Listener fed connections by the forwarder.
+type chanListener struct {
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+	addr net.Addr
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+func (l *chanListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// watchedConn says when the HTTP server closed it.
+type watchedConn struct {
+	net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (c *watchedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { close(c.closed) })
+	return err
+}
+
+// close stops the forwarder (open connections end) and deletes the namespace.
+func (n *network) close() {
+	select {
+	case <-n.closing:
+	default:
+		close(n.closing)
+	}
+	if n.ln != nil {
+		_ = n.ln.Close()
+	}
+	n.conns.Wait()
+	deleteNetns(n.name)
+}
+
+func deleteNetns(name string) {
+	if ip, err := exec.LookPath("ip"); err == nil {
+		_ = exec.Command(ip, "netns", "del", name).Run()
+	}
+}

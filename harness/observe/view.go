@@ -1,0 +1,337 @@
+package observe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// View is one submission's share of a server without tenants: the sandboxes
+// created through its proxies, and the endpoints the server gave for them.
+// Safe for concurrent use; every proxy started for the submission shares it.
+type View struct {
+	mu        sync.Mutex
+	owned     map[string]bool
+	order     []string
+	endpoints map[string]*url.URL // "id/port" → the endpoint the server gave, as a base URL
+}
+
+// NewView is an empty view: a submission that has created nothing sees nothing.
+func NewView() *View {
+	return &View{owned: map[string]bool{}, endpoints: map[string]*url.URL{}}
+}
+
+// Owns reports whether the sandbox was created through this view's proxies.
+func (v *View) Owns(id string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.owned[id]
+}
+
+// IDs are the sandboxes created through this view's proxies, in order.
+func (v *View) IDs() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return slices.Clone(v.order)
+}
+
+func (v *View) add(id string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.owned[id] {
+		v.owned[id] = true
+		v.order = append(v.order, id)
+	}
+}
+
+func (v *View) setEndpoint(id string, port int, base *url.URL) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.endpoints[id+"/"+strconv.Itoa(port)] = base
+}
+
+func (v *View) endpoint(id string, port int) (*url.URL, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	u, ok := v.endpoints[id+"/"+strconv.Itoa(port)]
+	return u, ok
+}
+
+// maxListPages bounds how many pages of the server's list the proxy reads
+// to filter one list call (200 a page).
+const maxListPages = 500
+
+// forwardBuffered forwards r upstream and returns the whole response, for
+// the proxy to read or rewrite before the client sees it.
+func (p *Proxy) forwardBuffered(r *http.Request) *httptest.ResponseRecorder {
+	rr := httptest.NewRecorder()
+	p.rp.ServeHTTP(rr, r)
+	return rr
+}
+
+// writeBuffered sends a buffered response with body in place of its own.
+func writeBuffered(w http.ResponseWriter, rr *httptest.ResponseRecorder, body []byte) {
+	for k, vs := range rr.Header() {
+		w.Header()[k] = vs
+	}
+	w.Header().Del("Content-Length")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(rr.Code)
+	_, _ = w.Write(body)
+}
+
+// proxyFailure is the proxy's own answer when it cannot give a view safely
+// (the server's answer could not be read): a 502 naming the proxy, never the
+// server's unfiltered answer.
+func proxyFailure(w http.ResponseWriter, why string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadGateway)
+	b, _ := json.Marshal(map[string]string{"code": "ACCEPTANCE::RECORDING_PROXY", "message": "the harness's recording proxy " + why})
+	_, _ = w.Write(b)
+}
+
+// serveCreate forwards a create and adds the new sandbox to the view before
+// the client learns its id (its next call may name it at once).
+func (p *Proxy) serveCreate(w http.ResponseWriter, r *http.Request) {
+	rr := p.forwardBuffered(r)
+	if rr.Code < 300 {
+		var sb struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(rr.Body.Bytes(), &sb) == nil && sb.ID != "" {
+			p.view.add(sb.ID)
+		}
+	}
+	writeBuffered(w, rr, rr.Body.Bytes())
+}
+
+type listPage struct {
+	Items      []json.RawMessage `json:"items"`
+	Pagination struct {
+		Page        int  `json:"page"`
+		PageSize    int  `json:"pageSize"`
+		TotalItems  int  `json:"totalItems"`
+		TotalPages  int  `json:"totalPages"`
+		HasNextPage bool `json:"hasNextPage"`
+	} `json:"pagination"`
+}
+
+// serveList answers a list with the view's sandboxes only: the client's
+// request goes to the server as sent (so a bad page or filter gets the
+// server's own error), then every page of the same filter is read and the
+// view's sandboxes are paginated as the client asked.
+func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
+	rr := p.forwardBuffered(r)
+	if rr.Code != http.StatusOK {
+		writeBuffered(w, rr, rr.Body.Bytes())
+		return
+	}
+	var first listPage
+	if err := json.Unmarshal(rr.Body.Bytes(), &first); err != nil {
+		proxyFailure(w, "could not read the server's list: "+err.Error())
+		return
+	}
+	var mine []json.RawMessage
+	seen := map[string]bool{}
+	q := r.URL.Query()
+	q.Set("pageSize", "200")
+	for page := 1; page <= maxListPages; page++ {
+		q.Set("page", strconv.Itoa(page))
+		pr := r.Clone(r.Context())
+		pr.URL.RawQuery = q.Encode()
+		pr.Body, pr.ContentLength = http.NoBody, 0
+		prr := p.forwardBuffered(pr)
+		var lp listPage
+		if prr.Code != http.StatusOK || json.Unmarshal(prr.Body.Bytes(), &lp) != nil {
+			proxyFailure(w, fmt.Sprintf("could not read page %d of the server's list (status %d)", page, prr.Code))
+			return
+		}
+		for _, it := range lp.Items {
+			var sb struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(it, &sb) == nil && p.view.Owns(sb.ID) && !seen[sb.ID] {
+				seen[sb.ID] = true
+				mine = append(mine, it)
+			}
+		}
+		if !lp.Pagination.HasNextPage || len(lp.Items) == 0 {
+			break
+		}
+	}
+	page, size := max(first.Pagination.Page, 1), max(first.Pagination.PageSize, 1)
+	total := len(mine)
+	pages := (total + size - 1) / size
+	items := []json.RawMessage{}
+	if start := (page - 1) * size; start < total {
+		items = mine[start:min(start+size, total)]
+	}
+	out := listPage{Items: items}
+	out.Pagination.Page, out.Pagination.PageSize = page, size
+	out.Pagination.TotalItems, out.Pagination.TotalPages, out.Pagination.HasNextPage = total, pages, page < pages
+	body, err := json.Marshal(out)
+	if err != nil {
+		proxyFailure(w, "could not write the list: "+err.Error())
+		return
+	}
+	writeBuffered(w, rr, body)
+}
+
+// serveAsUnknown forwards a call on another's sandbox as the same call on a
+// fresh random id the server has never seen, so the client gets exactly the
+// server's answer for an unknown sandbox (its 404 and wording, or the
+// validation error it gives first), with the id it asked for in place of
+// the random one. Nothing reaches the other sandbox.
+func (p *Proxy) serveAsUnknown(w http.ResponseWriter, r *http.Request, id string) {
+	unknown := uuid.NewString()
+	esc := r.URL.EscapedPath()
+	segs := strings.Split(esc, "/")
+	for i := 0; i+1 < len(segs); i++ {
+		if segs[i] == "sandboxes" {
+			segs[i+1] = unknown
+			break
+		}
+	}
+	out := r.Clone(r.Context())
+	newEsc := strings.Join(segs, "/")
+	dec, err := url.PathUnescape(newEsc)
+	if err != nil {
+		proxyFailure(w, "could not rewrite the path: "+err.Error())
+		return
+	}
+	out.URL.Path, out.URL.RawPath = dec, ""
+	if dec != newEsc {
+		out.URL.RawPath = newEsc
+	}
+	out.RequestURI = ""
+	rr := p.forwardBuffered(out)
+	quoted, _ := json.Marshal(id)
+	body := bytes.ReplaceAll(rr.Body.Bytes(), []byte(unknown), quoted[1:len(quoted)-1])
+	for _, h := range []string{"Location", "Content-Location"} {
+		if v := rr.Header().Get(h); v != "" {
+			rr.Header().Set(h, strings.ReplaceAll(v, unknown, url.PathEscape(id)))
+		}
+	}
+	writeBuffered(w, rr, body)
+}
+
+// serveEndpointGet forwards an endpoint call on the view's own sandbox and
+// rewrites the endpoint to go through this proxy, in the server-proxy form
+// {proxy}/sandboxes/{id}/proxy/{port} (no scheme, headers kept).
+func (p *Proxy) serveEndpointGet(w http.ResponseWriter, r *http.Request, id string) {
+	rr := p.forwardBuffered(r)
+	body := rr.Body.Bytes()
+	port, perr := strconv.Atoi(endpointPort(r.URL.Path))
+	if rr.Code == http.StatusOK && perr == nil {
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			proxyFailure(w, "could not read the server's endpoint: "+err.Error())
+			return
+		}
+		ep, _ := m["endpoint"].(string)
+		base, err := url.Parse(p.upstream.Scheme + "://" + ep)
+		if ep == "" || err != nil || base.Host == "" {
+			proxyFailure(w, fmt.Sprintf("could not read the server's endpoint %q", ep))
+			return
+		}
+		p.view.setEndpoint(id, port, base)
+		m["endpoint"] = p.Domain() + "/sandboxes/" + url.PathEscape(id) + "/proxy/" + strconv.Itoa(port)
+		if body, err = json.Marshal(m); err != nil {
+			proxyFailure(w, "could not write the endpoint: "+err.Error())
+			return
+		}
+	}
+	writeBuffered(w, rr, body)
+}
+
+// serveEndpoint forwards execd or egress traffic that came through a
+// rewritten endpoint or the server proxy route, and records it. Another's
+// sandbox is answered as an unknown one by the server's own proxy route.
+func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string, port int) {
+	p.begin()
+	defer p.end()
+	c := Call{Time: time.Now().UTC(), Kind: KindEndpoint, Method: r.Method, Path: r.URL.RequestURI(), SandboxID: id, Port: port,
+		KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
+	switch base, ok := p.endpointOf(id, port); {
+	case p.view != nil && !p.view.Owns(id):
+		p.serveAsUnknown(rec, r, id)
+	case ok:
+		rest := serverProxyRest(r.URL.EscapedPath())
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.Out.URL.Scheme, pr.Out.URL.Host = base.Scheme, base.Host
+				joined := strings.TrimSuffix(base.EscapedPath(), "/") + rest
+				pr.Out.URL.Path, _ = url.PathUnescape(joined)
+				pr.Out.URL.RawPath = joined
+				pr.Out.URL.RawQuery = r.URL.RawQuery
+				pr.Out.Host = base.Host
+				pr.SetXForwarded()
+			},
+			FlushInterval: -1, // SSE (a command's output) arrives as it happens
+		}
+		rp.ServeHTTP(rec, r)
+	default:
+		p.rp.ServeHTTP(rec, r) // the server's own proxy route
+	}
+	c.Status = rec.status
+	c.Ended = time.Now().UTC()
+	p.add(c)
+}
+
+func (p *Proxy) endpointOf(id string, port int) (*url.URL, bool) {
+	if p.view == nil {
+		return nil, false
+	}
+	return p.view.endpoint(id, port)
+}
+
+// serverProxyRoute matches /{,v1/}sandboxes/{id}/proxy/{port}[/...].
+func serverProxyRoute(path string) (id string, port int, ok bool) {
+	parts := strings.Split(strings.TrimPrefix(trimV1(path), "/"), "/")
+	if len(parts) < 4 || parts[0] != "sandboxes" || parts[2] != "proxy" || parts[1] == "" {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(parts[3])
+	if err != nil {
+		return "", 0, false
+	}
+	return parts[1], n, true
+}
+
+// serverProxyRest is what follows /sandboxes/{id}/proxy/{port} in an escaped path ("" or "/…").
+func serverProxyRest(esc string) string {
+	parts := strings.SplitN(strings.TrimPrefix(trimV1(esc), "/"), "/", 5)
+	if len(parts) < 5 {
+		return ""
+	}
+	return "/" + parts[4]
+}
+
+func isList(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.TrimSuffix(trimV1(r.URL.Path), "/") == "/sandboxes"
+}
+
+func isEndpointGet(r *http.Request) bool {
+	return r.Method == http.MethodGet && endpointPort(r.URL.Path) != ""
+}
+
+// endpointPort is {port} of /sandboxes/{id}/endpoints/{port}, else "".
+func endpointPort(path string) string {
+	parts := strings.Split(strings.Trim(trimV1(path), "/"), "/")
+	if len(parts) == 4 && parts[0] == "sandboxes" && parts[2] == "endpoints" {
+		return parts[3]
+	}
+	return ""
+}

@@ -1,0 +1,55 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func writeRec(t *testing.T, dir, rel, body string) {
+	t.Helper()
+	p := filepath.Join(dir, EvidenceDir, rel)
+	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+}
+
+func TestReadConfinementHeader(t *testing.T) {
+	dir := t.TempDir()
+	assert.Nil(t, ReadConfinement(dir), "no command, no confinement line")
+
+	writeRec(t, dir, "subject-sales/run.json", `{"result":{"ran_reference":true,"confinement":{"mode":"confined","refused_count":2}}}`)
+	// A submission's own output named run.json is not a record.
+	writeRec(t, dir, "subject-sales/out/run.json", `{"result":{"confinement":{"mode":"off","degraded":["forged"]}}}`)
+	c := ReadConfinement(dir)
+	require.NotNil(t, c)
+	assert.Equal(t, "confined", c.Mode)
+	assert.Equal(t, 1, c.Commands)
+	assert.Equal(t, 2, c.Refused)
+	assert.Equal(t, []string{"evidence/subject-sales"}, c.RanReference)
+	assert.Empty(t, c.Header())
+
+	writeRec(t, dir, "subject-contract/invocation.json", `{"result":{"confinement":{"mode":"partial","degraded":["cgroup memory: controller not available on this host"]}}}`)
+	c = ReadConfinement(dir)
+	assert.Equal(t, "partial", c.Mode)
+	assert.Contains(t, c.Header(), "Confinement PARTIAL")
+	assert.Contains(t, c.Header(), "cgroup memory: controller not available on this host (1 of 2 commands)")
+
+	writeRec(t, dir, "subject-test.unit/invocation.json", `{"result":{"confinement":{"mode":"off","degraded":["confinement: --insecure-no-confinement was given"]}}}`)
+	c = ReadConfinement(dir)
+	assert.Equal(t, "off", c.Mode)
+	var md, html bytes.Buffer
+	d := Document{Confinement: c}
+	require.NoError(t, WriteMarkdown(&md, d))
+	assert.Contains(t, md.String(), "> **Confinement OFF")
+	assert.Contains(t, md.String(), "| Confinement | off (3 commands, 2 connections refused) |")
+	assert.Contains(t, md.String(), "| Ran the bundled reference | evidence/subject-sales |")
+	require.NoError(t, WriteHTML(&html, d))
+	assert.Contains(t, html.String(), `id="confinement"`)
+	var js bytes.Buffer
+	require.NoError(t, WriteJSON(&js, d))
+	assert.Contains(t, js.String(), `"confinement": {`)
+}

@@ -1,0 +1,177 @@
+package subject
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/confine"
+)
+
+// Confinement asks Run to run the command in a box of its own
+// (harness/confine): its own uid and namespaces, the host read-only, a
+// private copy of Spec.Dir, a cgroup, a network that reaches only the ports
+// Allow names. Inside, {csv} is confine.InsideCSV, {out} confine.InsideOut,
+// {acceptance} confine.InsideAcceptance and $HOME confine.InsideHome, the
+// same in every scenario; {out} is copied into Inputs.Out after the command
+// and everything it started are gone.
+type Confinement struct {
+	Config confine.Config
+	// Allow says whether a connection to 127.0.0.1:port on the host is the
+	// command's to make (its target, its sandboxes, its model, the stubs).
+	Allow func(port int) bool
+	// Guard: see confine.Request.Guard (the bundled server's admin API).
+	Guard func(port int) func(*http.Request) string
+	// ShowSiblings binds Spec.Dir's parent read-only (commands with ../ paths).
+	ShowSiblings bool
+	// ReadOnly are host directories visible read-only at the same path.
+	ReadOnly []string
+}
+
+// runConfined is Run for a Spec with Confine set.
+func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int64) (*Result, error) {
+	in := spec.Inputs
+	hostOut := in.Out
+	files := map[string]string{}
+	exe := in.Acceptance
+	if exe == "" {
+		exe = spec.Executable
+	}
+	if exe != "" {
+		files[confine.InsideAcceptance] = exe
+	}
+	in.Out, in.Acceptance = confine.InsideOut, confine.InsideAcceptance
+	if in.CSV != "" {
+		files[confine.InsideCSV] = in.CSV
+		in.CSV = confine.InsideCSV
+	}
+	argv, err := spec.Template.Argv(confine.InsideAcceptance, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(spec.WorkDir, 0o755); err != nil {
+		return nil, fmt.Errorf("subject: work dir: %w", err)
+	}
+	if err := prepareOut(hostOut); err != nil {
+		return nil, err
+	}
+	dir := spec.Dir // "" (a bare command): an empty directory of its own
+	box, err := confine.Open(spec.Confine.Config, confine.Request{
+		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
+		Files: files, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subject: confinement: %w", err)
+	}
+	defer box.Close()
+	res := &Result{
+		Argv:         argv,
+		ExitCode:     -1,
+		StdoutPath:   filepath.Join(spec.WorkDir, "stdout.log"),
+		StderrPath:   filepath.Join(spec.WorkDir, "stderr.log"),
+		OutDir:       hostOut,
+		HomeDir:      confine.InsideHome,
+		RanReference: spec.Template.RunsReference(),
+	}
+	outCap, outW, err := newCapture(res.StdoutPath, limit)
+	if err != nil {
+		return nil, fmt.Errorf("subject: stdout: %w", err)
+	}
+	errCap, errW, err := newCapture(res.StderrPath, limit)
+	if err != nil {
+		outW.Close()
+		outCap.finish(closedChan())
+		return nil, fmt.Errorf("subject: stderr: %w", err)
+	}
+	cmd := box.Command(argv, spec.Env.List(confine.InsideHome), box.WorkDir())
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	startErr := cmd.Start()
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		outCap.finish(closedChan())
+		errCap.finish(closedChan())
+		return nil, fmt.Errorf("subject: start the box: %w", startErr)
+	}
+	leader := cmd.Process.Pid // bwrap outside the box: its end ends the box's pid namespace
+	// Did it run the bundled reference, however it invoked {acceptance}?
+	stopWatch := make(chan struct{})
+	ranRef := box.WatchExe(exe, 200*time.Millisecond, stopWatch)
+	waitCh := make(chan error, 1)
+	go func() { waitCh <- cmd.Wait() }()
+	timer := time.NewTimer(spec.Timeout)
+	defer timer.Stop()
+	// stop: SIGTERM to the command and its group (never to bwrap, whose end
+	// would end them at once), grace, then the whole box.
+	stop := func(hard bool) {
+		if !hard {
+			for _, p := range groupMembers(leader) {
+				if p != leader {
+					_ = syscall.Kill(p, syscall.SIGTERM)
+				}
+			}
+			select {
+			case <-waitCh:
+				return
+			case <-time.After(grace):
+			}
+		}
+		box.Kill()
+		_ = syscall.Kill(-leader, syscall.SIGKILL)
+		<-waitCh
+	}
+	select {
+	case <-waitCh:
+	case <-timer.C:
+		res.TimedOut = true
+		stop(false)
+	case <-ctx.Done():
+		res.Canceled = true
+		stop(spec.KillOnCancel)
+	}
+	res.Duration = time.Since(start)
+	if ps := cmd.ProcessState; ps != nil {
+		res.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal().String()
+		}
+	}
+	close(stopWatch)
+	if <-ranRef {
+		res.RanReference = true
+	}
+	// Whatever is left of the box (nothing outlives bwrap's pid 1, but a
+	// process may be between fork and exit) goes with its cgroup.
+	res.Leftover = groupMembers(leader)
+	box.Kill()
+	force := time.After(2 * time.Second)
+	forceCh := make(chan struct{})
+	go func() { <-force; close(forceCh) }()
+	outCap.finish(forceCh)
+	errCap.finish(forceCh)
+	res.StdoutBytes, res.StdoutTruncated = outCap.total, outCap.truncated
+	res.StderrBytes, res.StderrTruncated = errCap.total, errCap.truncated
+	copyErr := box.CopyOut(hostOut)
+	box.Close()
+	res.Confinement = box.Status()
+	res.GroupGone = res.Confinement.Survivors == 0
+	if outCap.err != nil {
+		return res, fmt.Errorf("subject: writing stdout log: %w", outCap.err)
+	}
+	if errCap.err != nil {
+		return res, fmt.Errorf("subject: writing stderr log: %w", errCap.err)
+	}
+	if copyErr != nil {
+		return res, fmt.Errorf("subject: copying {out} out of the box: %w", copyErr)
+	}
+	res.Defused = defuseOutputs(res.OutDir)
+	res.Missing, res.Empty = CheckOutputs(res.OutDir)
+	return res, nil
+}

@@ -1,0 +1,234 @@
+package steps
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/subject"
+)
+
+// Confinement of the submission's commands (harness/confine): the steps
+// know which host ports each command may reach: its target (or the
+// recording proxy in front of it), the scripted model, the CSV and data
+// stubs, and the execd and egress endpoints of the sandboxes its own key
+// created (never another tenant's). Every other connection is refused and
+// recorded in its result.
+
+// confine sets spec.Confine for the command l (or says why it runs unconfined).
+func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
+	if e.opt.Confine == nil {
+		spec.Unconfined = e.opt.Unconfined
+		if spec.Unconfined == "" {
+			spec.Unconfined = "not asked for"
+		}
+		return
+	}
+	static := map[int]bool{}
+	for _, u := range []string{spec.Env.Domain, spec.Env.ModelBaseURL, spec.Inputs.CSVURL, spec.Env.DataAPIURL} {
+		if p := loopbackPort(u); p > 0 {
+			static[p] = true
+		}
+	}
+	sp := &sandboxPorts{e: e, l: l, ctx: context.WithoutCancel(ctx), ports: map[int]bool{}, seen: map[string]bool{}}
+	spec.Confine = &subject.Confinement{
+		Config:       *e.opt.Confine,
+		ShowSiblings: e.usesParent(),
+		ReadOnly:     append(venvsOnPath(), e.commandPaths(spec.Template.String())...),
+		Allow: func(port int) bool {
+			return static[port] || sp.allowed(port)
+		},
+	}
+	if admin := loopbackPort(e.opt.Target.Domain); e.mock() && admin > 0 {
+		// The bundled server's admin API (/_mock/...) shares its lifecycle
+		// port: requests there are read, and admin ones refused.
+		spec.Confine.Guard = func(port int) func(*http.Request) string {
+			if port != admin {
+				return nil
+			}
+			return refuseAdmin
+		}
+	}
+}
+
+// refuseAdmin refuses a request for the bundled server's admin API, however
+// its path is spelled (percent-encoded, doubled slashes, any case).
+func refuseAdmin(r *http.Request) string {
+	raw := r.RequestURI
+	if u, err := url.PathUnescape(raw); err == nil {
+		raw += " " + u
+	}
+	if strings.Contains(strings.ToLower(r.URL.Path+" "+raw), "_mock") {
+		return "the bundled server's admin API is the grader's alone"
+	}
+	return ""
+}
+
+// usesParent: a command of the manifest names ../ (the calibration set's
+// bad-* members run ../student/…): the submission's parent is shown read-only.
+func (e *Env) usesParent() bool {
+	m := e.sub().Manifest
+	for _, c := range []string{m.Run, m.Contract, m.Reap, m.Test.Unit, m.Test.Integration} {
+		if strings.Contains(c, "../") {
+			return true
+		}
+	}
+	return false
+}
+
+// commandPaths: a bare command given on the grader's own command line
+// (run --subject, no submission directory) names host files by absolute
+// path (its script, a venv's python): they are shown read-only, each one's
+// venv or directory. A submission's manifest never gets this: its commands
+// see its own copy only.
+func (e *Env) commandPaths(cmd string) []string {
+	if e.sub().Dir != "" {
+		return nil
+	}
+	var out []string
+	for _, f := range strings.FieldsFunc(cmd, func(r rune) bool { return r == ' ' || r == '\'' || r == '"' || r == '=' }) {
+		if !filepath.IsAbs(f) || strings.HasPrefix(f, "/usr/") || strings.HasPrefix(f, "/bin/") {
+			continue
+		}
+		p := filepath.Clean(f)
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		dir := p
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			dir = filepath.Dir(p)
+		}
+		root := dir
+		for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "pyvenv.cfg")); err == nil {
+				root = d
+				break
+			}
+		}
+		out = append(out, root)
+	}
+	return out
+}
+
+// venvsOnPath are the Python virtual environments on the grader's PATH (the
+// pinned SDK venvs under .cache): shown read-only at the same path.
+func venvsOnPath() []string {
+	var out []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		root := filepath.Dir(d)
+		if _, err := os.Stat(filepath.Join(root, "pyvenv.cfg")); err == nil && filepath.IsAbs(root) {
+			out = append(out, root)
+		}
+	}
+	return out
+}
+
+// loopbackPort is the port of a loopback host:port or URL, 0 otherwise.
+func loopbackPort(s string) int {
+	if s == "" {
+		return 0
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return 0
+	}
+	h, p := u.Hostname(), u.Port()
+	if p == "" {
+		return 0
+	}
+	if ip := net.ParseIP(h); (ip == nil || !ip.IsLoopback()) && h != "localhost" {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// sandboxPorts are the loopback ports of the endpoints of sandboxes a
+// command's key created, looked up when a connection asks for a port not
+// known yet.
+type sandboxPorts struct {
+	e   *Env
+	l   *launch
+	ctx context.Context
+
+	mu     sync.Mutex
+	ports  map[int]bool
+	seen   map[string]bool // sandboxes whose endpoints were read
+	lastAt time.Time
+}
+
+func (s *sandboxPorts) allowed(port int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ports[port] {
+		return true
+	}
+	// At most ten look-ups a second: a command scanning ports waits on
+	// itself; a fresh sandbox of its own is still found.
+	if d := 100*time.Millisecond - time.Since(s.lastAt); d > 0 {
+		time.Sleep(d)
+	}
+	s.lastAt = time.Now()
+	for _, id := range s.created() {
+		if s.seen[id] {
+			continue
+		}
+		s.seen[id] = true
+		for _, p := range []int{osb.DefaultExecdPort, osb.DefaultEgressPort} {
+			c, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+			res, err := s.e.client.GetEndpoint(c, id, p, false)
+			cancel()
+			if err == nil {
+				if hp := loopbackPort(res.Value.Endpoint); hp > 0 {
+					s.ports[hp] = true
+				}
+			}
+		}
+	}
+	return s.ports[port]
+}
+
+// created are the sandboxes the command's key created so far.
+func (s *sandboxPorts) created() []string {
+	if s.l.rec != nil {
+		var ids []string
+		for _, c := range s.l.rec.Calls() {
+			if c.Method == "POST" && isCreatePath(c.Path) && c.Status == 202 && c.SandboxID != "" {
+				ids = append(ids, c.SandboxID)
+			}
+		}
+		return ids
+	}
+	sh, err := s.e.fetchKeyShare(s.ctx, s.l.keyFP)
+	if err != nil {
+		return nil
+	}
+	return sh.created
+}
+
+// budgetLeft is the submission's time left (bounded false: no bound).
+func (e *Env) budgetLeft() (time.Duration, bool) {
+	if e.opt.SubmissionTimeout <= 0 {
+		return 0, false
+	}
+	e.budgetMu.Lock()
+	defer e.budgetMu.Unlock()
+	return e.opt.SubmissionTimeout - e.budgetUsed, true
+}
+
+func (e *Env) spend(d time.Duration) {
+	e.budgetMu.Lock()
+	e.budgetUsed += d
+	e.budgetMu.Unlock()
+}

@@ -1,0 +1,186 @@
+package steps
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/observe"
+	"github.com/osb-capstone/acceptance/harness/osb"
+)
+
+// fakeProgress plays an observation source: each poll reveals the next
+// batch of calls (then the last batch again, as a cumulative source does).
+type fakeProgress struct {
+	mu      sync.Mutex
+	batches [][]progressCall
+	polls   int
+}
+
+func (f *fakeProgress) poll(context.Context) ([]progressCall, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := min(f.polls, len(f.batches)-1)
+	f.polls++
+	return f.batches[i], nil
+}
+
+func (f *fakeProgress) pollCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.polls
+}
+
+// fire runs the trigger on src until it acts or 2 s pass; it returns the
+// sandbox acted on ("" for none) and the poll at which it acted.
+func fire(t *testing.T, src *fakeProgress) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	got, at := "", -1
+	whenProgressed(ctx, src, time.Millisecond, func(id, _ string) { got, at = id, src.pollCount() })
+	return got, at
+}
+
+func TestWhenProgressedFiresOnFirstSuccessfulCallOfOwnSandbox(t *testing.T) {
+	created := progressCall{SandboxID: "sb-1", Created: true}
+	progress := progressCall{SandboxID: "sb-1", Progress: true}
+	other := progressCall{SandboxID: "sb-other", Progress: true} // a sandbox the run did not create
+
+	// Not at the create, not on another key's sandbox: at the progress call.
+	src := &fakeProgress{batches: [][]progressCall{{created}, {created, other}, {created, other}, {created, other, progress}}}
+	id, at := fire(t, src)
+	assert.Equal(t, "sb-1", id)
+	assert.Equal(t, 4, at, "fired at the poll that first showed progress")
+
+	// The progress may be seen before the create (two sources, two clocks).
+	src = &fakeProgress{batches: [][]progressCall{{progress}, {progress, created}}}
+	id, at = fire(t, src)
+	assert.Equal(t, "sb-1", id)
+	assert.Equal(t, 2, at)
+
+	// The first sandbox to progress wins, in the order progress was seen.
+	src = &fakeProgress{batches: [][]progressCall{{{SandboxID: "sb-2", Created: true}, created,
+		{SandboxID: "sb-2", Progress: true}, progress}}}
+	id, _ = fire(t, src)
+	assert.Equal(t, "sb-2", id)
+
+	// Without progress nothing fires: the run ends, the drill is not measured.
+	src = &fakeProgress{batches: [][]progressCall{{created, other}}}
+	id, _ = fire(t, src)
+	assert.Equal(t, "", id)
+}
+
+func TestAuditCallsProgress(t *testing.T) {
+	zero, one := 0, 1
+	lc := func(method, path string, status int, id, key string) osb.AuditEvent {
+		return osb.AuditEvent{Kind: "lifecycle", SandboxID: id, Lifecycle: &osb.AuditLifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}}
+	}
+	events := []osb.AuditEvent{
+		lc("POST", "/v1/sandboxes", 202, "sb-1", "k1"),
+		lc("POST", "/v1/sandboxes", 202, "sb-x", "k2"),
+		{Kind: "command", SandboxID: "sb-1", Command: &osb.AuditCommand{}}, // running: no exit code yet
+		{Kind: "file", SandboxID: "sb-1", File: &osb.AuditFile{Op: "upload", Path: "/workspace/a.csv", Status: 400}},
+		{Kind: "file", SandboxID: "sb-1", File: &osb.AuditFile{Op: "upload", Path: "/workspace/a.csv", Status: 200}},
+		{Kind: "command", SandboxID: "sb-1", Command: &osb.AuditCommand{ExitCode: &one}},
+		{Kind: "command", SandboxID: "sb-x", Command: &osb.AuditCommand{ExitCode: &zero}},
+	}
+	calls := auditCalls(events, "k1")
+	var created, progress []string
+	for _, c := range calls {
+		if c.Created {
+			created = append(created, c.SandboxID)
+		}
+		if c.Progress {
+			progress = append(progress, c.SandboxID+" "+c.What)
+		}
+	}
+	assert.Equal(t, []string{"sb-1"}, created, "only the key's creates")
+	assert.Equal(t, []string{
+		"sb-1 file upload /workspace/a.csv → 200",
+		"sb-1 command finished (exit 1)",
+		"sb-x command finished (exit 0)", // progress of a sandbox not created by k1: ignored by the trigger
+	}, progress)
+}
+
+func TestObservedCallClassifiesProxyRecords(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		call              observe.Call
+		created, progress bool
+	}{
+		{observe.Call{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}, true, false},
+		{observe.Call{Method: "POST", Path: "/v1/sandboxes", Status: 429}, false, false},
+		{observe.Call{Method: "GET", Path: "/v1/sandboxes/s", Status: 200, SandboxID: "s"}, false, false},
+		{observe.Call{Method: "GET", Path: "/v1/sandboxes/s/endpoints/44772", Status: 200, SandboxID: "s"}, false, false},
+		{observe.Call{Method: "POST", Path: "/command", Status: 200, SandboxID: "s"}, false, true},
+		{observe.Call{Method: "POST", Path: "/files/upload", Status: 200, SandboxID: "s"}, false, true},
+		{observe.Call{Method: "GET", Path: "/files/download?path=/workspace/x", Status: 200, SandboxID: "s"}, false, true},
+		{observe.Call{Method: "POST", Path: "/v1/sandboxes/s/proxy/44772/command", Status: 200, SandboxID: "s"}, false, true},
+		{observe.Call{Method: "GET", Path: "/v1/sandboxes/s/proxy/8080/command", Status: 200, SandboxID: "s"}, false, false}, // not execd's port
+		{observe.Call{Method: "GET", Path: "/ping", Status: 200, SandboxID: "s"}, false, false},
+		{observe.Call{Method: "POST", Path: "/command", Status: 502, SandboxID: "s"}, false, false},
+		{observe.Call{Method: "POST", Path: "/command", Status: 200}, false, false}, // no sandbox: not attributable
+	} {
+		tc.call.Time = now
+		pc := observedCall(tc.call)
+		assert.Equal(t, tc.created, pc.Created, "%s %s created", tc.call.Method, tc.call.Path)
+		assert.Equal(t, tc.progress, pc.Progress, "%s %s progress", tc.call.Method, tc.call.Path)
+	}
+}
+
+func TestExecdCallsAfterCountsTheSameObservations(t *testing.T) {
+	t0 := time.Now()
+	calls := []observe.Call{
+		{Time: t0.Add(-time.Second), Method: "POST", Path: "/command", Status: 200, SandboxID: "s"},
+		{Time: t0, Method: "POST", Path: "/command", Status: 502, SandboxID: "s"},
+		{Time: t0.Add(time.Second), Method: "GET", Path: "/v1/sandboxes/s/proxy/44772/ping", Status: 502, SandboxID: "s"},
+		{Time: t0.Add(time.Second), Method: "GET", Path: "/v1/sandboxes/s", Status: 404, SandboxID: "s"}, // lifecycle: counted elsewhere
+		{Time: t0.Add(time.Second), Method: "POST", Path: "/command", Status: 200, SandboxID: "other"},
+	}
+	n, what := execdCallsAfter(calls, "s", t0)
+	require.Equal(t, 2, n, "%v", what)
+	assert.Equal(t, "execd POST /command → 502", what[0])
+}
+
+func TestWhenProgressedPassesTheTimingCall(t *testing.T) {
+	src := &fakeProgress{batches: [][]progressCall{{
+		{SandboxID: "sb-1", Created: true},
+		{SandboxID: "sb-1", Progress: true, What: "file upload /workspace/sales.csv → 200"},
+		{SandboxID: "sb-1", Progress: true, What: "command finished (exit 0)"},
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var what string
+	whenProgressed(ctx, src, time.Millisecond, func(_, w string) { what = w })
+	assert.Equal(t, "file upload /workspace/sales.csv → 200", what, "the first progress call, named in the drill's note")
+}
+
+// On a real target a run whose execd calls the proxy never saw is not
+// measured with that reason; once it saw one, the reason is the subject's.
+func TestProgressUnobservedOnRealTarget(t *testing.T) {
+	e := &Env{}
+	e.opt.Target.Kind = "real"
+	r := &subjectRun{}
+	r.observed = []observe.Call{{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}}
+	why := e.progressUnobserved(r)
+	assert.Contains(t, why, "the recording proxy saw none of the subject's execd or file calls")
+	assert.Contains(t, why, "target real")
+	r.observed = append(r.observed, observe.Call{Method: "POST", Path: "/command", Status: 502, SandboxID: "s"})
+	assert.Equal(t, "", e.progressUnobserved(r), "an execd call was seen: the subject ended before progressing")
+}
+
+func TestObservedCallsDedup(t *testing.T) {
+	t0 := time.Now()
+	c := observe.Call{Time: t0, Method: "POST", Path: "/sandboxes/s/proxy/44772/command", Status: 200, SandboxID: "s"}
+	r := &subjectRun{}
+	r.observed = []observe.Call{c, c, {Time: t0, Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}}
+	got := observedCalls(r)
+	require.Len(t, got, 2, "one exchange recorded twice counts once")
+	n, _ := execdCallsAfter(got, "s", t0)
+	assert.Equal(t, 1, n)
+}
