@@ -19,6 +19,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/compare"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -44,7 +45,7 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory for the runs' bundles and upgrade-check.{md,json} (default reports/upgrade-FROM-TO-<time>)")
 	seed := fs.Int64("seed", 0, "scenario order seed shared by every run (0 = derived from the clock)")
 	threshold := fs.String("threshold", "25%", "relative increase of a median that can be a regression (besides exceeding the spread)")
-	floorMs := fs.Float64("floor-ms", report.DefaultCompareOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
+	floorMs := fs.Float64("floor-ms", compare.DefaultOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
 	var runArgs stringList
 	fs.Var(&runArgs, "run-arg", "an extra flag passed to every run (repeatable), e.g. --run-arg=--egress-image=X")
 	fs.Usage = func() {
@@ -137,7 +138,7 @@ rounds:
 			}
 		}
 	}
-	res.judge(report.CompareOptions{Threshold: th, FloorMs: *floorMs, FloorBytes: report.DefaultCompareOptions.FloorBytes})
+	res.judge(compare.Options{Threshold: th, FloorMs: *floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
 	md := res.markdown()
 	_ = os.WriteFile(filepath.Join(*out, "upgrade-check.md"), []byte(md), 0o644)
 	if b, err := json.MarshalIndent(res, "", "  "); err == nil {
@@ -209,8 +210,8 @@ type upgradeResult struct {
 	Runs            []upgradeRun
 	VerdictsFrom    []string // each run's overall verdict
 	VerdictsTo      []string
-	EntryChanges    []report.EntryChange
-	Drift           []report.EvidenceDrift
+	EntryChanges    []compare.EntryChange
+	Drift           []compare.EvidenceDrift
 	Unstable        []string // entries whose verdict differed between rounds of one version
 	Figures         []FigureJudgement
 	TimingJudged    bool
@@ -223,7 +224,7 @@ type upgradeResult struct {
 }
 
 // judge fills the comparison from the runs' bundles.
-func (r *upgradeResult) judge(o report.CompareOptions) {
+func (r *upgradeResult) judge(o compare.Options) {
 	var fromDirs, toDirs []string
 	for _, run := range r.Runs {
 		if run.Failure != "" || run.Exit == 2 {
@@ -258,7 +259,7 @@ func (r *upgradeResult) judge(o report.CompareOptions) {
 		return
 	}
 	// Verdicts and evidence: the first completed run of each side.
-	c, err := report.Compare(fromDirs[0], toDirs[0], report.CompareOptions{Threshold: math.Inf(1), FloorMs: math.Inf(1), FloorBytes: math.Inf(1)})
+	c, err := compare.Compare(fromDirs[0], toDirs[0], compare.Options{Threshold: math.Inf(1), FloorMs: math.Inf(1), FloorBytes: math.Inf(1)})
 	if err == nil {
 		r.EntryChanges, r.Drift = c.Entries, c.Drift
 		r.Regressions = append(r.Regressions, c.Regressions...)
@@ -266,11 +267,11 @@ func (r *upgradeResult) judge(o report.CompareOptions) {
 	r.Unstable = append(unstableEntries(fromDirs, r.From), unstableEntries(toDirs, r.To)...)
 	var fromFigs, toFigs []map[string]float64
 	for _, d := range fromDirs {
-		f, _ := report.Figures(d)
+		f, _ := compare.Figures(d)
 		fromFigs = append(fromFigs, f)
 	}
 	for _, d := range toDirs {
-		f, _ := report.Figures(d)
+		f, _ := compare.Figures(d)
 		toFigs = append(toFigs, f)
 	}
 	r.Figures = JudgeFigures(fromFigs, toFigs, o)
@@ -325,7 +326,7 @@ func unstableEntries(dirs []string, version string) []string {
 // medians and spreads (max − min) per version. With two or more runs per
 // side a rise of the median is a regression only when it exceeds both
 // spreads, the floor and the threshold; with fewer nothing is judged.
-func JudgeFigures(from, to []map[string]float64, o report.CompareOptions) []FigureJudgement {
+func JudgeFigures(from, to []map[string]float64, o compare.Options) []FigureJudgement {
 	if len(from) == 0 || len(to) == 0 {
 		return nil
 	}
