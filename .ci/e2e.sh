@@ -15,6 +15,8 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 if ! "$GO" test -c -tags e2e -o "$OUT/e2e.test" ./cmd/acceptance >&2; then
 	echo "e2e: the end-to-end tests do not build" >&2
+	# A test2json failure event, so whoever reads the stream (.ci/slowest) fails too.
+	echo '{"Action":"fail","Package":"github.com/osb-capstone/acceptance/cmd/acceptance[e2e build]","Elapsed":0}'
 	exit 2
 fi
 themes=${E2E_THEMES:-$(ls cmd/acceptance/e2e_*_test.go 2>/dev/null | sed -E 's#.*/e2e_([a-z0-9]+)_.*#\1#' | sort -u)}
