@@ -20,13 +20,14 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/compare"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 // upgradeCheckMain is `acceptance upgrade-check --from A --to B`: the
 // reference (or --subject) graded on the docker target against server
 // version A and B, interleaved A B A B … (--rounds each), then compared:
-// verdicts and evidence drift (report.Compare of each side's first run),
+// verdicts and evidence drift (compare.Compare of each side's first run),
 // verdicts that differ between rounds of one version (unstable), and every
 // latency figure's median and spread per version. A latency change is a
 // regression only when the medians differ by more than the spread seen
@@ -45,7 +46,7 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory for the runs' bundles and upgrade-check.{md,json} (default reports/upgrade-FROM-TO-<time>)")
 	seed := fs.Int64("seed", 0, "scenario order seed shared by every run (0 = derived from the clock)")
 	threshold := fs.String("threshold", "25%", "relative increase of a median that can be a regression (besides exceeding the spread)")
-	floorMs := fs.Float64("floor-ms", report.DefaultCompareOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
+	floorMs := fs.Float64("floor-ms", compare.DefaultOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
 	rejudge := fs.String("judge", "", "judge an earlier upgrade check's runs again (its directory) without running anything, e.g. with another --threshold")
 	var runArgs stringList
 	fs.Var(&runArgs, "run-arg", "an extra flag passed to every run (repeatable), e.g. --run-arg=--egress-image=X")
@@ -142,7 +143,7 @@ rounds:
 			}
 		}
 	}
-	res.judge(report.CompareOptions{Threshold: th, FloorMs: *floorMs, FloorBytes: report.DefaultCompareOptions.FloorBytes})
+	res.judge(compare.Options{Threshold: th, FloorMs: *floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
 	return res.write(*out, stdout)
 }
 
@@ -173,7 +174,7 @@ func rejudgeUpgrade(dir, threshold string, floorMs float64, stdout, stderr io.Wr
 		return 2
 	}
 	r := upgradeResult{From: old.From, To: old.To, Rounds: old.Rounds, Seed: old.Seed, Tags: old.Tags, Subject: old.Subject, Runs: old.Runs, Stopped: old.Stopped}
-	r.judge(report.CompareOptions{Threshold: th, FloorMs: floorMs, FloorBytes: report.DefaultCompareOptions.FloorBytes})
+	r.judge(compare.Options{Threshold: th, FloorMs: floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
 	return r.write(dir, stdout)
 }
 
@@ -239,8 +240,8 @@ type upgradeResult struct {
 	Runs            []upgradeRun
 	VerdictsFrom    []string // each run's overall verdict
 	VerdictsTo      []string
-	EntryChanges    []report.EntryChange
-	Drift           []report.EvidenceDrift
+	EntryChanges    []compare.EntryChange
+	Drift           []compare.EvidenceDrift
 	Unstable        []string // entries whose verdict differed between rounds of one version
 	Figures         []FigureJudgement
 	TimingJudged    bool
@@ -253,7 +254,7 @@ type upgradeResult struct {
 }
 
 // judge fills the comparison from the runs' bundles.
-func (r *upgradeResult) judge(o report.CompareOptions) {
+func (r *upgradeResult) judge(o compare.Options) {
 	var fromDirs, toDirs []string
 	for _, run := range r.Runs {
 		if run.Failure != "" || run.Exit == 2 {
@@ -293,7 +294,7 @@ func (r *upgradeResult) judge(o report.CompareOptions) {
 	// the score) regressed only when every run of the new version is worse
 	// than every run of the old one; an entry whose verdict differs between
 	// rounds of one version is listed as unstable instead.
-	c, err := report.Compare(fromDirs[0], toDirs[0], report.CompareOptions{Threshold: math.Inf(1), FloorMs: math.Inf(1), FloorBytes: math.Inf(1)})
+	c, err := compare.Compare(fromDirs[0], toDirs[0], compare.Options{Threshold: math.Inf(1), FloorMs: math.Inf(1), FloorBytes: math.Inf(1)})
 	if err == nil {
 		r.EntryChanges, r.Drift = c.Entries, c.Drift
 	}
@@ -301,11 +302,11 @@ func (r *upgradeResult) judge(o report.CompareOptions) {
 	r.Unstable = append(unstableEntries(fromDirs, r.From), unstableEntries(toDirs, r.To)...)
 	var fromFigs, toFigs []map[string]float64
 	for _, d := range fromDirs {
-		f, _ := report.Figures(d)
+		f, _ := compare.Figures(d)
 		fromFigs = append(fromFigs, f)
 	}
 	for _, d := range toDirs {
-		f, _ := report.Figures(d)
+		f, _ := compare.Figures(d)
 		toFigs = append(toFigs, f)
 	}
 	r.Figures = JudgeFigures(fromFigs, toFigs, o)
@@ -445,7 +446,7 @@ func unstableEntries(dirs []string, version string) []string {
 // medians and spreads (max − min) per version. With two or more runs per
 // side a rise of the median is a regression only when it exceeds both
 // spreads, the floor and the threshold; with fewer nothing is judged.
-func JudgeFigures(from, to []map[string]float64, o report.CompareOptions) []FigureJudgement {
+func JudgeFigures(from, to []map[string]float64, o compare.Options) []FigureJudgement {
 	if len(from) == 0 || len(to) == 0 {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/osb-capstone/acceptance/harness/report/compare"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +18,7 @@ import (
 // TestJudgeFiguresAgainstNoise: a latency rise counts only beyond the spread
 // seen within each version; one run per side judges nothing.
 func TestJudgeFiguresAgainstNoise(t *testing.T) {
-	o := report.DefaultCompareOptions
+	o := compare.DefaultOptions
 	from := []map[string]float64{{"a/create_ms": 1000, "a/noisy_ms": 1000, "a/faster_ms": 4000}, {"a/create_ms": 1100, "a/noisy_ms": 2500, "a/faster_ms": 4100}}
 	to := []map[string]float64{{"a/create_ms": 2400, "a/noisy_ms": 2600, "a/faster_ms": 1000}, {"a/create_ms": 2500, "a/noisy_ms": 1200, "a/faster_ms": 1100}}
 	got := map[string]FigureJudgement{}
@@ -62,7 +63,7 @@ func TestUpgradeResultNoRunsIsIncomplete(t *testing.T) {
 	r := upgradeResult{From: "1.1.0", To: "1.1.1", Runs: []upgradeRun{
 		{Version: "1.1.0", Round: 1, Dir: t.TempDir(), Exit: 2, Failure: "the server package failed to import (a fault of the target, not of the submission): ModuleNotFoundError"},
 	}}
-	r.judge(report.DefaultCompareOptions)
+	r.judge(compare.DefaultOptions)
 	assert.Equal(t, 2, r.Exit)
 	assert.Contains(t, r.markdown(), "the server package failed to import")
 	assert.Contains(t, r.markdown(), "never the subject's")
