@@ -23,6 +23,13 @@ import (
 // TestGradeClassOf20 (copies: `grade` drops a directory named twice).
 var classRepeats = []string{"reference", "student", "bad-lying-contract", "bad-empty"}
 
+// classMembers are the sixteen calibration submissions the class of 20 is
+// made of (with classRepeats): the tallies below are theirs. Members added
+// to the calibration set later are graded by TestCalibration, not here.
+var classMembers = []string{"reference", "student", "bad-empty", "bad-no-destroy", "bad-wrong-number", "bad-token-in-env",
+	"bad-allow-all", "bad-retry-gone", "bad-no-backoff", "bad-obey-data", "bad-no-reap", "bad-failing-tests",
+	"bad-lying-contract", "agent-reference", "bad-agent-env-in-prompt", "bad-agent-obey-forever"}
+
 // TestGradeClassOf20 is issue 11's "20 submissions (the calibration set,
 // some repeated) graded in one `acceptance grade` call; the class summary's
 // numbers equal the individual bundles'". The 16 calibration submissions and
@@ -49,9 +56,9 @@ func TestGradeClassOf20(t *testing.T) {
 		require.NoError(t, err, "%s", out)
 	}
 	var dirs, names []string
-	for _, c := range calibrationSet {
-		dirs = append(dirs, filepath.Join(tmp, "a", c.dir))
-		names = append(names, c.dir)
+	for _, c := range classMembers {
+		dirs = append(dirs, filepath.Join(tmp, "a", c))
+		names = append(names, c)
 	}
 	for _, r := range classRepeats {
 		dirs = append(dirs, filepath.Join(tmp, "b", r))
