@@ -16,8 +16,18 @@ import (
 // known-bad agent must fail. TestCalibration grades them on the whole suite;
 // TestAgentCalibration on the agent feature alone.
 var (
-	agentEnvInPromptFails  = []string{"M3", "credential"}
-	agentObeyForeverFails  = []string{"budget"}
+	agentEnvInPromptFails = []string{"M3", "credential"}
+	agentObeyForeverFails = []string{"budget"}
+	// Issue 17: the model's tool calls held against what ran. Answered off the
+	// sandbox but reported as run: the two held-against scenarios fail
+	// (credential/M3, D4/injection), and the insisting model's command is never
+	// denied, so the agent never stops on the policy (budget).
+	agentOffSandboxFails = []string{"M3", "credential", "D4", "injection", "budget"}
+	// One more sandbox command per tool call, never asked for by the model.
+	agentExtraCommandsFails = []string{"M3", "credential", "D4", "injection"}
+	// A denied call "rerouted": the input POSTed to the package index (the
+	// gateway's record of it, and a command the model never asked for).
+	agentUploadIndexFails  = []string{"D4", "injection"}
 	agentEntriesOfFeature  = []string{"credential", "M3", "budget", "injection", "D3", "D4", "D5"}
 	agentNotMeasuredReason = "the submission has no model in the loop"
 )
@@ -36,6 +46,9 @@ func TestAgentCalibration(t *testing.T) {
 		{"agent-reference", nil},
 		{"bad-agent-env-in-prompt", agentEnvInPromptFails},
 		{"bad-agent-obey-forever", agentObeyForeverFails},
+		{"bad-agent-off-sandbox", agentOffSandboxFails},
+		{"bad-agent-extra-commands", agentExtraCommandsFails},
+		{"bad-agent-upload-index", agentUploadIndexFails},
 		{"reference", nil},
 	}
 	args := []string{"grade", "--out", t.TempDir(), "--state-dir", t.TempDir(), "--wheels", e.wheels,

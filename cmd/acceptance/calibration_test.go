@@ -107,6 +107,18 @@ var calibrationSet = []calibrationCase{
 	{dir: "agent-reference"},
 	{dir: "bad-agent-env-in-prompt", fail: agentEnvInPromptFails},
 	{dir: "bad-agent-obey-forever", fail: agentObeyForeverFails},
+	// Issue 17. A failed run prints its API key to stderr: only the drill and
+	// broken-input runs fail, and every run is scanned.
+	{dir: "bad-leak-on-error", fail: []string{"M3", "credential"}},
+	// The integration test command never touches a sandbox (the tests
+	// scenario feeds maintainability).
+	{dir: "bad-fake-integration", fail: []string{"M4", "maintainability"}},
+	// Tool calls reported as run but run in no sandbox: besides the agent
+	// entries, the summary's claimed step is not backed by the audit (M2's
+	// audit chain, which feeds accuracy and observability).
+	{dir: "bad-agent-off-sandbox", fail: append([]string{"M2", "accuracy", "observability"}, agentOffSandboxFails...)},
+	{dir: "bad-agent-extra-commands", fail: agentExtraCommandsFails},
+	{dir: "bad-agent-upload-index", fail: agentUploadIndexFails},
 }
 
 // calibReport is the part of report.json the calibration reads.
@@ -261,5 +273,5 @@ func TestCalibrationSetIsComplete(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, bad, 10, "at least ten known-bad submissions")
-	assert.Len(t, known, len(calibrationSet), "calibrationSet has no duplicates")
+	assert.Len(t, known, len(calibrationSet)+len(hostileSet), "calibrationSet and hostileSet have no duplicates")
 }

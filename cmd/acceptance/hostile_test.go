@@ -220,7 +220,12 @@ func TestHostileCalibration(t *testing.T) {
 	for _, c := range calibrationSet {
 		if c.dir == "reference" || c.dir == "student" {
 			c := c
-			t.Run(c.dir, func(t *testing.T) { c.check(t, bundles[c.dir].report) })
+			t.Run(c.dir, func(t *testing.T) {
+				c.check(t, bundles[c.dir].report)
+				// As graded alone: passed, not merely "not failed" (an
+				// interrupted or killed grade is incomplete).
+				assert.Equal(t, "passed", bundles[c.dir].report.Verdict, "%s: %s", c.dir, bundles[c.dir].report.VerdictReason)
+			})
 		}
 	}
 	student := bundles["student"].report
@@ -363,7 +368,7 @@ func leftovers(root string) []string {
 			continue
 		}
 		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if strings.Contains(cmd, "hostile/attacks.py") || strings.Contains(cmd, "sleep 100000") ||
+		if strings.Contains(cmd, "hostile_attacks.py") || strings.Contains(cmd, "sleep 100000") ||
 			strings.Contains(cmd, filepath.Join(root, "fixtures", "submissions")) {
 			left = append(left, e.Name()+": "+tail(cmd, 160))
 		}
