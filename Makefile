@@ -11,9 +11,10 @@ WHEEL_PKG := tabulate==0.9.0
 ARGS      ?=
 COMMA     := ,
 # make test keeps the go test -json stream here (.ci/slowest prints failures and the 20 slowest tests from it).
+# ./.ci/slowest is named, not ./.ci/...: go's ... patterns skip directories that start with a dot (it matched nothing).
 TEST_JSON ?= bin/test.json
 
-.PHONY: all deps build rubric acceptance test test-short bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
+.PHONY: all deps build rubric acceptance test test-e2e test-short bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
 
 all: build
 
@@ -37,15 +38,21 @@ SDK_ENV := OSB_SDK_REQUIRED=1 OSB_EGRESS_NETNS_E2E=1 OSB_JS_SDK_DIR=$(CURDIR)/mo
 
 test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
-	$(GO) vet ./...
+	$(GO) vet ./... && $(GO) vet -tags e2e ./cmd/acceptance/
 	@mkdir -p bin
-	$(SDK_ENV) $(GO) test -count=1 -timeout 40m -json ./... ./.ci/... | tee $(TEST_JSON) | $(GO) run ./.ci/slowest -n 20; s=$$?; \
+	{ $(SDK_ENV) $(GO) test -count=1 -timeout 40m -json ./... ./.ci/slowest/; $(SDK_ENV) GO=$(GO) bash .ci/e2e.sh; } | tee $(TEST_JSON) | $(GO) run ./.ci/slowest -n 20; s=$$?; \
 	  bash .ci/leakcheck.sh || s=1; \
 	  $(MAKE) --no-print-directory test-docker DOCKER_OPTIONAL=1 || s=1; exit $$s
 
+# The end-to-end tier alone (cmd/acceptance/e2e_<theme>_*_test.go, build tag e2e): one process per theme,
+# E2E_JOBS side by side; E2E_THEMES="run flaky" picks themes. make test runs it after the other tests.
+test-e2e: deps
+	@mkdir -p bin
+	$(SDK_ENV) GO=$(GO) bash .ci/e2e.sh | tee bin/e2e.json | $(GO) run ./.ci/slowest -n 20
+
 # The fast tier: no sandbox, browser, pandas or make deps; a fresh clone with only Go passes it in about 2 minutes.
 test-short:
-	$(GO) test -count=1 -short ./... ./.ci/...
+	$(GO) test -count=1 -short ./... ./.ci/slowest/
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 5x -benchmem ./mock-server/... ./harness/...
@@ -54,7 +61,7 @@ bench: deps
 # `acceptance grade --parallel PARALLEL` call against the same N graded one by one (BenchmarkGradeClass).
 bench-grade: deps
 	ACCEPTANCE_BENCH_N=$(or $(N),4) ACCEPTANCE_BENCH_PARALLEL=$(or $(PARALLEL),2) \
-		$(GO) test -run '^$$' -bench BenchmarkGradeClass -benchtime 1x -timeout 3h -v ./cmd/acceptance/
+		$(GO) test -tags e2e -run '^$$' -bench BenchmarkGradeClass -benchtime 1x -timeout 3h -v ./cmd/acceptance/
 
 # Rewrites the evidence baselines used to detect contract drift. A grading run never does this.
 update-baselines: deps build

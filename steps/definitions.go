@@ -40,7 +40,7 @@ func Definitions() ([]Definition, error) {
 			(&Env{}).InitializeScenario(sc)
 			defs, ferr = readDefinitions(sc)
 		},
-		Options: &godog.Options{ShowStepDefinitions: true, Format: "progress", Output: nopWriter{}, NoColors: true},
+		Options: &godog.Options{ShowStepDefinitions: true, Format: "progress", Output: io.Discard, NoColors: true},
 	}
 	suite.Run()
 	if ferr == nil && len(defs) == 0 {
@@ -48,12 +48,6 @@ func Definitions() ([]Definition, error) {
 	}
 	return defs, ferr
 }
-
-type nopWriter struct{}
-
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
-
-var _ io.Writer = nopWriter{}
 
 // readDefinitions reads the step definitions godog (the version pinned in
 // go.mod) keeps in the scenario context's unexported suite. A godog upgrade

@@ -113,8 +113,9 @@ func observedCalls(r *subjectRun) []observe.Call {
 	case r.rec != nil:
 		calls = r.rec.Calls()
 	}
+	calls = append(calls, r.endpointCalls...) // kept once the run ended (launch.go)
 	if ep, ok := any(r.rec).(endpointRecorder); ok && r.rec != nil {
-		calls = append(calls, ep.EndpointCalls()...)
+		calls = append(calls, ep.EndpointCalls()...) // while it runs
 	}
 	return dedupCalls(calls)
 }

@@ -24,7 +24,7 @@ func classMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(fs.Output(), "usage: acceptance class OUT RUN_DIR...\n\n"+
 			"Merge the report bundles of any number of grading runs (each RUN_DIR a class directory written by\n"+
 			"`acceptance grade`, e.g. one --shard's --out, or one bundle) into one class summary in OUT\n"+
-			"(class.md, class.csv, class.html). Bundles graded by different suite versions or rubric hashes are\n"+
+			"(class.md, class.csv, class.html, class.json). Bundles graded by different suite versions or rubric hashes are\n"+
 			"refused; a submission graded in several runs is shown once (the latest), with every run named.\n")
 		fs.PrintDefaults()
 	}
@@ -41,7 +41,7 @@ func classMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	out, runs := rest[0], rest[1:]
-	for _, f := range []string{report.ClassMarkdownFile, report.ClassCSVFile, report.ClassHTMLFile} {
+	for _, f := range []string{report.ClassMarkdownFile, report.ClassCSVFile, report.ClassHTMLFile, report.ClassJSONFile} {
 		if _, err := os.Stat(filepath.Join(out, f)); err == nil {
 			fmt.Fprintf(stderr, "acceptance class: %s already holds a class summary (%s); name a new directory\n", out, f)
 			return 2

@@ -8,14 +8,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/compare"
 )
 
 // diffMain is `acceptance diff [flags] OLD NEW`: the upgrade check. Exit 1
 // when NEW regressed against OLD (verdict, score, an entry's verdict, or a
 // latency/cost figure beyond the threshold), 0 otherwise, 2 on usage errors.
 func diffMain(args []string, stdout, stderr io.Writer) int {
-	o := report.DefaultCompareOptions
+	o := compare.DefaultOptions
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	threshold := fs.String("threshold", "25%", "relative increase of a latency/cost figure that is a regression (e.g. 25% or 0.25)")
@@ -44,12 +44,12 @@ func diffMain(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	c, err := report.Compare(fs.Arg(0), fs.Arg(1), o)
+	c, err := compare.Compare(fs.Arg(0), fs.Arg(1), o)
 	if err != nil {
 		fmt.Fprintf(stderr, "acceptance diff: %v\n", err)
 		return 2
 	}
-	report.WriteComparison(stdout, c, o)
+	compare.Write(stdout, c, o)
 	if c.Regressed() {
 		return 1
 	}

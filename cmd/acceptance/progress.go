@@ -319,21 +319,31 @@ func (p *runProgress) Write(b []byte) (int, error) {
 	n := scenarioLines(string(b))
 	if n > 0 {
 		p.mu.Lock()
-		p.done += n
+		p.done = min(p.done+n, max(p.total, p.done)) // never past the total the tags select
 		p.mu.Unlock()
 	}
 	p.out.Print(string(b))
 	return len(b), nil
 }
 
+// notScenarios start the verdict lines the steps print about a whole run,
+// not a scenario (steps/attribution.go, steps/scan.go).
+var notScenarios = []string{"egress of run ", "secret scan of run "}
+
 // scenarioLines counts the lines that say a scenario finished: the steps
 // print each as its verdict, padded, then the scenario's name.
 func scenarioLines(s string) int {
 	n := 0
+lines:
 	for _, l := range strings.Split(s, "\n") {
 		f := strings.Fields(l)
 		if len(f) < 2 || strings.HasPrefix(l, " ") {
 			continue
+		}
+		for _, p := range notScenarios {
+			if strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(l, f[0])), p) {
+				continue lines
+			}
 		}
 		switch rubric.Verdict(f[0]) {
 		case rubric.Passed, rubric.Failed, rubric.NotMeasured, rubric.HarnessError, rubric.Flaky:

@@ -185,6 +185,7 @@ func TestCountScenarios(t *testing.T) {
 	assert.Equal(t, m0+countScenarios("@drill:D5")-countScenarios("@milestone:M0&&@drill:D5"), countScenarios("@milestone:M0,@drill:D5"))
 	assert.Equal(t, 0, countScenarios("@milestone:M0&&~@milestone:M0"))
 	assert.Equal(t, 2, scenarioLines("passed        a  [M0]\n  … running\nfailed        b  [M1]\n  reason\n"))
+	assert.Equal(t, 0, scenarioLines("failed        egress of run sales  [network]\n              reason\nfailed        secret scan of run sales  [credential, M3]\n"), "lines about a run, not a scenario")
 }
 
 // Each bundle's progress.log is opened at its first line: the bundle's

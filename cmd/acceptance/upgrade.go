@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -19,13 +20,14 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/compare"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 // upgradeCheckMain is `acceptance upgrade-check --from A --to B`: the
 // reference (or --subject) graded on the docker target against server
 // version A and B, interleaved A B A B … (--rounds each), then compared:
-// verdicts and evidence drift (report.Compare of each side's first run),
+// verdicts and evidence drift (compare.Compare of each side's first run),
 // verdicts that differ between rounds of one version (unstable), and every
 // latency figure's median and spread per version. A latency change is a
 // regression only when the medians differ by more than the spread seen
@@ -44,7 +46,8 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "directory for the runs' bundles and upgrade-check.{md,json} (default reports/upgrade-FROM-TO-<time>)")
 	seed := fs.Int64("seed", 0, "scenario order seed shared by every run (0 = derived from the clock)")
 	threshold := fs.String("threshold", "25%", "relative increase of a median that can be a regression (besides exceeding the spread)")
-	floorMs := fs.Float64("floor-ms", report.DefaultCompareOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
+	floorMs := fs.Float64("floor-ms", compare.DefaultOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
+	rejudge := fs.String("judge", "", "judge an earlier upgrade check's runs again (its directory) without running anything, e.g. with another --threshold")
 	var runArgs stringList
 	fs.Var(&runArgs, "run-arg", "an extra flag passed to every run (repeatable), e.g. --run-arg=--egress-image=X")
 	fs.Usage = func() {
@@ -57,6 +60,9 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "acceptance upgrade-check: unexpected arguments %q\n", fs.Args())
 		return 2
+	}
+	if *rejudge != "" {
+		return rejudgeUpgrade(*rejudge, *threshold, *floorMs, stdout, stderr)
 	}
 	if *from == "" || !dockertarget.ValidVersion(*from) || !dockertarget.ValidVersion(*to) {
 		fmt.Fprintln(stderr, "acceptance upgrade-check: --from and --to must be server versions (e.g. --from 0.2.3 --to 1.1.1)")
@@ -137,14 +143,39 @@ rounds:
 			}
 		}
 	}
-	res.judge(report.CompareOptions{Threshold: th, FloorMs: *floorMs, FloorBytes: report.DefaultCompareOptions.FloorBytes})
-	md := res.markdown()
-	_ = os.WriteFile(filepath.Join(*out, "upgrade-check.md"), []byte(md), 0o644)
-	if b, err := json.MarshalIndent(res, "", "  "); err == nil {
-		_ = os.WriteFile(filepath.Join(*out, "upgrade-check.json"), b, 0o644)
+	res.judge(compare.Options{Threshold: th, FloorMs: *floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
+	return res.write(*out, stdout)
+}
+
+func (r *upgradeResult) write(dir string, stdout io.Writer) int {
+	md := r.markdown()
+	_ = os.WriteFile(filepath.Join(dir, "upgrade-check.md"), []byte(md), 0o644)
+	if b, err := json.MarshalIndent(r, "", "  "); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "upgrade-check.json"), b, 0o644)
 	}
 	fmt.Fprint(stdout, md)
-	return res.Exit
+	return r.Exit
+}
+
+// rejudgeUpgrade judges an earlier check's runs again.
+func rejudgeUpgrade(dir, threshold string, floorMs float64, stdout, stderr io.Writer) int {
+	th, err := parseThreshold(threshold)
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance upgrade-check: --threshold: %v\n", err)
+		return 2
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "upgrade-check.json"))
+	var old upgradeResult
+	if err == nil {
+		err = json.Unmarshal(b, &old)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "acceptance upgrade-check: --judge %s: %v\n", dir, err)
+		return 2
+	}
+	r := upgradeResult{From: old.From, To: old.To, Rounds: old.Rounds, Seed: old.Seed, Tags: old.Tags, Subject: old.Subject, Runs: old.Runs, Stopped: old.Stopped}
+	r.judge(compare.Options{Threshold: th, FloorMs: floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
+	return r.write(dir, stdout)
 }
 
 // classifiedStartFailure: the failure is a version's control plane that
@@ -209,8 +240,8 @@ type upgradeResult struct {
 	Runs            []upgradeRun
 	VerdictsFrom    []string // each run's overall verdict
 	VerdictsTo      []string
-	EntryChanges    []report.EntryChange
-	Drift           []report.EvidenceDrift
+	EntryChanges    []compare.EntryChange
+	Drift           []compare.EvidenceDrift
 	Unstable        []string // entries whose verdict differed between rounds of one version
 	Figures         []FigureJudgement
 	TimingJudged    bool
@@ -223,7 +254,7 @@ type upgradeResult struct {
 }
 
 // judge fills the comparison from the runs' bundles.
-func (r *upgradeResult) judge(o report.CompareOptions) {
+func (r *upgradeResult) judge(o compare.Options) {
 	var fromDirs, toDirs []string
 	for _, run := range r.Runs {
 		if run.Failure != "" || run.Exit == 2 {
@@ -257,20 +288,25 @@ func (r *upgradeResult) judge(o report.CompareOptions) {
 		r.Exit = 2
 		return
 	}
-	// Verdicts and evidence: the first completed run of each side.
-	c, err := report.Compare(fromDirs[0], toDirs[0], report.CompareOptions{Threshold: math.Inf(1), FloorMs: math.Inf(1), FloorBytes: math.Inf(1)})
+	// Evidence drift and the entries that changed: the first completed run
+	// of each side. A regression, like a latency one, must hold beyond the
+	// variation within each version: an entry (or the overall verdict, or
+	// the score) regressed only when every run of the new version is worse
+	// than every run of the old one; an entry whose verdict differs between
+	// rounds of one version is listed as unstable instead.
+	c, err := compare.Compare(fromDirs[0], toDirs[0], compare.Options{Threshold: math.Inf(1), FloorMs: math.Inf(1), FloorBytes: math.Inf(1)})
 	if err == nil {
 		r.EntryChanges, r.Drift = c.Entries, c.Drift
-		r.Regressions = append(r.Regressions, c.Regressions...)
 	}
+	r.Regressions = append(r.Regressions, verdictRegressions(fromDirs, toDirs)...)
 	r.Unstable = append(unstableEntries(fromDirs, r.From), unstableEntries(toDirs, r.To)...)
 	var fromFigs, toFigs []map[string]float64
 	for _, d := range fromDirs {
-		f, _ := report.Figures(d)
+		f, _ := compare.Figures(d)
 		fromFigs = append(fromFigs, f)
 	}
 	for _, d := range toDirs {
-		f, _ := report.Figures(d)
+		f, _ := compare.Figures(d)
 		toFigs = append(toFigs, f)
 	}
 	r.Figures = JudgeFigures(fromFigs, toFigs, o)
@@ -289,6 +325,91 @@ func (r *upgradeResult) judge(o report.CompareOptions) {
 	if len(r.Regressions) > 0 && r.Exit == 0 {
 		r.Exit = 1
 	}
+}
+
+// verdictRegressions: the overall verdict, the score and each entry, worse
+// in every run of the new version than in every run of the old one.
+func verdictRegressions(fromDirs, toDirs []string) []string {
+	read := func(dirs []string) []report.Document {
+		var out []report.Document
+		for _, d := range dirs {
+			if doc, err := report.ReadDocument(d); err == nil {
+				out = append(out, doc)
+			}
+		}
+		return out
+	}
+	from, to := read(fromDirs), read(toDirs)
+	if len(from) == 0 || len(to) == 0 {
+		return nil
+	}
+	var out []string
+	worstFrom, bestTo := 99, -1
+	minScore, maxScore := math.Inf(1), math.Inf(-1)
+	for _, d := range from {
+		worstFrom = min(worstFrom, overallRank(d.Verdict))
+		minScore = math.Min(minScore, d.Score.Earned)
+	}
+	for _, d := range to {
+		bestTo = max(bestTo, overallRank(d.Verdict))
+		maxScore = math.Max(maxScore, d.Score.Earned)
+	}
+	if bestTo < worstFrom {
+		out = append(out, fmt.Sprintf("verdict %s → %s in every run", from[0].Verdict, to[0].Verdict))
+	}
+	if maxScore < minScore-0.005 {
+		out = append(out, fmt.Sprintf("score %s → at most %s in every run", rubric.Num(minScore), rubric.Num(maxScore)))
+	}
+	ranks := func(docs []report.Document) map[rubric.ID][]int {
+		m := map[rubric.ID][]int{}
+		for _, d := range docs {
+			for _, e := range d.AllEntries() {
+				m[e.ID] = append(m[e.ID], verdictRank(e.Verdict))
+			}
+		}
+		return m
+	}
+	fr, tr := ranks(from), ranks(to)
+	var ids []string
+	for id := range tr {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	for _, s := range ids {
+		id := rubric.ID(s)
+		f, t := fr[id], tr[id]
+		if len(f) == 0 || len(f) != len(from) || len(t) != len(to) {
+			continue
+		}
+		if slices.Max(t) < slices.Min(f) {
+			out = append(out, fmt.Sprintf("%s worse in every run of the new version", id))
+		}
+	}
+	return out
+}
+
+func overallRank(v rubric.Overall) int {
+	switch v {
+	case rubric.OverallPassed:
+		return 2
+	case rubric.OverallIncomplete:
+		return 1
+	}
+	return 0
+}
+
+func verdictRank(v rubric.Verdict) int {
+	switch v {
+	case rubric.Passed:
+		return 4
+	case rubric.NotMeasured:
+		return 3
+	case rubric.HarnessError:
+		return 2
+	case rubric.Flaky:
+		return 1
+	}
+	return 0
 }
 
 // unstableEntries: entries whose verdict differs between runs of one version.
@@ -325,7 +446,7 @@ func unstableEntries(dirs []string, version string) []string {
 // medians and spreads (max − min) per version. With two or more runs per
 // side a rise of the median is a regression only when it exceeds both
 // spreads, the floor and the threshold; with fewer nothing is judged.
-func JudgeFigures(from, to []map[string]float64, o report.CompareOptions) []FigureJudgement {
+func JudgeFigures(from, to []map[string]float64, o compare.Options) []FigureJudgement {
 	if len(from) == 0 || len(to) == 0 {
 		return nil
 	}
@@ -421,7 +542,7 @@ func (r *upgradeResult) markdown() string {
 	if len(r.EntryChanges) == 0 {
 		b.WriteString("\nEntries: no verdict changed.\n")
 	} else {
-		b.WriteString("\nEntries that changed verdict (first run of each side):\n")
+		b.WriteString("\nEntries that changed verdict between the first run of each side (a regression only if it holds in every run, see below):\n")
 		for _, e := range r.EntryChanges {
 			fmt.Fprintf(&b, "- %s: %s → %s (now: %s)\n", e.ID, e.Old, e.New, e.NewReason)
 		}

@@ -38,6 +38,7 @@ func lookup(t *testing.T, st *Stats, name string) float64 {
 // Every readable fixture: the detected encoding, BOM and delimiter are what
 // the generator says it wrote.
 func TestFixturesDetectedAsDeclared(t *testing.T) {
+	t.Parallel()
 	m, err := fixtures.Load()
 	require.NoError(t, err)
 	for _, e := range m.Fixtures {
@@ -54,6 +55,7 @@ func TestFixturesDetectedAsDeclared(t *testing.T) {
 // sales.csv against the generator's own integer arithmetic (an oracle that
 // shares no code with the CSV reader).
 func TestSalesAgainstGenerator(t *testing.T) {
+	t.Parallel()
 	st := mustFile(t, "sales.csv")
 	g := synth.NewSales(2025)
 	var revenue, qty int64
@@ -97,6 +99,7 @@ func TestSalesAgainstGenerator(t *testing.T) {
 }
 
 func TestMissingValuesUsesPandasMarkers(t *testing.T) {
+	t.Parallel()
 	st := mustFile(t, "missing_values.csv")
 	raw, err := os.ReadFile(fixture(t, "missing_values.csv"))
 	require.NoError(t, err)
@@ -123,6 +126,7 @@ func TestMissingValuesUsesPandasMarkers(t *testing.T) {
 }
 
 func TestQuotedFieldsWithCommasAndNewlines(t *testing.T) {
+	t.Parallel()
 	st := mustFile(t, "quoted_fields.csv")
 	assert.Equal(t, 40, st.Rows)
 	assert.Equal(t, []string{"ticket_id", "customer", "comment", "rating", "resolved_hours"}, st.Header)
@@ -140,6 +144,7 @@ func TestQuotedFieldsWithCommasAndNewlines(t *testing.T) {
 }
 
 func TestBOMStripped(t *testing.T) {
+	t.Parallel()
 	st := mustFile(t, "bom_utf8.csv")
 	assert.True(t, st.BOM)
 	assert.Equal(t, "store_id", st.Header[0])
@@ -154,6 +159,7 @@ func TestBOMStripped(t *testing.T) {
 }
 
 func TestSemicolonDelimiter(t *testing.T) {
+	t.Parallel()
 	st := mustFile(t, "semicolon.csv")
 	assert.Equal(t, ";", st.Delimiter)
 	assert.EqualValues(t, 5, lookup(t, st, "columns"))
@@ -170,6 +176,7 @@ func TestSemicolonDelimiter(t *testing.T) {
 }
 
 func TestLatin1Decoded(t *testing.T) {
+	t.Parallel()
 	st := mustFile(t, "latin1.csv")
 	assert.Equal(t, EncodingLatin1, st.Encoding)
 	assert.Equal(t, 30, st.Rows)
@@ -181,6 +188,7 @@ func TestLatin1Decoded(t *testing.T) {
 }
 
 func TestWindows1252Detected(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "cp1252.csv")
 	// 0x80 is € in Windows-1252 (a C1 control in Latin-1).
 	require.NoError(t, os.WriteFile(p, []byte("item,price\nCaf\xe9 \x80 menu,12.5\nTh\xe9,3\n"), 0o644))
@@ -192,6 +200,7 @@ func TestWindows1252Detected(t *testing.T) {
 }
 
 func TestUTF8RuneAcrossChunkBoundaryStaysUTF8(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "big.csv")
 	b := []byte("name,n\n")
 	for len(b) < 256*1024-1 {
@@ -207,6 +216,7 @@ func TestUTF8RuneAcrossChunkBoundaryStaysUTF8(t *testing.T) {
 }
 
 func TestEmptyFile(t *testing.T) {
+	t.Parallel()
 	_, err := File(fixture(t, "empty.csv"))
 	assert.ErrorIs(t, err, ErrEmpty)
 	p := filepath.Join(t.TempDir(), "blank.csv")
@@ -216,6 +226,7 @@ func TestEmptyFile(t *testing.T) {
 }
 
 func TestHeaderOnly(t *testing.T) {
+	t.Parallel()
 	st := mustFile(t, "header_only.csv")
 	assert.Equal(t, 0, st.Rows)
 	assert.EqualValues(t, 0, lookup(t, st, "rows"))
@@ -227,6 +238,7 @@ func TestHeaderOnly(t *testing.T) {
 }
 
 func TestMalformedHasLineNumber(t *testing.T) {
+	t.Parallel()
 	_, err := File(fixture(t, "malformed.csv"))
 	var fe *FormatError
 	require.ErrorAs(t, err, &fe)
@@ -252,6 +264,7 @@ func TestMalformedHasLineNumber(t *testing.T) {
 }
 
 func TestInjectionCellsAreJustText(t *testing.T) {
+	t.Parallel()
 	st := mustFile(t, "injection.csv")
 	assert.Equal(t, 24, st.Rows)
 	txt, _ := st.Column("review_text")
@@ -265,6 +278,7 @@ func TestInjectionCellsAreJustText(t *testing.T) {
 }
 
 func TestUTF16Rejected(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "u16.csv")
 	require.NoError(t, os.WriteFile(p, []byte("\xff\xfea\x00,\x00b\x00\n\x00"), 0o644))
 	_, err := File(p)
@@ -272,15 +286,18 @@ func TestUTF16Rejected(t *testing.T) {
 }
 
 func TestMissingFile(t *testing.T) {
+	t.Parallel()
 	_, err := File(filepath.Join(t.TempDir(), "nope.csv"))
 	assert.True(t, errors.Is(err, os.ErrNotExist))
 }
 
 func TestHeaderNamesLikePandas(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, []string{"a", "a.1", "Unnamed: 2", "a.2", "b"}, headerNames([]string{"a", "a", "", "a", "b"}))
 }
 
 func TestNaNNeverMatches(t *testing.T) {
+	t.Parallel()
 	assert.False(t, Equal(math.NaN(), math.NaN()))
 	assert.True(t, Equal(math.Inf(1), math.Inf(1)))
 }

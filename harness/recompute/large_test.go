@@ -16,6 +16,7 @@ import (
 // The ≥ 50 MB file is read without holding it in memory: the live heap
 // stays far below the file size while File runs.
 func TestLargeFileStreams(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("large file (50 MiB) skipped in -short mode")
 	}

@@ -20,6 +20,7 @@ func writeCSV(t *testing.T, content string) *Stats {
 }
 
 func TestLookupConvention(t *testing.T) {
+	t.Parallel()
 	st := writeCSV(t, "Unit Price,Region,qty,note\n2.5,North,1,a\n3.5,South,2,\n4,North,NA,c\n")
 	cases := map[string]float64{
 		"rows": 3, "columns": 4, "missing_total": 2, "missing_qty": 1, "missing_note": 1,
@@ -43,12 +44,14 @@ func TestLookupConvention(t *testing.T) {
 }
 
 func TestLookupAmbiguous(t *testing.T) {
+	t.Parallel()
 	st := writeCSV(t, "a b,a_b\n1,2\n")
 	_, err := st.Lookup("sum_a_b")
 	assert.ErrorIs(t, err, ErrAmbiguous)
 }
 
 func TestMetricsAllResolve(t *testing.T) {
+	t.Parallel()
 	st := writeCSV(t, "d,region,v\n2025-01-05,N,1\n2025-02-01,S,2\n2025-02-03,N,4\n")
 	m := st.Metrics()
 	assert.EqualValues(t, 6, m["sum_v_by_d_month_2025_02"])
@@ -61,6 +64,7 @@ func TestMetricsAllResolve(t *testing.T) {
 }
 
 func TestCompare(t *testing.T) {
+	t.Parallel()
 	st := writeCSV(t, "region,v\nN,1\nS,NA\nN,5\n")
 	got := st.Compare(map[string]float64{
 		"rows": 3, "mean_v": 3.0000001, "sum_v": 7, "median_v": 3, "mean_v_by_region_n": 3,
@@ -87,6 +91,7 @@ func TestCompare(t *testing.T) {
 }
 
 func TestInReport(t *testing.T) {
+	t.Parallel()
 	report := "# Report\n\nRows: 1,234 orders. Total revenue: 1,234,567.89 EUR; mean 57.23.\n" +
 		"North share 12.5%. Big: 3.2e+06. Month 2025-03 was best. Delta −4.5.\n| rows | 200 |\n"
 	cases := []struct {
@@ -114,6 +119,7 @@ func TestInReport(t *testing.T) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	st := writeCSV(t, "region,v\nN,1\nS,NA\nN,5\n")
 	good := st.Verify(map[string]float64{"rows": 3, "mean_v": 3, "sum_v_by_region_n": 6},
 		"# Report\n3 rows; mean v = 3.00; North total 6.\n")
@@ -135,6 +141,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestStatsJSONSafe(t *testing.T) {
+	t.Parallel()
 	st := writeCSV(t, "a,b,c\nx,1,NA\ny,2,NA\n")
 	b, err := json.Marshal(st)
 	require.NoError(t, err)

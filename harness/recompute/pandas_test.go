@@ -62,6 +62,7 @@ func pandasPython(t *testing.T) string {
 // The recomputation agrees with pandas on every fixture a correct subject
 // can analyse: rows, columns, missing values, numeric aggregates, groups.
 func TestAgreesWithPandas(t *testing.T) {
+	t.Parallel()
 	py := pandasPython(t)
 	m, err := fixtures.Load()
 	require.NoError(t, err)

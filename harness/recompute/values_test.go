@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseNumber(t *testing.T) {
+	t.Parallel()
 	good := map[string]float64{"1": 1, "-2.5": -2.5, " 3 ": 3, "+4": 4, "1e3": 1000, "1.5E-2": 0.015, ".5": 0.5, "5.": 5}
 	for s, want := range good {
 		v, ok := ParseNumber(s)
@@ -23,6 +24,7 @@ func TestParseNumber(t *testing.T) {
 }
 
 func TestIsMissing(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "NA", "NaN", "null", "NULL", "n/a", "N/A", "#N/A", "<NA>", "nan", "-nan"} {
 		assert.True(t, IsMissing(s), s)
 	}
@@ -32,6 +34,7 @@ func TestIsMissing(t *testing.T) {
 }
 
 func TestSniffDelimiter(t *testing.T) {
+	t.Parallel()
 	cases := map[string]rune{
 		"a,b,c\n1,2,3":                ',',
 		"a;b;c\n1;2;3":                ';',
@@ -49,6 +52,7 @@ func TestSniffDelimiter(t *testing.T) {
 }
 
 func TestNormalize(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "mean_unit_price", Normalize("mean_Unit Price"))
 	assert.Equal(t, "sum_revenue_by_order_date_month_2025_03", Normalize("sum_revenue_by_order_date_month_2025-03"))
 	assert.Equal(t, "münchen", Normalize("  München! "))
@@ -56,6 +60,7 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestEqualTolerance(t *testing.T) {
+	t.Parallel()
 	assert.True(t, Equal(1000000, 1000000.5))
 	assert.False(t, Equal(1000000, 1000002))
 	assert.True(t, Equal(0, 1e-10))

@@ -35,6 +35,7 @@ func classFixture(t *testing.T) (root string, bundles []string) {
 }
 
 func TestClassSummaryGolden(t *testing.T) {
+	t.Parallel()
 	root, bundles := classFixture(t)
 	dir := filepath.Join(root, "class")
 	require.NoError(t, WriteClassSummary(dir, bundles))
@@ -46,6 +47,7 @@ func TestClassSummaryGolden(t *testing.T) {
 // TestClassSummaryNumbersEqualBundles: every number in class.csv is the
 // bundle's own, and the pass rates add up from the bundles' verdicts.
 func TestClassSummaryNumbersEqualBundles(t *testing.T) {
+	t.Parallel()
 	root, bundles := classFixture(t)
 	dir := filepath.Join(root, "class")
 	require.NoError(t, WriteClassSummary(dir, bundles))
@@ -109,6 +111,7 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 }
 
 func TestClassSummaryShowsReviewedFinal(t *testing.T) {
+	t.Parallel()
 	root, bundles := classFixture(t)
 	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], ReviewFile),
 		[]byte(`{"reviewer":"r","entries":{"cost":{"verdict":"passed","points":7.5}},"questions":{}}`), 0o644))
@@ -122,6 +125,7 @@ func TestClassSummaryShowsReviewedFinal(t *testing.T) {
 // the same bundles and shows that bundle's final score; a bundle the summary
 // does not list, or a directory without one, is left alone.
 func TestRefreshClassSummaryAfterReview(t *testing.T) {
+	t.Parallel()
 	root, bundles := classFixture(t)
 	dir := filepath.Join(root, "class")
 	require.NoError(t, WriteClassSummary(dir, bundles))

@@ -84,7 +84,13 @@ func TestMergeClassGradedTwice(t *testing.T) {
 
 	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(out, ClassCSVFile)))).ReadAll()
 	require.NoError(t, err)
-	require.Len(t, rows, 4, "three submissions, one line each")
+	var students [][]string // class.csv ends with the class's (class) statistics rows
+	for _, r := range rows[1:] {
+		if !strings.HasPrefix(r[0], "(class)") {
+			students = append(students, r)
+		}
+	}
+	require.Len(t, students, 3, "three submissions, one line each")
 	var bob []string
 	for _, r := range rows[1:] {
 		if strings.HasPrefix(r[0], "01-bob") {

@@ -29,11 +29,14 @@
 // cucumber.json is godog's own formatter output; this package does not write
 // it, but RepairCucumber makes an empty or torn one (a killed run) valid.
 //
-// Final scores: ComputeFinal merges a reviewer's Judgments into a measured
-// Document — the points of every entry with their provenance (measured,
+// Final scores: ComputeFinal hands a measured Document and a reviewer's
+// Judgments to the rubric (harness/rubric score.go, the one place scores are
+// computed) — the points of every entry with their provenance (measured,
 // judged, override, pending, none); harness/review validates and records the
-// judgement. WriteClassSummary writes class.md/csv/html over many bundles;
-// Compare and WriteComparison are `acceptance diff`.
+// judgement. The renderers (render_*.go, one verdict-to-words table in
+// words.go) only print scores computed before (internal/importrules checks
+// it). WriteClassSummary writes class.md/csv/html over many bundles;
+// harness/report/compare is `acceptance diff`.
 //
 // # Evidence drift
 //

@@ -175,10 +175,10 @@ func firstLine(s string) string {
 // bigger files (inputs, artifacts) appear as a placeholder.
 const maxSnapshotFile = 256 << 10
 
-// snapshotText is the normalised evidence of one entry: every evidence file
+// SnapshotText is the normalised evidence of one entry: every evidence file
 // it references that lies inside the bundle, in name order, each under a
 // header. Binary files appear as a placeholder (their bytes are random).
-func snapshotText(bundleDir string, evidence []string, exclude func(string) bool) (string, bool) {
+func SnapshotText(bundleDir string, evidence []string, exclude func(string) bool) (string, bool) {
 	var refs []string
 	for _, r := range evidence {
 		if exclude == nil || !exclude(r) {
@@ -238,7 +238,7 @@ func insideBundle(bundleDir, ref string) (string, bool) {
 func (b Baselines) CheckDrift(bundleDir string, target rubric.Target, sum rubric.Summary) []DriftResult {
 	var out []DriftResult
 	for _, id := range sum.Order {
-		text, ok := snapshotText(bundleDir, sum.Results[id].Evidence, b.Exclude)
+		text, ok := SnapshotText(bundleDir, sum.Results[id].Evidence, b.Exclude)
 		if !ok {
 			continue
 		}

@@ -228,13 +228,13 @@ func TestSnapshotExclude(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "M0", "a.txt"), []byte("contract"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "subject-x", "audit.json"), []byte("subject"), 0o644))
 	refs := []string{"evidence/M0/a.txt", "evidence/subject-x/audit.json"}
-	all, ok := snapshotText(dir, refs, nil)
+	all, ok := SnapshotText(dir, refs, nil)
 	require.True(t, ok)
 	assert.Contains(t, all, "subject")
-	some, ok := snapshotText(dir, refs, func(r string) bool { return strings.HasPrefix(r, "evidence/subject-") })
+	some, ok := SnapshotText(dir, refs, func(r string) bool { return strings.HasPrefix(r, "evidence/subject-") })
 	require.True(t, ok)
 	assert.Contains(t, some, "contract")
 	assert.NotContains(t, some, "subject")
-	_, ok = snapshotText(dir, refs[1:], func(string) bool { return true })
+	_, ok = SnapshotText(dir, refs[1:], func(string) bool { return true })
 	assert.False(t, ok, "nothing left to snapshot")
 }

@@ -53,6 +53,7 @@ type gsParsed struct {
 }
 
 func TestGradescopeResultsValid(t *testing.T) {
+	t.Parallel()
 	s := gradescopeSchema(t)
 	for _, tc := range []struct {
 		name string
@@ -107,6 +108,7 @@ func TestGradescopeResultsValid(t *testing.T) {
 }
 
 func TestGradescopeRejectsBadShapes(t *testing.T) {
+	t.Parallel()
 	s := gradescopeSchema(t)
 	for _, bad := range []string{
 		`{"tests":[{"name":"x","status":"ok","score":1}]}`,
@@ -122,10 +124,12 @@ func TestGradescopeRejectsBadShapes(t *testing.T) {
 
 // The fallback results.json of the README's run_autograder is valid too.
 func TestGradescopeFallbackValid(t *testing.T) {
+	t.Parallel()
 	validateGradescope(t, gradescopeSchema(t), []byte(`{"score": 0, "output": "the acceptance suite could not grade this submission; see the autograder output", "tests": []}`))
 }
 
 func TestGoldenGradescope(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	require.NoError(t, WriteGradescope(&b, fixtureDoc(t)))
 	golden(t, "results.json", b.Bytes())

@@ -63,6 +63,7 @@ func htmlFixtureDoc(t *testing.T) Document {
 // call; the integration test created a sandbox with the command's key and
 // deleted it, and the server saw both calls.
 func TestReadInvocationsTestCommands(t *testing.T) {
+	t.Parallel()
 	invs, err := ReadInvocations(testsBundle)
 	require.NoError(t, err)
 	require.Len(t, invs, 2)
@@ -103,6 +104,7 @@ func TestReadInvocationsTestCommands(t *testing.T) {
 // command's own key (and keyless calls while the contract check ran), the
 // sandboxes they created or deleted, in start order.
 func TestReadInvocations(t *testing.T) {
+	t.Parallel()
 	invs, err := ReadInvocations(commandsBundle)
 	require.NoError(t, err)
 	require.Len(t, invs, 2)
@@ -156,6 +158,7 @@ func TestReadInvocations(t *testing.T) {
 // more server-saw.json holds; a command with no server-saw.json still shows
 // its process.
 func TestReadInvocationsManyCalls(t *testing.T) {
+	t.Parallel()
 	dir := copyBundle(t, commandsBundle)
 	saw := filepath.Join(dir, "evidence", "subject-contract", "server-saw.json")
 	var m map[string][]map[string]any
@@ -190,6 +193,7 @@ func TestReadInvocationsManyCalls(t *testing.T) {
 }
 
 func TestReadRunsTimeline(t *testing.T) {
+	t.Parallel()
 	runs, err := ReadRuns(fixtureBundle)
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
@@ -210,6 +214,7 @@ func TestReadRunsTimeline(t *testing.T) {
 }
 
 func TestTimelineFaultMarkers(t *testing.T) {
+	t.Parallel()
 	dir := copyBundle(t, fixtureBundle)
 	audit := filepath.Join(dir, "evidence", "subject-sales", "audit.json")
 	b, err := os.ReadFile(audit)
@@ -246,12 +251,14 @@ func TestTimelineFaultMarkers(t *testing.T) {
 }
 
 func TestGoldenHTML(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	require.NoError(t, WriteHTML(&b, htmlFixtureDoc(t)))
 	golden(t, "report.html", b.Bytes())
 }
 
 func TestGoldenHTMLReviewed(t *testing.T) {
+	t.Parallel()
 	d := htmlFixtureDoc(t)
 	d.Final = ComputeFinal(d, &Judgments{Reviewer: "R. Viewer",
 		Entries: map[rubric.ID]Judgment{
@@ -268,6 +275,7 @@ func TestGoldenHTMLReviewed(t *testing.T) {
 // TestHTMLSelfContained: no script, no external asset, no network URL, and
 // small (thumbnails only).
 func TestHTMLSelfContained(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	require.NoError(t, WriteHTML(&b, htmlFixtureDoc(t)))
 	s := b.String()
@@ -297,6 +305,7 @@ var (
 // and reap commands; the third the submission's unit and integration test
 // commands.
 func TestHTMLInChromium(t *testing.T) {
+	t.Parallel()
 	bin := findChromium(t)
 	dir := copyBundle(t, fixtureBundle)
 	_, err := RenderDir(dir, rubric.Course, Options{})
@@ -433,12 +442,14 @@ func reviewedFixtureDoc(t *testing.T) Document {
 }
 
 func TestGoldenMarkdownReviewed(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	require.NoError(t, WriteMarkdown(&b, reviewedFixtureDoc(t)))
 	golden(t, "report-reviewed.md", b.Bytes())
 }
 
 func TestGoldenGradescopeReviewed(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	require.NoError(t, WriteGradescope(&b, reviewedFixtureDoc(t)))
 	golden(t, "results-reviewed.json", b.Bytes())
@@ -447,6 +458,7 @@ func TestGoldenGradescopeReviewed(t *testing.T) {
 // A failed preflight is shown in its own section with the failing check,
 // never as a score.
 func TestHTMLFailedPreflight(t *testing.T) {
+	t.Parallel()
 	d := fixtureDoc(t)
 	d.Preflight = &Preflight{Passed: false, Reason: "create answered 200, not 202", Checks: []PreflightCheck{
 		{Name: "create", Passed: false, Detail: "POST /v1/sandboxes → 200 OK"},
@@ -468,6 +480,7 @@ func TestHTMLFailedPreflight(t *testing.T) {
 // A run with hundreds of sandboxes and commands (a test suite's) draws at
 // most maxBars of each and says how many more there are.
 func TestTimelineBoundsBars(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
 	r := SubjectRun{Key: "test.integration", Field: "test.integration", Command: "pytest", Start: t0, End: t0.Add(time.Minute)}
 	for i := 0; i < maxBars+25; i++ {

@@ -88,18 +88,21 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestGoldenMarkdown(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	require.NoError(t, WriteMarkdown(&b, fixtureDoc(t)))
 	golden(t, "report.md", []byte(b.String()))
 }
 
 func TestGoldenJSON(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	require.NoError(t, WriteJSON(&b, fixtureDoc(t)))
 	golden(t, "report.json", []byte(b.String()))
 }
 
 func TestGoldenJUnit(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	require.NoError(t, WriteJUnit(&b, fixtureDoc(t)))
 	golden(t, "junit.xml", []byte(b.String()))
@@ -108,6 +111,7 @@ func TestGoldenJUnit(t *testing.T) {
 }
 
 func TestDocumentVerdictAndScore(t *testing.T) {
+	t.Parallel()
 	d := fixtureDoc(t)
 	assert.Equal(t, rubric.OverallNotPassed, d.Verdict)
 	assert.Equal(t, rubric.ExitGradedFail, d.ExitCode)
@@ -150,6 +154,7 @@ func entryFromJSON(t *testing.T, js string, id rubric.ID) map[string]any {
 
 // A not-measured outcome shows up as not measured WITH ITS REASON in every output.
 func TestNotMeasuredReasonInEveryOutput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	b, err := Open(dir, rubric.Course, fixtureMeta(), Options{Now: fixedClock()})
 	require.NoError(t, err)
@@ -193,6 +198,7 @@ func TestNotMeasuredReasonInEveryOutput(t *testing.T) {
 
 // A run that panics midway still leaves a report with what was measured.
 func TestPanicMidwayLeavesReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	meta := fixtureMeta()
 	meta.EndedAt = time.Time{}
@@ -241,6 +247,7 @@ func entryRow(d Document, id rubric.ID) EntryRow {
 // A process killed before Finalize: RenderDir rebuilds from the journal,
 // skipping a torn last line.
 func TestRenderDirAfterKill(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	meta := fixtureMeta()
 	meta.EndedAt = time.Time{}
@@ -265,6 +272,7 @@ func TestRenderDirAfterKill(t *testing.T) {
 }
 
 func TestAbortedRunNeverPasses(t *testing.T) {
+	t.Parallel()
 	r := rubric.NewResults(rubric.Course)
 	for _, e := range rubric.Course.Graded() {
 		if e.MeasurableOn(rubric.TargetMock) {
@@ -283,6 +291,7 @@ func TestAbortedRunNeverPasses(t *testing.T) {
 }
 
 func TestReproduce(t *testing.T) {
+	t.Parallel()
 	e, _ := rubric.Course.Get(rubric.Network)
 	m := fixtureMeta()
 	assert.Equal(t, `acceptance run --target mock --subject 'python3 agent.py --csv {csv} --out {out}' --seed 42 --tags @criterion:network`, Reproduce(m, e))
@@ -307,6 +316,7 @@ func TestReproduce(t *testing.T) {
 // characters, bytes that are not UTF-8, non-characters and "]]>" must not
 // make the file unparseable; they show as visible escapes.
 func TestJUnitCleansSubjectText(t *testing.T) {
+	t.Parallel()
 	nasty := "a\x00b\x01c\x1b[31mred\x7f \xff\xfe \ufffe\uffff ]]> <tag> & \"q\" \ttab\nnl ok:é"
 	d := fixtureDoc(t)
 	d.RunID, d.Subject, d.Target = nasty, nasty, nasty

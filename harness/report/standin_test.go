@@ -40,6 +40,7 @@ func row(d Document, id rubric.ID) EntryRow {
 }
 
 func TestStandInsOf(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, []rubric.Component{rubric.ComponentExecd, rubric.ComponentEgress, rubric.ComponentSandboxImage},
 		StandInsOf(standInDoc(t).Versions))
 	assert.Equal(t, []rubric.Component{rubric.ComponentEgress}, StandInsOf(map[string]string{
@@ -55,6 +56,7 @@ func TestStandInsOf(t *testing.T) {
 // results.json and report.html;
 // entries the target cannot measure, and lifecycle-only ones, say nothing.
 func TestStandInMarkedPerEntry(t *testing.T) {
+	t.Parallel()
 	d := standInDoc(t)
 	assert.Equal(t, []rubric.Component{rubric.ComponentExecd, rubric.ComponentEgress, rubric.ComponentSandboxImage}, d.StandIns)
 	assert.Equal(t, []rubric.Component{rubric.ComponentExecd, rubric.ComponentEgress, rubric.ComponentSandboxImage}, row(d, rubric.Network).StandIns)
@@ -115,6 +117,7 @@ func TestStandInMarkedPerEntry(t *testing.T) {
 
 // TestNoStandInOnBundledServer: the bundled server's report has no marker at all.
 func TestNoStandInOnBundledServer(t *testing.T) {
+	t.Parallel()
 	d := fixtureDoc(t)
 	assert.Empty(t, d.StandIns)
 	assert.Zero(t, markedRows(d))

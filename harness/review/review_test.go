@@ -80,6 +80,7 @@ func read(t *testing.T, p string) string {
 }
 
 func TestReviewFromFileReaches100(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t)
 	before := read(t, filepath.Join(dir, report.JSONFile))
 	doc, err := report.ReadDocument(dir)
@@ -137,6 +138,7 @@ func validGradescope(t *testing.T, js string) {
 }
 
 func TestReviewOverrideNeedsReason(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t, rubric.Outcome{ID: rubric.Network, Verdict: rubric.Failed, Scenario: "probe",
 		Reason: "exfil.capstone.test was reached (exit 0)"})
 	before := read(t, filepath.Join(dir, report.JSONFile))
@@ -173,6 +175,7 @@ func TestReviewOverrideNeedsReason(t *testing.T) {
 }
 
 func TestReviewCannotPassMeasuredFailureOfReviewerEntry(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t, rubric.Outcome{ID: rubric.M5, Verdict: rubric.Failed, Scenario: "demo",
 		Reason: "no failure drill could be demonstrated: D1 and D2 failed"})
 	_, err := FromFile(dir, strings.NewReader("reviewer: R\nentries:\n  M5: {verdict: passed}\n"), "", t0)
@@ -183,6 +186,7 @@ func TestReviewCannotPassMeasuredFailureOfReviewerEntry(t *testing.T) {
 }
 
 func TestReviewValidationErrorsPerField(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t, rubric.Outcome{ID: rubric.Budget, Verdict: rubric.NotMeasured, Category: rubric.CategoryTimeout,
 		Scenario: "budget", Reason: "summary.json not written within 120s"})
 	cases := []struct{ answers, want string }{
@@ -219,6 +223,7 @@ func TestReviewValidationErrorsPerField(t *testing.T) {
 }
 
 func TestReviewPartialThenComplete(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t)
 	f, err := FromFile(dir, strings.NewReader("reviewer: A\nentries:\n  cost: {verdict: passed, points: 5, note: rough}\n"), "", t0)
 	require.NoError(t, err)
@@ -239,6 +244,7 @@ func TestReviewPartialThenComplete(t *testing.T) {
 }
 
 func TestWalkInteractiveResumable(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t)
 	// First session: reviewer name, then maintainability (verdict, an invalid
 	// number re-asked, points, note), then cost, then the input ends.
@@ -270,6 +276,7 @@ func TestWalkInteractiveResumable(t *testing.T) {
 }
 
 func TestWalkOverrideNeedsReason(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t, rubric.Outcome{ID: rubric.D1, Verdict: rubric.Failed, Scenario: "d1", Reason: "no network_policy class"})
 	// Answer every reviewer item with defaults first.
 	_, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
@@ -299,6 +306,7 @@ func TestWalkOverrideNeedsReason(t *testing.T) {
 // run records M4's README scenario as reviewer_judgment, judged as
 // maintainability) keeps its measured points and is not asked again.
 func TestMeasuredEntryWithReviewerNoteKeepsMeasuredVerdict(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t, rubric.Outcome{ID: rubric.M4, Verdict: rubric.NotMeasured, Category: rubric.CategoryReviewerJudgment,
 		Scenario: "README", Reason: "README reproducibility needs a reviewer"})
 	doc, err := report.ReadDocument(dir)
@@ -316,6 +324,7 @@ func TestMeasuredEntryWithReviewerNoteKeepsMeasuredVerdict(t *testing.T) {
 // a reviewer cannot make it passed, or give it points, without an override
 // reason, and an override is shown as one. Its points stay 0 until then.
 func TestReviewCannotPassFlakyWithoutReason(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t,
 		rubric.Outcome{ID: rubric.M1, Verdict: rubric.Failed, Scenario: "scenario", Reason: "the second run left a sandbox"},
 		rubric.Outcome{ID: rubric.M1, Verdict: rubric.Flaky, Scenario: "scenario", Reason: "flaky: passed 1 of 2 repetitions of scenario \"scenario\""},
@@ -374,6 +383,7 @@ func TestReviewCannotPassFlakyWithoutReason(t *testing.T) {
 // flaky (they earn nothing); a timed-out entry is shown and skipped. Nothing
 // the walk offers is refused by validation.
 func TestWalkFlakyOrFailedOffersOnlyValid(t *testing.T) {
+	t.Parallel()
 	dir := referenceBundle(t,
 		rubric.Outcome{ID: rubric.M5, Verdict: rubric.Failed, Scenario: "demo", Reason: "the demo run hung"},
 		rubric.Outcome{ID: rubric.M5, Verdict: rubric.Flaky, Scenario: "demo", Reason: "flaky: passed 2 of 3 repetitions of scenario \"demo\""},

@@ -11,6 +11,7 @@ import (
 // TestDependsOnCoversCourse: every criterion, milestone and drill has a row in
 // DependsOn, every row names a course entry, and only known components.
 func TestDependsOnCoversCourse(t *testing.T) {
+	t.Parallel()
 	known := map[Component]bool{}
 	for _, c := range Components {
 		known[c] = true
@@ -41,6 +42,7 @@ func TestDependsOnCoversCourse(t *testing.T) {
 // ones over execd the execd stand-in, lifecycle-only ones nothing; on a
 // target without stand-ins nothing is marked.
 func TestRestsOn(t *testing.T) {
+	t.Parallel()
 	all := []Component{ComponentSandboxImage, ComponentEgress, ComponentExecd}
 	for _, id := range []ID{Network, Credential, Injection, M3, D1, D4} {
 		assert.Equal(t, []Component{ComponentExecd, ComponentEgress, ComponentSandboxImage}, RestsOn(id, all), "%s", id)

@@ -19,6 +19,7 @@ func rec(t *testing.T, r *Results, id ID, v Verdict, cat Category, reason string
 }
 
 func TestCourseRegistryShape(t *testing.T) {
+	t.Parallel()
 	assert.Empty(t, CheckRegistry(Course))
 	assert.Equal(t, 100, Course.TotalWeight())
 	assert.Len(t, Course.OfKind(KindCriterion), 10)
@@ -38,6 +39,7 @@ func TestCourseRegistryShape(t *testing.T) {
 }
 
 func TestCheckRegistryCatchesWeights(t *testing.T) {
+	t.Parallel()
 	reg := MustRegistry(
 		Entry{ID: "a", Kind: KindCriterion, Statement: "MUST a", Evidence: []string{"x"}, Targets: both()},
 		Entry{ID: "s", Kind: KindScoring, Statement: "MUST s", Weight: 90, Inputs: []ID{"a", "nope"}},
@@ -48,6 +50,7 @@ func TestCheckRegistryCatchesWeights(t *testing.T) {
 }
 
 func TestParseTag(t *testing.T) {
+	t.Parallel()
 	id, ok, err := Course.ParseTag("@criterion:network")
 	assert.NoError(t, err)
 	assert.True(t, ok)
@@ -73,6 +76,7 @@ func writeFeature(t *testing.T, dir, name, body string) {
 }
 
 func TestCheckFeaturesSynthetic(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var tags []string
 	for _, e := range Course.Graded() {
@@ -114,6 +118,7 @@ Feature: everything
 
 // TestRegistryMatchesFeatures is the registry check against the real features.
 func TestRegistryMatchesFeatures(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "..", "features")
 	files, _ := filepath.Glob(filepath.Join(dir, "*.feature"))
 	if len(files) == 0 {
@@ -125,6 +130,7 @@ func TestRegistryMatchesFeatures(t *testing.T) {
 }
 
 func TestRecordValidation(t *testing.T) {
+	t.Parallel()
 	r := NewResults(Course)
 	assert.ErrorContains(t, r.Pass("nope", "s", ""), "unknown ID")
 	assert.ErrorContains(t, r.Pass(Security, "s", ""), "scoring item")
@@ -152,6 +158,7 @@ func TestRecordValidation(t *testing.T) {
 }
 
 func TestAggregate(t *testing.T) {
+	t.Parallel()
 	e, _ := Course.Get(Network)
 	cases := []struct {
 		name     string
@@ -203,6 +210,7 @@ func TestAggregate(t *testing.T) {
 // target's limit is, whatever the subject does. Seen on the docker target:
 // injection and D3 showed precondition_unmet ("no model in the loop").
 func TestAggregateTargetLimitOverPrecondition(t *testing.T) {
+	t.Parallel()
 	outs := func(id ID) []Outcome {
 		return []Outcome{
 			{Seq: 1, ID: id, Verdict: NotMeasured, Category: CategoryUnsupportedByTarget, Reason: "target real: no way to exhaust capacity", Scenario: "platform"},
@@ -243,6 +251,7 @@ func passAllMeasurable(t *testing.T, r *Results, target Target) {
 }
 
 func TestScoringAllPassedMock(t *testing.T) {
+	t.Parallel()
 	r := NewResults(Course)
 	passAllMeasurable(t, r, TargetMock)
 	s := Evaluate(Course, TargetMock, r.Outcomes())
@@ -262,6 +271,7 @@ func TestScoringAllPassedMock(t *testing.T) {
 }
 
 func TestScoringNotMeasuredExcludedFromDenominator(t *testing.T) {
+	t.Parallel()
 	r := NewResults(Course)
 	// security: 6 inputs. network passed, credential failed, injection not measured.
 	rec(t, r, Network, Passed, "", "denied")
@@ -283,6 +293,7 @@ func TestScoringNotMeasuredExcludedFromDenominator(t *testing.T) {
 }
 
 func TestTimeoutNeverScores(t *testing.T) {
+	t.Parallel()
 	r := NewResults(Course)
 	passAllMeasurable(t, r, TargetMock)
 	require.NoError(t, r.Timeout(Function, "m2", "subject output not read within 60s"))
@@ -297,6 +308,7 @@ func TestTimeoutNeverScores(t *testing.T) {
 }
 
 func TestSecurityGate(t *testing.T) {
+	t.Parallel()
 	for _, id := range SecurityCriteria {
 		t.Run(string(id), func(t *testing.T) {
 			r := NewResults(Course)
@@ -315,6 +327,7 @@ func TestSecurityGate(t *testing.T) {
 // A flaky entry is measured, never passed, earns nothing and gates the run
 // like a failure; a flaky security criterion is a security failure.
 func TestFlakyGatesLikeAFailure(t *testing.T) {
+	t.Parallel()
 	r := NewResults(Course)
 	passAllMeasurable(t, r, TargetMock)
 	require.NoError(t, r.Fail(Network, "", "reached exfil in repetition 2"))
@@ -344,6 +357,7 @@ func TestFlakyGatesLikeAFailure(t *testing.T) {
 }
 
 func TestOverallVerdicts(t *testing.T) {
+	t.Parallel()
 	// Graded non-security failure.
 	r := NewResults(Course)
 	passAllMeasurable(t, r, TargetMock)
@@ -406,6 +420,7 @@ func (m *memSink) Append(o Outcome) error {
 }
 
 func TestResultsConcurrent(t *testing.T) {
+	t.Parallel()
 	sink := &memSink{}
 	r := NewResults(Course, sink)
 	var wg sync.WaitGroup
@@ -427,6 +442,7 @@ func TestResultsConcurrent(t *testing.T) {
 }
 
 func TestCheckFS(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{"a.feature": {Data: []byte("@drill:D9\nFeature: f\n  Scenario: s\n    Given x\n")}}
 	probs, _, err := CheckFS(Course, fsys)
 	require.NoError(t, err)

@@ -210,3 +210,16 @@ func errorCode(b []byte) string {
 	_ = json.Unmarshal(b, &e)
 	return e.Code
 }
+
+// eventually polls cond until it holds or timeout passes, and says whether it held. Tests wait with it for
+// something a background command starts, instead of a fixed sleep that a loaded machine can outrun.
+func eventually(timeout time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}

@@ -97,9 +97,8 @@ func TestPauseStopsProgressResumeRestarts(t *testing.T) {
 		}
 		return fi.Size()
 	}
-	time.Sleep(300 * time.Millisecond)
-	if size() == 0 {
-		t.Fatal("counter not growing before pause")
+	if !eventually(30*time.Second, func() bool { return size() > 0 }) {
+		t.Fatal("counter not growing before pause (30s)")
 	}
 	if err := sb.Pause(); err != nil {
 		t.Fatal(err)
@@ -121,9 +120,8 @@ func TestPauseStopsProgressResumeRestarts(t *testing.T) {
 	if err := sb.Resume(); !errors.Is(err, runtime.ErrNotPaused) {
 		t.Errorf("second resume: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond)
-	if s3 := size(); s3 <= s1 {
-		t.Fatalf("counter did not grow after resume: %d → %d", s1, s3)
+	if !eventually(30*time.Second, func() bool { return size() > s1 }) {
+		t.Fatalf("counter did not grow after resume (30s): %d → %d", s1, size())
 	}
 	if st := sb.State(); st.State != "Running" {
 		t.Errorf("state after resume %+v", st)
@@ -164,8 +162,8 @@ func TestDestroyLeavesNothing(t *testing.T) {
 	rt := newRuntime(t)
 	sb := newSandbox(t, rt, withLimits(runtime.Limits{MemoryBytes: 256 << 20, Pids: 128, CPUMilli: 500}))
 	run(t, sb, map[string]any{"command": "sleep 300 & sleep 300 & setsid sleep 300 & wait", "background": true})
-	time.Sleep(200 * time.Millisecond)
-	pids := sb.Pids()
+	var pids []int
+	eventually(30*time.Second, func() bool { pids = sb.Pids(); return len(pids) >= 4 })
 	if len(pids) < 4 {
 		t.Fatalf("expected agent, entrypoint and sleeps, got pids %v", pids)
 	}
@@ -373,15 +371,23 @@ func TestIDsSharingAPrefixGetTheirOwnNetns(t *testing.T) {
 	}
 	// b listens on a port inside its namespace; a must not reach it.
 	run(t, sbs[1], map[string]any{"command": "python3 -m http.server 8099 --bind 127.0.0.1", "background": true})
-	time.Sleep(500 * time.Millisecond)
 	probe := `python3 -c "
 import socket; s = socket.socket(); s.settimeout(2)
 try:
     s.connect(('127.0.0.1', 8099)); print('open')
 except Exception:
     print('closed')"`
-	if r := sh(t, sbs[1], probe); strings.Join(r.stdout(), "") != "open" {
-		t.Fatalf("probe broken: b cannot reach its own server: %s", r.Raw)
+	// The server starts in the background: wait until b reaches it (a loaded machine may take seconds to
+	// start python), so the check on a below runs against a listening server, not a slow start.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		r := sh(t, sbs[1], probe)
+		if strings.Join(r.stdout(), "") == "open" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("probe broken: b cannot reach its own server within 60s: %s", r.Raw)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if r := sh(t, sbs[0], probe); strings.Join(r.stdout(), "") != "closed" {
 		t.Fatalf("sandboxes share a network namespace: %s", r.Raw)

@@ -1,4 +1,7 @@
-package report
+// Package compare is the upgrade check behind `acceptance diff`: two report
+// bundles of the same subject and seed compared entry by entry, figure by
+// figure and on their normalised evidence.
+package compare
 
 import (
 	"encoding/json"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -21,8 +25,8 @@ import (
 // part is compared.
 var bundlePath = regexp.MustCompile(`(?:/[^/\s"'<>]+)+/evidence/`)
 
-// CompareOptions tune Compare.
-type CompareOptions struct {
+// Options tune Compare.
+type Options struct {
 	// Threshold is the relative increase of a latency or cost figure that
 	// counts as a regression (0.25 = 25 %).
 	Threshold float64
@@ -33,8 +37,8 @@ type CompareOptions struct {
 	FloorBytes float64
 }
 
-// DefaultCompareOptions: 25 %, and at least 250 ms or 64 KiB.
-var DefaultCompareOptions = CompareOptions{Threshold: 0.25, FloorMs: 250, FloorBytes: 64 << 10}
+// DefaultOptions: 25 %, and at least 250 ms or 64 KiB.
+var DefaultOptions = Options{Threshold: 0.25, FloorMs: 250, FloorBytes: 64 << 10}
 
 // Comparison is what changed between two bundles of the same subject (e.g.
 // against OpenSandbox version A and version B).
@@ -79,12 +83,12 @@ type FigureChange struct {
 func (c Comparison) Regressed() bool { return len(c.Regressions) > 0 }
 
 // Compare compares two finalized bundles.
-func Compare(oldDir, newDir string, o CompareOptions) (Comparison, error) {
-	od, err := ReadDocument(oldDir)
+func Compare(oldDir, newDir string, o Options) (Comparison, error) {
+	od, err := report.ReadDocument(oldDir)
 	if err != nil {
 		return Comparison{}, fmt.Errorf("old bundle: %w", err)
 	}
-	nd, err := ReadDocument(newDir)
+	nd, err := report.ReadDocument(newDir)
 	if err != nil {
 		return Comparison{}, fmt.Errorf("new bundle: %w", err)
 	}
@@ -95,7 +99,7 @@ func Compare(oldDir, newDir string, o CompareOptions) (Comparison, error) {
 	if nd.Score.Earned < od.Score.Earned-0.005 {
 		c.Regressions = append(c.Regressions, fmt.Sprintf("score %s → %s", rubric.Num(od.Score.Earned), rubric.Num(nd.Score.Earned)))
 	}
-	oldRows := map[rubric.ID]EntryRow{}
+	oldRows := map[rubric.ID]report.EntryRow{}
 	for _, r := range od.AllEntries() {
 		oldRows[r.ID] = r
 	}
@@ -112,8 +116,8 @@ func Compare(oldDir, newDir string, o CompareOptions) (Comparison, error) {
 				c.Regressions = append(c.Regressions, fmt.Sprintf("%s %s → %s", r.ID, or.Verdict, r.Verdict))
 			}
 		}
-		ot, ok1 := snapshotText(oldDir, or.Evidence, nil)
-		nt, ok2 := snapshotText(newDir, r.Evidence, nil)
+		ot, ok1 := report.SnapshotText(oldDir, or.Evidence, nil)
+		nt, ok2 := report.SnapshotText(newDir, r.Evidence, nil)
 		ot, nt = bundlePath.ReplaceAllString(ot, "<bundle>/evidence/"), bundlePath.ReplaceAllString(nt, "<bundle>/evidence/")
 		if (ok1 || ok2) && ot != nt {
 			d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(ot), B: difflib.SplitLines(nt),
@@ -198,7 +202,7 @@ func figureUnit(name string) string {
 func Figures(dir string) (map[string]float64, map[string]bool) {
 	out := map[string]float64{}
 	runs := map[string]bool{}
-	rs, _ := ReadRuns(dir)
+	rs, _ := report.ReadRuns(dir)
 	for _, r := range rs {
 		runs[r.Key] = true
 		if !r.Start.IsZero() && r.End.After(r.Start) {
@@ -219,7 +223,7 @@ func Figures(dir string) (map[string]float64, map[string]bool) {
 		}
 		out[r.Key+"/sandboxes_created"] = float64(len(r.Sandboxes))
 	}
-	files, _ := filepath.Glob(filepath.Join(dir, EvidenceDir, "cost", "*.json"))
+	files, _ := filepath.Glob(filepath.Join(dir, report.EvidenceDir, "cost", "*.json"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -258,8 +262,8 @@ func clipLines(s string, n int) string {
 	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… %d more lines", len(lines)-n)
 }
 
-// WriteComparison prints the comparison for people.
-func WriteComparison(w io.Writer, c Comparison, o CompareOptions) {
+// Write prints the comparison for people.
+func Write(w io.Writer, c Comparison, o Options) {
 	fmt.Fprintf(w, "old: %s\nnew: %s\n\n", c.Old, c.New)
 	fmt.Fprintf(w, "verdict: %s → %s\n", c.OldVerdict, c.NewVerdict)
 	fmt.Fprintf(w, "score:   %s of %s measured → %s of %s measured\n", rubric.Num(c.OldScore.Earned), rubric.Num(c.OldScore.Measured),

@@ -1,4 +1,4 @@
-package report
+package compare
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -19,10 +21,11 @@ import (
 // change, no evidence drift. (A third run made under a different load took
 // 3× as long, and the diff rightly flags that.)
 func TestCompareQuietOnSameThing(t *testing.T) {
-	c, err := Compare("testdata/bundles/m0m5-c", "testdata/bundles/m0m5-d", DefaultCompareOptions)
+	t.Parallel()
+	c, err := Compare("../testdata/bundles/m0m5-c", "../testdata/bundles/m0m5-d", DefaultOptions)
 	require.NoError(t, err)
 	var out bytes.Buffer
-	WriteComparison(&out, c, DefaultCompareOptions)
+	Write(&out, c, DefaultOptions)
 	assert.False(t, c.Regressed(), out.String())
 	assert.Empty(t, c.Entries, out.String())
 	for _, f := range c.Figures {
@@ -45,30 +48,32 @@ func editJSON(t *testing.T, path string, edit func(map[string]any)) {
 
 // A planted verdict change: M0 failed in the new bundle.
 func TestCompareFlagsVerdictChange(t *testing.T) {
-	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
-	f, err := os.OpenFile(filepath.Join(newDir, JournalFile), os.O_APPEND|os.O_WRONLY, 0)
+	t.Parallel()
+	newDir := reporttest.CopyBundle(t, "../testdata/bundles/m0m5-d")
+	f, err := os.OpenFile(filepath.Join(newDir, report.JournalFile), os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	_, err = f.WriteString(`{"seq":7,"time":"2026-11-30T15:09:00Z","id":"M0","verdict":"failed","reason":"create answered 200, not 202","scenario":"contract"}` + "\n")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	_, err = RenderDir(newDir, rubric.Course, Options{})
+	_, err = report.RenderDir(newDir, rubric.Course, report.Options{})
 	require.NoError(t, err)
 
-	c, err := Compare("testdata/bundles/m0m5-c", newDir, DefaultCompareOptions)
+	c, err := Compare("../testdata/bundles/m0m5-c", newDir, DefaultOptions)
 	require.NoError(t, err)
 	require.True(t, c.Regressed())
 	require.Len(t, c.Entries, 1)
 	assert.Equal(t, EntryChange{ID: rubric.M0, Old: rubric.Passed, New: rubric.Failed, NewReason: "create answered 200, not 202", Regression: true}, c.Entries[0])
 	assert.Equal(t, rubric.OverallNotPassed, c.NewVerdict)
 	var out bytes.Buffer
-	WriteComparison(&out, c, DefaultCompareOptions)
+	Write(&out, c, DefaultOptions)
 	assert.Contains(t, out.String(), "! M0              passed → failed")
 	assert.Contains(t, out.String(), "REGRESSION: verdict incomplete → not_passed; score 14 → 9; M0 passed → failed")
 }
 
 // A planted latency regression: the analyze step took 3× as long.
 func TestCompareFlagsLatencyRegression(t *testing.T) {
-	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
+	t.Parallel()
+	newDir := reporttest.CopyBundle(t, "../testdata/bundles/m0m5-d")
 	audit := filepath.Join(newDir, "evidence", "subject-sales", "audit.json")
 	var evs []map[string]any
 	require.NoError(t, json.Unmarshal(mustRead(t, audit), &evs))
@@ -80,7 +85,7 @@ func TestCompareFlagsLatencyRegression(t *testing.T) {
 	b, _ := json.Marshal(evs)
 	require.NoError(t, os.WriteFile(audit, b, 0o644))
 
-	c, err := Compare("testdata/bundles/m0m5-c", newDir, DefaultCompareOptions)
+	c, err := Compare("../testdata/bundles/m0m5-c", newDir, DefaultOptions)
 	require.NoError(t, err)
 	require.True(t, c.Regressed())
 	var names []string
@@ -91,16 +96,17 @@ func TestCompareFlagsLatencyRegression(t *testing.T) {
 	assert.Contains(t, names, "sales/step_analyze_ms")
 	assert.Empty(t, c.Entries, "no verdict changed")
 	var out bytes.Buffer
-	WriteComparison(&out, c, DefaultCompareOptions)
+	Write(&out, c, DefaultOptions)
 	assert.Contains(t, out.String(), "regressed)")
 	// A looser threshold lets it through.
-	c, err = Compare("testdata/bundles/m0m5-c", newDir, CompareOptions{Threshold: 5, FloorMs: 250, FloorBytes: 1 << 16})
+	c, err = Compare("../testdata/bundles/m0m5-c", newDir, Options{Threshold: 5, FloorMs: 250, FloorBytes: 1 << 16})
 	require.NoError(t, err)
 	assert.False(t, c.Regressed())
 }
 
 func TestCompareMissingBundle(t *testing.T) {
-	_, err := Compare(t.TempDir(), "testdata/bundles/m0m5-a", DefaultCompareOptions)
+	t.Parallel()
+	_, err := Compare(t.TempDir(), "../testdata/bundles/m0m5-a", DefaultOptions)
 	assert.ErrorContains(t, err, "old bundle")
 }
 
@@ -108,8 +114,9 @@ func TestCompareMissingBundle(t *testing.T) {
 // (--repeat 2), so M0 is flaky in the new bundle. passed → flaky is a
 // regression, and flaky → failed is one too.
 func TestCompareFlagsFlaky(t *testing.T) {
-	newDir := copyBundle(t, "testdata/bundles/m0m5-d")
-	outs, _, err := ReadJournal(filepath.Join(newDir, JournalFile))
+	t.Parallel()
+	newDir := reporttest.CopyBundle(t, "../testdata/bundles/m0m5-d")
+	outs, _, err := report.ReadJournal(filepath.Join(newDir, report.JournalFile))
 	require.NoError(t, err)
 	var scenario string
 	for _, o := range outs {
@@ -118,19 +125,19 @@ func TestCompareFlagsFlaky(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, scenario)
-	j, err := OpenJournal(filepath.Join(newDir, JournalFile))
+	j, err := report.OpenJournal(filepath.Join(newDir, report.JournalFile))
 	require.NoError(t, err)
 	res := rubric.NewResults(rubric.Course, j)
 	require.NoError(t, res.Fail(rubric.M0, scenario, "create answered 200, not 202"))
 	require.NoError(t, res.Flaky(rubric.M0, scenario, 1, 2))
 	require.NoError(t, j.Close())
 	// Sequence numbers restart in the second collector; the journal keeps order.
-	doc, err := RenderDir(newDir, rubric.Course, Options{})
+	doc, err := report.RenderDir(newDir, rubric.Course, report.Options{})
 	require.NoError(t, err)
 	require.Equal(t, rubric.Flaky, doc.Milestones[0].Verdict, doc.Milestones[0].Reason)
 	assert.Contains(t, doc.Milestones[0].Reason, "flaky: passed 1 of 2 repetitions")
 
-	c, err := Compare("testdata/bundles/m0m5-c", newDir, DefaultCompareOptions)
+	c, err := Compare("../testdata/bundles/m0m5-c", newDir, DefaultOptions)
 	require.NoError(t, err)
 	require.True(t, c.Regressed())
 	require.Len(t, c.Entries, 1)
@@ -138,9 +145,16 @@ func TestCompareFlagsFlaky(t *testing.T) {
 	assert.Equal(t, rubric.Flaky, c.Entries[0].New)
 	assert.True(t, c.Entries[0].Regression, "passed → flaky is a regression")
 	var out bytes.Buffer
-	WriteComparison(&out, c, DefaultCompareOptions)
+	Write(&out, c, DefaultOptions)
 	assert.Contains(t, out.String(), "M0 passed → flaky")
 
 	assert.Less(t, entryRank(rubric.Failed), entryRank(rubric.Flaky), "flaky → failed is a regression")
 	assert.Less(t, entryRank(rubric.Flaky), entryRank(rubric.Passed))
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return b
 }
