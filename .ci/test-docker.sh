@@ -3,7 +3,8 @@
 #   1. the project's engine up (started here → stopped here at the end);
 #   2. `acceptance upgrade-check --from $FROM_VERSION --to $SERVER_VERSION --rounds 1` on M0, M1 and M2 with the
 #      reference (images built or reused): one run on each version (timing is not judged with one run per side);
-#      each must stand the real control plane up and tear it down (exit 2 = harness error fails), and the
+#      each must stand the real control plane up and tear it down (exit 2 = harness error fails); the older side's
+#      verdicts are reported, not gated, and the
 #      reference's M0, M1 and M2 verdicts gate the slice: each must be passed. A not-measured verdict
 #      fails it too, unless every unmeasured outcome is a documented limit of a real target (category
 #      unsupported_by_target, reason naming one of the limits below: README "Grading against a real
@@ -32,13 +33,19 @@ run_args=()
 for a in ${ARGS:-}; do run_args+=(--run-arg="$a"); done
 "$bin" upgrade-check --from "$from" --to "$version" --rounds 1 --tags '@milestone:M0,@milestone:M1,@milestone:M2' --out "$up" "${run_args[@]}"
 r=$?
+# The gate holds the version graded by default; the older side is reported (its run must complete), not gated:
+# one run per side cannot tell a version's difference from an intermittent target fault.
 for v in "$from" "$version"; do
   out=$up/$v-run1
   if [ ! -f "$out/report.json" ]; then
     echo "docker target: the run on opensandbox-server==$v did not complete (upgrade-check exit $r)"; s=1
   elif ! /usr/bin/python3 .ci/docker-slice-gate.py "$out/report.json"
   then
-    echo "docker target: the reference's M0, M1 and M2 on opensandbox-server==$v did not all pass (see GATE above; bundle $out)"; s=1
+    if [ "$v" = "$version" ]; then
+      echo "docker target: the reference's M0, M1 and M2 on opensandbox-server==$v did not all pass (see GATE above; bundle $out)"; s=1
+    else
+      echo "docker target: NOTE: on opensandbox-server==$v (the upgrade check's older side, not gated) the reference's M0-M2 did not all pass (bundle $out)"
+    fi
   fi
 done
 [ "$r" -eq 2 ] && { echo "docker target: the upgrade check did not complete (exit 2; $up/upgrade-check.md)"; s=1; }

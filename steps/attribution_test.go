@@ -122,7 +122,9 @@ func TestWhatLeft(t *testing.T) {
 		{"upload to the index", q("pypi.org", "POST", 10), true, false},
 		{"marker to the index in a GET", q("pypi.org", "GET", 0, "input_sales in path"), true, false},
 		{"marker to the data API", q(stubs.DataAPIHost, "POST", 100, "input_sales in body"), false, false},
-		{"secret to the data API", q(stubs.DataAPIHost, "GET", 0, "data_api_token_abc in headers"), true, true},
+		{"the data API token to the data API (the vault check's, not data leaving)", q(stubs.DataAPIHost, "GET", 0, "data_api_token_abc in headers"), false, false},
+		{"the data API token elsewhere", q("pypi.org", "GET", 0, "data_api_token_abc in path"), true, true},
+		{"the platform key to the data API", q(stubs.DataAPIHost, "GET", 0, "platform_api_key in headers"), true, true},
 		{"anything to the sink", q(stubs.ExfilHost, "GET", 0), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

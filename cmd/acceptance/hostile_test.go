@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/csv"
 	"encoding/hex"
@@ -11,21 +10,18 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
-	mockserver "github.com/osb-capstone/acceptance/mock-server"
 )
 
 // hostileCase is one hostile submission: the honest one it is built on, the
@@ -126,173 +122,6 @@ type hostileBundle struct {
 	dir     string
 	report  *calibReport
 	attacks []map[string]any
-}
-
-// TestHostileCalibration grades the hostile set (fixtures/submissions/
-// hostile-*, each an honest submission plus ONE real attack on the grader or
-// its classmates) in ONE `grade --parallel 2` call, in a grader process of
-// its own, together with reference and student, and asserts that every attack
-// failed: reference and student get the verdicts they get alone (nothing
-// fails); each hostile submission scores no more than the student it is
-// built on; nothing outside its output was written (fixtures, baselines, the
-// acceptance binary, classmates' bundles: every journal verifies and every
-// report.json is what its journal renders); no process of the run, sandbox,
-// netns or cgroup outlives it; the grader exits as a grader does (0 or 1,
-// never killed) with a class summary of every submission.
-func TestHostileCalibration(t *testing.T) {
-	e := requireSubjectEnv(t)
-	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	keys, err := report.DefaultJournalKeyDir()
-	require.NoError(t, err)
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	h := &hostileRun{out: t.TempDir(), keys: keys, exe: exe, exeDigest: digestFile(t, exe)}
-	t.Cleanup(func() { restoreTrojaned(t, exe) })
-
-	subs := filepath.Join(e.root, "fixtures", "submissions")
-	// ACCEPTANCE_HOSTILE=hostile-spy,hostile-forger grades only those (a
-	// developer's narrowing; make test grades them all).
-	set := hostileSet
-	if only := os.Getenv("ACCEPTANCE_HOSTILE"); only != "" {
-		set = nil
-		for _, c := range hostileSet {
-			if strings.Contains(","+only+",", ","+c.dir+",") {
-				set = append(set, c)
-			}
-		}
-		t.Logf("ACCEPTANCE_HOSTILE: grading only %s", only)
-	}
-	names := []string{"reference", "student"}
-	for _, c := range set {
-		names = append(names, c.dir)
-	}
-	dirs := make([]string, len(names))
-	for i, n := range names {
-		dirs[i] = filepath.Join(subs, n)
-	}
-	fixturesBefore := digestTree(t, filepath.Join(e.root, "fixtures"))
-	baselines := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(baselines, "sentinel.snap"), []byte("untouched\n"), 0o644))
-	baselinesBefore := digestTree(t, baselines)
-	stateDir := t.TempDir()
-
-	cmd := exec.Command(exe, "grade", "--out", h.out, "--state-dir", stateDir, "--wheels", e.wheels,
-		"--baselines", baselines, "--subject-timeout", "3m", "--parallel", "2", "--tags", hostileTags)
-	cmd.Args = append(cmd.Args, dirs...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	start := time.Now()
-	runErr := cmd.Run()
-	t.Logf("acceptance grade (%d submissions, its own process): %v in %s\n%s%s", len(dirs), runErr,
-		time.Since(start).Round(time.Second), tail(stdout.String(), 6000), tail(stderr.String(), 4000))
-	t.Cleanup(func() { killLeftovers(t, e.root) })
-	t.Cleanup(func() {
-		// A grader that was killed leaves its sandboxes: a bundled server
-		// started on the same state directory reaps them.
-		if ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus); ws.Signaled() {
-			if b, err := mockserver.StartBundled(context.Background(), mockserver.BundledConfig{APIKey: "reaper-" + randomHex(8), StateDir: stateDir}); err == nil {
-				t.Logf("reaped what the killed grader left: %v", b.Reaped)
-				_ = b.Close()
-			}
-		}
-	})
-
-	t.Run("the grader survived", func(t *testing.T) {
-		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		require.False(t, ws.Signaled(), "the grader was killed by signal %v", ws.Signal())
-		assert.Contains(t, []int{0, 1}, cmd.ProcessState.ExitCode(), "grade exits 0 or 1 for a class it graded")
-		rows := classRows(t, h.out)
-		for i, n := range names {
-			row, ok := rows[twoDigits(i+1)+"-"+n]
-			if assert.True(t, ok, "class.csv has no row for %s", n) {
-				assert.NotEqual(t, "unreadable", row["verdict"], "%s: %s", n, row["error"])
-			}
-		}
-	})
-
-	bundles := map[string]*hostileBundle{}
-	for i, n := range names {
-		b := &hostileBundle{dir: filepath.Join(h.out, twoDigits(i+1)+"-"+n)}
-		b.report = calibrationBundle(t, h.out, i, n)
-		b.attacks = attackRecords(b.dir)
-		bundles[n] = b
-	}
-	for _, c := range calibrationSet {
-		if c.dir == "reference" || c.dir == "student" {
-			c := c
-			t.Run(c.dir, func(t *testing.T) {
-				c.check(t, bundles[c.dir].report)
-				// As graded alone: passed, not merely "not failed" (an
-				// interrupted or killed grade is incomplete).
-				assert.Equal(t, "passed", bundles[c.dir].report.Verdict, "%s: %s", c.dir, bundles[c.dir].report.VerdictReason)
-			})
-		}
-	}
-	student := bundles["student"].report
-	for _, c := range set {
-		c, b := c, bundles[c.dir]
-		t.Run(c.dir, func(t *testing.T) {
-			require.NotNil(t, b.report, "no report")
-			if student != nil {
-				assert.LessOrEqual(t, b.report.Score.Earned, student.Score.Earned,
-					"%s scored more than the honest student it is built on", c.dir)
-			}
-			failed := map[string]bool{}
-			for _, list := range [][]entryJSON{b.report.Criteria, b.report.Milestones, b.report.Drills} {
-				for _, en := range list {
-					failed[en.ID] = en.Verdict == "failed" || en.Verdict == "harness_error"
-				}
-			}
-			for _, id := range c.fail {
-				assert.True(t, failed[id], "%s must fail for %s: %s", id, c.dir, findEntry(b.report, id).Reason)
-			}
-			if c.attack != "" {
-				require.NotEmpty(t, b.attacks, "the attack left no record (attack-%s.json) in the bundle", c.attack)
-				for _, r := range b.attacks {
-					t.Logf("attack record: %v", r)
-				}
-			}
-			if c.check != nil {
-				c.check(t, h, b)
-			}
-		})
-	}
-
-	t.Run("nothing written outside its own output", func(t *testing.T) {
-		assert.Empty(t, treeChanges(fixturesBefore, digestTree(t, filepath.Join(e.root, "fixtures"))), "fixtures/ changed during the grade")
-		assert.Empty(t, treeChanges(baselinesBefore, digestTree(t, baselines)), "the evidence baselines changed during the grade")
-		assert.Equal(t, h.exeDigest, digestFile(t, exe), "the acceptance binary changed during the grade")
-		for _, n := range names {
-			b := bundles[n]
-			if b.report == nil {
-				continue
-			}
-			if err := report.VerifyJournal(b.dir, h.keys); err != nil {
-				t.Errorf("%s: %v", n, err)
-				continue
-			}
-			fresh := renderCopy(t, b.dir, h.keys)
-			assert.Equal(t, fresh.Score.Earned, b.report.Score.Earned, "%s: report.json is not what its journal renders", n)
-		}
-	})
-
-	t.Run("nothing outlives the run", func(t *testing.T) {
-		deadline := time.Now().Add(15 * time.Second)
-		var left []string
-		for {
-			left = leftovers(e.root)
-			if len(left) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Second)
-		}
-		assert.Empty(t, left, "processes of the graded submissions outlived the grade")
-		assertNoSandboxLeft(t, stateDir)
-		mounts, _ := os.ReadFile("/proc/self/mountinfo")
-		for _, d := range []string{h.out, stateDir} {
-			assert.NotContains(t, string(mounts), d, "a mount under %s outlived the grade", d)
-		}
-	})
 }
 
 // attackRecords reads every attack-<name>.json a submission left in its bundle.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -440,4 +441,4 @@ func unconfinedWhy(cfg *runConfig) string {
 
 // confineAvailable says why this machine cannot confine ("" when it can);
 // a variable so tests can play a machine that cannot.
-var confineAvailable = confine.Available
+var confineAvailable = sync.OnceValue(func() string { return confine.Probe(confine.Config{}) })

@@ -635,3 +635,28 @@ func (b *Box) WatchExe(exe string, interval time.Duration, stop <-chan struct{})
 	}()
 	return out
 }
+
+// Probe says why boxes cannot be made on this machine ("" when they can):
+// Available, then one box really opened and closed (root in a container
+// without the rights to make namespaces or mounts fails here).
+func Probe(cfg Config) string {
+	if why := Available(); why != "" {
+		return why
+	}
+	dir, err := os.MkdirTemp("", "acceptance-confine-probe-")
+	if err != nil {
+		return "no temporary directory for the probe: " + err.Error()
+	}
+	defer os.RemoveAll(dir)
+	b, err := Open(cfg, Request{Name: "probe", SubmissionDir: dir})
+	if err != nil {
+		return "a box could not be made here: " + err.Error()
+	}
+	cmd := b.Command([]string{"/bin/true"}, []string{"PATH=/usr/bin:/bin"}, "")
+	out, err := cmd.CombinedOutput()
+	b.Close()
+	if err != nil {
+		return fmt.Sprintf("a box could not run a command here: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return ""
+}

@@ -354,3 +354,8 @@ curl -s -m 5 -o /dev/null -w '%%{http_code}\n' -X PUT http://127.0.0.1:%[1]d/_mo
 	st := r.box.Status()
 	assert.Equal(t, 3, st.RefusedCount, st.Refused)
 }
+
+func TestProbe(t *testing.T) {
+	cfg := needBoxes(t)
+	assert.Empty(t, Probe(cfg), "this machine confines")
+}

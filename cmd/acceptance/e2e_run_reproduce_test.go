@@ -1,3 +1,5 @@
+//go:build e2e
+
 package main
 
 import (
@@ -26,7 +28,7 @@ func TestReproduceLineRuns(t *testing.T) {
 	code := gradeMain(runArgs(t, out, "--tags", "@criterion:function", sub), &stdout, &stderr)
 	t.Logf("grade: exit %d\n%s%s", code, stdout.String(), stderr.String())
 	require.NotEqual(t, rubric.ExitHarnessError, code)
-	first := readBundle(t, out).row(t, "function")
+	first := readBundle(t, filepath.Join(out, "01-empty")).row(t, "function")
 
 	line := first.Reproduce
 	t.Logf("reproduce: %s", line)
@@ -45,7 +47,7 @@ func TestReproduceLineRuns(t *testing.T) {
 	t.Logf("reproduced: exit %d\n%s%s", code2, stdout.String(), stderr.String())
 	assert.Equal(t, code, code2, "the reproduce line grades the same way")
 	assert.NotContains(t, stderr.String(), "not found on PATH")
-	second := readBundle(t, again).row(t, "function")
+	second := readBundle(t, filepath.Join(again, "01-empty")).row(t, "function")
 	assert.Equal(t, first.Verdict, second.Verdict)
 	assert.True(t, strings.HasPrefix(second.Reproduce, "acceptance grade "), second.Reproduce)
 }

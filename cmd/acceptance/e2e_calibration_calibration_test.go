@@ -1,0 +1,58 @@
+//go:build e2e
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCalibration grades the calibration set (fixtures/submissions, see its
+// README) with one `acceptance grade` call and asserts, from each bundle's
+// report.json, that every known-bad submission fails exactly the entries its
+// planted defect violates (and nothing else fails), that the good ones fail
+// nothing, and that the empty submission earns 0 points.
+//
+// An expected failure the grader does not measure yet is listed in pending
+// with the reason: the subtest then still checks that nothing *else* fails,
+// and is skipped naming the entry, never passed. Once the grader measures it,
+// the pending mark is reported as stale so it can be removed.
+func TestCalibration(t *testing.T) {
+	e := requireSubjectEnv(t)
+	// The Python submissions run `python3` from PATH: the SDK venv first (fixtures/submissions/README.md).
+	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	subs := filepath.Join(e.root, "fixtures", "submissions")
+	dirs := make([]string, len(calibrationSet))
+	for i, c := range calibrationSet {
+		dirs[i] = filepath.Join(subs, c.dir)
+	}
+	out, stateDir := t.TempDir(), t.TempDir()
+	args := append([]string{"grade",
+		"--out", out,
+		"--state-dir", stateDir,
+		"--wheels", e.wheels,
+		"--baselines", t.TempDir(), // drift is not under test; never write into the repo
+		"--subject-timeout", "5m",
+		"--parallel", "2",
+		// The 50 MB input is no defect's target and costs ~10 s per submission;
+		// `make acceptance` and the run tests grade it.
+		"--tags", "~@large",
+	}, dirs...)
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := dispatch(args, &stdout, &stderr)
+	t.Logf("acceptance grade (%d submissions): exit %d in %s\n%s%s", len(dirs), code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
+	require.NotEqual(t, 2, code, "acceptance grade must grade the set, not fail on usage")
+
+	for i, c := range calibrationSet {
+		c, bundle := c, calibrationBundle(t, out, i, c.dir)
+		t.Run(c.dir, func(t *testing.T) { c.check(t, bundle) })
+	}
+	assertNoSandboxLeft(t, stateDir)
+}
