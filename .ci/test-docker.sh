@@ -52,6 +52,6 @@ done
 [ "$r" -eq 1 ] && echo "docker target: the upgrade check $from → $version found a regression ($up/upgrade-check.md); not a suite failure"
 OSB_DOCKER_REQUIRED=1 ${GO:-go} test -count=1 -run TestContainerCannotReachHostNetwork -v ./harness/dockertarget/ || s=1
 # Two submissions graded at once on the same engine, one with a careless reap: each sees only its own sandboxes.
-OSB_DOCKER_E2E=1 ${GO:-go} test -count=1 -timeout 40m -run 'TestGradeCarelessReapCannotTouchOthersDocker$' -v ./cmd/acceptance/ || s=1
+OSB_DOCKER_E2E=1 ${GO:-go} test -tags e2e -count=1 -timeout 40m -run 'TestGradeCarelessReapCannotTouchOthersDocker$' -v ./cmd/acceptance/ || s=1
 [ "$was" = up ] || bash .ci/docker-engine.sh stop
 exit $s

@@ -333,7 +333,7 @@ func expireAfterFirstCommand(ctx context.Context) error {
 				defer cancel()
 				at := time.Now()
 				if res, err := s.env.client.DeleteSandbox(c, id); err == nil && res.OK() {
-					r.faultAt, r.faultSandbox = at, id
+					r.faultAt, r.faultSandbox, r.faultDone = at, id, time.Now()
 				}
 			})
 			return
@@ -368,6 +368,14 @@ func sandboxDisappeared(ctx context.Context) error {
 		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run (after its first execd or file call)",
 			r.res.Duration.Round(time.Millisecond), r.res.ExitCode, len(r.sandboxes))
+	}
+	if ended := r.started.Add(r.res.Duration); !r.faultDone.IsZero() && r.faultDone.After(ended) {
+		// A real server's DELETE is not instant (on Docker it stops the
+		// containers first): the subject went on with a sandbox that still
+		// answered, and ended before the removal took effect.
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the target took %s to remove sandbox %s (DELETE requested %s into the run, after the subject's first successful execd or file call on it (%s); 204 only after the subject had ended, after %s, exit %d): it never disappeared while the subject was running",
+			r.faultDone.Sub(r.faultAt).Round(time.Millisecond), r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond), r.faultCause,
+			r.res.Duration.Round(time.Millisecond), r.res.ExitCode)
 	}
 	s.note("sandbox %s disappeared %s into the run, after the subject's first successful execd or file call on it (%s)",
 		r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond), r.faultCause)

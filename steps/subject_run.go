@@ -31,6 +31,10 @@ type subjectRun struct {
 	faultAt      time.Time // when a drill's fault hit the run
 	faultSandbox string
 	faultCause   string // the observed call that timed the fault (progress.go)
+	// faultDone: on a real target, when the harness's DELETE of faultSandbox
+	// answered 204 (the removal took effect by then; a real server's DELETE
+	// can take seconds, the sandbox answering meanwhile).
+	faultDone time.Time
 
 	sum     *summary.Summary
 	sumErrs []summary.ValidationError

@@ -109,6 +109,11 @@ func fidelityMain(args []string, stdout, stderr io.Writer) int {
 			if haveUpgrade {
 				text += fidelity.RenderUpgrade(upgrade)
 			}
+			// The docker calibration's recorded result (runs/docker-calibration-notes.md, written by hand
+			// from TestDockerCalibration's run; docs/docker.md "The docker calibration test").
+			if notes, err := os.ReadFile(filepath.Join(*dir, "runs", "docker-calibration-notes.md")); err == nil {
+				text += "\n" + strings.TrimSpace(string(notes)) + "\n"
+			}
 			out := filepath.Join(*dir, "FIDELITY.md")
 			err = os.WriteFile(out, []byte(text), 0o644)
 			if err == nil {
