@@ -19,7 +19,10 @@ import (
 // TestGradeModelSubmissionTests grades, on M4 maintainability only (no
 // subject run), a model: true submission whose unit and integration tests
 // each need the model: both get a loopback endpoint, complete a chat
-// request, and the request is recorded in each command's evidence.
+// request, and the request is recorded in each command's evidence. Its
+// integration test talks to the model only and touches no sandbox, so
+// maintainability fails for exactly that (an integration test creates,
+// uses and destroys a sandbox), never for a missing model endpoint.
 func TestGradeModelSubmissionTests(t *testing.T) {
 	e := requireSubjectEnv(t)
 	gradingEnv(t)
@@ -51,7 +54,9 @@ model: true
 	require.Len(t, matches, 1)
 	b := readBundle(t, matches[0])
 	r := b.row(t, string(rubric.Maintainability))
-	assert.NotEqual(t, rubric.Failed, r.Verdict, r.Reason)
+	assert.Equal(t, rubric.Failed, r.Verdict, r.Reason)
+	assert.Contains(t, r.Reason, "create no sandbox", "the one failure: the integration test touched no sandbox")
+	assert.NotContains(t, r.Reason, "test.unit", "the unit test passed with its model endpoint")
 	assert.NotContains(t, r.Reason, "no loopback model endpoint")
 	for _, field := range []string{"test.unit", "test.integration"} {
 		tr, err := os.ReadFile(filepath.Join(matches[0], "evidence", "subject-"+field, "model-transcript.jsonl"))
