@@ -347,11 +347,11 @@ func verdictRegressions(fromDirs, toDirs []string) []string {
 	worstFrom, bestTo := 99, -1
 	minScore, maxScore := math.Inf(1), math.Inf(-1)
 	for _, d := range from {
-		worstFrom = min(worstFrom, overallRank(d.Verdict))
+		worstFrom = min(worstFrom, compare.OverallRank(d.Verdict))
 		minScore = math.Min(minScore, d.Score.Earned)
 	}
 	for _, d := range to {
-		bestTo = max(bestTo, overallRank(d.Verdict))
+		bestTo = max(bestTo, compare.OverallRank(d.Verdict))
 		maxScore = math.Max(maxScore, d.Score.Earned)
 	}
 	if bestTo < worstFrom {
@@ -364,7 +364,7 @@ func verdictRegressions(fromDirs, toDirs []string) []string {
 		m := map[rubric.ID][]int{}
 		for _, d := range docs {
 			for _, e := range d.AllEntries() {
-				m[e.ID] = append(m[e.ID], verdictRank(e.Verdict))
+				m[e.ID] = append(m[e.ID], compare.EntryRank(e.Verdict))
 			}
 		}
 		return m
@@ -386,30 +386,6 @@ func verdictRegressions(fromDirs, toDirs []string) []string {
 		}
 	}
 	return out
-}
-
-func overallRank(v rubric.Overall) int {
-	switch v {
-	case rubric.OverallPassed:
-		return 2
-	case rubric.OverallIncomplete:
-		return 1
-	}
-	return 0
-}
-
-func verdictRank(v rubric.Verdict) int {
-	switch v {
-	case rubric.Passed:
-		return 4
-	case rubric.NotMeasured:
-		return 3
-	case rubric.HarnessError:
-		return 2
-	case rubric.Flaky:
-		return 1
-	}
-	return 0
 }
 
 // unstableEntries: entries whose verdict differs between runs of one version.

@@ -93,7 +93,7 @@ func Compare(oldDir, newDir string, o Options) (Comparison, error) {
 		return Comparison{}, fmt.Errorf("new bundle: %w", err)
 	}
 	c := Comparison{Old: oldDir, New: newDir, OldVerdict: od.Verdict, NewVerdict: nd.Verdict, OldScore: od.Score, NewScore: nd.Score}
-	if rank(nd.Verdict) < rank(od.Verdict) {
+	if OverallRank(nd.Verdict) < OverallRank(od.Verdict) {
 		c.Regressions = append(c.Regressions, fmt.Sprintf("verdict %s → %s", od.Verdict, nd.Verdict))
 	}
 	if nd.Score.Earned < od.Score.Earned-0.005 {
@@ -110,7 +110,7 @@ func Compare(oldDir, newDir string, o Options) (Comparison, error) {
 		}
 		if or.Verdict != r.Verdict || or.Category != r.Category {
 			ch := EntryChange{ID: r.ID, Old: or.Verdict, New: r.Verdict, OldReason: or.Reason, NewReason: r.Reason,
-				Regression: entryRank(r.Verdict) < entryRank(or.Verdict)}
+				Regression: EntryRank(r.Verdict) < EntryRank(or.Verdict)}
 			c.Entries = append(c.Entries, ch)
 			if ch.Regression {
 				c.Regressions = append(c.Regressions, fmt.Sprintf("%s %s → %s", r.ID, or.Verdict, r.Verdict))
@@ -159,7 +159,8 @@ func Compare(oldDir, newDir string, o Options) (Comparison, error) {
 	return c, nil
 }
 
-func rank(v rubric.Overall) int {
+// OverallRank orders overall verdicts: a move down is a regression.
+func OverallRank(v rubric.Overall) int {
 	switch v {
 	case rubric.OverallPassed:
 		return 2
@@ -169,9 +170,9 @@ func rank(v rubric.Overall) int {
 	return 0
 }
 
-// entryRank orders entry verdicts for the diff: a move down is a regression
+// EntryRank orders entry verdicts for the diff: a move down is a regression
 // (passed → flaky, flaky → failed, passed → not measured …).
-func entryRank(v rubric.Verdict) int {
+func EntryRank(v rubric.Verdict) int {
 	switch v {
 	case rubric.Passed:
 		return 4

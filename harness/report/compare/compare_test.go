@@ -148,8 +148,8 @@ func TestCompareFlagsFlaky(t *testing.T) {
 	Write(&out, c, DefaultOptions)
 	assert.Contains(t, out.String(), "M0 passed → flaky")
 
-	assert.Less(t, entryRank(rubric.Failed), entryRank(rubric.Flaky), "flaky → failed is a regression")
-	assert.Less(t, entryRank(rubric.Flaky), entryRank(rubric.Passed))
+	assert.Less(t, EntryRank(rubric.Failed), EntryRank(rubric.Flaky), "flaky → failed is a regression")
+	assert.Less(t, EntryRank(rubric.Flaky), EntryRank(rubric.Passed))
 }
 
 func mustRead(t *testing.T, p string) []byte {
