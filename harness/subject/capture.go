@@ -2,9 +2,11 @@ package subject
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
+	"time"
 )
 
 // capture copies one output stream of the subject to a file, keeping at most
@@ -77,4 +79,61 @@ func (c *capture) finish(force <-chan struct{}) {
 	if err := c.f.Close(); err != nil && c.err == nil {
 		c.err = err
 	}
+}
+
+// logs are a command's stdout and stderr captures (Result's log files):
+// open them, hand the writers to the command, drop ours once it started,
+// then finish both and keep their counts in the Result.
+type logs struct {
+	out, err   *capture
+	outW, errW *os.File
+}
+
+func openLogs(res *Result, limit int64) (*logs, error) {
+	out, outW, err := newCapture(res.StdoutPath, limit)
+	if err != nil {
+		return nil, fmt.Errorf("subject: stdout: %w", err)
+	}
+	errCap, errW, err := newCapture(res.StderrPath, limit)
+	if err != nil {
+		outW.Close()
+		out.finish(closedChan())
+		return nil, fmt.Errorf("subject: stderr: %w", err)
+	}
+	return &logs{out: out, err: errCap, outW: outW, errW: errW}, nil
+}
+
+// started drops the harness's copies of the writers (the command holds its
+// own, so EOF can arrive); a command that did not start ends the captures.
+func (l *logs) started(startErr error) {
+	l.outW.Close()
+	l.errW.Close()
+	if startErr != nil {
+		l.out.finish(closedChan())
+		l.err.finish(closedChan())
+	}
+}
+
+// finish waits for both streams to end, at most until a process that left
+// the group (and may still hold the pipes) has had two more seconds, and
+// records the counts in res.
+func (l *logs) finish(res *Result) {
+	force := time.After(2 * time.Second)
+	forceCh := make(chan struct{})
+	go func() { <-force; close(forceCh) }()
+	l.out.finish(forceCh)
+	l.err.finish(forceCh)
+	res.StdoutBytes, res.StdoutTruncated = l.out.total, l.out.truncated
+	res.StderrBytes, res.StderrTruncated = l.err.total, l.err.truncated
+}
+
+// failed says why a log could not be written, if so.
+func (l *logs) failed() error {
+	if l.out.err != nil {
+		return fmt.Errorf("subject: writing stdout log: %w", l.out.err)
+	}
+	if l.err.err != nil {
+		return fmt.Errorf("subject: writing stderr log: %w", l.err.err)
+	}
+	return nil
 }

@@ -77,27 +77,18 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 		HomeDir:      confine.InsideHome,
 		RanReference: spec.Template.RunsReference(),
 	}
-	outCap, outW, err := newCapture(res.StdoutPath, limit)
+	lg, err := openLogs(res, limit)
 	if err != nil {
-		return nil, fmt.Errorf("subject: stdout: %w", err)
-	}
-	errCap, errW, err := newCapture(res.StderrPath, limit)
-	if err != nil {
-		outW.Close()
-		outCap.finish(closedChan())
-		return nil, fmt.Errorf("subject: stderr: %w", err)
+		return nil, err
 	}
 	cmd := box.Command(argv, spec.Env.List(confine.InsideHome), box.WorkDir())
 	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Stdout, cmd.Stderr = lg.outW, lg.errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
 	startErr := cmd.Start()
-	outW.Close()
-	errW.Close()
+	lg.started(startErr)
 	if startErr != nil {
-		outCap.finish(closedChan())
-		errCap.finish(closedChan())
 		return nil, fmt.Errorf("subject: start the box: %w", startErr)
 	}
 	leader := cmd.Process.Pid // bwrap outside the box: its end ends the box's pid namespace
@@ -151,22 +142,13 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	// process may be between fork and exit) goes with its cgroup.
 	res.Leftover = groupMembers(leader)
 	box.Kill()
-	force := time.After(2 * time.Second)
-	forceCh := make(chan struct{})
-	go func() { <-force; close(forceCh) }()
-	outCap.finish(forceCh)
-	errCap.finish(forceCh)
-	res.StdoutBytes, res.StdoutTruncated = outCap.total, outCap.truncated
-	res.StderrBytes, res.StderrTruncated = errCap.total, errCap.truncated
+	lg.finish(res)
 	copyErr := box.CopyOut(hostOut)
 	box.Close()
 	res.Confinement = box.Status()
 	res.GroupGone = res.Confinement.Survivors == 0
-	if outCap.err != nil {
-		return res, fmt.Errorf("subject: writing stdout log: %w", outCap.err)
-	}
-	if errCap.err != nil {
-		return res, fmt.Errorf("subject: writing stderr log: %w", errCap.err)
+	if err := lg.failed(); err != nil {
+		return res, err
 	}
 	if copyErr != nil {
 		return res, fmt.Errorf("subject: copying {out} out of the box: %w", copyErr)

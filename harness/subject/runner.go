@@ -155,15 +155,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		RanReference: spec.Template.RunsReference(),
 		Confinement:  confine.Off(spec.Unconfined),
 	}
-	outCap, outW, err := newCapture(res.StdoutPath, limit)
+	lg, err := openLogs(res, limit)
 	if err != nil {
-		return nil, fmt.Errorf("subject: stdout: %w", err)
-	}
-	errCap, errW, err := newCapture(res.StderrPath, limit)
-	if err != nil {
-		outW.Close()
-		outCap.finish(closedChan())
-		return nil, fmt.Errorf("subject: stderr: %w", err)
+		return nil, err
 	}
 
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -173,18 +167,13 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 		cmd.Dir = spec.WorkDir
 	}
 	cmd.Stdin = nil // /dev/null
-	cmd.Stdout = outW
-	cmd.Stderr = errW
+	cmd.Stdout, cmd.Stderr = lg.outW, lg.errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	start := time.Now()
 	startErr := cmd.Start()
-	// The child holds its own copies; ours must go so EOF can arrive.
-	outW.Close()
-	errW.Close()
+	lg.started(startErr)
 	if startErr != nil {
-		outCap.finish(closedChan())
-		errCap.finish(closedChan())
 		return nil, fmt.Errorf("subject: start %q: %w", argv[0], startErr)
 	}
 	pgid := cmd.Process.Pid
@@ -233,20 +222,9 @@ func Run(ctx context.Context, spec Spec) (*Result, error) {
 	// go too, or they would outlive the run (and may hold the pipes).
 	res.Escaped = killEscapees("HOME="+home, pgid, grace, res.TimedOut || res.Canceled)
 
-	// A process that left the group (setsid) may still hold the pipes:
-	// stop waiting for it after a short delay.
-	force := time.After(2 * time.Second)
-	forceCh := make(chan struct{})
-	go func() { <-force; close(forceCh) }()
-	outCap.finish(forceCh)
-	errCap.finish(forceCh)
-	res.StdoutBytes, res.StdoutTruncated = outCap.total, outCap.truncated
-	res.StderrBytes, res.StderrTruncated = errCap.total, errCap.truncated
-	if outCap.err != nil {
-		return res, fmt.Errorf("subject: writing stdout log: %w", outCap.err)
-	}
-	if errCap.err != nil {
-		return res, fmt.Errorf("subject: writing stderr log: %w", errCap.err)
+	lg.finish(res) // a process that left the group may hold the pipes: not waited for past 2 s
+	if err := lg.failed(); err != nil {
+		return res, err
 	}
 	res.Defused = defuseOutputs(res.OutDir)
 	res.Missing, res.Empty = CheckOutputs(res.OutDir)
