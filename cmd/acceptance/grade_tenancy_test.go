@@ -83,6 +83,13 @@ func gradeCarelessBesideCareful(t *testing.T, e subjectEnv, extra []string, live
 		require.NoError(t, err, "%s", out)
 	}
 	const reapSeconds = 40
+	// The careful submission's reap waits a while before it removes its
+	// killed run's sandbox, so that sandbox is alive while the careless reap
+	// lists, round after round (the drills fire on each run's own progress:
+	// without the wait the two reaps may never overlap, and the test would
+	// prove nothing about tenancy).
+	goodReap := mustReadFile(t, filepath.Join(good, "reap.py"))
+	require.NoError(t, os.WriteFile(filepath.Join(good, "reap.py"), append([]byte("import time\ntime.sleep(20)\n"), goodReap...), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(careless, "careless_run.py"), []byte(carelessRun), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(careless, "reap.py"), []byte(fmt.Sprintf(carelessReap, reapSeconds)), 0o644))
 	manifest := mustReadFile(t, filepath.Join(careless, "capstone.yaml"))
