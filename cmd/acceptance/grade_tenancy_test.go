@@ -43,12 +43,14 @@ time.sleep(600)
 
 // carelessReap deletes every sandbox it can list, again and again for a
 // while, and logs each round (time before and after the list, the ids it
-// listed and what each DELETE answered) as a JSON line to LOG.
+// listed and what each DELETE answered) as a JSON line to the file named
+// by its argument: a file in its {out}, which the grader copies into the
+// bundle (a confined command sees no host path).
 const carelessReap = `"""D5 done carelessly: delete every sandbox the key can list, for a while."""
-import json, time
+import json, sys, time
 from osbhttp import call
 
-LOG = %q
+LOG = sys.argv[1]
 end = time.time() + %d
 with open(LOG, "a") as log:
     while time.time() < end:
@@ -80,11 +82,12 @@ func gradeCarelessBesideCareful(t *testing.T, e subjectEnv, extra []string, live
 		out, err := exec.Command("cp", "-r", filepath.Join("testdata", "submission"), d).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
-	reapLog := filepath.Join(tmp, "careless-reap.jsonl")
 	const reapSeconds = 40
 	require.NoError(t, os.WriteFile(filepath.Join(careless, "careless_run.py"), []byte(carelessRun), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(careless, "reap.py"), []byte(fmt.Sprintf(carelessReap, reapLog, reapSeconds)), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(careless, "reap.py"), []byte(fmt.Sprintf(carelessReap, reapSeconds)), 0o644))
 	manifest := mustReadFile(t, filepath.Join(careless, "capstone.yaml"))
+	manifest = bytes.Replace(manifest, []byte(`reap: "python3 reap.py"`), []byte(`reap: "python3 reap.py {out}/careless-reap.jsonl"`), 1)
+	require.Contains(t, string(manifest), "careless-reap.jsonl")
 	manifest = bytes.Replace(manifest, []byte(`run: "{acceptance} reference --csv {csv} --question {question} --out {out}"`),
 		[]byte(`run: "python3 careless_run.py --csv {csv} --question {question} --out {out}"`), 1)
 	require.Contains(t, string(manifest), "careless_run.py")
@@ -129,7 +132,10 @@ func gradeCarelessBesideCareful(t *testing.T, e subjectEnv, extra []string, live
 	}
 	var rounds []round
 	listed := map[string]bool{}
-	f, err := os.Open(reapLog)
+	logs, err := filepath.Glob(filepath.Join(bundles["careless"], "evidence", "subject-reap*", "out", "careless-reap.jsonl"))
+	require.NoError(t, err)
+	require.Len(t, logs, 1, "the careless reap ran and its log was copied out of its {out}")
+	f, err := os.Open(logs[0])
 	require.NoError(t, err, "the careless reap ran")
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
