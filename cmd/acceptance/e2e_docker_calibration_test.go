@@ -152,6 +152,7 @@ func checkDockerCalibration(t *testing.T, c calibrationCase, doc report.Document
 		switch {
 		case r.Verdict == rubric.Failed:
 			failed = append(failed, string(r.ID))
+			t.Logf("%s failed for %s on docker: %s", r.ID, c.dir, r.Reason)
 			assert.True(t, want[r.ID], "%s failed on docker, but %s fails it nowhere on the bundled server: %s", r.ID, c.dir, r.Reason)
 		case r.Verdict == rubric.HarnessError || r.Verdict == rubric.Flaky:
 			t.Errorf("%s: %s on docker (a harness or target fault, not the submission's): %s", r.ID, r.Verdict, r.Reason)
