@@ -19,7 +19,11 @@ if ! "$GO" test -c -tags e2e -o "$OUT/e2e.test" ./cmd/acceptance >&2; then
 	echo '{"Action":"fail","Package":"github.com/osb-capstone/acceptance/cmd/acceptance[e2e build]","Elapsed":0}'
 	exit 2
 fi
-themes=${E2E_THEMES:-$(ls cmd/acceptance/e2e_*_test.go 2>/dev/null | sed -E 's#.*/e2e_([a-z0-9]+)_.*#\1#' | sort -u)}
+all=$(ls cmd/acceptance/e2e_*_test.go 2>/dev/null | sed -E 's#.*/e2e_([a-z0-9]+)_.*#\1#' | sort -u)
+# The longest themes start first (each is one process with a 40-minute limit), the rest after them.
+heavy="calibration hostile agent"
+ordered=$(for t in $heavy; do echo "$all" | grep -qx "$t" && echo "$t"; done; echo "$all" | grep -vxF "$(printf '%s\n' $heavy)")
+themes=${E2E_THEMES:-$ordered}
 run_theme() {
 	local t=$1 names
 	names=$(grep -hoE '^func Test[A-Za-z0-9_]+' cmd/acceptance/e2e_"$t"_*_test.go | sed 's/^func //' | paste -sd'|')
