@@ -39,6 +39,7 @@ var dockerCalibrationLimits = []string{
 	"the target has no upstream",
 	"no audit trail",
 	"offers no way to",
+	"the bundled server's admin API only", // fault injection (M1's platform fault)
 }
 
 // TestDockerCalibration is issue 18's docker calibration test: on the docker
@@ -139,9 +140,11 @@ func checkDockerCalibration(t *testing.T, c calibrationCase, doc report.Document
 			continue // no scenario of this run feeds it: out of the tags' scope
 		}
 		measured = append(measured, string(r.ID))
-		// Every not-measured outcome gives a documented real-target limit.
+		// Every not-measured outcome gives a documented real-target limit,
+		// or an unmet precondition of the submission (as on the bundled
+		// server: no model in the loop, no destroyed sandbox to probe).
 		for _, o := range r.Outcomes {
-			if o.Verdict == rubric.NotMeasured {
+			if o.Verdict == rubric.NotMeasured && o.Category != rubric.CategoryPreconditionUnmet {
 				assert.True(t, documentedLimit(o), "%s: %q is not measured on docker without a documented real-target limit: %s: %s",
 					r.ID, o.Scenario, o.Category, o.Reason)
 			}
@@ -149,6 +152,7 @@ func checkDockerCalibration(t *testing.T, c calibrationCase, doc report.Document
 		switch {
 		case r.Verdict == rubric.Failed:
 			failed = append(failed, string(r.ID))
+			t.Logf("%s failed for %s on docker: %s", r.ID, c.dir, r.Reason)
 			assert.True(t, want[r.ID], "%s failed on docker, but %s fails it nowhere on the bundled server: %s", r.ID, c.dir, r.Reason)
 		case r.Verdict == rubric.HarnessError || r.Verdict == rubric.Flaky:
 			t.Errorf("%s: %s on docker (a harness or target fault, not the submission's): %s", r.ID, r.Verdict, r.Reason)
