@@ -210,7 +210,12 @@ func (s *sandboxPorts) created() []string {
 		}
 		return ids
 	}
-	sh, err := s.e.fetchKeyShare(s.ctx, s.l.keyFP)
+	// Bounded: the look-up holds the box's port lock, and every connection
+	// of the command waits on it (a look-up that never returned held a
+	// hostile calibration grade for ten minutes).
+	c, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	sh, err := s.e.fetchKeyShare(c, s.l.keyFP)
 	if err != nil {
 		return nil
 	}
