@@ -14,7 +14,8 @@ import json, sys
 LIMITS = (
     "the target has no upstream",  # offline: an allowed host gets SERVFAIL (FIDELITY.md: allowed host without upstream)
     "no audit trail",              # a real OpenSandbox has no audit of commands/files/egress (CONTRACT §3.4)
-    "offers no way to",            # fault injection needs the bundled server's admin API
+    "offers no way to",            # fault injection needs the bundled server's admin API (the older wording)
+    "injects this fault through the bundled server's admin API only",  # the same limit, steps/drill.go's wording
 )
 d = json.load(open(sys.argv[1]))
 entries = sys.argv[2:] or ["M0", "M1", "M2"]
