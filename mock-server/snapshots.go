@@ -310,7 +310,9 @@ func captureSnapshot(sb runtime.Sandbox, dir string, take func(int64) bool) erro
 	return nil
 }
 
-func (s *Server) snapshotGet(w http.ResponseWriter, r *http.Request) {
+// snapshotOf is the request's {sid} snapshot, visible to its key; nil after
+// the 404 was written.
+func (s *Server) snapshotOf(w http.ResponseWriter, r *http.Request) (string, *snapshotRec) {
 	sid := r.PathValue("sid")
 	st := &s.snaps
 	st.mu.Lock()
@@ -318,6 +320,15 @@ func (s *Server) snapshotGet(w http.ResponseWriter, r *http.Request) {
 	st.mu.Unlock()
 	if rec == nil || !s.snapshotVisible(r, rec) {
 		snapshotNotFound(w, sid)
+		return sid, nil
+	}
+	return sid, rec
+}
+
+func (s *Server) snapshotGet(w http.ResponseWriter, r *http.Request) {
+	st := &s.snaps
+	_, rec := s.snapshotOf(w, r)
+	if rec == nil {
 		return
 	}
 	st.mu.Lock()
@@ -327,13 +338,9 @@ func (s *Server) snapshotGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) snapshotDelete(w http.ResponseWriter, r *http.Request) {
-	sid := r.PathValue("sid")
 	st := &s.snaps
-	st.mu.Lock()
-	rec := st.byID[sid]
-	st.mu.Unlock()
-	if rec == nil || !s.snapshotVisible(r, rec) {
-		snapshotNotFound(w, sid)
+	sid, rec := s.snapshotOf(w, r)
+	if rec == nil {
 		return
 	}
 	st.mu.Lock()
