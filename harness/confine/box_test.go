@@ -260,7 +260,9 @@ func TestReapAfterKilledGrader(t *testing.T) {
 		return
 	}
 	// The helper is this test binary running TestReapHelper.
-	cmd := execSelf(t, "TestReapHelper", "CONFINE_STATE="+cfg.StateDir)
+	// Its temporary directories go under this test's: a SIGKILLed helper
+	// never removes its own.
+	cmd := execSelf(t, "TestReapHelper", "CONFINE_STATE="+cfg.StateDir, "TMPDIR="+t.TempDir())
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	require.NoError(t, cmd.Start())
