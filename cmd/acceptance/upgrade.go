@@ -510,10 +510,7 @@ func (r *upgradeResult) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nVerdicts: %s on %s, %s on %s.\n", strings.Join(r.VerdictsFrom, ", "), r.From, strings.Join(r.VerdictsTo, ", "), r.To)
 	if len(r.Incomplete) > 0 {
-		b.WriteString("\n**Incomplete** (target or harness failures, never the subject's):\n")
-		for _, s := range r.Incomplete {
-			b.WriteString("- " + s + "\n")
-		}
+		writeList(&b, "\n**Incomplete** (target or harness failures, never the subject's):\n", r.Incomplete)
 	}
 	if len(r.EntryChanges) == 0 {
 		b.WriteString("\nEntries: no verdict changed.\n")
@@ -524,10 +521,7 @@ func (r *upgradeResult) markdown() string {
 		}
 	}
 	if len(r.Unstable) > 0 {
-		b.WriteString("\nUnstable within a version (differs between rounds):\n")
-		for _, s := range r.Unstable {
-			b.WriteString("- " + s + "\n")
-		}
+		writeList(&b, "\nUnstable within a version (differs between rounds):\n", r.Unstable)
 	}
 	if len(r.Drift) == 0 {
 		b.WriteString("\nEvidence: no drift.\n")
@@ -571,11 +565,16 @@ func (r *upgradeResult) markdown() string {
 	case len(r.Regressions) == 0:
 		fmt.Fprintf(&b, "\nResult: no regression (exit %d).\n", r.Exit)
 	default:
-		b.WriteString("\nRegressions:\n")
-		for _, s := range r.Regressions {
-			b.WriteString("- " + s + "\n")
-		}
+		writeList(&b, "\nRegressions:\n", r.Regressions)
 		fmt.Fprintf(&b, "\nResult: regression (exit %d).\n", r.Exit)
 	}
 	return b.String()
+}
+
+// writeList writes a heading and its items as a Markdown list.
+func writeList(b *strings.Builder, heading string, items []string) {
+	b.WriteString(heading)
+	for _, s := range items {
+		b.WriteString("- " + s + "\n")
+	}
 }
