@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"io"
@@ -167,4 +168,15 @@ func TestJUnitCleansSubjectText(t *testing.T) {
 	assert.True(t, sawFailure && sawSkipped)
 	// Clean text passes through untouched.
 	assert.Equal(t, "plain ]]> text\t\r\n é ✓", xmlText("plain ]]> text\t\r\n é ✓"))
+}
+
+// A renderer given a document whose score the core did not set refuses; it
+// never computes one itself.
+func TestRenderersNeedTheCoresScore(t *testing.T) {
+	t.Parallel()
+	d := reporttest.FixtureDoc(t)
+	var b bytes.Buffer
+	assert.ErrorContains(t, WriteHTML(&b, d), "report.Scored")
+	assert.ErrorContains(t, WriteGradescope(&b, d), "report.Scored")
+	require.NoError(t, WriteHTML(&b, report.Scored(d)))
 }
