@@ -65,10 +65,12 @@ var Project = []Rule{
 }
 
 // ProjectCalls are the call rules: the report's renderers and the class
-// summary only print a document whose scores the core computed before
-// (rubric.Evaluate in report.Build at the end of a run; the final score in
-// report.Scored before rendering, in report.ReviewedFinal when a reviewed
-// bundle is loaded, outside final.go).
+// summary only print scores the core computed before (rubric.Evaluate in
+// report.Build at the end of a run; the final score in report.Scored before
+// any renderer runs). The class summary loads a reviewed bundle's final score
+// with the core's loader, report.ReviewedFinal (output.go), the way
+// `acceptance render` loads one through its review hook: loading is the
+// core's, printing is theirs.
 var ProjectCalls = []CallRule{
 	{
 		Name:    "renderers-do-no-scoring",
