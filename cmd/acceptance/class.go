@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 )
 
 // classMain is `acceptance class OUT RUN...`: the class summary (class.md,
@@ -41,13 +41,13 @@ func classMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	out, runs := rest[0], rest[1:]
-	for _, f := range []string{report.ClassMarkdownFile, report.ClassCSVFile, report.ClassHTMLFile, report.ClassJSONFile} {
+	for _, f := range []string{classreport.ClassMarkdownFile, classreport.ClassCSVFile, classreport.ClassHTMLFile, classreport.ClassJSONFile} {
 		if _, err := os.Stat(filepath.Join(out, f)); err == nil {
 			fmt.Fprintf(stderr, "acceptance class: %s already holds a class summary (%s); name a new directory\n", out, f)
 			return 2
 		}
 	}
-	m, err := report.MergeClass(out, runs)
+	m, err := classreport.MergeClass(out, runs)
 	if err != nil {
 		fmt.Fprintf(stderr, "acceptance class: %v\n", err)
 		return 2
@@ -60,6 +60,6 @@ func classMain(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "  %s graded %d times: shown %s (the latest); also graded in %s\n", tw.Submission, 1+len(tw.Others), tw.Shown.Run, strings.Join(others, "; "))
 	}
-	fmt.Fprintf(stdout, "class summary: %s\n", filepath.Join(out, report.ClassMarkdownFile))
+	fmt.Fprintf(stdout, "class summary: %s\n", filepath.Join(out, classreport.ClassMarkdownFile))
 	return 0
 }

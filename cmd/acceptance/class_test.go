@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
@@ -41,11 +41,11 @@ func TestClassUsageErrors(t *testing.T) {
 	assert.Contains(t, stderr.String(), "name the summary directory OUT and at least one run directory")
 
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, report.ClassMarkdownFile), []byte("# earlier\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, classreport.ClassMarkdownFile), []byte("# earlier\n"), 0o644))
 	stderr.Reset()
 	assert.Equal(t, 2, classMain([]string{dir, t.TempDir()}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "already holds a class summary")
-	assert.Equal(t, "# earlier\n", string(mustReadFile(t, filepath.Join(dir, report.ClassMarkdownFile))), "an earlier summary is not overwritten")
+	assert.Equal(t, "# earlier\n", string(mustReadFile(t, filepath.Join(dir, classreport.ClassMarkdownFile))), "an earlier summary is not overwritten")
 
 	stderr.Reset()
 	assert.Equal(t, 0, classMain([]string{"-h"}, &stdout, &stderr))

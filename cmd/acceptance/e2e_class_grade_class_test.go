@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -92,7 +93,7 @@ func TestGradeClassOf20(t *testing.T) {
 	assert.Contains(t, stdout.String(), fmt.Sprintf("progress: %d/%d done", len(dirs), len(dirs)))
 	assert.NotContains(t, stdout.String(), "running the submission's", "per-scenario lines go to each bundle's progress.log, not the output")
 
-	rows, err := csv.NewReader(bytes.NewReader(mustReadFile(t, filepath.Join(class, report.ClassCSVFile)))).ReadAll()
+	rows, err := csv.NewReader(bytes.NewReader(mustReadFile(t, filepath.Join(class, classreport.ClassCSVFile)))).ReadAll()
 	require.NoError(t, err)
 	rows = classCSVSubmissions(rows)
 	require.Len(t, rows, 1+len(dirs))
@@ -141,7 +142,7 @@ func TestGradeClassOf20(t *testing.T) {
 	}
 
 	// class.md: the counts and pass rates per entry add up from the bundles.
-	md := string(mustReadFile(t, filepath.Join(class, report.ClassMarkdownFile)))
+	md := string(mustReadFile(t, filepath.Join(class, classreport.ClassMarkdownFile)))
 	assert.Contains(t, md, fmt.Sprintf("# Class summary: %d submissions", len(dirs)))
 	assert.Contains(t, md, fmt.Sprintf("Passed %d, not passed %d, incomplete %d.", verdicts[rubric.OverallPassed], verdicts[rubric.OverallNotPassed], verdicts[rubric.OverallIncomplete]))
 	for _, id := range order {
@@ -193,12 +194,12 @@ func TestGradeClassOf20(t *testing.T) {
 	require.NoError(t, os.WriteFile(answers, []byte("reviewer: Rita\nentries:\n  M0: {verdict: passed, override_reason: \"the keyless request went through the course's proxy, which the server cannot see\"}\n"), 0o644))
 	rc, out, errs := runCmd("review", "--answers", answers, bundles[last])
 	require.Equal(t, 0, rc, out+errs)
-	assert.Contains(t, out, "updated the class summary "+filepath.Join(class, report.ClassMarkdownFile))
+	assert.Contains(t, out, "updated the class summary "+filepath.Join(class, classreport.ClassMarkdownFile))
 	j, err := report.LoadJudgments(bundles[last])
 	require.NoError(t, err)
 	f := report.ComputeFinal(docs[last], j)
 	assert.Equal(t, 5.0, f.OverridePoints, "M0's weight, by override")
-	rows, err = csv.NewReader(bytes.NewReader(mustReadFile(t, filepath.Join(class, report.ClassCSVFile)))).ReadAll()
+	rows, err = csv.NewReader(bytes.NewReader(mustReadFile(t, filepath.Join(class, classreport.ClassCSVFile)))).ReadAll()
 	require.NoError(t, err)
 	rows = classCSVSubmissions(rows)
 	require.Len(t, rows, 1+len(dirs), "the same bundles")

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
@@ -105,7 +106,7 @@ func TestGradeThreeShardsEqualOneCall(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 0, dispatch(append([]string{"class", merged}, shardDirs...), &stdout, &stderr), "%s%s", stdout.String(), stderr.String())
 	t.Logf("acceptance class:\n%s", stdout.String())
-	m, err := report.MergeClass(filepath.Join(tmp, "merged-again"), shardDirs)
+	m, err := classreport.MergeClass(filepath.Join(tmp, "merged-again"), shardDirs)
 	require.NoError(t, err)
 	require.Len(t, m.Bundles, len(shardClass))
 	assert.Empty(t, m.Twice)
@@ -120,14 +121,14 @@ func TestGradeThreeShardsEqualOneCall(t *testing.T) {
 		assert.Equal(t, filepath.Base(o.Bundle())[3:], filepath.Base(b)[3:], "%s: the same bundle name", d.Submission)
 		assert.Equal(t, entryVerdicts(o.Document), entryVerdicts(d), "%s: every entry's verdict", d.Submission)
 	}
-	md := string(mustReadFile(t, filepath.Join(merged, report.ClassMarkdownFile)))
+	md := string(mustReadFile(t, filepath.Join(merged, classreport.ClassMarkdownFile)))
 	assert.Contains(t, md, fmt.Sprintf("# Class summary: %d submissions", len(shardClass)))
-	oneMD := string(mustReadFile(t, filepath.Join(one, report.ClassMarkdownFile)))
+	oneMD := string(mustReadFile(t, filepath.Join(one, classreport.ClassMarkdownFile)))
 	assert.Equal(t, classCounts(oneMD), classCounts(md), "the class's tallies")
 
 	// Merging the one call's class beside the shards: every submission graded twice, shown once.
 	stdout.Reset()
 	require.Equal(t, 0, dispatch(append([]string{"class", filepath.Join(tmp, "both"), one}, shardDirs...), &stdout, &stderr), "%s", stderr.String())
-	assert.Contains(t, string(mustReadFile(t, filepath.Join(tmp, "both", report.ClassMarkdownFile))), fmt.Sprintf("# Class summary: %d submissions", len(shardClass)))
+	assert.Contains(t, string(mustReadFile(t, filepath.Join(tmp, "both", classreport.ClassMarkdownFile))), fmt.Sprintf("# Class summary: %d submissions", len(shardClass)))
 	assert.Contains(t, stdout.String(), "graded 2 times")
 }

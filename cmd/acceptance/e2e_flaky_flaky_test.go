@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -134,7 +135,7 @@ func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 	assert.True(t, found, "results.json has M0")
 
 	// The class summary counts it flaky, apart from failed.
-	classMD, err := os.ReadFile(filepath.Join(class, report.ClassMarkdownFile))
+	classMD, err := os.ReadFile(filepath.Join(class, classreport.ClassMarkdownFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(classMD), "1 with a flaky entry")
 	assert.Contains(t, string(classMD), "| **M0** M0 · Contract verification | 1 | 0 | 1 | 0 | 0 | 50% |")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
@@ -165,7 +166,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, line)
 	}
 	if len(results) > 1 {
-		if err := report.WriteClassSummary(out, bundles); err != nil {
+		if err := classreport.WriteClassSummary(out, bundles); err != nil {
 			fmt.Fprintf(stderr, "acceptance grade: class summary not written: %v\n", err)
 		} else {
 			fmt.Fprintf(stdout, "class summary: %s\n", filepath.Join(out, "class.md"))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -35,7 +36,7 @@ func rowOf(t *testing.T, d report.Document, id rubric.ID) report.EntryRow {
 func classCSVSubmissions(rows [][]string) [][]string {
 	var out [][]string
 	for _, r := range rows {
-		if !strings.HasPrefix(r[0], report.ClassCSVFooterPrefix) {
+		if !strings.HasPrefix(r[0], classreport.ClassCSVFooterPrefix) {
 			out = append(out, r)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -162,7 +163,7 @@ func renderCopy(t *testing.T, dir, keys string) *calibReport {
 
 func classRows(t *testing.T, out string) map[string]map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(out, report.ClassCSVFile))
+	f, err := os.Open(filepath.Join(out, classreport.ClassCSVFile))
 	require.NoError(t, err, "the class summary")
 	defer f.Close()
 	recs, err := csv.NewReader(f).ReadAll()

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/review"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -86,10 +86,10 @@ func reviewMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A bundle of a class run (`acceptance grade`): its class summary shows
 	// the final score from now on.
 	class := filepath.Dir(filepath.Clean(dir))
-	if ok, cerr := report.RefreshClassSummary(class, dir); cerr != nil {
+	if ok, cerr := classreport.RefreshClassSummary(class, dir); cerr != nil {
 		fmt.Fprintf(stderr, "acceptance review: the class summary in %s was not updated: %v\n", class, cerr)
 	} else if ok {
-		fmt.Fprintf(stdout, "updated the class summary %s\n", filepath.Join(class, report.ClassMarkdownFile))
+		fmt.Fprintf(stdout, "updated the class summary %s\n", filepath.Join(class, classreport.ClassMarkdownFile))
 	}
 	return 0
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/report"
+	_ "github.com/osb-capstone/acceptance/harness/report/render" // registers the bundle's renderers
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 	"github.com/osb-capstone/acceptance/harness/submission"

@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"bytes"
@@ -8,23 +8,26 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 )
 
 func writeRec(t *testing.T, dir, rel, body string) {
 	t.Helper()
-	p := filepath.Join(dir, EvidenceDir, rel)
+	p := filepath.Join(dir, report.EvidenceDir, rel)
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
 }
 
 func TestReadConfinementHeader(t *testing.T) {
 	dir := t.TempDir()
-	assert.Nil(t, ReadConfinement(dir), "no command, no confinement line")
+	assert.Nil(t, report.ReadConfinement(dir), "no command, no confinement line")
 
 	writeRec(t, dir, "subject-sales/run.json", `{"result":{"ran_reference":true,"confinement":{"mode":"confined","refused_count":2}}}`)
 	// A submission's own output named run.json is not a record.
 	writeRec(t, dir, "subject-sales/out/run.json", `{"result":{"confinement":{"mode":"off","degraded":["forged"]}}}`)
-	c := ReadConfinement(dir)
+	c := report.ReadConfinement(dir)
 	require.NotNil(t, c)
 	assert.Equal(t, "confined", c.Mode)
 	assert.Equal(t, 1, c.Commands)
@@ -33,23 +36,23 @@ func TestReadConfinementHeader(t *testing.T) {
 	assert.Empty(t, c.Header())
 
 	writeRec(t, dir, "subject-contract/invocation.json", `{"result":{"confinement":{"mode":"partial","degraded":["cgroup memory: controller not available on this host"]}}}`)
-	c = ReadConfinement(dir)
+	c = report.ReadConfinement(dir)
 	assert.Equal(t, "partial", c.Mode)
 	assert.Contains(t, c.Header(), "Confinement PARTIAL")
 	assert.Contains(t, c.Header(), "cgroup memory: controller not available on this host (1 of 2 commands)")
 
 	writeRec(t, dir, "subject-test.unit/invocation.json", `{"result":{"confinement":{"mode":"off","degraded":["confinement: --insecure-no-confinement was given"]}}}`)
-	c = ReadConfinement(dir)
+	c = report.ReadConfinement(dir)
 	assert.Equal(t, "off", c.Mode)
 	var md, html bytes.Buffer
-	d := Document{Confinement: c}
-	require.NoError(t, WriteMarkdown(&md, d))
+	d := report.Document{Confinement: c}
+	require.NoError(t, render.WriteMarkdown(&md, d))
 	assert.Contains(t, md.String(), "> **Confinement OFF")
 	assert.Contains(t, md.String(), "| Confinement | off (3 commands, 2 connections refused) |")
 	assert.Contains(t, md.String(), "| Ran the bundled reference | evidence/subject-sales |")
-	require.NoError(t, WriteHTML(&html, d))
+	require.NoError(t, render.WriteHTML(&html, report.Scored(d)))
 	assert.Contains(t, html.String(), `id="confinement"`)
 	var js bytes.Buffer
-	require.NoError(t, WriteJSON(&js, d))
+	require.NoError(t, render.WriteJSON(&js, d))
 	assert.Contains(t, js.String(), `"confinement": {`)
 }

@@ -28,12 +28,12 @@ func RepairCucumber(dir string) (string, error) {
 	}
 	note := "cucumber.json was empty (the run was killed before godog wrote it); replaced by an empty cucumber report"
 	if len(b) > 0 {
-		if err := writeFileAtomic(p+".partial", b); err != nil {
+		if err := WriteFileAtomic(p+".partial", b); err != nil {
 			return "", err
 		}
 		note = "cucumber.json was torn; kept as cucumber.json.partial and replaced by an empty cucumber report"
 	}
-	if err := writeFileAtomic(p, []byte("[]\n")); err != nil {
+	if err := WriteFileAtomic(p, []byte("[]\n")); err != nil {
 		return "", err
 	}
 	return note, nil

@@ -1,4 +1,6 @@
-// Package report writes the run's report bundle into --out as the run goes:
+// Package report is the report core: the document (report.json's model), the
+// journal, the bundle and reading and writing it. It writes the run's report
+// bundle into --out as the run goes:
 //
 //	results.jsonl          journal: one rubric.Outcome per line, appended and fsync'd as recorded
 //	run.json               run metadata, written at Open (and rewritten at Finalize)
@@ -29,14 +31,25 @@
 // cucumber.json is godog's own formatter output; this package does not write
 // it, but RepairCucumber makes an empty or torn one (a killed run) valid.
 //
+// The files are written by the renderers of harness/report/render (one file
+// per format, one verdict-to-words table), which register themselves with
+// Register; this package imports no renderer (internal/importrules). A
+// program that writes bundles imports render (harness/core and harness/review
+// do); without it, writing an output fails with an error naming the package.
+//
 // Final scores: ComputeFinal hands a measured Document and a reviewer's
 // Judgments to the rubric (harness/rubric score.go, the one place scores are
 // computed) — the points of every entry with their provenance (measured,
 // judged, override, pending, none); harness/review validates and records the
-// judgement. The renderers (render_*.go, one verdict-to-words table in
-// words.go) only print scores computed before (internal/importrules checks
-// it). WriteClassSummary writes class.md/csv/html over many bundles;
-// harness/report/compare is `acceptance diff`.
+// judgement. Scored sets the final score the renderers print (d.Points)
+// before any of them runs, and ReviewedFinal computes a reviewed bundle's when
+// it is loaded; the renderers and the class summary compute no score
+// (internal/importrules checks it).
+//
+// Beside the core: harness/report/render (report.md, report.json, junit.xml,
+// report.html, results.json), harness/report/classreport (the class summary:
+// class.md/csv/json/html over many bundles, and the merge of several grading
+// runs) and harness/report/compare (`acceptance diff`, the upgrade check).
 //
 // # Evidence drift
 //

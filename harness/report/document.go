@@ -60,6 +60,10 @@ type Document struct {
 	// at render time; never part of report.json, whose measured content a
 	// review leaves byte-identical.
 	Final *Final `json:"-"`
+	// Points is the final score the renderers print: Final when reviewed,
+	// else the measured points alone. Set by Scored before any renderer
+	// runs (renderers compute no score); never part of report.json.
+	Points *Final `json:"-"`
 	// Runs are the subject runs' timelines (from evidence/subject-*/), read
 	// at render time for report.html.
 	Runs []SubjectRun `json:"-"`

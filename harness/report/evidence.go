@@ -116,7 +116,7 @@ func (e *Evidence) WriteText(name, text string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(abs, []byte(e.redact.Redact(text))); err != nil {
+	if err := WriteFileAtomic(abs, []byte(e.redact.Redact(text))); err != nil {
 		return "", fmt.Errorf("report: write evidence %s: %w", ref, err)
 	}
 	return ref, nil

@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"os"
@@ -10,22 +10,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-func openBundle(t *testing.T, opts Options) *Bundle {
+func openBundle(t *testing.T, opts report.Options) *report.Bundle {
 	t.Helper()
 	if opts.Now == nil {
-		opts.Now = fixedClock()
+		opts.Now = reporttest.FixedClock()
 	}
-	b, err := Open(t.TempDir(), rubric.Course, fixtureMeta(), opts)
+	b, err := report.Open(t.TempDir(), rubric.Course, reporttest.FixtureMeta(), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 
 func TestEvidenceWritersRedactAndNeverOverwrite(t *testing.T) {
-	b := openBundle(t, Options{})
+	b := openBundle(t, report.Options{})
 	b.AddSecrets("sk-data-api-0123456789", "")
 	ev := b.Evidence(rubric.Credential)
 
@@ -36,7 +38,7 @@ func TestEvidenceWritersRedactAndNeverOverwrite(t *testing.T) {
 	assert.Equal(t, "evidence/credential/env_scan.txt", ref1)
 	assert.Equal(t, "evidence/credential/env_scan-2.txt", ref2)
 	got, _ := os.ReadFile(filepath.Join(b.Dir(), ref1))
-	assert.Equal(t, "TOKEN=[REDACTED sha256:"+Fingerprint("sk-data-api-0123456789")+"]\n", string(got))
+	assert.Equal(t, "TOKEN=[REDACTED sha256:"+report.Fingerprint("sk-data-api-0123456789")+"]\n", string(got))
 
 	// Path traversal in names is neutralised.
 	ref, err := ev.WriteText("../../etc/passwd", "x")
@@ -44,7 +46,7 @@ func TestEvidenceWritersRedactAndNeverOverwrite(t *testing.T) {
 	assert.Equal(t, "evidence/credential/etc_passwd", ref)
 
 	code := 7
-	ref, err = b.Evidence(rubric.D1).WriteCommand("install.txt", Command{Label: "install step", SandboxID: "sb1",
+	ref, err = b.Evidence(rubric.D1).WriteCommand("install.txt", report.Command{Label: "install step", SandboxID: "sb1",
 		Command: "pip install pandas", ExitCode: &code, DurationMs: 1200, Stdout: "", Stderr: "Could not resolve host: pypi.org\n"})
 	require.NoError(t, err)
 	got, _ = os.ReadFile(filepath.Join(b.Dir(), ref))
@@ -60,9 +62,9 @@ func TestEvidenceWritersRedactAndNeverOverwrite(t *testing.T) {
 
 	src := filepath.Join(t.TempDir(), "input.csv")
 	require.NoError(t, os.WriteFile(src, []byte("a,b\n1,2\n"), 0o644))
-	h, err := HashFile(src)
+	h, err := report.HashFile(src)
 	require.NoError(t, err)
-	assert.Equal(t, HashBytes("input.csv", []byte("a,b\n1,2\n")), h)
+	assert.Equal(t, report.HashBytes("input.csv", []byte("a,b\n1,2\n")), h)
 	assert.Equal(t, int64(2), h.Lines)
 	ref, err = b.Evidence(rubric.Accuracy).WriteHashes("hashes.txt", h)
 	require.NoError(t, err)
@@ -99,87 +101,87 @@ func TestNormalize(t *testing.T) {
 		"duration_ms: <n>",
 		"GET /v1/sandboxes?metadata=capstone-run%3D<run-id>",
 	}, "\n")
-	assert.Equal(t, want, Normalize(in))
-	assert.Equal(t, Normalize(Normalize(in)), Normalize(in), "idempotent")
+	assert.Equal(t, want, report.Normalize(in))
+	assert.Equal(t, report.Normalize(report.Normalize(in)), report.Normalize(in), "idempotent")
 }
 
 func TestDriftLifecycle(t *testing.T) {
 	t.Setenv("UPDATE_SNAPS", "")
 	base := t.TempDir()
-	write := func(b *Bundle, body string) {
+	write := func(b *report.Bundle, body string) {
 		ref, err := b.Evidence(rubric.M0).WriteText("transcript.txt", body)
 		require.NoError(t, err)
 		require.NoError(t, b.Results().Pass(rubric.M0, "m0", "ok", ref))
 	}
-	find := func(d Document) DriftResult {
+	find := func(d report.Document) report.DriftResult {
 		for _, r := range d.Drift {
 			if r.ID == rubric.M0 {
 				return r
 			}
 		}
 		t.Fatalf("no drift result for M0: %+v", d.Drift)
-		return DriftResult{}
+		return report.DriftResult{}
 	}
 	body := "> POST /v1/sandboxes HTTP/1.1\n< HTTP/1.1 202 Accepted (12 ms)\n< X-Request-Id: 8d3a\n{\"id\":\"0b6f1a52-3c1e-4c55-9d0e-2f6a1b7c8d9e\"}\n"
 
 	// No baseline: reported, nothing written.
-	b := openBundle(t, Options{Baselines: Baselines{Dir: base}})
+	b := openBundle(t, report.Options{Baselines: report.Baselines{Dir: base}})
 	write(b, body)
 	d, err := b.Finalize()
 	require.NoError(t, err)
-	assert.Equal(t, DriftNoBaseline, find(d).Status)
+	assert.Equal(t, report.DriftNoBaseline, find(d).Status)
 	assert.NoFileExists(t, filepath.Join(base, "mock", "M0_1.snap"))
 
 	// Explicit update writes the baseline.
-	b = openBundle(t, Options{Baselines: Baselines{Dir: base, Update: true}})
+	b = openBundle(t, report.Options{Baselines: report.Baselines{Dir: base, Update: true}})
 	write(b, body)
 	d, err = b.Finalize()
 	require.NoError(t, err)
 	r := find(d)
-	if r.Status == DriftSkipped {
+	if r.Status == report.DriftSkipped {
 		t.Skipf("go-snaps refused to write (CI detected?): %s", r.Detail)
 	}
-	assert.Equal(t, DriftUpdated, r.Status, r.Detail)
+	assert.Equal(t, report.DriftUpdated, r.Status, r.Detail)
 	snap, err := os.ReadFile(filepath.Join(base, "mock", "M0_1.snap"))
 	require.NoError(t, err)
 	assert.Contains(t, string(snap), "<uuid>")
 	assert.Contains(t, string(snap), "(<n> ms)")
 
 	// Same contract, different ids and timings: match.
-	b = openBundle(t, Options{Baselines: Baselines{Dir: base}})
+	b = openBundle(t, report.Options{Baselines: report.Baselines{Dir: base}})
 	write(b, strings.NewReplacer("12 ms", "40 ms", "8d3a", "ffff", "0b6f1a52", "11111111").Replace(body))
 	d, err = b.Finalize()
 	require.NoError(t, err)
-	assert.Equal(t, DriftMatch, find(d).Status, find(d).Diff)
+	assert.Equal(t, report.DriftMatch, find(d).Status, find(d).Diff)
 
 	// Changed contract: drift, reported, baseline untouched, verdict unaffected.
-	b = openBundle(t, Options{Baselines: Baselines{Dir: base}})
+	b = openBundle(t, report.Options{Baselines: report.Baselines{Dir: base}})
 	write(b, strings.Replace(body, "202 Accepted", "200 OK", 1))
 	d, err = b.Finalize()
 	require.NoError(t, err)
 	r = find(d)
-	assert.Equal(t, DriftChanged, r.Status)
+	assert.Equal(t, report.DriftChanged, r.Status)
 	assert.Contains(t, r.Diff, "200 OK")
 	assert.NotContains(t, r.Diff, "\x1b[", "no ANSI colours in the report")
 	assert.Contains(t, r.Diff, "\nat "+filepath.ToSlash(filepath.Join(base, "mock", "M0_1.snap"))+":1",
 		"the diff names the baseline as configured, not relative to the working directory")
 	assert.NotContains(t, r.Diff, "at ../")
-	assert.Equal(t, rubric.Passed, entryRow(d, rubric.M0).Verdict, "drift is not a failed criterion")
+	assert.Equal(t, rubric.Passed, reporttest.EntryRow(d, rubric.M0).Verdict, "drift is not a failed criterion")
 	after, _ := os.ReadFile(filepath.Join(base, "mock", "M0_1.snap"))
 	assert.Equal(t, string(snap), string(after), "a grading run never rewrites baselines")
-	md, _, _ := readAll(t, b.Dir())
+	md, _, _ := reporttest.ReadAll(t, b.Dir())
 	assert.Contains(t, md, "| M0 | drift |")
 
 	// UPDATE_SNAPS=always would make go-snaps write: refused in grading runs.
 	t.Setenv("UPDATE_SNAPS", "always")
-	res := Baselines{Dir: base}.Check(rubric.TargetMock, rubric.M0, "anything")
-	assert.Equal(t, DriftSkipped, res.Status)
+	res := report.Baselines{Dir: base}.Check(rubric.TargetMock, rubric.M0, "anything")
+	assert.Equal(t, report.DriftSkipped, res.Status)
 	after, _ = os.ReadFile(filepath.Join(base, "mock", "M0_1.snap"))
 	assert.Equal(t, string(snap), string(after))
 }
 
 func TestBundleConcurrentRecordsAndEvidence(t *testing.T) {
-	b := openBundle(t, Options{})
+	b := openBundle(t, report.Options{})
 	done := make(chan struct{})
 	for i := 0; i < 20; i++ {
 		go func() {
@@ -192,7 +194,7 @@ func TestBundleConcurrentRecordsAndEvidence(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		<-done
 	}
-	outs, skipped, err := ReadJournal(filepath.Join(b.Dir(), JournalFile))
+	outs, skipped, err := report.ReadJournal(filepath.Join(b.Dir(), report.JournalFile))
 	require.NoError(t, err)
 	assert.Zero(t, skipped)
 	assert.Len(t, outs, 20)
@@ -203,7 +205,7 @@ func TestBundleConcurrentRecordsAndEvidence(t *testing.T) {
 	assert.Len(t, refs, 20, "every writer got its own file")
 	d, err := b.Finalize()
 	require.NoError(t, err)
-	assert.Len(t, entryRow(d, rubric.M1).Evidence, 20)
+	assert.Len(t, reporttest.EntryRow(d, rubric.M1).Evidence, 20)
 }
 
 // A bundle belongs to one run: reusing a directory that already holds a run
@@ -211,12 +213,12 @@ func TestBundleConcurrentRecordsAndEvidence(t *testing.T) {
 func TestOpenRefusesNonEmptyDir(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "results.jsonl"), []byte("{}\n"), 0o644))
-	_, err := Open(dir, rubric.Course, Meta{RunID: "x"}, Options{})
+	_, err := report.Open(dir, rubric.Course, report.Meta{RunID: "x"}, report.Options{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "already holds files")
 
 	empty := t.TempDir()
-	b, err := Open(empty, rubric.Course, Meta{RunID: "y"}, Options{})
+	b, err := report.Open(empty, rubric.Course, report.Meta{RunID: "y"}, report.Options{})
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 }
@@ -228,13 +230,13 @@ func TestSnapshotExclude(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "M0", "a.txt"), []byte("contract"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "subject-x", "audit.json"), []byte("subject"), 0o644))
 	refs := []string{"evidence/M0/a.txt", "evidence/subject-x/audit.json"}
-	all, ok := SnapshotText(dir, refs, nil)
+	all, ok := report.SnapshotText(dir, refs, nil)
 	require.True(t, ok)
 	assert.Contains(t, all, "subject")
-	some, ok := SnapshotText(dir, refs, func(r string) bool { return strings.HasPrefix(r, "evidence/subject-") })
+	some, ok := report.SnapshotText(dir, refs, func(r string) bool { return strings.HasPrefix(r, "evidence/subject-") })
 	require.True(t, ok)
 	assert.Contains(t, some, "contract")
 	assert.NotContains(t, some, "subject")
-	_, ok = SnapshotText(dir, refs[1:], func(string) bool { return true })
+	_, ok = report.SnapshotText(dir, refs[1:], func(string) bool { return true })
 	assert.False(t, ok, "nothing left to snapshot")
 }

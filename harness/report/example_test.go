@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	_ "github.com/osb-capstone/acceptance/harness/report/render" // the output formats register themselves
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 

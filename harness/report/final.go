@@ -84,6 +84,6 @@ func (r EntryRow) MeasuredPart() (rubric.Verdict, rubric.Category, string) {
 
 // ComputeFinal merges a reviewer's judgments (nil: none yet) into the
 // measured document and returns the final score with its provenance
-// (rubric.ComputeFinal). Loading a bundle and reviewing call it; renderers
-// only print the result (d.Final).
+// (rubric.ComputeFinal). Loading a bundle (ReviewedFinal), rendering it
+// (Scored) and reviewing call it; renderers only print the result (d.Points).
 func ComputeFinal(d Document, j *Judgments) *Final { return rubric.ComputeFinal(d.Sheet(), j) }

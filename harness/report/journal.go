@@ -93,7 +93,7 @@ func (j *Journal) restore(path string, outs []rubric.Outcome) error {
 	}
 	j.n = int64(len(outs))
 	if j.f == nil {
-		return writeFileAtomic(path, buf.Bytes())
+		return WriteFileAtomic(path, buf.Bytes())
 	}
 	if err := j.f.Truncate(0); err != nil {
 		return err

@@ -48,7 +48,7 @@ func writeMeta(dir string, m Meta) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, MetaFile), append(b, '\n'))
+	return WriteFileAtomic(filepath.Join(dir, MetaFile), append(b, '\n'))
 }
 
 func readMeta(dir string) (Meta, error) {
@@ -64,7 +64,7 @@ func readMeta(dir string) (Meta, error) {
 }
 
 // writeFileAtomic writes to a temp file in the same dir, syncs, renames.
-func writeFileAtomic(path string, data []byte) error {
+func WriteFileAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
@@ -25,34 +26,48 @@ var AllOutputs = []string{JSONFile, MarkdownFile, JUnitFile, HTMLFile, Gradescop
 // report.json, which holds only what the harness measured.
 var ReviewOutputs = []string{MarkdownFile, JUnitFile, HTMLFile, GradescopeFile}
 
-var writers = map[string]func(*bytes.Buffer, Document) error{
-	JSONFile:       func(b *bytes.Buffer, d Document) error { return WriteJSON(b, d) },
-	MarkdownFile:   func(b *bytes.Buffer, d Document) error { return WriteMarkdown(b, d) },
-	JUnitFile:      func(b *bytes.Buffer, d Document) error { return WriteJUnit(b, d) },
-	HTMLFile:       func(b *bytes.Buffer, d Document) error { return WriteHTML(b, d) },
-	GradescopeFile: func(b *bytes.Buffer, d Document) error { return WriteGradescope(b, d) },
+// A Renderer writes one output file of a bundle from its document. It prints
+// what the document holds (d.Points for the score) and computes nothing.
+type Renderer func(w io.Writer, d Document) error
+
+// renderers are the output writers by file name, registered by
+// harness/report/render (its init), the way godog's formatters register.
+// The core imports no renderer (internal/importrules).
+var (
+	renderersMu sync.RWMutex
+	renderers   = map[string]Renderer{}
+)
+
+// Register makes r the writer of the bundle file name (one of AllOutputs).
+// harness/report/render registers every output; a program that writes
+// bundles imports it (harness/core and harness/review do).
+func Register(name string, r Renderer) {
+	renderersMu.Lock()
+	defer renderersMu.Unlock()
+	renderers[name] = r
 }
 
-// scored is the final score the renderers print: the reviewer's (d.Final,
-// reviewed) or, before any review, the measured points alone. Renderers never
-// compute a score themselves (internal/importrules).
-func scored(d Document) (f *Final, reviewed bool) {
-	if d.Final != nil {
-		return d.Final, true
+// renderTo renders the bundle file name from d (Scored) into buf.
+func renderTo(buf *bytes.Buffer, name string, d Document) error {
+	renderersMu.RLock()
+	r := renderers[name]
+	renderersMu.RUnlock()
+	if r == nil {
+		return fmt.Errorf("no renderer is registered for %s (import harness/report/render)", name)
 	}
-	return ComputeFinal(d, nil), false
+	return r(buf, d)
 }
 
-// WriteHTML renders report.html (writeHTML) with d's final score.
-func WriteHTML(w io.Writer, d Document) error {
-	f, reviewed := scored(d)
-	return writeHTML(w, d, f, reviewed)
-}
-
-// WriteGradescope renders results.json (writeGradescope) with d's final score.
-func WriteGradescope(w io.Writer, d Document) error {
-	f, reviewed := scored(d)
-	return writeGradescope(w, d, f, reviewed)
+// Scored is d with the final score the renderers print (d.Points): the
+// reviewer's (d.Final) or, before any review, the measured points alone.
+// Renderers never compute a score themselves (internal/importrules).
+func Scored(d Document) Document {
+	if d.Final != nil {
+		d.Points = d.Final
+	} else {
+		d.Points = ComputeFinal(d, nil)
+	}
+	return d
 }
 
 // writeOutputs renders the named files of a bundle from doc; every writer is
@@ -71,13 +86,14 @@ func writeOutputs(dir string, doc *Document, names []string) error {
 		errs = append(errs, err)
 		doc.Invocations = invs
 	}
+	scored := Scored(*doc)
 	for _, name := range names {
 		var buf bytes.Buffer
-		if err := writers[name](&buf, *doc); err != nil {
+		if err := renderTo(&buf, name, scored); err != nil {
 			errs = append(errs, fmt.Errorf("report: render %s: %w", name, err))
 			continue
 		}
-		if err := writeFileAtomic(filepath.Join(dir, name), buf.Bytes()); err != nil {
+		if err := WriteFileAtomic(filepath.Join(dir, name), buf.Bytes()); err != nil {
 			errs = append(errs, fmt.Errorf("report: write %s: %w", name, err))
 		}
 	}
@@ -100,6 +116,35 @@ func ReadDocument(dir string) (Document, error) {
 	return d, nil
 }
 
+// LoadJudgments reads a bundle's review.json; (nil, nil) when there is none.
+// It does not validate the judgement (harness/review does, when recording it).
+func LoadJudgments(dir string) (*Judgments, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ReviewFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var j Judgments
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, fmt.Errorf("report: %s: %w", filepath.Join(dir, ReviewFile), err)
+	}
+	return &j, nil
+}
+
+// ReviewedFinal is the final score of the bundle in dir, whose measured
+// document is d, with its review.json merged: (nil, nil) when it has no
+// review. Loading a bundle is where its final score is computed
+// (ComputeFinal); the class summary shows it beside the measured score.
+func ReviewedFinal(dir string, d Document) (*Final, error) {
+	j, err := LoadJudgments(dir)
+	if err != nil || j == nil {
+		return nil, err
+	}
+	return ComputeFinal(d, j), nil
+}
+
 // Rerender re-renders a finalized bundle from its report.json with a
 // reviewer's final score merged in (final may be nil): report.md, junit.xml,
 // report.html and results.json. report.json itself is not rewritten, so the
@@ -120,9 +165,10 @@ func Rerender(dir string, final *Final) (Document, error) {
 // from doc. It returns the names of the files that had changed.
 func Reassert(dir string, doc Document) ([]string, error) {
 	var changed []string
+	scored := Scored(doc)
 	for _, name := range []string{JSONFile, GradescopeFile} {
 		var want bytes.Buffer
-		if err := writers[name](&want, doc); err != nil {
+		if err := renderTo(&want, name, scored); err != nil {
 			return nil, fmt.Errorf("report: render %s: %w", name, err)
 		}
 		got, err := regularfile.ReadMax(filepath.Join(dir, name), int64(want.Len()))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	_ "github.com/osb-capstone/acceptance/harness/report/render" // registers the bundle's renderers
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 

@@ -123,7 +123,7 @@ func TestReviewFromFileReaches100(t *testing.T) {
 
 func validGradescope(t *testing.T, js string) {
 	t.Helper()
-	fh, err := os.Open(filepath.Join("..", "report", "gradescope.schema.json"))
+	fh, err := os.Open(filepath.Join("..", "report", "render", "gradescope.schema.json"))
 	require.NoError(t, err)
 	defer fh.Close()
 	doc, err := jsonschema.UnmarshalJSON(fh)

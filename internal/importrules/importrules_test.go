@@ -59,12 +59,17 @@ func TestCheckerCatchesPlantedViolations(t *testing.T) {
 		{"harness-reaches-server-only-through-wire", "harness/core", "mock-server"},
 		{"harness-reaches-server-only-through-wire", "harness/stubs", "mock-server"},
 		{"reference-imports-no-grader", "cmd/acceptance/reference", "harness/rubric"},
+		{"renderers-import-no-class-summary", "harness/report/render", "harness/report/compare"},
+		{"report-core-imports-no-renderer", "harness/report", "harness/report/compare"},
+		{"report-core-imports-no-renderer", "harness/report", "harness/report/render"},
 		{"rubric-imports-nothing", "harness/rubric", "harness/osb"},
 		{"rubric-imports-nothing", "harness/rubric", "mock-server/wire"},
 		{"server-imports-no-grader", "mock-server", "harness/summary"},
 	}, got)
 	assert.Equal(t, []string{"harness/core", "harness/stubs", "mock-server"},
 		chains[hit{"harness-reaches-server-only-through-wire", "harness/core", "mock-server"}])
+	assert.Equal(t, []string{"harness/report", "harness/report/render", "harness/report/compare"},
+		chains[hit{"report-core-imports-no-renderer", "harness/report", "harness/report/compare"}])
 
 	calls, err := g.CheckCalls(root, ProjectCalls)
 	require.NoError(t, err)
@@ -72,7 +77,11 @@ func TestCheckerCatchesPlantedViolations(t *testing.T) {
 	for _, c := range calls {
 		pos = append(pos, c.Pos+" "+c.Call)
 	}
-	assert.ElementsMatch(t, []string{"harness/report/render_md.go:5 rubric.Evaluate", "harness/report/render_html.go:5 ComputeFinal"}, pos)
+	assert.ElementsMatch(t, []string{
+		"harness/report/render/markdown.go:7 rubric.Evaluate",
+		"harness/report/render/html.go:11 rubric.ComputeFinal",
+		"harness/report/classreport/class.go:6 report.ComputeFinal",
+	}, pos)
 }
 
 func TestMatch(t *testing.T) {

@@ -43,6 +43,19 @@ var Project = []Rule{
 		Why:  "the bundled server is a target; it knows nothing of the grading",
 	},
 	{
+		Name: "report-core-imports-no-renderer",
+		From: []string{"harness/report"},
+		Deny: []string{"harness/report/render", "harness/report/classreport", "harness/report/compare"},
+		Why: "the report core (document, journal, bundle) is what the renderers, the class summary and the comparison read; " +
+			"the renderers register with it (report.Register), it never names them",
+	},
+	{
+		Name: "renderers-import-no-class-summary",
+		From: []string{"harness/report/render"},
+		Deny: []string{"harness/report/classreport", "harness/report/compare"},
+		Why:  "the class summary and the comparison use the renderers' words, never the other way round",
+	},
+	{
 		Name:  "reference-imports-no-grader",
 		From:  []string{"cmd/acceptance/reference"},
 		Deny:  []string{"..."},
@@ -51,15 +64,36 @@ var Project = []Rule{
 	},
 }
 
-// ProjectCalls are the call rules: the report's renderers only render a
-// document whose scores were computed before (rubric.Evaluate at the end of a
-// run, the final score when a bundle is loaded or reviewed).
+// ProjectCalls are the call rules: the report's renderers and the class
+// summary only print scores the core computed before (rubric.Evaluate in
+// report.Build at the end of a run; the final score in report.Scored before
+// any renderer runs). The class summary loads a reviewed bundle's final score
+// with the core's loader, report.ReviewedFinal (output.go), the way
+// `acceptance render` loads one through its review hook: loading is the
+// core's, printing is theirs.
 var ProjectCalls = []CallRule{
 	{
 		Name:    "renderers-do-no-scoring",
-		Pkg:     "harness/report",
-		Files:   []string{"render_*.go"},
-		FuncsOf: []string{"harness/rubric/evaluate.go", "harness/rubric/score.go", "harness/report/final.go"},
+		Pkg:     "harness/report/render",
+		Files:   []string{"*.go"},
+		Funcs:   scoringFuncs,
+		FuncsOf: scoringFiles,
 		Why:     "one place computes scores; renderers turn them into words",
 	},
+	{
+		Name:    "class-summary-does-no-scoring",
+		Pkg:     "harness/report/classreport",
+		Files:   []string{"*.go"},
+		Funcs:   scoringFuncs,
+		FuncsOf: scoringFiles,
+		Why:     "the class summary shows each bundle's own scores (report.json, review.json); it computes none",
+	},
 }
+
+// scoringFiles hold every scoring function (each one's package-level
+// functions are denied); scoringFuncs are the report core's functions
+// elsewhere that score.
+var (
+	scoringFiles = []string{"harness/rubric/evaluate.go", "harness/rubric/score.go", "harness/report/final.go"}
+	scoringFuncs = []string{"report.Build", "report.Scored"}
+)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	_ "github.com/osb-capstone/acceptance/harness/report/render" // RenderDir writes the outputs
 	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )

@@ -1,5 +1,7 @@
-// Package reporttest holds test helpers shared by the tests of harness/report
-// and of the commands that read report bundles. It is imported by tests only.
+// Package reporttest holds test helpers shared by the tests of harness/report,
+// its packages (render, classreport, compare) and the commands that read
+// report bundles: the fixture document, golden files, bundle copies, the
+// Chromium driver and the class-page checks. It is imported by tests only.
 package reporttest
 
 import (

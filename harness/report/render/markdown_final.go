@@ -1,19 +1,20 @@
-package report
+package render
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 // writeFinalMarkdown renders the reviewer's final score with the provenance
 // of every point (only for a reviewed bundle).
-func writeFinalMarkdown(b *strings.Builder, f *Final) {
+func writeFinalMarkdown(b *strings.Builder, f *report.Final) {
 	fmt.Fprintf(b, "\n## Final score after review: %s of %s\n\n", rubric.Num(f.Score), rubric.Num(f.Total))
-	fmt.Fprintf(b, "**Final verdict: %s**: %s\n\n", verdictTitle(f.Verdict), cell(f.VerdictReason))
+	fmt.Fprintf(b, "**Final verdict: %s**: %s\n\n", VerdictTitle(f.Verdict), Cell(f.VerdictReason))
 	fmt.Fprintf(b, "Reviewer: %s. Points measured by the harness: **%s**; judged by the reviewer: **%s**",
-		cell(f.Reviewer), rubric.Num(f.MeasuredPoints), rubric.Num(f.JudgedPoints))
+		Cell(f.Reviewer), rubric.Num(f.MeasuredPoints), rubric.Num(f.JudgedPoints))
 	if f.OverridePoints > 0 {
 		fmt.Fprintf(b, "; by reviewer overrides: **%s**", rubric.Num(f.OverridePoints))
 	}
@@ -32,13 +33,13 @@ func writeFinalMarkdown(b *strings.Builder, f *Final) {
 			}
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", e.ID, rubric.Num(e.Weight), rubric.Num(e.Points),
-			e.Provenance, verdictWords(e.Verdict, e.Category), cell(note))
+			e.Provenance, verdictWords(e.Verdict, e.Category), Cell(note))
 	}
 	if len(f.Questions) > 0 {
 		b.WriteString("\n### Defense questions (M5)\n\n| # | Question | Verdict | Points | Note |\n|---:|---|---|---:|---|\n")
 		for _, q := range f.Questions {
-			fmt.Fprintf(b, "| %d | %s | %s | %s of %s | %s |\n", q.N, cell(q.Question), verdictWords(q.Verdict, ""),
-				rubric.Num(q.Points), rubric.Num(q.Weight), cell(q.Note))
+			fmt.Fprintf(b, "| %d | %s | %s | %s of %s | %s |\n", q.N, Cell(q.Question), verdictWords(q.Verdict, ""),
+				rubric.Num(q.Points), rubric.Num(q.Weight), Cell(q.Note))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package report
+package classreport
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 
 	_ "embed"
 
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -107,22 +109,6 @@ type groupView struct {
 
 type exampleLink struct{ Name, Href string }
 
-// verdictMark is the cell's symbol (the colour says the same; the symbol
-// survives printing in black and white).
-func verdictMark(v rubric.Verdict) string {
-	switch v {
-	case rubric.Passed:
-		return "✓"
-	case rubric.Failed:
-		return "✗"
-	case rubric.Flaky:
-		return "≈"
-	case rubric.HarnessError:
-		return "!"
-	}
-	return "–"
-}
-
 // verdictRank orders cells when a column is sorted: failures first.
 func verdictRank(v rubric.Verdict) int {
 	switch v {
@@ -139,7 +125,7 @@ func verdictRank(v rubric.Verdict) int {
 }
 
 func entryHref(bundle string, id rubric.ID) string {
-	return bundle + "/" + HTMLFile + "#entry-" + string(id)
+	return bundle + "/" + report.HTMLFile + "#entry-" + string(id)
 }
 
 func newHistView(id, label string, bins []HistBin, d *Distribution, total float64) *histView {
@@ -206,7 +192,7 @@ func newClassView(c Class) classView {
 			cl := mapCell{ID: e.ID, Verdict: "", Class: "none", Mark: "", Rank: 5}
 			if er, ok := s.entry(e.ID); ok {
 				cl.Verdict, cl.Category = er.Verdict, er.Category
-				cl.Class, cl.Mark, cl.Rank = verdictClass(er.Verdict), verdictMark(er.Verdict), verdictRank(er.Verdict)
+				cl.Class, cl.Mark, cl.Rank = render.VerdictClass(er.Verdict), render.VerdictMark(er.Verdict), verdictRank(er.Verdict)
 				cl.Href = entryHref(s.Bundle, e.ID)
 				cl.StandIn = len(er.StandIns) > 0
 				words := string(er.Verdict)
@@ -265,9 +251,9 @@ var classHTMLTemplate string
 var classTmpl = template.Must(template.New("class").Funcs(template.FuncMap{
 	"num":    func(f float64) string { return rubric.Num(f) },
 	"f1":     func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"title":  verdictTitle,
+	"title":  render.VerdictTitle,
 	"pct":    pct,
-	"vclass": verdictClass,
+	"vclass": render.VerdictClass,
 	"earned": func(s ClassStudent, item rubric.ID) string {
 		if e, ok := s.itemEarned(item); ok {
 			return rubric.Num(e)

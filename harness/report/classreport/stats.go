@@ -1,4 +1,4 @@
-package report
+package classreport
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -192,13 +193,13 @@ func mostFailed(c *Class) []ClassFailure {
 }
 
 // entry is the student's row for id.
-func (s ClassStudent) entry(id rubric.ID) (EntryRow, bool) {
+func (s ClassStudent) entry(id rubric.ID) (report.EntryRow, bool) {
 	for _, r := range s.Doc.AllEntries() {
 		if r.ID == id {
 			return r, true
 		}
 	}
-	return EntryRow{}, false
+	return report.EntryRow{}, false
 }
 
 // SecurityFailed lists the security criteria the submission failed (or

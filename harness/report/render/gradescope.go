@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -44,8 +45,8 @@ type gsTest struct {
 // from a passed verdict; not-measured entries (a timeout included) score 0
 // and explain why in their output and extra_data. The top-level score is the
 // final score (the tests' scores, unrounded).
-func writeGradescope(w io.Writer, d Document, f *Final, reviewed bool) error {
-	rows := map[rubric.ID]EntryRow{}
+func writeGradescope(w io.Writer, d report.Document, f *report.Final, reviewed bool) error {
+	rows := map[rubric.ID]report.EntryRow{}
 	for _, r := range d.AllEntries() {
 		rows[r.ID] = r
 	}
@@ -93,7 +94,7 @@ func writeGradescope(w io.Writer, d Document, f *Final, reviewed bool) error {
 		"run_id": d.RunID, "target": d.Target, "subject": d.Subject, "seed": d.Seed,
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s**, score %s of %s", verdictTitle(f.Verdict), rubric.Num(res.Score), rubric.Num(f.Total))
+	fmt.Fprintf(&b, "**%s**, score %s of %s", VerdictTitle(f.Verdict), rubric.Num(res.Score), rubric.Num(f.Total))
 	fmt.Fprintf(&b, " (measured by the harness %s, judged by a reviewer %s", rubric.Num(f.MeasuredPoints), rubric.Num(f.JudgedPoints))
 	if f.OverridePoints > 0 {
 		fmt.Fprintf(&b, ", reviewer overrides %s", rubric.Num(f.OverridePoints))
@@ -109,7 +110,7 @@ func writeGradescope(w io.Writer, d Document, f *Final, reviewed bool) error {
 	return enc.Encode(res)
 }
 
-func kindOf(d Document, id rubric.ID) string {
+func kindOf(d report.Document, id rubric.ID) string {
 	for _, r := range d.Criteria {
 		if r.ID == id {
 			return "criterion"
@@ -123,7 +124,7 @@ func kindOf(d Document, id rubric.ID) string {
 	return "drill"
 }
 
-func gsOutput(r EntryRow, fe FinalEntry) string {
+func gsOutput(r report.EntryRow, fe report.FinalEntry) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** (%s of %s points, %s)\n\n", verdictWords(fe.Verdict, r.Category), rubric.Num(fe.Points), rubric.Num(fe.Weight), provenanceWords(fe.Provenance))
 	if r.Verdict == rubric.NotMeasured {
@@ -140,7 +141,7 @@ func gsOutput(r EntryRow, fe FinalEntry) string {
 		b.WriteString("\n")
 	}
 	if len(r.StandIns) > 0 {
-		fmt.Fprintf(&b, "\n*Stand-in:* this verdict %s.\n", StandInNote(r.StandIns))
+		fmt.Fprintf(&b, "\n*Stand-in:* this verdict %s.\n", report.StandInNote(r.StandIns))
 	}
 	if fe.OverrideReason != "" {
 		fmt.Fprintf(&b, "\nReviewer override (%s): %s\n", fe.Reviewer, fe.OverrideReason)

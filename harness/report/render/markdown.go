@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"fmt"
@@ -7,25 +7,26 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 // WriteMarkdown renders report.md.
-func WriteMarkdown(w io.Writer, d Document) error {
+func WriteMarkdown(w io.Writer, d report.Document) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Acceptance report: %s\n\n", verdictTitle(d.Verdict))
-	fmt.Fprintf(&b, "**Verdict: %s** (exit code %d): %s\n\n", verdictTitle(d.Verdict), d.ExitCode, d.VerdictReason)
+	fmt.Fprintf(&b, "# Acceptance report: %s\n\n", VerdictTitle(d.Verdict))
+	fmt.Fprintf(&b, "**Verdict: %s** (exit code %d): %s\n\n", VerdictTitle(d.Verdict), d.ExitCode, d.VerdictReason)
 	fmt.Fprintf(&b, "**Score: %s of %s measured (measured %s of %s)**\n\n",
 		rubric.Num(d.Score.Earned), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Total))
 	if d.Aborted != "" {
-		fmt.Fprintf(&b, "> **Run aborted:** %s. Only what was measured before that is reported.\n\n", cell(d.Aborted))
+		fmt.Fprintf(&b, "> **Run aborted:** %s. Only what was measured before that is reported.\n\n", Cell(d.Aborted))
 	}
 	if h := d.Confinement.Header(); h != "" {
-		fmt.Fprintf(&b, "> **%s**\n\n", cell(h))
+		fmt.Fprintf(&b, "> **%s**\n\n", Cell(h))
 	}
 	writePreflight(&b, d.Preflight)
 	if d.JournalRefused != "" {
-		fmt.Fprintf(&b, "> **Journal altered during the run:** %s\n\n", cell(d.JournalRefused))
+		fmt.Fprintf(&b, "> **Journal altered during the run:** %s\n\n", Cell(d.JournalRefused))
 	}
 	if d.JournalSkipped > 0 {
 		fmt.Fprintf(&b, "> %d torn journal line(s) could not be read (the process died while writing).\n\n", d.JournalSkipped)
@@ -39,7 +40,7 @@ func WriteMarkdown(w io.Writer, d Document) error {
 	if c := d.Confinement; c != nil {
 		fmt.Fprintf(&b, "| Confinement | %s (%d commands, %d connections refused) |\n", c.Mode, c.Commands, c.Refused)
 		if len(c.RanReference) > 0 {
-			fmt.Fprintf(&b, "| Ran the bundled reference | %s |\n", cell(strings.Join(c.RanReference, ", ")))
+			fmt.Fprintf(&b, "| Ran the bundled reference | %s |\n", Cell(strings.Join(c.RanReference, ", ")))
 		}
 	}
 	if d.Tags != "" {
@@ -57,12 +58,12 @@ func WriteMarkdown(w io.Writer, d Document) error {
 		for _, k := range keys {
 			vs = append(vs, k+" "+d.Versions[k])
 		}
-		fmt.Fprintf(&b, "| Versions | %s |\n", cell(strings.Join(vs, ", ")))
+		fmt.Fprintf(&b, "| Versions | %s |\n", Cell(strings.Join(vs, ", ")))
 	}
 	if len(d.StandIns) > 0 {
 		fmt.Fprintf(&b, "\n> **Stand-ins:** this target's %s %s built by this project, not OpenSandbox's own. "+
 			"An entry whose verdict rests on one says so in its verdict cell (*stand-in: …*): it shows the control plane's "+
-			"behaviour with that stand-in, not OpenSandbox's.\n", EntryRow{StandIns: d.StandIns}.StandInList(), plural(len(d.StandIns), "is", "are"))
+			"behaviour with that stand-in, not OpenSandbox's.\n", report.EntryRow{StandIns: d.StandIns}.StandInList(), plural(len(d.StandIns), "is", "are"))
 	}
 
 	b.WriteString("\n## Score by scoring item\n\n")
@@ -74,7 +75,7 @@ func WriteMarkdown(w io.Writer, d Document) error {
 		for i, in := range s.Inputs {
 			ins[i] = string(in)
 		}
-		fmt.Fprintf(&b, "| %s: %s | %d | %s | %s | %s |\n", s.Item, cell(s.Title), s.Weight,
+		fmt.Fprintf(&b, "| %s: %s | %d | %s | %s | %s |\n", s.Item, Cell(s.Title), s.Weight,
 			rubric.Num(s.Measured), rubric.Num(s.Earned), strings.Join(ins, ", "))
 	}
 	fmt.Fprintf(&b, "| **Total** | %s | %s | %s | |\n", rubric.Num(d.Score.Total), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Earned))
@@ -83,7 +84,7 @@ func WriteMarkdown(w io.Writer, d Document) error {
 		writeFinalMarkdown(&b, d.Final)
 	}
 
-	section := func(title string, rows []EntryRow) {
+	section := func(title string, rows []report.EntryRow) {
 		fmt.Fprintf(&b, "\n## %s\n\n", title)
 		b.WriteString("| ID | Verdict | Reason | Evidence | Reproduce |\n|---|---|---|---|---|\n")
 		for _, r := range rows {
@@ -91,8 +92,8 @@ func WriteMarkdown(w io.Writer, d Document) error {
 			if len(r.StandIns) > 0 {
 				v += " *(stand-in: " + r.StandInList() + ")*"
 			}
-			fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s | %s |\n", r.ID, cell(r.Title), v,
-				cell(r.Reason), evidenceLinks(r.Evidence), code(r.Reproduce))
+			fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s | %s |\n", r.ID, Cell(r.Title), v,
+				Cell(r.Reason), evidenceLinks(r.Evidence), code(r.Reproduce))
 		}
 	}
 	section("Acceptance criteria", d.Criteria)
@@ -106,7 +107,7 @@ func WriteMarkdown(w io.Writer, d Document) error {
 		b.WriteString("Drift is informational: it never fails a criterion. It shows where normalised evidence differs from the stored baseline (e.g. after an OpenSandbox upgrade).\n\n")
 		b.WriteString("| ID | Status | Baseline | Detail |\n|---|---|---|---|\n")
 		for _, dr := range d.Drift {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", dr.ID, dr.Status, code(dr.Baseline), cell(dr.Detail))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", dr.ID, dr.Status, code(dr.Baseline), Cell(dr.Detail))
 		}
 		for _, dr := range d.Drift {
 			if dr.Diff == "" {
@@ -132,13 +133,13 @@ func evidenceLinks(ev []string) string {
 	}
 	links := make([]string, len(ev))
 	for i, e := range ev {
-		links[i] = fmt.Sprintf("[%s](%s)", cell(path.Base(e)), strings.ReplaceAll(e, " ", "%20"))
+		links[i] = fmt.Sprintf("[%s](%s)", Cell(path.Base(e)), strings.ReplaceAll(e, " ", "%20"))
 	}
 	return strings.Join(links, "<br>")
 }
 
-// cell makes s safe inside a Markdown table cell.
-func cell(s string) string {
+// Cell makes s safe inside a Markdown table cell (report.md, class.md).
+func Cell(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(s, "\n", "<br>")
@@ -162,13 +163,13 @@ func code(s string) string {
 }
 
 // writePreflight renders the target preflight section (never scored).
-func writePreflight(b *strings.Builder, p *Preflight) {
+func writePreflight(b *strings.Builder, p *report.Preflight) {
 	if p == nil {
 		return
 	}
 	state := "passed"
 	if !p.Passed {
-		state = "FAILED: " + cell(p.Reason)
+		state = "FAILED: " + Cell(p.Reason)
 	}
 	fmt.Fprintf(b, "## Target preflight (not scored): %s\n\n", state)
 	b.WriteString("The harness's own contract check of the server, run before grading. It grades the server, not the submission.\n\n")
@@ -178,7 +179,7 @@ func writePreflight(b *strings.Builder, p *Preflight) {
 		if !c.Passed {
 			r = "**failed**"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s |\n", cell(c.Name), r, cell(c.Detail))
+		fmt.Fprintf(b, "| %s | %s | %s |\n", Cell(c.Name), r, Cell(c.Detail))
 	}
 	b.WriteString("\n")
 }

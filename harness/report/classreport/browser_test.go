@@ -1,4 +1,4 @@
-package report
+package classreport
 
 import (
 	"context"
@@ -9,21 +9,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 )
 
 // classShotDir keeps the class page's screenshots (beside report.html's).
-var classShotDir = filepath.Join("..", "..", "reports", "html-test")
+var classShotDir = filepath.Join("..", "..", "..", "reports", "html-test")
 
 // writeReportHTML renders a bundle's report.html from its report.json (the
 // stored class fixtures keep report.json only).
 func writeReportHTML(t *testing.T, dir string) {
 	t.Helper()
-	d, err := ReadDocument(dir)
+	d, err := report.ReadDocument(dir)
 	require.NoError(t, err)
-	f, err := os.Create(filepath.Join(dir, HTMLFile))
+	f, err := os.Create(filepath.Join(dir, report.HTMLFile))
 	require.NoError(t, err)
-	require.NoError(t, WriteHTML(f, d))
+	require.NoError(t, render.WriteHTML(f, report.Scored(d)))
 	require.NoError(t, f.Close())
 }
 
@@ -37,10 +39,10 @@ func TestClassHTMLInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: slow tier")
 	}
-	bin := findChromium(t)
+	bin := reporttest.FindChromium(t)
 	root, bundles := classFixture(t)
 	bundles = bundles[:3] // dave has no report.json: the page lists him unreadable (TestClassSummaryGolden)
-	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], ReviewFile),
+	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], report.ReviewFile),
 		[]byte(`{"reviewer":"r","entries":{"cost":{"verdict":"passed","points":7.5}},"questions":{}}`), 0o644))
 	for _, b := range bundles {
 		writeReportHTML(t, b)

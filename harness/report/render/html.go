@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	_ "embed"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -18,9 +19,9 @@ var htmlTemplate string
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"num":      func(f float64) string { return rubric.Num(f) },
-	"title":    verdictTitle,
+	"title":    VerdictTitle,
 	"overall":  func(v rubric.Overall) string { return string(v) },
-	"vclass":   verdictClass,
+	"vclass":   VerdictClass,
 	"vwords":   verdictWords,
 	"provword": provenanceWords,
 	"ts":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
@@ -37,8 +38,8 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 
 // htmlView is what report.html.tmpl renders.
 type htmlView struct {
-	D         Document
-	F         *Final
+	D         report.Document
+	F         *report.Final
 	Reviewed  bool
 	Score     float64
 	Total     float64
@@ -50,7 +51,7 @@ type htmlView struct {
 	// Commands are the timelines of the submission's contract, reap and
 	// test commands.
 	Commands   []htmlTimeline
-	FinalByID  map[rubric.ID]FinalEntry
+	FinalByID  map[rubric.ID]report.FinalEntry
 	ItemPoints map[rubric.ID]float64
 }
 
@@ -60,13 +61,13 @@ type htmlSection struct {
 }
 
 type htmlRow struct {
-	EntryRow
-	Final   *FinalEntry
+	report.EntryRow
+	Final   *report.FinalEntry
 	Verdict rubric.Verdict
 }
 
 type htmlTimeline struct {
-	Run SubjectRun
+	Run report.SubjectRun
 	// HiddenSandboxes and HiddenSteps count the bars left out beyond
 	// maxBars (a test suite may create hundreds); the evidence has them all.
 	HiddenSandboxes, HiddenSteps int
@@ -75,7 +76,7 @@ type htmlTimeline struct {
 	Ticks                        []svgText
 	Bars                         []svgBar
 	Marks                        []svgMark
-	Legend                       []Marker
+	Legend                       []report.Marker
 }
 
 type svgBar struct {
@@ -101,8 +102,8 @@ type svgText struct {
 // scored), the rubric as a coloured table, each entry's reason and evidence
 // links, a timeline of every subject run and of every contract, reap and
 // test command the submission ran.
-func writeHTML(w io.Writer, d Document, f *Final, reviewed bool) error {
-	v := htmlView{D: d, F: f, Reviewed: reviewed, FinalByID: map[rubric.ID]FinalEntry{}}
+func writeHTML(w io.Writer, d report.Document, f *report.Final, reviewed bool) error {
+	v := htmlView{D: d, F: f, Reviewed: reviewed, FinalByID: map[rubric.ID]report.FinalEntry{}}
 	for _, fe := range v.F.Entries {
 		v.FinalByID[fe.ID] = fe
 	}
@@ -120,7 +121,7 @@ func writeHTML(w io.Writer, d Document, f *Final, reviewed bool) error {
 	}
 	for _, s := range []struct {
 		t    string
-		rows []EntryRow
+		rows []report.EntryRow
 	}{{"Acceptance criteria", d.Criteria}, {"Milestones", d.Milestones}, {"Fault drills", d.Drills}} {
 		sec := htmlSection{Title: s.t}
 		for _, r := range s.rows {
@@ -157,7 +158,7 @@ const (
 )
 
 // layoutTimeline places a run's bars and markers on a time axis.
-func layoutTimeline(r SubjectRun) htmlTimeline {
+func layoutTimeline(r report.SubjectRun) htmlTimeline {
 	t0, t1 := r.Start, r.End
 	widen := func(t time.Time) {
 		if t.IsZero() {
@@ -170,7 +171,7 @@ func layoutTimeline(r SubjectRun) htmlTimeline {
 			t1 = t
 		}
 	}
-	steps := append([]TimelineStep{}, r.Steps...)
+	steps := append([]report.TimelineStep{}, r.Steps...)
 	cursor := r.Start
 	for i := range steps {
 		if steps[i].Start.IsZero() && !cursor.IsZero() {

@@ -1,4 +1,4 @@
-package report
+package classreport
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 )
 
@@ -32,8 +33,8 @@ func calibrationBundles(t *testing.T) (root string, bundles []string) {
 		}
 		dst := filepath.Join(root, e.Name())
 		require.NoError(t, os.MkdirAll(dst, 0o755))
-		b := mustRead(t, filepath.Join(calibrationClass, e.Name(), JSONFile))
-		require.NoError(t, os.WriteFile(filepath.Join(dst, JSONFile), b, 0o644))
+		b := reporttest.MustRead(t, filepath.Join(calibrationClass, e.Name(), report.JSONFile))
+		require.NoError(t, os.WriteFile(filepath.Join(dst, report.JSONFile), b, 0o644))
 		writeReportHTML(t, dst)
 		bundles = append(bundles, dst)
 	}
@@ -49,7 +50,7 @@ func TestClassHTMLCalibration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: slow tier")
 	}
-	bin := findChromium(t)
+	bin := reporttest.FindChromium(t)
 	root, bundles := calibrationBundles(t)
 	require.NoError(t, WriteClassSummary(root, bundles))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -61,7 +62,7 @@ func TestClassHTMLCalibration(t *testing.T) {
 		t.Logf("most failed: %s %s (%d of %d)", f.ID, pct(f.Rate), f.Failed, f.Measured)
 	}
 	require.NotEmpty(t, ids)
-	_ = os.WriteFile(filepath.Join(classShotDir, "class-calibration.html"), mustRead(t, filepath.Join(root, ClassHTMLFile)), 0o644)
+	_ = os.WriteFile(filepath.Join(classShotDir, "class-calibration.html"), reporttest.MustRead(t, filepath.Join(root, ClassHTMLFile)), 0o644)
 }
 
 // The calibration class's class.md, golden: its distribution, most-failed
@@ -69,5 +70,5 @@ func TestClassHTMLCalibration(t *testing.T) {
 func TestClassCalibrationGolden(t *testing.T) {
 	root, bundles := calibrationBundles(t)
 	require.NoError(t, WriteClassSummary(root, bundles))
-	golden(t, "class-calibration.md", mustRead(t, filepath.Join(root, ClassMarkdownFile)))
+	reporttest.Golden(t, "class-calibration.md", reporttest.MustRead(t, filepath.Join(root, ClassMarkdownFile)))
 }

@@ -1,4 +1,4 @@
-package report
+package classreport
 
 import (
 	"errors"
@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/osb-capstone/acceptance/harness/report"
 )
 
 // MergedRun is one bundle MergeClass found: where, from which run.
 type MergedRun struct {
 	Bundle string // the bundle directory
 	Run    string // the run it belongs to: the argument it was found under, and its run id
-	Doc    Document
+	Doc    report.Document
 	Err    error // report.json could not be read
 }
 
@@ -63,7 +65,7 @@ func MergeClass(out string, runs []string) (Merge, error) {
 		}
 		for _, b := range bs {
 			mr := MergedRun{Bundle: b, Run: filepath.Clean(r)}
-			mr.Doc, mr.Err = ReadDocument(b)
+			mr.Doc, mr.Err = report.ReadDocument(b)
 			if mr.Err == nil && mr.Doc.RunID != "" {
 				mr.Run += " (run " + mr.Doc.RunID + ")"
 			}
@@ -208,7 +210,7 @@ func bundlesUnder(dir string) ([]string, error) {
 }
 
 func isBundle(dir string) bool {
-	for _, f := range []string{JSONFile, MetaFile} {
+	for _, f := range []string{report.JSONFile, report.MetaFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
 			return true
 		}

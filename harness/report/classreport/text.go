@@ -1,4 +1,4 @@
-package report
+package classreport
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -103,7 +104,7 @@ func writeClassMostFailed(b *strings.Builder, c Class) {
 		if f.Flaky > 0 {
 			fl = fmt.Sprintf(" (%d flaky)", f.Flaky)
 		}
-		fmt.Fprintf(b, "| %s: %s%s | %s: %d of %d%s | %s |\n", f.ID, cell(f.Title), sec, pct(f.Rate), f.Failed, f.Measured, fl, cell(strings.Join(rs, "\n")))
+		fmt.Fprintf(b, "| %s: %s%s | %s: %d of %d%s | %s |\n", f.ID, render.Cell(f.Title), sec, pct(f.Rate), f.Failed, f.Measured, fl, render.Cell(strings.Join(rs, "\n")))
 	}
 }
 

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -57,18 +59,18 @@ func TestGradescopeResultsValid(t *testing.T) {
 	s := gradescopeSchema(t)
 	for _, tc := range []struct {
 		name string
-		doc  Document
+		doc  report.Document
 	}{
-		{"unreviewed", fixtureDoc(t)},
-		{"reviewed", func() Document {
-			d := fixtureDoc(t)
-			d.Final = ComputeFinal(d, &Judgments{Reviewer: "r", Entries: map[rubric.ID]Judgment{rubric.Cost: {Verdict: rubric.Passed, Points: 7.5}}})
+		{"unreviewed", reporttest.FixtureDoc(t)},
+		{"reviewed", func() report.Document {
+			d := reporttest.FixtureDoc(t)
+			d.Final = report.ComputeFinal(d, &report.Judgments{Reviewer: "r", Entries: map[rubric.ID]report.Judgment{rubric.Cost: {Verdict: rubric.Passed, Points: 7.5}}})
 			return d
 		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			require.NoError(t, WriteGradescope(&b, tc.doc))
+			require.NoError(t, WriteGradescope(&b, report.Scored(tc.doc)))
 			validateGradescope(t, s, b.Bytes())
 			var r gsParsed
 			require.NoError(t, json.Unmarshal(b.Bytes(), &r))
@@ -131,6 +133,6 @@ func TestGradescopeFallbackValid(t *testing.T) {
 func TestGoldenGradescope(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	require.NoError(t, WriteGradescope(&b, fixtureDoc(t)))
-	golden(t, "results.json", b.Bytes())
+	require.NoError(t, WriteGradescope(&b, report.Scored(reporttest.FixtureDoc(t))))
+	reporttest.Golden(t, "results.json", b.Bytes())
 }

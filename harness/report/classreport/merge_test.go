@@ -1,4 +1,4 @@
-package report
+package classreport
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
+	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -19,13 +22,13 @@ import (
 // of submission sub, ended at end, with these versions.
 func mergeBundle(t *testing.T, dir, sub string, end time.Time, versions map[string]string, verdict rubric.Overall) {
 	t.Helper()
-	d := fixtureDoc(t)
+	d := reporttest.FixtureDoc(t)
 	d.Submission, d.RunID, d.EndedAt, d.Verdict = sub, "run-"+filepath.Base(filepath.Dir(dir))+"-"+sub, end, verdict
 	d.Versions = versions
 	var b bytes.Buffer
-	require.NoError(t, WriteJSON(&b, d))
+	require.NoError(t, render.WriteJSON(&b, d))
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, JSONFile), b.Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, report.JSONFile), b.Bytes(), 0o644))
 }
 
 func vers(acceptance, rubricHash string) map[string]string {
@@ -82,7 +85,7 @@ func TestMergeClassGradedTwice(t *testing.T) {
 	assert.Equal(t, filepath.Join(root, "rerun", "01-bob"), m.Twice[0].Shown.Bundle, "the later grading is shown")
 	assert.Equal(t, []string{filepath.Join(root, "shard-2", "01-alice"), filepath.Join(root, "rerun", "01-bob"), filepath.Join(root, "shard-2", "03-carol")}, m.Bundles)
 
-	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(out, ClassCSVFile)))).ReadAll()
+	rows, err := csv.NewReader(bytes.NewReader(reporttest.MustRead(t, filepath.Join(out, ClassCSVFile)))).ReadAll()
 	require.NoError(t, err)
 	var students [][]string // class.csv ends with the class's (class) statistics rows
 	for _, r := range rows[1:] {
@@ -102,7 +105,7 @@ func TestMergeClassGradedTwice(t *testing.T) {
 	assert.Contains(t, bob[0], filepath.Join(root, "rerun")+" (run run-rerun-bob) [shown: the latest]")
 	assert.Contains(t, bob[0], filepath.Join(root, "shard-1")+" (run run-shard-1-bob)")
 	assert.Equal(t, string(rubric.OverallPassed), bob[2], "the later grading's verdict")
-	md := string(mustRead(t, filepath.Join(out, ClassMarkdownFile)))
+	md := string(reporttest.MustRead(t, filepath.Join(out, ClassMarkdownFile)))
 	assert.Contains(t, md, "# Class summary: 3 submissions")
 	assert.Contains(t, md, "Passed 3, not passed 0", "bob's earlier not-passed grading is not counted")
 	assert.FileExists(t, filepath.Join(out, ClassHTMLFile))

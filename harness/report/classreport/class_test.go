@@ -1,4 +1,4 @@
-package report
+package classreport
 
 import (
 	"bytes"
@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
+	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -22,10 +25,10 @@ func classFixture(t *testing.T) (root string, bundles []string) {
 	alice := filepath.Join(root, "alice")
 	require.NoError(t, os.MkdirAll(alice, 0o755))
 	var b bytes.Buffer
-	require.NoError(t, WriteJSON(&b, fixtureDoc(t)))
-	require.NoError(t, os.WriteFile(filepath.Join(alice, JSONFile), b.Bytes(), 0o644))
-	for name, src := range map[string]string{"bob": "testdata/bundles/m0m5-a", "carol": "testdata/bundles/m0m5-c"} {
-		require.NoError(t, os.Rename(copyBundle(t, src), filepath.Join(root, name)))
+	require.NoError(t, render.WriteJSON(&b, reporttest.FixtureDoc(t)))
+	require.NoError(t, os.WriteFile(filepath.Join(alice, report.JSONFile), b.Bytes(), 0o644))
+	for name, src := range map[string]string{"bob": "../testdata/bundles/m0m5-a", "carol": "../testdata/bundles/m0m5-c"} {
+		require.NoError(t, os.Rename(reporttest.CopyBundle(t, src), filepath.Join(root, name)))
 	}
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "dave"), 0o755))
 	for _, n := range []string{"alice", "bob", "carol", "dave"} {
@@ -40,7 +43,7 @@ func TestClassSummaryGolden(t *testing.T) {
 	dir := filepath.Join(root, "class")
 	require.NoError(t, WriteClassSummary(dir, bundles))
 	for _, f := range []string{ClassMarkdownFile, ClassCSVFile, ClassHTMLFile} {
-		golden(t, f, mustRead(t, filepath.Join(dir, f)))
+		reporttest.Golden(t, f, reporttest.MustRead(t, filepath.Join(dir, f)))
 	}
 }
 
@@ -51,7 +54,7 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	root, bundles := classFixture(t)
 	dir := filepath.Join(root, "class")
 	require.NoError(t, WriteClassSummary(dir, bundles))
-	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
+	rows, err := csv.NewReader(bytes.NewReader(reporttest.MustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
 	require.NoError(t, err)
 	head := rows[0]
 	col := map[string]int{}
@@ -67,7 +70,7 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	for i, b := range bundles {
 		row := rows[i+1]
 		assert.Equal(t, filepath.Base(b), row[col["student"]])
-		d, err := ReadDocument(b)
+		d, err := report.ReadDocument(b)
 		if err != nil {
 			assert.Equal(t, "unreadable", row[col["verdict"]])
 			assert.Contains(t, row[col["error"]], "report.json")
@@ -101,7 +104,7 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	}
 	assert.Equal(t, 1, flaky[rubric.D2], "alice's D2 is flaky")
 	assert.Equal(t, 1, c.WithFlaky)
-	md := string(mustRead(t, filepath.Join(dir, ClassMarkdownFile)))
+	md := string(reporttest.MustRead(t, filepath.Join(dir, ClassMarkdownFile)))
 	assert.Contains(t, md, "| network | failed | exfil.invalid resolved and was reached")
 	assert.True(t, strings.Contains(md, "| **isolation** Isolation: cannot be accessed after sandbox is destroyed | 3 | 0 | 0 | 0 | 0 | 100% |"), md)
 	// Flaky is counted apart, measured and never a pass.
@@ -113,7 +116,7 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 func TestClassSummaryShowsReviewedFinal(t *testing.T) {
 	t.Parallel()
 	root, bundles := classFixture(t)
-	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], ReviewFile),
+	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], report.ReviewFile),
 		[]byte(`{"reviewer":"r","entries":{"cost":{"verdict":"passed","points":7.5}},"questions":{}}`), 0o644))
 	c := ReadClass(filepath.Join(root, "class"), bundles)
 	require.NotNil(t, c.Students[1].Final)
@@ -129,8 +132,8 @@ func TestRefreshClassSummaryAfterReview(t *testing.T) {
 	root, bundles := classFixture(t)
 	dir := filepath.Join(root, "class")
 	require.NoError(t, WriteClassSummary(dir, bundles))
-	before := string(mustRead(t, filepath.Join(dir, ClassCSVFile)))
-	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], ReviewFile),
+	before := string(reporttest.MustRead(t, filepath.Join(dir, ClassCSVFile)))
+	require.NoError(t, os.WriteFile(filepath.Join(bundles[1], report.ReviewFile),
 		[]byte(`{"reviewer":"r","entries":{"cost":{"verdict":"passed","points":7.5}},"questions":{}}`), 0o644))
 
 	ok, err := RefreshClassSummary(dir, filepath.Join(t.TempDir(), "elsewhere"))
@@ -139,12 +142,12 @@ func TestRefreshClassSummaryAfterReview(t *testing.T) {
 	ok, err = RefreshClassSummary(t.TempDir(), bundles[1])
 	require.NoError(t, err)
 	assert.False(t, ok, "no class summary")
-	assert.Equal(t, before, string(mustRead(t, filepath.Join(dir, ClassCSVFile))))
+	assert.Equal(t, before, string(reporttest.MustRead(t, filepath.Join(dir, ClassCSVFile))))
 
 	ok, err = RefreshClassSummary(dir, bundles[1])
 	require.NoError(t, err)
 	assert.True(t, ok)
-	rows, err := csv.NewReader(bytes.NewReader(mustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
+	rows, err := csv.NewReader(bytes.NewReader(reporttest.MustRead(t, filepath.Join(dir, ClassCSVFile)))).ReadAll()
 	require.NoError(t, err)
 	rows, _ = splitClassCSV(rows)
 	require.Len(t, rows, 5, "the same four bundles")
@@ -157,7 +160,7 @@ func TestRefreshClassSummaryAfterReview(t *testing.T) {
 	assert.Equal(t, "false", rows[2][col["review_complete"]])
 	assert.Equal(t, "", rows[3][col["final_score"]], "carol is not reviewed")
 	assert.Equal(t, "unreadable", rows[4][col["verdict"]], "dave is still listed")
-	assert.Contains(t, string(mustRead(t, filepath.Join(dir, ClassMarkdownFile))), "21.5 (review pending)")
+	assert.Contains(t, string(reporttest.MustRead(t, filepath.Join(dir, ClassMarkdownFile))), "21.5 (review pending)")
 }
 
 // splitClassCSV parts class.csv's rows into the header and submissions, and
@@ -182,14 +185,14 @@ func TestClassMostFailedGroupsReasons(t *testing.T) {
 	assert.NotEqual(t, reasonKey("sandbox 3f2a9c1d still running"), reasonKey("sandbox 3f2a9c1d was never created"))
 	assert.Equal(t, "the facade stayed up; m0 <n> of <n>", reasonKey("the facade  stayed up; M0 3 of 5"), "words and entry ids are kept")
 
-	doc := func(verdicts map[rubric.ID]rubric.Verdict, reasons map[rubric.ID]string, score float64) Document {
-		d := Document{Verdict: rubric.OverallNotPassed, Score: rubric.Score{Earned: score, Total: 100}}
+	doc := func(verdicts map[rubric.ID]rubric.Verdict, reasons map[rubric.ID]string, score float64) report.Document {
+		d := report.Document{Verdict: rubric.OverallNotPassed, Score: rubric.Score{Earned: score, Total: 100}}
 		for _, id := range []rubric.ID{rubric.Network, rubric.M0, rubric.D2} {
 			v := verdicts[id]
 			if v == "" {
 				v = rubric.Passed
 			}
-			row := EntryRow{ID: id, Title: string(id), Verdict: v, Reason: reasons[id]}
+			row := report.EntryRow{ID: id, Title: string(id), Verdict: v, Reason: reasons[id]}
 			if id == rubric.Network {
 				d.Criteria = append(d.Criteria, row)
 			} else if id == rubric.M0 {
@@ -201,7 +204,7 @@ func TestClassMostFailedGroupsReasons(t *testing.T) {
 		return d
 	}
 	c := Class{}
-	add := func(name string, d Document) {
+	add := func(name string, d report.Document) {
 		c.Students = append(c.Students, ClassStudent{Name: name, Bundle: name, Doc: d})
 	}
 	add("a", doc(map[rubric.ID]rubric.Verdict{rubric.D2: rubric.Failed, rubric.M0: rubric.Failed},

@@ -1,4 +1,4 @@
-package report
+package render
 
 import (
 	"encoding/xml"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -58,7 +59,7 @@ type junitMessage struct {
 // WriteJUnit renders junit.xml: one testcase per criterion, milestone and
 // drill. not_measured → <skipped message="…"> (never an error), failed →
 // <failure>, flaky → <failure type="flaky">, harness_error → <error>.
-func WriteJUnit(w io.Writer, d Document) error {
+func WriteJUnit(w io.Writer, d report.Document) error {
 	top := junitSuites{Name: "acceptance " + d.RunID}
 	props := []junitProperty{
 		{Name: "verdict", Value: string(d.Verdict)},
@@ -69,7 +70,7 @@ func WriteJUnit(w io.Writer, d Document) error {
 		{Name: "seed", Value: fmt.Sprint(d.Seed)},
 	}
 	if len(d.StandIns) > 0 {
-		props = append(props, junitProperty{Name: "stand_ins", Value: EntryRow{StandIns: d.StandIns}.StandInList()})
+		props = append(props, junitProperty{Name: "stand_ins", Value: report.EntryRow{StandIns: d.StandIns}.StandInList()})
 	}
 	if f := d.Final; f != nil {
 		props = append(props,
@@ -79,7 +80,7 @@ func WriteJUnit(w io.Writer, d Document) error {
 	}
 	for _, grp := range []struct {
 		name, class string
-		rows        []EntryRow
+		rows        []report.EntryRow
 	}{{"criteria", "acceptance.criterion", d.Criteria}, {"milestones", "acceptance.milestone", d.Milestones}, {"drills", "acceptance.drill", d.Drills}} {
 		s := junitSuite{Name: grp.name, Properties: props}
 		if !d.StartedAt.IsZero() {
@@ -129,14 +130,14 @@ func WriteJUnit(w io.Writer, d Document) error {
 }
 
 // withStandIn appends the stand-in marker to a message, when the row has one.
-func withStandIn(msg string, r EntryRow) string {
+func withStandIn(msg string, r report.EntryRow) string {
 	if len(r.StandIns) == 0 {
 		return msg
 	}
-	return msg + " [" + StandInNote(r.StandIns) + "]"
+	return msg + " [" + report.StandInNote(r.StandIns) + "]"
 }
 
-func caseDetail(r EntryRow) string {
+func caseDetail(r report.EntryRow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "verdict: %s\n", r.Verdict)
 	if r.Category != "" {
@@ -144,7 +145,7 @@ func caseDetail(r EntryRow) string {
 	}
 	fmt.Fprintf(&b, "reason: %s\n", r.Reason)
 	if len(r.StandIns) > 0 {
-		fmt.Fprintf(&b, "stand-in: %s\n", StandInNote(r.StandIns))
+		fmt.Fprintf(&b, "stand-in: %s\n", report.StandInNote(r.StandIns))
 	}
 	for _, e := range r.Evidence {
 		fmt.Fprintf(&b, "evidence: %s\n", e)

@@ -1,9 +1,8 @@
-package report
+package classreport
 
 import (
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 
 	_ "embed"
 
+	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -30,9 +31,9 @@ type ClassStudent struct {
 	Name   string // the bundle directory's name
 	Bundle string // path of the bundle relative to the summary directory
 	Err    string // the bundle could not be read
-	Doc    Document
+	Doc    report.Document
 	// Final is set when the bundle has a review (review.json).
-	Final *Final
+	Final *report.Final
 }
 
 // ClassEntry is one rubric entry's tally across the class.
@@ -64,7 +65,7 @@ type ClassReason struct {
 // Class is the whole summary.
 type Class struct {
 	Students []ClassStudent
-	Items    []ScoringRow // scoring items (titles, weights) of the first readable bundle
+	Items    []report.ScoringRow // scoring items (titles, weights) of the first readable bundle
 	Entries  []ClassEntry
 	Reasons  []ClassReason
 	Passed   int
@@ -102,7 +103,7 @@ func ReadClass(dir string, bundles []string) Class {
 	reasons := map[string]*ClassReason{}
 	for _, b := range bundles {
 		s := ClassStudent{Name: filepath.Base(filepath.Clean(b)), Bundle: relTo(dir, b)}
-		d, err := ReadDocument(b)
+		d, err := report.ReadDocument(b)
 		if err != nil {
 			s.Err = strings.ReplaceAll(err.Error(), filepath.Clean(b), s.Bundle)
 			c.Broken++
@@ -110,8 +111,8 @@ func ReadClass(dir string, bundles []string) Class {
 			continue
 		}
 		s.Doc = d
-		if j, err := LoadJudgments(b); err == nil && j != nil {
-			s.Final = ComputeFinal(d, j)
+		if f, err := report.ReviewedFinal(b, d); err == nil {
+			s.Final = f
 		}
 		if c.Items == nil {
 			c.Items = d.Scoring
@@ -219,7 +220,7 @@ func WriteClass(dir string, c Class) error {
 			errs = append(errs, fmt.Errorf("report: render %s: %w", w.name, err))
 			continue
 		}
-		if err := writeFileAtomic(filepath.Join(dir, w.name), buf.Bytes()); err != nil {
+		if err := report.WriteFileAtomic(filepath.Join(dir, w.name), buf.Bytes()); err != nil {
 			errs = append(errs, fmt.Errorf("report: write %s: %w", w.name, err))
 		}
 	}
@@ -280,23 +281,6 @@ func RefreshClassSummary(classDir, bundle string) (bool, error) {
 	return true, WriteClassSummary(classDir, bundles)
 }
 
-// LoadJudgments reads a bundle's review.json; (nil, nil) when there is none.
-// It does not validate the judgement (harness/review does, when recording it).
-func LoadJudgments(dir string) (*Judgments, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ReviewFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var j Judgments
-	if err := json.Unmarshal(b, &j); err != nil {
-		return nil, fmt.Errorf("report: %s: %w", filepath.Join(dir, ReviewFile), err)
-	}
-	return &j, nil
-}
-
 func relTo(dir, p string) string {
 	ad, err1 := filepath.Abs(dir)
 	ap, err2 := filepath.Abs(p)
@@ -342,14 +326,14 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 	b.WriteString("---:|---|\n")
 	for _, s := range c.Students {
 		if s.Err != "" {
-			fmt.Fprintf(&b, "| %s | **unreadable** | | |", cell(s.Name))
+			fmt.Fprintf(&b, "| %s | **unreadable** | | |", render.Cell(s.Name))
 			for range c.Items {
 				b.WriteString(" |")
 			}
-			fmt.Fprintf(&b, " | %s: %s |\n", cell(s.Bundle), cell(s.Err))
+			fmt.Fprintf(&b, " | %s: %s |\n", render.Cell(s.Bundle), render.Cell(s.Err))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |", cell(s.Name), verdictTitle(s.Doc.Verdict), rubric.Num(s.Doc.Score.Earned), rubric.Num(s.Doc.Score.Measured))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |", render.Cell(s.Name), render.VerdictTitle(s.Doc.Verdict), rubric.Num(s.Doc.Score.Earned), rubric.Num(s.Doc.Score.Measured))
 		for _, it := range c.Items {
 			if e, ok := s.itemEarned(it.Item); ok {
 				fmt.Fprintf(&b, " %s |", rubric.Num(e))
@@ -364,7 +348,7 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 				final += " (review pending)"
 			}
 		}
-		fmt.Fprintf(&b, " %s | [%s](%s/%s) |\n", final, cell(s.Bundle), s.Bundle, MarkdownFile)
+		fmt.Fprintf(&b, " %s | [%s](%s/%s) |\n", final, render.Cell(s.Bundle), s.Bundle, report.MarkdownFile)
 	}
 	b.WriteString("\n## Per entry\n\nPass rate = passed / (passed + failed + flaky); flaky (passed only some repetitions of `--repeat`) is never a pass; not measured and harness errors are counted apart.\n\n")
 	b.WriteString("| Entry | Passed | Failed | Flaky | Not measured | Harness error | Pass rate |\n|---|---:|---:|---:|---:|---:|---:|\n")
@@ -373,7 +357,7 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 		if e.Measured > 0 {
 			rate = pct(e.PassRate)
 		}
-		fmt.Fprintf(&b, "| **%s** %s | %d | %d | %d | %d | %d | %s |\n", e.ID, cell(e.Title), e.Passed, e.Failed, e.Flaky, e.NotMeasured, e.Errored, rate)
+		fmt.Fprintf(&b, "| **%s** %s | %d | %d | %d | %d | %d | %s |\n", e.ID, render.Cell(e.Title), e.Passed, e.Failed, e.Flaky, e.NotMeasured, e.Errored, rate)
 	}
 	writeClassMostFailed(&b, c)
 	b.WriteString("\n## Most common failure reasons\n\n")
@@ -382,7 +366,7 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 	} else {
 		b.WriteString("| Entry | Verdict | Reason | Submissions |\n|---|---|---|---|\n")
 		for _, r := range c.Reasons {
-			fmt.Fprintf(&b, "| %s | %s | %s | %d: %s |\n", r.ID, r.Verdict, cell(r.Reason), r.Count, cell(strings.Join(r.Students, ", ")))
+			fmt.Fprintf(&b, "| %s | %s | %s | %d: %s |\n", r.ID, r.Verdict, render.Cell(r.Reason), r.Count, render.Cell(strings.Join(r.Students, ", ")))
 		}
 	}
 	_, err := buf.WriteString(b.String())

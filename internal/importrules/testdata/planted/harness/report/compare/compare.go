@@ -1,0 +1,2 @@
+// Package compare is clean.
+package compare
