@@ -78,6 +78,9 @@ func blame(ids []string, err error) (rubric.Verdict, rubric.Category, string) {
 	switch {
 	case isHarnessFault(err):
 		return rubric.HarnessError, rubric.CategoryNone, "harness error: " + reason
+	case errors.Is(err, errBudgetSpent):
+		// The command never started: nothing was measured, nothing earned.
+		return rubric.NotMeasured, rubric.CategoryTimeout, reason
 	case securityScenario(ids) && isTimeout(err):
 		// A timeout never earns points, and by itself it violates no security property.
 		return rubric.NotMeasured, rubric.CategoryTimeout, "timed out: " + reason + "; no security property was found violated before that"

@@ -74,6 +74,8 @@ func TestRecordOutcomeBlame(t *testing.T) {
 		{"timeout, security entry", []string{"@criterion:network"}, timeout, rubric.NotMeasured, rubric.CategoryTimeout, "timed out"},
 		{"timeout, plain entry", []string{"@criterion:function"}, timeout, rubric.Failed, "", "timed out: the subject ran past"},
 		{"violation, plain entry", []string{"@criterion:budget"}, violationf("x"), rubric.Failed, "", "x"},
+		{"budget spent before the command, plain entry", []string{"@criterion:function"}, fmt.Errorf("%w (15m0s of command time) before this run", errBudgetSpent), rubric.NotMeasured, rubric.CategoryTimeout, "not started"},
+		{"budget spent before the command, security entry", []string{"@criterion:network"}, failf("run 2: %w", fmt.Errorf("%w (15m0s of command time) before this run", errBudgetSpent)), rubric.NotMeasured, rubric.CategoryTimeout, "not started"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, res := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9"})

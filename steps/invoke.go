@@ -86,7 +86,7 @@ func (inv *invocation) usable() error {
 	case inv.res == nil:
 		return harnessf("the submission's %s command did not run", inv.field)
 	case inv.budgetSpent:
-		return fmt.Errorf("%w: the submission's commands had used all of its %s before its %s command, which did not start", errSubjectTimedOut, inv.budget(), inv.field)
+		return fmt.Errorf("%w (%s) before its %s command; grade again with a larger --submission-timeout to measure it", errBudgetSpent, inv.budget(), inv.field)
 	case inv.res.TimedOut:
 		return fmt.Errorf("%w: the submission's %s command ran past %s", errSubjectTimedOut, inv.field, inv.res.Duration.Round(time.Second))
 	}

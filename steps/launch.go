@@ -136,8 +136,8 @@ func (e *Env) launch(ctx context.Context, l *launch, o launchOpts) {
 			// start, as one that ran past its limit.
 			l.budgetSpent, l.budgetOf = true, e.opt.SubmissionTimeout
 			l.started, l.ended = time.Now(), time.Now()
-			l.res = &subject.Result{ExitCode: -1, TimedOut: true, OutDir: l.outDir, RanReference: tmpl.RunsReference(),
-				Confinement: nil}
+			l.res = &subject.Result{ExitCode: -1, TimedOut: true, NotStarted: true, OutDir: l.outDir,
+				RanReference: tmpl.RunsReference()}
 			return
 		}
 		timeout = min(timeout, left)

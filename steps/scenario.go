@@ -158,3 +158,10 @@ func isTimeout(err error) bool {
 }
 
 var errSubjectTimedOut = errors.New("the subject ran past its wall-clock limit and was killed")
+
+// errBudgetSpent: the submission's command time (--submission-timeout) was
+// used up by its earlier commands, so this one never started. What it would
+// have shown is not measured (it earns nothing): on a loaded grader the
+// budget can run out through no fault of the submission's, and the commands
+// that did run past their own limits fail for that already.
+var errBudgetSpent = errors.New("not started: the submission's commands had used all of its command time")

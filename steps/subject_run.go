@@ -204,7 +204,7 @@ func (r *subjectRun) usable() error {
 	case r.res == nil:
 		return harnessf("the subject did not run")
 	case r.budgetSpent:
-		return fmt.Errorf("%w: the submission's commands had used all of its %s before this run, which did not start", errSubjectTimedOut, r.budget())
+		return fmt.Errorf("%w (%s) before this run; grade again with a larger --submission-timeout to measure it", errBudgetSpent, r.budget())
 	case r.res.TimedOut:
 		return fmt.Errorf("%w (limit reached after %s)", errSubjectTimedOut, r.res.Duration.Round(time.Second))
 	}

@@ -31,6 +31,7 @@ type Confinement struct {
 type confinedRecord struct {
 	Result *struct {
 		RanReference bool `json:"ran_reference"`
+		NotStarted   bool `json:"not_started"`
 		Confinement  *struct {
 			Mode         string   `json:"mode"`
 			Degraded     []string `json:"degraded"`
@@ -64,8 +65,8 @@ func ReadConfinement(dir string) *Confinement {
 			return nil
 		}
 		var rec confinedRecord
-		if json.Unmarshal(b, &rec) != nil || rec.Result == nil {
-			return nil
+		if json.Unmarshal(b, &rec) != nil || rec.Result == nil || rec.Result.NotStarted {
+			return nil // no record, or a command that never started (nothing ran, confined or not)
 		}
 		rel, _ := filepath.Rel(dir, filepath.Dir(p))
 		c.Commands++

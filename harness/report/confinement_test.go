@@ -35,6 +35,14 @@ func TestReadConfinementHeader(t *testing.T) {
 	assert.Equal(t, []string{"evidence/subject-sales"}, c.RanReference)
 	assert.Empty(t, c.Header())
 
+	// A command that never started (the submission's time was spent before
+	// it) ran nowhere: it does not turn a confined run into "off".
+	writeRec(t, dir, "subject-test.integration/invocation.json", `{"result":{"timed_out":true,"not_started":true}}`)
+	c = report.ReadConfinement(dir)
+	assert.Equal(t, "confined", c.Mode)
+	assert.Equal(t, 1, c.Commands)
+	assert.Empty(t, c.Header())
+
 	writeRec(t, dir, "subject-contract/invocation.json", `{"result":{"confinement":{"mode":"partial","degraded":["cgroup memory: controller not available on this host"]}}}`)
 	c = report.ReadConfinement(dir)
 	assert.Equal(t, "partial", c.Mode)

@@ -59,6 +59,9 @@ type Result struct {
 	ExitCode int      `json:"exit_code"` // -1 when killed by a signal
 	Signal   string   `json:"signal,omitempty"`
 	TimedOut bool     `json:"timed_out"`
+	// NotStarted: the command never started (the submission's command time
+	// was spent before it); the result is a stand-in, with no confinement.
+	NotStarted bool `json:"not_started,omitempty"`
 	// Canceled is set when the caller's context ended the run.
 	Canceled bool          `json:"canceled"`
 	Duration time.Duration `json:"duration"`
