@@ -22,7 +22,7 @@ command -v npm >/dev/null || need_apt+=(npm)
 command -v sysctl >/dev/null || need_apt+=(procps)
 # The model-endpoint tests' test commands make their chat request with curl.
 command -v curl >/dev/null || need_apt+=(curl)
-# Headless browser for the report.html test (harness/report TestHTMLInChromium).
+# Headless browser for the report.html test (harness/report/render TestHTMLInChromium, classreport TestClassHTMLInChromium).
 command -v chromium >/dev/null || need_apt+=(chromium)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
