@@ -23,6 +23,8 @@ type drill struct {
 	// keyed drills act on the run's own key, sandbox or process only (no
 	// server-wide fault), so they need not run alone.
 	keyed bool
+	// policyDeny is D1's deny through a real sidecar's policy API (d1_policy.go).
+	policyDeny *policyDeny
 }
 
 func (d *drill) logf(format string, args ...any) {

@@ -59,6 +59,9 @@ type Call struct {
 	Port           int             `json:"port,omitempty"` // endpoint calls: the sandbox port (44772 execd, 18080 egress …)
 	KeyFingerprint string          `json:"key_fingerprint,omitempty"`
 	Body           json.RawMessage `json:"body,omitempty"`
+	// Command is the command line of an execd POST /command sent through a
+	// sandbox endpoint (its other fields, env included, are not kept).
+	Command string `json:"command,omitempty"`
 	// Ended is when the response was complete (endpoint calls: a streamed
 	// command's end).
 	Ended time.Time `json:"ended,omitzero"`
