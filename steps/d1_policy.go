@@ -66,10 +66,10 @@ func (w lockedWriter) Write(b []byte) (int, error) {
 // denyByPolicyAPI arms the drill on a real target: once the run's create is
 // answered, deny hosts in that sandbox's egress policy.
 func (e *Env) denyByPolicyAPI(d *drill, hosts []string) {
-	d.keyed = true
+	d.keyed, d.sharedRun = true, true
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, _ func()) {
 		e.whenCreated(ctx, r, func(id string) {
-			d.policyDeny = e.applyPolicyDeny(context.WithoutCancel(ctx), id, hosts)
+			r.policyDeny = e.applyPolicyDeny(context.WithoutCancel(ctx), id, hosts)
 		})
 	}
 }
@@ -129,8 +129,18 @@ func (e *Env) applyPolicyDeny(ctx context.Context, id string, hosts []string) *p
 	for _, h := range hosts {
 		rules = append(rules, osb.NetworkRule{Action: "deny", Target: h})
 	}
-	p.requested = time.Now()
-	res, err := eg.PatchPolicy(c, rules)
+	// The create is answered once the containers run; execd (whose
+	// /proxy/18080 carries the call) may still be starting: a transport
+	// error is retried for a few seconds, as the SDKs poll /ping first.
+	var res *osb.Result[osb.PolicyStatus]
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		p.requested = time.Now()
+		res, err = eg.PatchPolicy(c, rules)
+		if err == nil || time.Now().After(deadline) || c.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		p.absent = true
 		p.why = fmt.Sprintf("PATCH /policy on sandbox %s's egress endpoint failed: %v (a sandbox created without networkPolicy has no egress sidecar)", id, err)
@@ -177,7 +187,7 @@ func mustJSON(v any) string {
 // keeps the drill's evidence, and returns the deny and the run's install
 // commands (through the recording proxy, in order).
 func realDeny(ctx context.Context, s *scenario, r *subjectRun) (*policyDeny, []string, error) {
-	p := s.drill.policyDeny
+	p := r.policyDeny
 	if p == nil {
 		return nil, nil, notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"no create of the subject was seen (it exited %d after %s), so there was no sandbox whose egress policy could deny the package index",
@@ -244,7 +254,7 @@ func reachedForIndexReal(ctx context.Context, s *scenario, r *subjectRun) error 
 			"the subject's install (%d command(s)) succeeded without the package index: the sandbox image already had what it asked for, so the denial was never met (the bundled server's sandboxes lack the package, so there it is)", len(installs))
 	}
 	s.note("the package index was denied in sandbox %s through its egress policy API %s into the run; %d install command(s) after it",
-		s.drill.policyDeny.sandboxID, s.drill.policyDeny.applied.Sub(r.started).Round(time.Millisecond), len(installs))
+		r.policyDeny.sandboxID, r.policyDeny.applied.Sub(r.started).Round(time.Millisecond), len(installs))
 	return nil
 }
 
