@@ -28,7 +28,6 @@ import (
 
 // policyDeny is what the drill did to the subject's sandbox on a real target.
 type policyDeny struct {
-	mu        sync.Mutex
 	sandboxID string
 	requested time.Time // when the PATCH was sent
 	applied   time.Time // when it answered 200: the deny in effect from then on
@@ -36,31 +35,61 @@ type policyDeny struct {
 	policy    string    // GET /policy afterwards
 	why       string    // why it could not be applied ("" when applied)
 	absent    bool      // the sidecar has no runtime policy API (or the sandbox has no sidecar)
-	log       bytes.Buffer
-	logDone   chan struct{} // closed when the sidecar log follower ended
-	logErr    error
+	log       *sidecarLog
 }
 
 func (p *policyDeny) sidecarLog(wait time.Duration) (string, error, bool) {
-	if p.logDone == nil {
+	return p.log.read(wait)
+}
+
+// sidecarLog is a sandbox's egress sidecar log as the target's SidecarLog
+// follows it (nil: the target gives no access to it).
+type sidecarLog struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	done chan struct{} // closed when the follower ended (the sidecar stopped)
+	err  error
+}
+
+// followSidecar starts following sandbox id's sidecar log (nil when the
+// target cannot).
+func (e *Env) followSidecar(ctx context.Context, id string) *sidecarLog {
+	follow := e.opt.Target.SidecarLog
+	if follow == nil {
+		return nil
+	}
+	l := &sidecarLog{done: make(chan struct{})}
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Minute)
+	go func() {
+		defer close(l.done)
+		defer cancel()
+		err := follow(lctx, id, l)
+		l.mu.Lock()
+		l.err = err
+		l.mu.Unlock()
+	}()
+	return l
+}
+
+func (l *sidecarLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
+}
+
+// read returns the log so far, waiting up to wait for the sidecar to stop
+// (ok false: no log is followed).
+func (l *sidecarLog) read(wait time.Duration) (string, error, bool) {
+	if l == nil {
 		return "", nil, false
 	}
 	select {
-	case <-p.logDone:
+	case <-l.done:
 	case <-time.After(wait):
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String(), p.logErr, true
-}
-
-// lockedWriter serialises the follower's writes with the readers.
-type lockedWriter struct{ p *policyDeny }
-
-func (w lockedWriter) Write(b []byte) (int, error) {
-	w.p.mu.Lock()
-	defer w.p.mu.Unlock()
-	return w.p.log.Write(b)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String(), l.err, true
 }
 
 // denyByPolicyAPI arms the drill on a real target: once the run's create is
@@ -100,19 +129,7 @@ func (e *Env) whenCreated(ctx context.Context, r *subjectRun, act func(sandboxID
 // deny rules; it starts following the sidecar's log where the target
 // allows it.
 func (e *Env) applyPolicyDeny(ctx context.Context, id string, hosts []string) *policyDeny {
-	p := &policyDeny{sandboxID: id}
-	if follow := e.opt.Target.SidecarLog; follow != nil {
-		p.logDone = make(chan struct{})
-		lctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-		go func() {
-			defer close(p.logDone)
-			defer cancel()
-			err := follow(lctx, id, lockedWriter{p})
-			p.mu.Lock()
-			p.logErr = err
-			p.mu.Unlock()
-		}()
-	}
+	p := &policyDeny{sandboxID: id, log: e.followSidecar(ctx, id)}
 	c, cancel := ctxTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ep, err := e.client.GetEndpoint(c, id, osb.DefaultEgressPort, false)
