@@ -267,8 +267,11 @@ func reachedForIndexReal(ctx context.Context, s *scenario, r *subjectRun) error 
 			"no install command (pip install) was sent to the subject's sandbox (it exited %d), so the denial was never met", r.res.ExitCode)
 	}
 	if r.sum != nil && !installFailed(r) {
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the subject's install (%d command(s)) succeeded without the package index: the sandbox image already had what it asked for, so the denial was never met (the bundled server's sandboxes lack the package, so there it is)", len(installs))
+		// The subject did reach for its packages; the target's sandbox image
+		// had them (the docker target's carries tabulate), so pip never asked
+		// the index: a property of the target, not of the subject.
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+			"the subject's install (%d command(s)) succeeded without the package index: the target's sandbox image already had what it asked for (the docker target's image carries tabulate), so the denial was never met (the bundled server's sandboxes lack the package, so there it is)", len(installs))
 	}
 	s.note("the package index was denied in sandbox %s through its egress policy API %s into the run; %d install command(s) after it",
 		r.policyDeny.sandboxID, r.policyDeny.applied.Sub(r.started).Round(time.Millisecond), len(installs))

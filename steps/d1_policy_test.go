@@ -76,7 +76,7 @@ func TestD1RealTargetPreconditions(t *testing.T) {
 
 	ctx = mk(applied, 5*time.Second, &exit0)
 	sc, r = s(ctx)
-	notMeasuredAs(reachedForIndexReal(ctx, sc, r), string(rubric.CategoryPreconditionUnmet), "succeeded without the package index")
+	notMeasuredAs(reachedForIndexReal(ctx, sc, r), string(rubric.CategoryUnsupportedByTarget), "succeeded without the package index")
 
 	ctx = mk(&policyDeny{sandboxID: "sb-1", absent: true, why: "the egress sidecar of sandbox sb-1 has no runtime policy API: PATCH /policy answered 404 (not found)"}, 5*time.Second, &exit1)
 	sc, r = s(ctx)
