@@ -117,6 +117,20 @@ func (p *Proxy) Domain() string { return p.ln.Addr().String() }
 // Calls first waits (up to 10 s) for calls still in flight.
 func (p *Proxy) Calls() []Call { return p.callsOf(KindLifecycle) }
 
+// Recorded returns the lifecycle calls recorded so far without waiting for
+// calls in flight (a poller that must not stall behind a long exchange).
+func (p *Proxy) Recorded() []Call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Call
+	for _, c := range p.calls {
+		if c.Kind == KindLifecycle {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // EndpointCalls returns the execd and egress calls recorded (through a
 // rewritten endpoint or the server proxy route), each with its sandbox id
 // and port, in the order the requests arrived.
