@@ -203,6 +203,13 @@ func probeDenied(ctx context.Context, host string) error {
 	if err != nil {
 		return harnessf("probe: %v", err)
 	}
+	if !s.env.mock() {
+		// What the probe's sidecar said meanwhile (docker target), kept even
+		// when a later step of the scenario ends it as not measured.
+		if log, _, ok := s.probe.sidecar.read(500 * time.Millisecond); ok {
+			s.addEvidence(s.env.writeEvidence("network", "probe-sidecar-log-"+s.slug()+".txt", []byte(log)))
+		}
+	}
 	if ex.ExitCode == nil || *ex.ExitCode == 0 {
 		return violationf("the probe reached %s (exit %s) under the subject's policy: a non-allowed host must be denied", host, intPtrString(ex.ExitCode))
 	}
