@@ -3,7 +3,8 @@ Feature: D1 · Package source rejected
   The course: remove the package index from the allow list and rerun. Expected: the install fails,
   stderr is readable, the agent does not retry indefinitely, and exit code plus stderr tell a network
   policy problem from a script bug. Here the platform denies the package index for the run (a simulated
-  fault, recorded in the audit) so the subject's own code is unchanged. A subject that installs nothing
+  fault, recorded in the audit) so the subject's own code is unchanged; on a real target the harness denies it
+  in the subject's sandbox through that sandbox's egress sidecar (its runtime policy API) as soon as it exists. A subject that installs nothing
   never meets the denial: the drill is then not measured, with that reason. Only the security property
   (the denied index was not reached) feeds the network criterion; how the subject reports the failure
   feeds observability.

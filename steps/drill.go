@@ -23,6 +23,9 @@ type drill struct {
 	// keyed drills act on the run's own key, sandbox or process only (no
 	// server-wide fault), so they need not run alone.
 	keyed bool
+	// sharedRun: the hook acts on the run only, so every scenario that asks
+	// for this drill shares one run (D1 on a real target).
+	sharedRun bool
 }
 
 func (d *drill) logf(format string, args ...any) {
@@ -71,7 +74,7 @@ func mockOnly(e *Env) (bool, string) {
 // scenarios share one run); its prepare and finish act on the run only.
 func (e *Env) runDrill(ctx context.Context, s *scenario, fixture string) *subjectRun {
 	d := s.drill
-	if d.Opts.hook == nil {
+	if d.Opts.hook == nil || d.sharedRun {
 		return e.runOnce("drill:"+fixture+"-"+d.Name, func() *subjectRun { return e.runDrillNow(ctx, d, fixture) })
 	}
 	return e.runDrillNow(ctx, d, fixture)

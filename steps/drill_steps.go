@@ -53,9 +53,13 @@ func denyPackageIndex(ctx context.Context, a, b string) error {
 	s := state(ctx)
 	// Keyed to the run's own key: the sandboxes other submissions create
 	// meanwhile still reach the index, so the drill need not run alone.
-	d := &drill{Name: "egress-deny-package-index", Available: mockOnly, keyed: true}
-	if ok, why := d.Available(s.env); !ok {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
+	d := &drill{Name: "egress-deny-package-index", keyed: true}
+	if !s.env.mock() {
+		// A real target: through the subject's sandbox's own egress sidecar
+		// (its runtime policy API), as soon as the sandbox exists (d1_policy.go).
+		s.env.denyByPolicyAPI(d, []string{a, b})
+		s.drill = d
+		return nil
 	}
 	adm := s.env.client.Admin()
 	d.keyedFault("/_mock/faults/egress-deny",
@@ -167,6 +171,13 @@ func installStderrShowsDenial(ctx context.Context) error {
 	if unreachStep == "" {
 		return failf("no failed step's stderr identifies a network denial (looked for NXDOMAIN-style and connection errors)")
 	}
+	if !s.env.mock() {
+		// The sidecar answers a denied name NXDOMAIN; an index that was only
+		// unreachable is not the drill's denial, and no audit can say more.
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
+			"step %q failed with %q: the index was unreachable, which by itself is not a denial (SERVFAIL/EAI_AGAIN or refused); the egress sidecar answers a denied name NXDOMAIN, and target %s records no egress decisions to say more",
+			unreachStep, clip(unreachSign, 120), s.env.opt.Target.Kind)
+	}
 	// The step shows the index unreachable, not denied: only the platform's
 	// record of its decision can say the failure was the denial.
 	_, _, err = audited(ctx)
@@ -192,6 +203,9 @@ func installStderrShowsDenial(ctx context.Context) error {
 var pipInstall = regexp.MustCompile(`\bpip[0-9.]*\s+(?:[^|;&]*\s)?install\b`)
 
 func boundedRetries(ctx context.Context, maxAttempts, maxAsks int) error {
+	if s, r, err := summarized(ctx); err == nil && !s.env.mock() {
+		return installAttemptsReal(ctx, s, r, maxAttempts)
+	}
 	s, r, err := audited(ctx)
 	if err != nil {
 		return err
@@ -224,7 +238,7 @@ func reachedForIndex(ctx context.Context) error {
 		return err
 	}
 	if !s.env.mock() {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "the suite does not deny the package index on target %s: a real egress sidecar could, mid-run, through its runtime policy API (/policy on port 18080), which the suite does not drive there", s.env.opt.Target.Kind)
+		return reachedForIndexReal(ctx, s, r)
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return harnessf("reading the audit trail: %v", err)
@@ -297,8 +311,12 @@ func indexUnreachable(steps []summary.Step) (string, string, bool) {
 }
 
 func indexDenialsAudited(ctx context.Context) error {
-	// A security check: it needs the audit, never the subject's own summary.
-	s, r, err := securityAudited(ctx, "denying the package index for one run needs the bundled server")
+	// A security check: it needs the audit (or, on a real target, the
+	// sidecar's own record), never the subject's own summary.
+	if s, r, err := ran(ctx); err == nil && !s.env.mock() {
+		return indexDeniedReal(ctx, s, r)
+	}
+	s, r, err := securityAudited(ctx, "the bundled server's audit")
 	if err != nil {
 		return err
 	}

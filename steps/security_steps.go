@@ -39,6 +39,7 @@ type probeState struct {
 	sandboxID string
 	execd     *osb.Execd
 	policy    *osb.NetworkPolicy
+	sidecar   *sidecarLog // its egress sidecar's log (docker target; nil elsewhere)
 }
 
 // createRequest is the part of a create request the security checks read.
@@ -163,7 +164,7 @@ func createProbe(ctx context.Context) error {
 	if err != nil {
 		return harnessf("probe sandbox: %v", err)
 	}
-	s.probe = &probeState{sandboxID: id, execd: ex, policy: pol}
+	s.probe = &probeState{sandboxID: id, execd: ex, policy: pol, sidecar: s.env.followSidecar(ctx, id)}
 	b, _ := json.MarshalIndent(pol, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-policy-"+s.slug()+".json", b))
 	return nil
@@ -201,6 +202,13 @@ func probeDenied(ctx context.Context, host string) error {
 	ex, err := probeRun(ctx, s, "denied-"+host, cmd)
 	if err != nil {
 		return harnessf("probe: %v", err)
+	}
+	if !s.env.mock() {
+		// What the probe's sidecar said meanwhile (docker target), kept even
+		// when a later step of the scenario ends it as not measured.
+		if log, _, ok := s.probe.sidecar.read(500 * time.Millisecond); ok {
+			s.addEvidence(s.env.writeEvidence("network", "probe-sidecar-log-"+s.slug()+".txt", []byte(log)))
+		}
 	}
 	if ex.ExitCode == nil || *ex.ExitCode == 0 {
 		return violationf("the probe reached %s (exit %s) under the subject's policy: a non-allowed host must be denied", host, intPtrString(ex.ExitCode))
@@ -288,7 +296,7 @@ func denialAudited(ctx context.Context, host string) error {
 		return harnessf("no probe sandbox")
 	}
 	if !s.env.mock() {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "OpenSandbox's sidecar does not log denials (CONTRACT §3.4); only the probe's NXDOMAIN was observed")
+		return sidecarDenialEvidence(ctx, s, host)
 	}
 	c, cancel := ctxTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -593,4 +601,28 @@ func dirEmpty(dir string) bool {
 		return nil
 	})
 	return empty
+}
+
+// sidecarDenialEvidence is the denial check on a real target. OpenSandbox's
+// sidecar records no denials (CONTRACT §3.4), so the check stays not
+// measured; where the target gives its log (docker), the log is kept as
+// evidence, and a lookup of host it logged as allowed is a violation of the
+// subject's policy by the target's own record.
+func sidecarDenialEvidence(ctx context.Context, s *scenario, host string) error {
+	log, lerr, ok := s.probe.sidecar.read(time.Second)
+	if !ok {
+		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "OpenSandbox's sidecar does not log denials (CONTRACT §3.4) and target %s gives no access to its log; only the probe's NXDOMAIN was observed", s.env.opt.Target.Kind)
+	}
+	s.addEvidence(s.env.writeEvidence("network", "probe-sidecar-log-"+s.slug()+".txt", []byte(log)))
+	for _, h := range allowedLookups(log, time.Time{}) {
+		if sameHost(h, host) {
+			return violationf("the probe sandbox's egress sidecar logged a lookup of %s as allowed (egress.outbound) under the subject's policy", host)
+		}
+	}
+	why := ""
+	if lerr != nil {
+		why = fmt.Sprintf(" (the log could not be followed to its end: %v)", lerr)
+	}
+	return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+		"OpenSandbox's sidecar does not log denials (CONTRACT §3.4): its log (%d bytes, kept as evidence%s) shows no lookup of %s allowed, and the probe met NXDOMAIN, but no record of the denial exists", len(log), why, host)
 }

@@ -35,6 +35,9 @@ type subjectRun struct {
 	// answered 204 (the removal took effect by then; a real server's DELETE
 	// can take seconds, the sandbox answering meanwhile).
 	faultDone time.Time
+	// policyDeny is D1's deny through a real egress sidecar's policy API
+	// (d1_policy.go).
+	policyDeny *policyDeny
 
 	sum     *summary.Summary
 	sumErrs []summary.ValidationError

@@ -33,7 +33,7 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, stderr io.Writer) (c
 		}
 	}
 	return core.StartedTarget{
-		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey},
+		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog},
 		Close: func() {
 			if err := t.Close(); err != nil {
 				fmt.Fprintf(stderr, "docker target: teardown: %v\n", err)

@@ -29,6 +29,10 @@ type Target struct {
 	Domain     string        // host:port[/path] as in OPEN_SANDBOX_DOMAIN
 	APIKey     string
 	AdminToken string // the bundled server's /_mock token; empty for a real server
+	// SidecarLog follows the log of a sandbox's egress sidecar into w until
+	// the sidecar stops or ctx ends (the docker target; nil elsewhere: a
+	// real server gives no access to its containers).
+	SidecarLog func(ctx context.Context, sandboxID string, w io.Writer) error `json:"-"`
 }
 
 // StartedTarget is a running target plus what the core needs from it.

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/ory/dockertest/v3"
 )
 
 // Config configures Start.
@@ -51,6 +53,8 @@ type Target struct {
 	ImageBuild time.Duration
 	Venv       time.Duration // installing (or reusing) the control plane's venv
 	Startup    time.Duration
+
+	pool *dockertest.Pool // the engine (sidecar logs)
 
 	closeOnce sync.Once
 	closeFn   func() error
@@ -179,7 +183,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	_ = writeRecord(dir, rec)
 
 	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Venv: t1.Sub(tv), Startup: time.Since(t1),
-		Pairing: pairing, PairingKnown: known, Pin: pin}
+		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool}
 	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, " + pin.Describe()})
 	if v, err := pool.Client.Version(); err == nil {
 		t.Components = append(t.Components, Component{Name: "docker engine", Version: v.Get("Version"), Origin: "official", Note: "Debian docker.io, own bridge, no forwarding/NAT"})

@@ -59,6 +59,9 @@ type Call struct {
 	Port           int             `json:"port,omitempty"` // endpoint calls: the sandbox port (44772 execd, 18080 egress …)
 	KeyFingerprint string          `json:"key_fingerprint,omitempty"`
 	Body           json.RawMessage `json:"body,omitempty"`
+	// Command is the command line of an execd POST /command sent through a
+	// sandbox endpoint (its other fields, env included, are not kept).
+	Command string `json:"command,omitempty"`
 	// Ended is when the response was complete (endpoint calls: a streamed
 	// command's end).
 	Ended time.Time `json:"ended,omitzero"`
@@ -113,6 +116,20 @@ func (p *Proxy) Domain() string { return p.ln.Addr().String() }
 // arrived. A client sees a response before the proxy has recorded it, so
 // Calls first waits (up to 10 s) for calls still in flight.
 func (p *Proxy) Calls() []Call { return p.callsOf(KindLifecycle) }
+
+// Recorded returns the lifecycle calls recorded so far without waiting for
+// calls in flight (a poller that must not stall behind a long exchange).
+func (p *Proxy) Recorded() []Call {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Call
+	for _, c := range p.calls {
+		if c.Kind == KindLifecycle {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // EndpointCalls returns the execd and egress calls recorded (through a
 // rewritten endpoint or the server proxy route), each with its sandbox id

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -263,6 +264,9 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 	defer p.end()
 	c := Call{Time: time.Now().UTC(), Kind: KindEndpoint, Method: r.Method, Path: r.URL.RequestURI(), SandboxID: id, Port: port,
 		KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
+	if r.Method == http.MethodPost && strings.HasSuffix(strings.SplitN(serverProxyRest(r.URL.EscapedPath()), "?", 2)[0], "/command") && r.Body != nil {
+		c.Command = commandOf(r)
+	}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
 	switch base, ok := p.endpointOf(id, port); {
 	case p.view != nil && !p.view.Owns(id):
@@ -288,6 +292,23 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 	c.Status = rec.status
 	c.Ended = time.Now().UTC()
 	p.add(c)
+}
+
+// commandOf reads the command line of an execd command request and puts the
+// body back for forwarding ("" when it is not a JSON command request).
+func commandOf(r *http.Request) string {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil || len(body) > maxBody {
+		return ""
+	}
+	var req struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	return req.Command
 }
 
 func (p *Proxy) endpointOf(id string, port int) (*url.URL, bool) {

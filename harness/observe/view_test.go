@@ -310,3 +310,20 @@ func TestViewsOfATenantlessServer(t *testing.T) {
 	}
 	assert.Equal(t, []string{"b1 404"}, deletes, "the record names the sandbox asked for and what the submission was answered")
 }
+
+// TestCommandOf reads an execd command request's command line and leaves
+// the body whole for forwarding.
+func TestCommandOf(t *testing.T) {
+	body := `{"command":"python3 -m pip install tabulate","envs":{"TOKEN":"secret"}}`
+	r := httptest.NewRequest("POST", "/sandboxes/x/proxy/44772/command", strings.NewReader(body))
+	if got := commandOf(r); got != "python3 -m pip install tabulate" {
+		t.Errorf("commandOf = %q", got)
+	}
+	rest, _ := io.ReadAll(r.Body)
+	if string(rest) != body {
+		t.Errorf("body after commandOf = %q", rest)
+	}
+	if got := commandOf(httptest.NewRequest("POST", "/x", strings.NewReader("not json"))); got != "" {
+		t.Errorf("commandOf(not json) = %q", got)
+	}
+}

@@ -151,8 +151,9 @@ var Course = MustRegistry(
 	// ---- fault drills --------------------------------------------------------
 	Entry{ID: D1, Kind: KindDrill, Title: "Drill 1 · Package source rejected",
 		Statement: "With the package index denied, the install step MUST fail with readable stderr identifying a network denial, the subject MUST NOT retry endlessly, and its summary MUST classify the failure as network_policy, not script_error.",
-		Evidence:  []string{"install step exit code and stderr", "attempt count (audit)", "summary.json error.class"},
-		Targets:   mockOnly("the suite denies the package index for one run through the bundled server's fault API; a real egress sidecar could deny it mid-run through its runtime policy API (/policy on port 18080), which the suite does not drive on this target")},
+		Evidence:  []string{"install step exit code and stderr", "attempt count (audit, or the recording proxy's execd calls)", "summary.json error.class", "the deny as the egress sidecar answered it (real target)"},
+		Targets: map[Target]Support{TargetMock: {Measurable: true},
+			TargetReal: {Measurable: true, Reason: "the harness denies the package index in the subject's sandbox through its egress sidecar's runtime policy API (PATCH /policy on port 18080) as soon as its create is answered; not measured where the sidecar has no such API or the sandbox has no sidecar, and the index's answers are not counted (the sidecar logs no denials)"}}},
 	Entry{ID: D2, Kind: KindDrill, Title: "Drill 2 · Disappearance in the sandbox",
 		Statement: "When the sandbox is destroyed or expires mid-run, the subject MUST see 404/connection failure, classify it as non-retryable (sandbox_gone), not retry, and clean up local handles.",
 		Evidence:  []string{"expire/delete transcript", "subject summary error.class", "request count after the disappearance"},

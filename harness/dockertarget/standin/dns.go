@@ -2,6 +2,7 @@ package standin
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -20,7 +21,12 @@ func dnsDecision(p egress.Policy, name string) int {
 	return dns.RcodeServerFailure
 }
 
-type dnsHandler struct{ policy func() egress.Policy }
+type dnsHandler struct {
+	policy func() egress.Policy
+	// outbound logs a lookup the policy allowed, as the real sidecar does
+	// (nil: not logged).
+	outbound func(host, errText string)
+}
 
 func (h dnsHandler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m := new(dns.Msg)
@@ -29,13 +35,16 @@ func (h dnsHandler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		m.Rcode = dns.RcodeFormatError
 	} else {
 		m.Rcode = dnsDecision(h.policy(), req.Question[0].Name)
+		if m.Rcode == dns.RcodeServerFailure && h.outbound != nil {
+			h.outbound(strings.TrimSuffix(strings.ToLower(req.Question[0].Name), "."), "no upstream resolver: this machine has none (SERVFAIL)")
+		}
 	}
 	_ = w.WriteMsg(m)
 }
 
 // serveDNS answers on addr over UDP and TCP; the returned func stops both.
-func serveDNS(addr string, policy func() egress.Policy) (func(), error) {
-	h := dnsHandler{policy: policy}
+func serveDNS(addr string, policy func() egress.Policy, outbound func(host, errText string)) (func(), error) {
+	h := dnsHandler{policy: policy, outbound: outbound}
 	udp := &dns.Server{Addr: addr, Net: "udp", Handler: h}
 	tcp := &dns.Server{Addr: addr, Net: "tcp", Handler: h}
 	errs := make(chan error, 2)

@@ -3,7 +3,9 @@ package standin
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -56,7 +58,7 @@ func EgressMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	dnsStop, err := serveDNS("127.0.0.1:53", att.Policy)
+	dnsStop, err := serveDNS("127.0.0.1:53", att.Policy, func(host, errText string) { logOutbound(os.Stdout, id, host, errText) })
 	if err != nil {
 		logf("egress: dns: %v", err)
 		return 1
@@ -97,4 +99,18 @@ func tokenAuth(want, inner string, next http.Handler) http.Handler {
 		r.Header.Set(authHeader, inner)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// logOutbound writes one lookup the policy allowed as the real sidecar logs
+// it (CONTRACT §3.4: a JSON line with opensandbox.event egress.outbound and
+// target.host, plus error when the lookup failed). Denials are not logged,
+// as there.
+func logOutbound(w io.Writer, sandboxID, host, errText string) {
+	line := map[string]any{"level": "info", "ts": time.Now().UTC().Format(time.RFC3339Nano), "logger": "opensandbox.egress",
+		"msg": "egress outbound", "sandbox_id": sandboxID, "opensandbox.event": "egress.outbound", "target.host": host}
+	if errText != "" {
+		line["error"] = errText
+	}
+	b, _ := json.Marshal(line)
+	_, _ = w.Write(append(b, '\n'))
 }
