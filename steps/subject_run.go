@@ -32,9 +32,12 @@ type subjectRun struct {
 	faultSandbox string
 	faultCause   string // the observed call that timed the fault (progress.go)
 	// faultDone: on a real target, when the harness's DELETE of faultSandbox
-	// answered 204 (the removal took effect by then; a real server's DELETE
-	// can take seconds, the sandbox answering meanwhile).
+	// answered 204 (a real server's DELETE can take seconds; the subject's
+	// recording proxy answered the sandbox as unknown from faultAt on).
 	faultDone time.Time
+	// faultErr: on a real target, why the harness's DELETE of faultSandbox
+	// failed (the target's fault: the drill cannot be judged).
+	faultErr string
 
 	sum     *summary.Summary
 	sumErrs []summary.ValidationError

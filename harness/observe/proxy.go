@@ -74,6 +74,10 @@ type Proxy struct {
 	mu       sync.Mutex
 	calls    []Call
 	inflight int // calls not yet recorded (under mu; a WaitGroup may not be waited on while new calls arrive)
+	// vanished are sandboxes the harness made disappear (Vanish): from then
+	// on every call naming one is answered as the server answers an unknown
+	// sandbox, and lists leave it out (under mu).
+	vanished map[string]bool
 }
 
 // Start listens on a loopback port and forwards everything to target (a
@@ -138,6 +142,44 @@ func (p *Proxy) callsOf(kind string) []Call {
 	return out
 }
 
+// Vanish makes sandbox id disappear for the subject at once: from this call
+// on, every lifecycle, endpoint or server-proxy call naming it is forwarded
+// as the same call on a fresh unknown id (so the client gets exactly the
+// server's answer for a sandbox that does not exist: its 404 and wording),
+// and lists leave it out. A real server's DELETE is not atomic (on Docker it
+// kills the container, then removes it, then its sidecar: a GET meanwhile
+// still finds it, a second DELETE gets 409), so a drill that deletes a
+// sandbox calls Vanish first: the subject then meets a sandbox that is gone,
+// as the drill says, not one halfway through its removal. Calls already in
+// flight are not affected (a command stream breaks when the server kills
+// the container). The calls are still recorded, with the id asked for.
+func (p *Proxy) Vanish(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.vanished == nil {
+		p.vanished = map[string]bool{}
+	}
+	p.vanished[id] = true
+}
+
+func (p *Proxy) isVanished(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.vanished[id]
+}
+
+func (p *Proxy) anyVanished() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.vanished) > 0
+}
+
+// visible says whether a listed sandbox is shown to the client: its view's
+// own (every sandbox without a view), unless it vanished.
+func (p *Proxy) visible(id string) bool {
+	return (p.view == nil || p.view.Owns(id)) && !p.isVanished(id)
+}
+
 // Close stops the proxy.
 func (p *Proxy) Close() error { return p.srv.Close() }
 
@@ -166,12 +208,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	id := sandboxIDFromPath(r.URL.Path)
 	switch {
+	case id != "" && p.isVanished(id):
+		p.serveAsUnknown(rec, r, id)
+	case isList(r) && (p.view != nil || p.anyVanished()):
+		p.serveList(rec, r)
 	case p.view == nil:
 		p.rp.ServeHTTP(rec, r)
 	case isCreate(r):
 		p.serveCreate(rec, r)
-	case isList(r):
-		p.serveList(rec, r)
 	case id != "" && !p.view.Owns(id):
 		p.serveAsUnknown(rec, r, id)
 	case id != "" && isEndpointGet(r):

@@ -127,7 +127,8 @@ type listPage struct {
 	} `json:"pagination"`
 }
 
-// serveList answers a list with the view's sandboxes only: the client's
+// serveList answers a list with the view's sandboxes only (without a view:
+// every sandbox), never one that vanished (Vanish): the client's
 // request goes to the server as sent (so a bad page or filter gets the
 // server's own error), then every page of the same filter is read and the
 // view's sandboxes are paginated as the client asked.
@@ -161,7 +162,7 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 			var sb struct {
 				ID string `json:"id"`
 			}
-			if json.Unmarshal(it, &sb) == nil && p.view.Owns(sb.ID) && !seen[sb.ID] {
+			if json.Unmarshal(it, &sb) == nil && p.visible(sb.ID) && !seen[sb.ID] {
 				seen[sb.ID] = true
 				mine = append(mine, it)
 			}
@@ -265,7 +266,7 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 		KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
 	switch base, ok := p.endpointOf(id, port); {
-	case p.view != nil && !p.view.Owns(id):
+	case p.isVanished(id), p.view != nil && !p.view.Owns(id):
 		p.serveAsUnknown(rec, r, id)
 	case ok:
 		rest := serverProxyRest(r.URL.EscapedPath())
