@@ -22,6 +22,7 @@ package observe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -78,6 +79,28 @@ type Proxy struct {
 	// on every call naming one is answered as the server answers an unknown
 	// sandbox, and lists leave it out (under mu).
 	vanished map[string]bool
+	// ctx is what every forwarded request runs under: canceled only when
+	// the proxy closes, never because the client half-closed its side (Go's
+	// server cancels a request's context when the client's connection
+	// reads EOF, and a TCP relay in front of the proxy, such as the
+	// confinement's forwarder, half-closes once the client has sent its
+	// request: that cut command streams mid-body). A client that is really
+	// gone is noticed when a write to it fails.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// transport opens a fresh connection for every forwarded request: a
+	// kept-alive one races the server closing it while idle (uvicorn after
+	// 5 s: "http: server closed idle connection", a 502 for a POST or a
+	// DELETE, which Go does not retry), and a published port is reused by
+	// a later sandbox once its own is removed.
+	transport *http.Transport
+}
+
+// newTransport is the proxy's own upstream transport (see Proxy.transport).
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableKeepAlives = true
+	return t
 }
 
 // Start listens on a loopback port and forwards everything to target (a
@@ -97,12 +120,14 @@ func StartFor(target string, v *View) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, upstream: u, view: v}
+	p := &Proxy{ln: ln, upstream: u, view: v, transport: newTransport()}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Host = u.Host
 		},
+		Transport:     p.transport,
 		FlushInterval: -1, // SSE through the server proxy route arrives as it happens
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 30 * time.Second}
@@ -180,10 +205,18 @@ func (p *Proxy) visible(id string) bool {
 	return (p.view == nil || p.view.Owns(id)) && !p.isVanished(id)
 }
 
-// Close stops the proxy.
-func (p *Proxy) Close() error { return p.srv.Close() }
+// Close stops the proxy: its connections and every request it still forwards.
+func (p *Proxy) Close() error {
+	p.cancel()
+	err := p.srv.Close()
+	p.transport.CloseIdleConnections()
+	return err
+}
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	// Forwarded under the proxy's context, not the client connection's
+	// (see Proxy.ctx).
+	r = r.WithContext(p.ctx)
 	if id, port, ok := serverProxyRoute(r.URL.Path); ok {
 		p.serveEndpoint(w, r, id, port)
 		return
@@ -207,6 +240,23 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	id := sandboxIDFromPath(r.URL.Path)
+	// Recorded even when the exchange is aborted (the reverse proxy panics
+	// with http.ErrAbortHandler when the server's answer breaks off).
+	defer func() {
+		c.Status = rec.status
+		c.Ended = time.Now().UTC()
+		if isCreate(r) && rec.status < 300 {
+			var sb struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(rec.head.Bytes(), &sb) == nil {
+				c.SandboxID = sb.ID
+			}
+		} else if id != "" {
+			c.SandboxID = id
+		}
+		p.add(c)
+	}()
 	switch {
 	case id != "" && p.isVanished(id):
 		p.serveAsUnknown(rec, r, id)
@@ -223,19 +273,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		p.rp.ServeHTTP(rec, r)
 	}
-	c.Status = rec.status
-	c.Ended = time.Now().UTC()
-	if isCreate(r) && rec.status < 300 {
-		var sb struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(rec.head.Bytes(), &sb) == nil {
-			c.SandboxID = sb.ID
-		}
-	} else if id != "" {
-		c.SandboxID = id
-	}
-	p.add(c)
 }
 
 func (p *Proxy) begin() {

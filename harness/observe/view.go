@@ -265,6 +265,11 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 	c := Call{Time: time.Now().UTC(), Kind: KindEndpoint, Method: r.Method, Path: r.URL.RequestURI(), SandboxID: id, Port: port,
 		KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
+	defer func() { // recorded even when aborted (http.ErrAbortHandler: the stream broke off)
+		c.Status = rec.status
+		c.Ended = time.Now().UTC()
+		p.add(c)
+	}()
 	switch base, ok := p.endpointOf(id, port); {
 	case p.isVanished(id), p.view != nil && !p.view.Owns(id):
 		p.serveAsUnknown(rec, r, id)
@@ -280,15 +285,13 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 				pr.Out.Host = base.Host
 				pr.SetXForwarded()
 			},
+			Transport:     p.transport,
 			FlushInterval: -1, // SSE (a command's output) arrives as it happens
 		}
 		rp.ServeHTTP(rec, r)
 	default:
 		p.rp.ServeHTTP(rec, r) // the server's own proxy route
 	}
-	c.Status = rec.status
-	c.Ended = time.Now().UTC()
-	p.add(c)
 }
 
 func (p *Proxy) endpointOf(id string, port int) (*url.URL, bool) {
