@@ -148,6 +148,18 @@ func (p *Proxy) Calls() []Call { return p.callsOf(KindLifecycle) }
 // and port, in the order the requests arrived.
 func (p *Proxy) EndpointCalls() []Call { return p.callsOf(KindEndpoint) }
 
+// CallsSoFar returns every call recorded up to now, lifecycle and endpoint
+// alike, in the order the requests arrived, without waiting for calls still
+// in flight (a command stream can run for minutes): what a watcher polling
+// during the run needs.
+func (p *Proxy) CallsSoFar() []Call {
+	p.mu.Lock()
+	out := append([]Call(nil), p.calls...)
+	p.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
 func (p *Proxy) callsOf(kind string) []Call {
 	deadline := time.Now().Add(10 * time.Second)
 	p.mu.Lock()
