@@ -229,6 +229,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	// Forwarded under the proxy's context, not the client connection's
 	// (see Proxy.ctx).
 	r = r.WithContext(p.ctx)
+	// Full duplex: once the answer's header is written, Go's HTTP/1 server
+	// otherwise reads what is left of the request body and closes it, while
+	// the transport may still be reading that body to send it upstream (its
+	// last read checks for bytes past Content-Length); the transport then
+	// fails its write ("invalid Read on closed Body"), closes the upstream
+	// connection and the answer already streaming is cut mid-body ("use of
+	// closed network connection"; the subject sees "incomplete chunked
+	// read"). A command's output streams as soon as execd has its request,
+	// so this raced every command on a loaded machine.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	if id, port, ok := serverProxyRoute(r.URL.Path); ok {
 		p.serveEndpoint(w, r, id, port)
 		return

@@ -3,6 +3,7 @@ package observe
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -125,4 +126,43 @@ func TestProxyOpensAFreshUpstreamConnectionPerRequest(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, res.StatusCode)
 	}
 	assert.Equal(t, int64(3), conns.Load(), "one upstream connection per request")
+}
+
+// TestRequestBodyReachesAServerThatAnswersFirst: the proxy forwards in full
+// duplex. A server that starts its answer before it has read the whole
+// request body (execd streams a command's output as soon as it can) gets
+// the whole body, and the client the whole answer: without full duplex, Go's
+// server discards and closes the rest of the request body once the answer's
+// header is written, under the transport still sending it upstream, which
+// then closes the upstream connection and cuts the answer mid-body (seen on
+// the docker target as "incomplete chunked read" / "use of closed network
+// connection" mid-command).
+func TestRequestBodyReachesAServerThatAnswersFirst(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_ = rc.EnableFullDuplex()
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: started\n\n")
+		_ = rc.Flush()
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "data: got %q %v\n\n", b, err)
+	}))
+	defer func() { up.CloseClientConnections(); up.Close() }()
+	p, err := Start(up.URL)
+	require.NoError(t, err)
+	defer p.Close()
+
+	c, err := net.Dial("tcp", p.Domain())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(5*time.Second)))
+	fmt.Fprint(c, "POST /sandboxes/sb-1/proxy/44772/command HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"a\":")
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "the answer starts before the body is complete")
+	defer res.Body.Close()
+	time.Sleep(200 * time.Millisecond)
+	fmt.Fprint(c, "\"bcd\"}")
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err, "the answer is complete")
+	assert.Equal(t, "data: started\n\ndata: got \"{\\\"a\\\":\\\"bcd\\\"}\" <nil>\n\n", string(b))
 }
