@@ -226,9 +226,16 @@ func (p *Proxy) Close() error {
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
-	// Forwarded under the proxy's context, not the client connection's
-	// (see Proxy.ctx).
-	r = r.WithContext(p.ctx)
+	// Forwarded under a context the client connection's EOF does not
+	// cancel, only the proxy's Close (see Proxy.ctx). It keeps the request
+	// context's values: the reverse proxy aborts a broken stream (so the
+	// client sees it broken, not a clean end) only for a request that
+	// carries its server's context value.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	stop := context.AfterFunc(p.ctx, cancel)
+	defer stop()
+	r = r.WithContext(ctx)
 	// Full duplex: once the answer's header is written, Go's HTTP/1 server
 	// otherwise reads what is left of the request body and closes it, while
 	// the transport may still be reading that body to send it upstream (its
