@@ -63,6 +63,9 @@ type Call struct {
 	// Ended is when the response was complete (endpoint calls: a streamed
 	// command's end).
 	Ended time.Time `json:"ended,omitzero"`
+	// Answer is the start of the server's answer to a lifecycle call that
+	// failed on the server's side (5xx), e.g. its error code and message.
+	Answer string `json:"answer,omitempty"`
 }
 
 // Proxy is a running recording proxy.
@@ -283,6 +286,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		} else if id != "" {
 			c.SandboxID = id
+		}
+		if rec.status >= 500 {
+			c.Answer = strings.ToValidUTF8(string(rec.head.Bytes()[:min(rec.head.Len(), 300)]), "")
 		}
 		p.add(c)
 	}()
