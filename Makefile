@@ -98,7 +98,8 @@ acceptance-docker: deps build
 
 # CI slice (.ci/test-docker.sh): M0, M1 and M2 against the docker target (images built or reused), gated on the
 # reference's verdicts (.ci/docker-slice-gate.py: each passed; not measured only for a documented real-target limit),
-# then the network-safety test on the same engine; the engine is stopped again if it was started for this.
+# then the network-safety test and the careless-reap test (two submissions at once, e2e tier) on the same engine;
+# the engine is stopped again if it was started for this.
 test-docker: deps build
 	@BIN=$(BIN) GO=$(GO) SERVER_VERSION=$(SERVER_VERSION) DOCKER_OPTIONAL=$(DOCKER_OPTIONAL) ARGS="$(ARGS)" bash .ci/test-docker.sh
 

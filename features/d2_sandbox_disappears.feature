@@ -6,7 +6,9 @@ Feature: D2 · The sandbox disappears during the analysis
   finished command) on a sandbox its key created, as observed, never on a clock. On the bundled server the
   platform then expires the sandbox, as a TTL would (a simulated fault through the admin API, recorded in the
   audit); against a real server the harness deletes it, as the course's "manually destroy the sandbox during
-  the analysis", where the recording proxy sees the subject's execd calls (else: not measured, saying so).
+  the analysis", where the recording proxy sees the subject's execd calls (else: not measured, saying so), and
+  the proxy answers that sandbox as an unknown one from the moment the DELETE is sent (a real DELETE is not
+  atomic: Docker kills, then removes, and a GET meanwhile still finds the sandbox).
   Retries are counted from the same observations: the subject's calls to the vanished sandbox (its dead execd
   endpoint, which the bundled server keeps listening on and records, or the proxy's records, and lifecycle
   calls with the run's key) and the failed steps of its summary; at most 3 are allowed (the call that failed,

@@ -96,26 +96,20 @@ func (e *Env) progressSource(r *subjectRun) progressSource {
 	return proxyProgress{calls: func() []observe.Call { return observedCalls(r) }}
 }
 
-// endpointRecorder is a recording proxy that also records the execd and
-// egress traffic it forwards for the sandbox endpoints it rewrites (kept apart
-// from its lifecycle Calls).
-type endpointRecorder interface {
-	EndpointCalls() []observe.Call
-}
-
 // observedCalls is everything the run's recording proxy saw: its lifecycle
 // calls and, where it records them, its endpoint (execd) calls, each once.
+// While the run goes on it reads what the proxy recorded so far, without
+// waiting for calls in flight: Calls and EndpointCalls wait (up to 10 s)
+// until none is, and a subject always has one while a command streams, so
+// the drills' progress watcher read the upload only once the next command
+// had ended, and D5's kill came after the subject had already removed its
+// sandbox (TestDockerCalibration).
 func observedCalls(r *subjectRun) []observe.Call {
 	var calls []observe.Call
-	switch {
-	case r.observed != nil:
-		calls = append(calls, r.observed...)
-	case r.rec != nil:
-		calls = r.rec.Calls()
-	}
-	calls = append(calls, r.endpointCalls...) // kept once the run ended (launch.go)
-	if ep, ok := any(r.rec).(endpointRecorder); ok && r.rec != nil {
-		calls = append(calls, ep.EndpointCalls()...) // while it runs
+	calls = append(calls, r.observed...)      // kept once the run ended (launch.go)
+	calls = append(calls, r.endpointCalls...) // likewise
+	if r.rec != nil {
+		calls = append(calls, r.rec.CallsSoFar()...) // while it runs
 	}
 	return dedupCalls(calls)
 }

@@ -2,6 +2,10 @@ package steps
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,4 +188,59 @@ func TestObservedCallsDedup(t *testing.T) {
 	require.Len(t, got, 2, "one exchange recorded twice (or kept twice) counts once")
 	n, _ := execdCallsAfter(got, "s", t0)
 	assert.Equal(t, 1, n)
+}
+
+// TestProgressSeenWhileACommandStreams: on a real target the watcher reads
+// the recording proxy while the subject's next call is still in flight (a
+// command streaming for seconds): the upload's 200 fires the drill at once,
+// not once the command has ended. Reading the proxy's Calls or
+// EndpointCalls waits for calls in flight, which delayed D5's kill until the
+// subject had finished and removed its sandbox (TestDockerCalibration).
+func TestProgressSeenWhileACommandStreams(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/sandboxes":
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte(`{"id":"s1","status":{"state":"Running"}}`))
+		case strings.HasSuffix(r.URL.Path, "/files/upload"):
+			w.WriteHeader(http.StatusOK)
+		case strings.HasSuffix(r.URL.Path, "/command"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte("data: {}\n\n"))
+			_ = http.NewResponseController(w).Flush()
+			<-release // the command runs until the test ends
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	p, err := observe.Start(up.URL)
+	require.NoError(t, err)
+	defer p.Close()
+	r := &subjectRun{}
+	r.rec = p
+	post := func(path string) {
+		res, err := http.Post("http://"+p.Domain()+path, "application/json", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		res.Body.Close()
+	}
+	post("/v1/sandboxes")
+	post("/sandboxes/s1/proxy/44772/files/upload")
+	go func() { // the command streams on
+		res, err := http.Post("http://"+p.Domain()+"/sandboxes/s1/proxy/44772/command", "application/json", strings.NewReader(`{}`))
+		if err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the command is in flight
+	fired := make(chan string, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	whenProgressed(ctx, proxyProgress{calls: func() []observe.Call { return observedCalls(r) }}, 20*time.Millisecond,
+		func(id, what string) { fired <- id + " " + what })
+	require.Len(t, fired, 1, "the drill fired")
+	assert.Equal(t, "s1 POST /sandboxes/s1/proxy/44772/files/upload → 200", <-fired)
+	assert.Less(t, time.Since(start), time.Second, "at once, while the command still streams")
 }

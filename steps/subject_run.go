@@ -32,12 +32,15 @@ type subjectRun struct {
 	faultSandbox string
 	faultCause   string // the observed call that timed the fault (progress.go)
 	// faultDone: on a real target, when the harness's DELETE of faultSandbox
-	// answered 204 (the removal took effect by then; a real server's DELETE
-	// can take seconds, the sandbox answering meanwhile).
+	// answered 204 (a real server's DELETE can take seconds; the subject's
+	// recording proxy answered the sandbox as unknown from faultAt on).
 	faultDone time.Time
 	// policyDeny is D1's deny through a real egress sidecar's policy API
 	// (d1_policy.go).
 	policyDeny *policyDeny
+	// faultErr: on a real target, why the harness's DELETE of faultSandbox
+	// failed (the target's fault: the drill cannot be judged).
+	faultErr string
 
 	sum     *summary.Summary
 	sumErrs []summary.ValidationError
@@ -210,8 +213,27 @@ func (r *subjectRun) usable() error {
 		return fmt.Errorf("%w (%s) before this run; grade again with a larger --submission-timeout to measure it", errBudgetSpent, r.budget())
 	case r.res.TimedOut:
 		return fmt.Errorf("%w (limit reached after %s)", errSubjectTimedOut, r.res.Duration.Round(time.Second))
+	case r.res.ExitCode != 0:
+		if why := r.targetFailure(); why != "" {
+			// The subject failed after the target failed it: nothing of the
+			// submission was measured (blame.go: the target's fault).
+			return harnessf("the target failed while the subject ran (%s), and the subject then exited %d: a fault of the target, not of the submission", why, r.res.ExitCode)
+		}
 	}
 	return nil
+}
+
+// targetFailure names a create of the run that a real target answered with a
+// server error (5xx: e.g. 500 DOCKER::SANDBOX_START_FAILED when its egress
+// sidecar did not become ready in time), as the recording proxy saw it; ""
+// when there was none (and on the bundled server, which has no proxy).
+func (r *subjectRun) targetFailure() string {
+	for _, c := range r.observed {
+		if c.Method == "POST" && isCreatePath(c.Path) && c.Status >= 500 {
+			return fmt.Sprintf("%s %s → %d %s", c.Method, c.Path, c.Status, clip(c.Answer, 200))
+		}
+	}
+	return ""
 }
 
 // loadAudit fetches, once, the audit events of every sandbox this run's API

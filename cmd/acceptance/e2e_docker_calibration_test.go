@@ -74,7 +74,7 @@ func TestDockerCalibration(t *testing.T) {
 		dirs[i] = filepath.Join(e.root, "fixtures", "submissions", name)
 	}
 
-	out := t.TempDir()
+	out := keptDir(t, "docker-calibration")
 	args := append([]string{"grade", "--target", "docker",
 		"--out", out,
 		"--wheels", e.wheels,

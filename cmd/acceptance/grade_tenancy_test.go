@@ -20,8 +20,9 @@ import (
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// carelessRun creates a sandbox for the run, runs one command in it (so D5
-// kills it early) and then waits to be killed.
+// carelessRun creates a sandbox for the run, waits for its execd to answer
+// (a real server answers the create before execd listens), runs one command
+// in it (so D5 kills it early) and then waits to be killed.
 const carelessRun = `"""A run that reaches its first command at once, then waits to be killed (D5)."""
 import json, os, time, urllib.request
 from osbhttp import call
@@ -34,7 +35,21 @@ sid = sb["id"]
 st, ep = call("GET", "/v1/sandboxes/%s/endpoints/44772" % sid)
 headers = {"Content-Type": "application/json"}
 headers.update(ep.get("headers") or {})
-r = urllib.request.Request("http://" + ep["endpoint"] + "/command", data=json.dumps({"command": "true"}).encode(),
+base = "http://" + ep["endpoint"]
+# Wait until execd answers, as every SDK does after a create: a real server
+# answers the create once the container started, before execd listens.
+deadline = time.time() + 60
+while True:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(base + "/ping", headers=headers), timeout=5) as resp:
+            if resp.status == 200:
+                break
+    except Exception:  # not listening yet: refused, reset, 502 through a proxy
+        pass
+    if time.time() > deadline:
+        raise SystemExit("execd never answered /ping")
+    time.sleep(0.2)
+r = urllib.request.Request(base + "/command", data=json.dumps({"command": "true"}).encode(),
                            method="POST", headers=headers)
 with urllib.request.urlopen(r, timeout=60) as resp:
     resp.read()
@@ -101,7 +116,7 @@ func gradeCarelessBesideCareful(t *testing.T, e subjectEnv, extra []string, live
 	manifest = bytes.Replace(manifest, []byte("name: testdata-reference"), []byte("name: careless-reaper"), 1)
 	require.NoError(t, os.WriteFile(filepath.Join(careless, "capstone.yaml"), manifest, 0o644))
 
-	class := filepath.Join(tmp, "class")
+	class := filepath.Join(keptDir(t, "careless-reap"), "class")
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	args := append([]string{"grade", "--out", class, "--wheels", e.wheels,

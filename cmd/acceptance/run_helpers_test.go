@@ -336,3 +336,19 @@ func shortStateDir(t testing.TB) string {
 	t.Cleanup(func() { _ = os.RemoveAll(d) })
 	return d
 }
+
+// keptDir is a directory for a test's bundles: t.TempDir(), or, when
+// OSB_E2E_KEEP names a directory, a fresh directory under it that outlives
+// the test (so a failed end-to-end run's bundles can be read afterwards).
+func keptDir(t *testing.T, name string) string {
+	t.Helper()
+	root := os.Getenv("OSB_E2E_KEEP")
+	if root == "" {
+		return t.TempDir()
+	}
+	require.NoError(t, os.MkdirAll(root, 0o755))
+	d, err := os.MkdirTemp(root, name+"-")
+	require.NoError(t, err)
+	t.Logf("bundles kept in %s (OSB_E2E_KEEP)", d)
+	return d
+}

@@ -22,6 +22,7 @@ package observe
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,6 +66,9 @@ type Call struct {
 	// Ended is when the response was complete (endpoint calls: a streamed
 	// command's end).
 	Ended time.Time `json:"ended,omitzero"`
+	// Answer is the start of the server's answer to a lifecycle call that
+	// failed on the server's side (5xx), e.g. its error code and message.
+	Answer string `json:"answer,omitempty"`
 }
 
 // Proxy is a running recording proxy.
@@ -77,6 +81,32 @@ type Proxy struct {
 	mu       sync.Mutex
 	calls    []Call
 	inflight int // calls not yet recorded (under mu; a WaitGroup may not be waited on while new calls arrive)
+	// vanished are sandboxes the harness made disappear (Vanish): from then
+	// on every call naming one is answered as the server answers an unknown
+	// sandbox, and lists leave it out (under mu).
+	vanished map[string]bool
+	// ctx is what every forwarded request runs under: canceled only when
+	// the proxy closes, never because the client half-closed its side (Go's
+	// server cancels a request's context when the client's connection
+	// reads EOF, and a TCP relay in front of the proxy, such as the
+	// confinement's forwarder, half-closes once the client has sent its
+	// request: that cut command streams mid-body). A client that is really
+	// gone is noticed when a write to it fails.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// transport opens a fresh connection for every forwarded request: a
+	// kept-alive one races the server closing it while idle (uvicorn after
+	// 5 s: "http: server closed idle connection", a 502 for a POST or a
+	// DELETE, which Go does not retry), and a published port is reused by
+	// a later sandbox once its own is removed.
+	transport *http.Transport
+}
+
+// newTransport is the proxy's own upstream transport (see Proxy.transport).
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableKeepAlives = true
+	return t
 }
 
 // Start listens on a loopback port and forwards everything to target (a
@@ -96,12 +126,14 @@ func StartFor(target string, v *View) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, upstream: u, view: v}
+	p := &Proxy{ln: ln, upstream: u, view: v, transport: newTransport()}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(u)
 			pr.Out.Host = u.Host
 		},
+		Transport:     p.transport,
 		FlushInterval: -1, // SSE through the server proxy route arrives as it happens
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 30 * time.Second}
@@ -136,6 +168,18 @@ func (p *Proxy) Recorded() []Call {
 // and port, in the order the requests arrived.
 func (p *Proxy) EndpointCalls() []Call { return p.callsOf(KindEndpoint) }
 
+// CallsSoFar returns every call recorded up to now, lifecycle and endpoint
+// alike, in the order the requests arrived, without waiting for calls still
+// in flight (a command stream can run for minutes): what a watcher polling
+// during the run needs.
+func (p *Proxy) CallsSoFar() []Call {
+	p.mu.Lock()
+	out := append([]Call(nil), p.calls...)
+	p.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
 func (p *Proxy) callsOf(kind string) []Call {
 	deadline := time.Now().Add(10 * time.Second)
 	p.mu.Lock()
@@ -155,10 +199,73 @@ func (p *Proxy) callsOf(kind string) []Call {
 	return out
 }
 
-// Close stops the proxy.
-func (p *Proxy) Close() error { return p.srv.Close() }
+// Vanish makes sandbox id disappear for the subject at once: from this call
+// on, every lifecycle, endpoint or server-proxy call naming it is forwarded
+// as the same call on a fresh unknown id (so the client gets exactly the
+// server's answer for a sandbox that does not exist: its 404 and wording),
+// and lists leave it out. A real server's DELETE is not atomic (on Docker it
+// kills the container, then removes it, then its sidecar: a GET meanwhile
+// still finds it, a second DELETE gets 409), so a drill that deletes a
+// sandbox calls Vanish first: the subject then meets a sandbox that is gone,
+// as the drill says, not one halfway through its removal. Calls already in
+// flight are not affected (a command stream breaks when the server kills
+// the container). The calls are still recorded, with the id asked for.
+func (p *Proxy) Vanish(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.vanished == nil {
+		p.vanished = map[string]bool{}
+	}
+	p.vanished[id] = true
+}
+
+func (p *Proxy) isVanished(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.vanished[id]
+}
+
+func (p *Proxy) anyVanished() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.vanished) > 0
+}
+
+// visible says whether a listed sandbox is shown to the client: its view's
+// own (every sandbox without a view), unless it vanished.
+func (p *Proxy) visible(id string) bool {
+	return (p.view == nil || p.view.Owns(id)) && !p.isVanished(id)
+}
+
+// Close stops the proxy: its connections and every request it still forwards.
+func (p *Proxy) Close() error {
+	p.cancel()
+	err := p.srv.Close()
+	p.transport.CloseIdleConnections()
+	return err
+}
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	// Forwarded under a context the client connection's EOF does not
+	// cancel, only the proxy's Close (see Proxy.ctx). It keeps the request
+	// context's values: the reverse proxy aborts a broken stream (so the
+	// client sees it broken, not a clean end) only for a request that
+	// carries its server's context value.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	stop := context.AfterFunc(p.ctx, cancel)
+	defer stop()
+	r = r.WithContext(ctx)
+	// Full duplex: once the answer's header is written, Go's HTTP/1 server
+	// otherwise reads what is left of the request body and closes it, while
+	// the transport may still be reading that body to send it upstream (its
+	// last read checks for bytes past Content-Length); the transport then
+	// fails its write ("invalid Read on closed Body"), closes the upstream
+	// connection and the answer already streaming is cut mid-body ("use of
+	// closed network connection"; the subject sees "incomplete chunked
+	// read"). A command's output streams as soon as execd has its request,
+	// so this raced every command on a loaded machine.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	if id, port, ok := serverProxyRoute(r.URL.Path); ok {
 		p.serveEndpoint(w, r, id, port)
 		return
@@ -182,13 +289,35 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	id := sandboxIDFromPath(r.URL.Path)
+	// Recorded even when the exchange is aborted (the reverse proxy panics
+	// with http.ErrAbortHandler when the server's answer breaks off).
+	defer func() {
+		c.Status = rec.status
+		c.Ended = time.Now().UTC()
+		if isCreate(r) && rec.status < 300 {
+			var sb struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(rec.head.Bytes(), &sb) == nil {
+				c.SandboxID = sb.ID
+			}
+		} else if id != "" {
+			c.SandboxID = id
+		}
+		if rec.status >= 500 {
+			c.Answer = strings.ToValidUTF8(string(rec.head.Bytes()[:min(rec.head.Len(), 300)]), "")
+		}
+		p.add(c)
+	}()
 	switch {
+	case id != "" && p.isVanished(id):
+		p.serveAsUnknown(rec, r, id)
+	case isList(r) && (p.view != nil || p.anyVanished()):
+		p.serveList(rec, r)
 	case p.view == nil:
 		p.rp.ServeHTTP(rec, r)
 	case isCreate(r):
 		p.serveCreate(rec, r)
-	case isList(r):
-		p.serveList(rec, r)
 	case id != "" && !p.view.Owns(id):
 		p.serveAsUnknown(rec, r, id)
 	case id != "" && isEndpointGet(r):
@@ -196,19 +325,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		p.rp.ServeHTTP(rec, r)
 	}
-	c.Status = rec.status
-	c.Ended = time.Now().UTC()
-	if isCreate(r) && rec.status < 300 {
-		var sb struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(rec.head.Bytes(), &sb) == nil {
-			c.SandboxID = sb.ID
-		}
-	} else if id != "" {
-		c.SandboxID = id
-	}
-	p.add(c)
 }
 
 func (p *Proxy) begin() {

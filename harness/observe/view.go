@@ -128,7 +128,8 @@ type listPage struct {
 	} `json:"pagination"`
 }
 
-// serveList answers a list with the view's sandboxes only: the client's
+// serveList answers a list with the view's sandboxes only (without a view:
+// every sandbox), never one that vanished (Vanish): the client's
 // request goes to the server as sent (so a bad page or filter gets the
 // server's own error), then every page of the same filter is read and the
 // view's sandboxes are paginated as the client asked.
@@ -162,7 +163,7 @@ func (p *Proxy) serveList(w http.ResponseWriter, r *http.Request) {
 			var sb struct {
 				ID string `json:"id"`
 			}
-			if json.Unmarshal(it, &sb) == nil && p.view.Owns(sb.ID) && !seen[sb.ID] {
+			if json.Unmarshal(it, &sb) == nil && p.visible(sb.ID) && !seen[sb.ID] {
 				seen[sb.ID] = true
 				mine = append(mine, it)
 			}
@@ -268,8 +269,13 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 		c.Command = commandOf(r)
 	}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
+	defer func() { // recorded even when aborted (http.ErrAbortHandler: the stream broke off)
+		c.Status = rec.status
+		c.Ended = time.Now().UTC()
+		p.add(c)
+	}()
 	switch base, ok := p.endpointOf(id, port); {
-	case p.view != nil && !p.view.Owns(id):
+	case p.isVanished(id), p.view != nil && !p.view.Owns(id):
 		p.serveAsUnknown(rec, r, id)
 	case ok:
 		rest := serverProxyRest(r.URL.EscapedPath())
@@ -283,15 +289,13 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 				pr.Out.Host = base.Host
 				pr.SetXForwarded()
 			},
+			Transport:     p.transport,
 			FlushInterval: -1, // SSE (a command's output) arrives as it happens
 		}
 		rp.ServeHTTP(rec, r)
 	default:
 		p.rp.ServeHTTP(rec, r) // the server's own proxy route
 	}
-	c.Status = rec.status
-	c.Ended = time.Now().UTC()
-	p.add(c)
 }
 
 // commandOf reads the command line of an execd command request and puts the

@@ -311,6 +311,82 @@ func TestViewsOfATenantlessServer(t *testing.T) {
 	assert.Equal(t, []string{"b1 404"}, deletes, "the record names the sandbox asked for and what the submission was answered")
 }
 
+// TestVanishIsInstantForTheSubject is D2 on a real target: the harness
+// deletes the subject's sandbox, which a real server does not do at once
+// (Docker: kill, then remove, then the sidecar). From Vanish on, the
+// subject's proxy answers every call on that sandbox as the server answers
+// an unknown one, though the server still has it: a GET, a DELETE, the
+// endpoint and the execd traffic through the rewritten endpoint all get the
+// server's 404 for an unknown id, a list leaves it out, the sandbox's execd
+// is not reached, and each call is recorded with the id asked for. Another
+// sandbox of the same run is untouched; with or without a view.
+func TestVanishIsInstantForTheSubject(t *testing.T) {
+	for _, withView := range []bool{true, false} {
+		t.Run(fmt.Sprintf("view=%v", withView), func(t *testing.T) {
+			f := newFakeOSB(t)
+			var v *View
+			if withView {
+				v = NewView()
+			}
+			p, err := StartFor(f.srv.URL, v)
+			require.NoError(t, err)
+			defer p.Close()
+			base := "http://" + p.Domain()
+			for _, id := range []string{"s1", "s2"} {
+				a := call(t, "POST", base+"/v1/sandboxes", fmt.Sprintf(`{"image":{"uri":"python:3.12"},"metadata":{"want-id":%q}}`, id))
+				require.Equal(t, http.StatusAccepted, a.status, a.body)
+			}
+			ep := call(t, "GET", base+"/v1/sandboxes/s1/endpoints/44772", "")
+			require.Equal(t, http.StatusOK, ep.status, ep.body)
+			var e struct {
+				Endpoint string `json:"endpoint"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(ep.body), &e))
+			viaProxy := base + "/sandboxes/s1/proxy/44772"
+			if withView {
+				require.Equal(t, p.Domain()+"/sandboxes/s1/proxy/44772", e.Endpoint)
+			}
+			require.Equal(t, http.StatusOK, call(t, "POST", viaProxy+"/command", `{"command":"true"}`).status)
+			before := f.reached["s1"].Load()
+
+			p.Vanish("s1")
+			require.True(t, f.alive("s1"), "the server still has it (its removal is under way)")
+			unknownAs := func(method, pathFmt string) answer {
+				a := call(t, method, f.srv.URL+fmt.Sprintf(pathFmt, "never-created-0"), "")
+				a.body = strings.ReplaceAll(a.body, "never-created-0", "s1")
+				return a
+			}
+			for _, c := range []struct{ method, path string }{
+				{"GET", "/v1/sandboxes/%s"},
+				{"DELETE", "/v1/sandboxes/%s"},
+				{"GET", "/v1/sandboxes/%s/endpoints/44772"},
+				{"POST", "/sandboxes/%s/proxy/44772/command"},
+				{"GET", "/v1/sandboxes/%s/proxy/44772/ping"},
+			} {
+				got := call(t, c.method, base+fmt.Sprintf(c.path, "s1"), "")
+				assert.Equal(t, unknownAs(c.method, c.path), got, "%s %s on the vanished sandbox answers as an unknown one", c.method, c.path)
+				assert.Equal(t, http.StatusNotFound, got.status)
+			}
+			assert.Equal(t, before, f.reached["s1"].Load(), "the vanished sandbox's execd was not reached")
+			assert.True(t, f.alive("s1"), "the subject's DELETE did not reach the server's sandbox")
+			ids, pag := listIDs(t, call(t, "GET", base+"/v1/sandboxes?pageSize=10", ""))
+			assert.Equal(t, []string{"s2"}, ids, "a list leaves the vanished sandbox out")
+			assert.Equal(t, 1.0, pag["totalItems"])
+			assert.Equal(t, http.StatusOK, call(t, "GET", base+"/v1/sandboxes/s2", "").status, "the run's other sandbox is untouched")
+
+			var after []string
+			for _, c := range append(p.Calls(), p.EndpointCalls()...) {
+				if c.SandboxID == "s1" && c.Status == http.StatusNotFound {
+					after = append(after, c.Method+" "+c.Path)
+				}
+			}
+			sort.Strings(after)
+			assert.Equal(t, []string{"DELETE /v1/sandboxes/s1", "GET /v1/sandboxes/s1", "GET /v1/sandboxes/s1/endpoints/44772",
+				"GET /v1/sandboxes/s1/proxy/44772/ping", "POST /sandboxes/s1/proxy/44772/command"}, after, "recorded with the id asked for")
+		})
+	}
+}
+
 // TestCommandOf reads an execd command request's command line and leaves
 // the body whole for forwarding.
 func TestCommandOf(t *testing.T) {
