@@ -265,11 +265,18 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 	defer p.end()
 	c := Call{Time: time.Now().UTC(), Kind: KindEndpoint, Method: r.Method, Path: r.URL.RequestURI(), SandboxID: id, Port: port,
 		KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
+	var cmd *bodyTee
 	if r.Method == http.MethodPost && strings.HasSuffix(strings.SplitN(serverProxyRest(r.URL.EscapedPath()), "?", 2)[0], "/command") && r.Body != nil {
-		c.Command = commandOf(r)
+		// The command line is read from the body as it is forwarded, never
+		// ahead of it: execd may answer before the body is complete (full duplex).
+		cmd = &bodyTee{r: r.Body}
+		r.Body = cmd
 	}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
 	defer func() { // recorded even when aborted (http.ErrAbortHandler: the stream broke off)
+		if cmd != nil {
+			c.Command = commandIn(cmd.buf.Bytes(), cmd.over)
+		}
 		c.Status = rec.status
 		c.Ended = time.Now().UTC()
 		p.add(c)
@@ -298,12 +305,10 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 	}
 }
 
-// commandOf reads the command line of an execd command request and puts the
-// body back for forwarding ("" when it is not a JSON command request).
-func commandOf(r *http.Request) string {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-	if err != nil || len(body) > maxBody {
+// commandIn is the command line of an execd command request's body ("" if
+// the body was over maxBody or is not one).
+func commandIn(body []byte, over bool) string {
+	if over {
 		return ""
 	}
 	var req struct {
@@ -314,6 +319,27 @@ func commandOf(r *http.Request) string {
 	}
 	return req.Command
 }
+
+// bodyTee passes a request body through and keeps its first maxBody bytes.
+type bodyTee struct {
+	r    io.ReadCloser
+	buf  bytes.Buffer
+	over bool
+}
+
+func (t *bodyTee) Read(b []byte) (int, error) {
+	n, err := t.r.Read(b)
+	if room := maxBody - t.buf.Len(); n > 0 && !t.over {
+		if n > room {
+			t.over = true
+		} else {
+			t.buf.Write(b[:n])
+		}
+	}
+	return n, err
+}
+
+func (t *bodyTee) Close() error { return t.r.Close() }
 
 func (p *Proxy) endpointOf(id string, port int) (*url.URL, bool) {
 	if p.view == nil {

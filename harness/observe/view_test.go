@@ -387,19 +387,24 @@ func TestVanishIsInstantForTheSubject(t *testing.T) {
 	}
 }
 
-// TestCommandOf reads an execd command request's command line and leaves
-// the body whole for forwarding.
+// TestCommandOf reads an execd command request's command line from the
+// body as it is forwarded, and leaves the body whole.
 func TestCommandOf(t *testing.T) {
 	body := `{"command":"python3 -m pip install tabulate","envs":{"TOKEN":"secret"}}`
-	r := httptest.NewRequest("POST", "/sandboxes/x/proxy/44772/command", strings.NewReader(body))
-	if got := commandOf(r); got != "python3 -m pip install tabulate" {
-		t.Errorf("commandOf = %q", got)
-	}
-	rest, _ := io.ReadAll(r.Body)
+	tee := &bodyTee{r: io.NopCloser(strings.NewReader(body))}
+	rest, _ := io.ReadAll(tee)
 	if string(rest) != body {
-		t.Errorf("body after commandOf = %q", rest)
+		t.Errorf("body through the tee = %q", rest)
 	}
-	if got := commandOf(httptest.NewRequest("POST", "/x", strings.NewReader("not json"))); got != "" {
-		t.Errorf("commandOf(not json) = %q", got)
+	if got := commandIn(tee.buf.Bytes(), tee.over); got != "python3 -m pip install tabulate" {
+		t.Errorf("commandIn = %q", got)
+	}
+	if got := commandIn([]byte("not json"), false); got != "" {
+		t.Errorf("commandIn(not json) = %q", got)
+	}
+	big := &bodyTee{r: io.NopCloser(strings.NewReader(`{"command":"` + strings.Repeat("x", maxBody) + `"}`))}
+	_, _ = io.ReadAll(big)
+	if got := commandIn(big.buf.Bytes(), big.over); got != "" || !big.over {
+		t.Errorf("an over-long body gave %q (over %v)", got, big.over)
 	}
 }
