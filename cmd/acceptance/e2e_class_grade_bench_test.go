@@ -66,7 +66,7 @@ func BenchmarkGradeClass(b *testing.B) {
 	grade := func(b *testing.B, mode string, subs []string, par int) {
 		lastOut = b.TempDir()
 		args := []string{"grade", "--out", lastOut, "--state-dir", b.TempDir(), "--wheels", e.wheels,
-			"--baselines", b.TempDir(), "--subject-timeout", "5m", "--parallel", strconv.Itoa(par)}
+			"--baselines", b.TempDir(), "--subject-timeout", "5m", "--parallel", strconv.Itoa(par), "--submission-timeout", benchSubmissionTimeout}
 		if tags != "" {
 			args = append(args, "--tags", tags)
 		}

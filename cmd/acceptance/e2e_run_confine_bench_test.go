@@ -41,7 +41,7 @@ func BenchmarkGradeConfinement(b *testing.B) {
 	grade := func(b *testing.B, mode string, extra ...string) float64 {
 		out = b.TempDir()
 		args := []string{"grade", "--out", out, "--state-dir", b.TempDir(), "--wheels", e.wheels,
-			"--baselines", b.TempDir(), "--subject-timeout", "5m", "--seed", "11"}
+			"--baselines", b.TempDir(), "--subject-timeout", "5m", "--seed", "11", "--submission-timeout", benchSubmissionTimeout}
 		if tags := os.Getenv("ACCEPTANCE_BENCH_TAGS"); tags != "" {
 			args = append(args, "--tags", tags)
 		}

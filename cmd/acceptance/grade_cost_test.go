@@ -244,6 +244,13 @@ func submissionCost(dir string) subCost {
 	return s
 }
 
+// benchSubmissionTimeout is the grading benchmarks' --submission-timeout.
+// They measure what a whole grade costs: on a loaded machine the default
+// (15 minutes of command time per submission) ran out for the reference at
+// load 15-20 on 2 cores (its test commands never started), which would cut
+// the grade short and change its verdict.
+const benchSubmissionTimeout = "60m"
+
 // benchLog logs to the benchmark and, at once, to stderr: a benchmark's
 // log is printed only when it ends, and these run for tens of minutes.
 func benchLog(b testing.TB, format string, args ...any) {
