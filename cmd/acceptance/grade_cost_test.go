@@ -28,12 +28,16 @@ import (
 //   - total: the cgroup's CPU (the whole tree);
 //   - grader and bundled server: this process's own CPU (getrusage SELF: the
 //     harness, the in-process bundled server, the stubs);
-//   - the submission: its commands' own CPU and peak RSS, as the subject
-//     runner records them in each command's evidence (result.cpu_seconds,
-//     result.peak_rss_kib: child rusage, until commands get cgroups of
-//     their own);
-//   - the sandboxes: the rest (the sandboxes' processes, and the server's
-//     helper processes that set them up: ip, nsenter, bwrap).
+//   - the submission: its commands' CPU and peak memory. A confined
+//     command's come from its box's cgroup, read when the box ended
+//     (result.confinement.usage: every process of the box, waited for or
+//     not). A box's group is not below the benchmark's, so its CPU is added
+//     to the total. An unconfined command's come from its rusage
+//     (result.cpu_seconds, result.peak_rss_kib: the command and the
+//     descendants it waited for), already inside the benchmark's group;
+//   - the sandboxes: the rest of the benchmark's group (the sandboxes'
+//     processes, and the server's helper processes that set them up: ip,
+//     nsenter, bwrap).
 type costMeter struct {
 	usageFile string // cpuacct.usage (ns) or cpu.stat (usage_usec)
 	dir       string
@@ -107,22 +111,31 @@ func tvSeconds(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv
 
 // cost is one measured span: a grade call.
 type cost struct {
-	wall, total, self float64
-	subCPU            float64 // the submissions' commands
-	peakRSSKiB        int64   // the largest of them
-	commands          int
-	err               error // the total was not measured
+	wall float64
+	// group: the benchmark's cgroup (this process, the sandboxes, the
+	// unconfined commands); self: this process's own.
+	group, self float64
+	sub         subCost
+	err         error // the group's CPU (and so the total) was not measured
 }
 
-func (c cost) sandboxes() float64 { return max(c.total-c.self-c.subCPU, 0) }
+// total is everything the grade cost: the benchmark's group and the boxes'.
+func (c cost) total() float64 { return c.group + c.sub.cgroupCPU }
+
+// subCPU is the submissions' commands' CPU: their boxes' and the
+// unconfined ones' rusage.
+func (c cost) subCPU() float64 { return c.sub.cgroupCPU + c.sub.rusageCPU }
+
+func (c cost) sandboxes() float64 { return max(c.group-c.self-c.sub.rusageCPU, 0) }
 
 func (c cost) String() string {
 	if c.err != nil {
-		return fmt.Sprintf("wall %.1fs; grader+server %.1f CPU-s; submission %.1f CPU-s (peak RSS %d MiB, %d commands); sandboxes and total not measured: %v",
-			c.wall, c.self, c.subCPU, c.peakRSSKiB/1024, c.commands, c.err)
+		return fmt.Sprintf("wall %.1fs; grader+server %.1f CPU-s; submission %s; sandboxes and total not measured: %v",
+			c.wall, c.self, c.sub, c.err)
 	}
-	return fmt.Sprintf("wall %.1fs; CPU-s: total %.1f = submission %.1f (%.0f%%, peak RSS %d MiB, %d commands) + sandboxes %.1f (%.0f%%) + grader+server %.1f (%.0f%%)",
-		c.wall, c.total, c.subCPU, pctOf(c.subCPU, c.total), c.peakRSSKiB/1024, c.commands, c.sandboxes(), pctOf(c.sandboxes(), c.total), c.self, pctOf(c.self, c.total))
+	t := c.total()
+	return fmt.Sprintf("wall %.1fs; CPU-s: total %.1f = submission %.1f (%.0f%%; %s) + sandboxes %.1f (%.0f%%) + grader+server %.1f (%.0f%%)",
+		c.wall, t, c.subCPU(), pctOf(c.subCPU(), t), c.sub, c.sandboxes(), pctOf(c.sandboxes(), t), c.self, pctOf(c.self, t))
 }
 
 func pctOf(a, b float64) float64 {
@@ -134,7 +147,10 @@ func pctOf(a, b float64) float64 {
 
 // measure runs f (a grade call) and measures its wall time, the tree's CPU
 // and this process's own; the caller adds the submissions' (submissionCost).
-func (m *costMeter) measure(f func()) cost {
+// measure runs f (a grade call, writing its bundles under out) and
+// measures its wall time, the benchmark group's CPU, this process's own
+// and the submissions' commands' (submissionCost of out).
+func (m *costMeter) measure(out *string, f func()) cost {
 	t0, s0, err0 := m.snapshot()
 	start := time.Now()
 	f()
@@ -145,14 +161,44 @@ func (m *costMeter) measure(f func()) cost {
 		c.err = err1
 	}
 	if c.err == nil {
-		c.total = t1 - t0
+		c.group = t1 - t0
 	}
+	c.sub = submissionCost(*out)
 	return c
 }
 
-// submissionCost sums the commands' own CPU recorded in the bundles under
-// dir (every evidence file with a subject runner "result").
-func submissionCost(dir string) (cpu float64, peakKiB int64, commands int) {
+// subCost is what the submissions' commands cost, from their evidence.
+type subCost struct {
+	cgroupCPU      float64 // confined commands: their boxes' cgroups
+	cgroupPeakKiB  int64   // the largest box's peak memory
+	cgroupCommands int
+	rusageCPU      float64 // commands without a cgroup figure: their rusage
+	rusagePeakKiB  int64   // the largest peak RSS among them
+	rusageCommands int
+	// leaderCPU: the confined commands' own rusage (the box's leader and what
+	// it waited for), beside their cgroup figure, to show what it misses.
+	leaderCPU float64
+}
+
+func (s subCost) commands() int { return s.cgroupCommands + s.rusageCommands }
+
+func (s subCost) String() string {
+	out := fmt.Sprintf("%d commands", s.commands())
+	if s.cgroupCommands > 0 {
+		out += fmt.Sprintf("; %d confined: cgroup %.1f CPU-s, peak %d MiB (their rusage said %.1f)",
+			s.cgroupCommands, s.cgroupCPU, s.cgroupPeakKiB/1024, s.leaderCPU)
+	}
+	if s.rusageCommands > 0 {
+		out += fmt.Sprintf("; %d by rusage: %.1f CPU-s, peak RSS %d MiB", s.rusageCommands, s.rusageCPU, s.rusagePeakKiB/1024)
+	}
+	return out
+}
+
+// submissionCost sums the commands' cost recorded in the bundles under dir
+// (every evidence file with a subject runner "result"): a confined command's
+// box usage (result.confinement.usage), else its rusage.
+func submissionCost(dir string) subCost {
+	var s subCost
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || (d.Name() != "run.json" && d.Name() != "invocation.json") {
 			return nil
@@ -163,18 +209,78 @@ func submissionCost(dir string) (cpu float64, peakKiB int64, commands int) {
 		}
 		var rec struct {
 			Result *struct {
-				CPUSeconds float64 `json:"cpu_seconds"`
-				PeakRSSKiB int64   `json:"peak_rss_kib"`
+				CPUSeconds  float64 `json:"cpu_seconds"`
+				PeakRSSKiB  int64   `json:"peak_rss_kib"`
+				Confinement *struct {
+					Usage *struct {
+						CPUSeconds      float64  `json:"cpu_seconds"`
+						PeakMemoryBytes int64    `json:"peak_memory_bytes"`
+						Missing         []string `json:"missing"`
+					} `json:"usage"`
+				} `json:"confinement"`
 			} `json:"result"`
 		}
-		if json.Unmarshal(b, &rec) == nil && rec.Result != nil {
-			cpu += rec.Result.CPUSeconds
-			peakKiB = max(peakKiB, rec.Result.PeakRSSKiB)
-			commands++
+		if json.Unmarshal(b, &rec) != nil || rec.Result == nil {
+			return nil
 		}
+		r := rec.Result
+		if r.Confinement != nil && r.Confinement.Usage != nil && !missing(r.Confinement.Usage.Missing, "cpu:") {
+			u := r.Confinement.Usage
+			s.cgroupCPU += u.CPUSeconds
+			if missing(u.Missing, "peak memory:") {
+				s.cgroupPeakKiB = max(s.cgroupPeakKiB, r.PeakRSSKiB)
+			} else {
+				s.cgroupPeakKiB = max(s.cgroupPeakKiB, u.PeakMemoryBytes/1024)
+			}
+			s.leaderCPU += r.CPUSeconds
+			s.cgroupCommands++
+			return nil
+		}
+		s.rusageCPU += r.CPUSeconds
+		s.rusagePeakKiB = max(s.rusagePeakKiB, r.PeakRSSKiB)
+		s.rusageCommands++
 		return nil
 	})
-	return cpu, peakKiB, commands
+	return s
+}
+
+// benchSubmissionTimeout is the grading benchmarks' --submission-timeout.
+// They measure what a whole grade costs: on a loaded machine the default
+// (15 minutes of command time per submission) ran out for the reference at
+// load 15-20 on 2 cores (its test commands never started), which would cut
+// the grade short and change its verdict.
+const benchSubmissionTimeout = "60m"
+
+// benchLog logs to the benchmark and, at once, to stderr: a benchmark's
+// log is printed only when it ends, and these run for tens of minutes.
+func benchLog(b testing.TB, format string, args ...any) {
+	b.Helper()
+	b.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, "%s %s: %s\n", time.Now().UTC().Format("15:04:05"), b.Name(), fmt.Sprintf(format, args...))
+}
+
+// missing says whether a usage's Missing names the figure (its prefix).
+func missing(list []string, prefix string) bool {
+	for _, m := range list {
+		if strings.HasPrefix(m, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// loadAvg is the machine's load average now ("1-min 5-min 15-min"), for
+// every figure a benchmark logs.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // bundleWall is a bundle's own wall time (report.json started → ended).

@@ -478,6 +478,7 @@ func (b *Box) Close() {
 			b.net.close()
 		}
 		if b.cg != nil {
+			b.st.Usage = b.cg.usage() // its processes are gone: the figures are final
 			_ = b.cg.remove()
 		}
 		removeScratch(b.scratch, b.mounted)

@@ -34,7 +34,7 @@ func detectControllers() (v2 bool, ctrls map[string]string) {
 		ctrls["freezer"] = cgroupRoot // cgroup.freeze and cgroup.kill are core in v2
 		return true, ctrls
 	}
-	for _, c := range []string{"memory", "pids", "cpu", "freezer"} {
+	for _, c := range []string{"memory", "pids", "cpu", "cpuacct", "freezer"} { // cpuacct: Usage
 		d := filepath.Join(cgroupRoot, c)
 		if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err == nil {
 			ctrls[c] = d

@@ -140,6 +140,9 @@ type Status struct {
 	Dropped []string `json:"dropped,omitempty"`
 	// Survivors: processes the end-of-command kill found still in the cgroup.
 	Survivors int `json:"survivors,omitempty"`
+	// Usage: the CPU and peak memory the box's cgroup counted (usage.go);
+	// nil when the box had no cgroup.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // MaxRefusals bounds the refusals kept in a Status.

@@ -133,6 +133,10 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.Signal = ws.Signal().String()
 		}
+		res.CPUSeconds = (ps.UserTime() + ps.SystemTime()).Seconds() // rusage; the box's cgroup counts all: Confinement.Usage
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			res.PeakRSSKiB = ru.Maxrss
+		}
 	}
 	close(stopWatch)
 	if <-ranRef {

@@ -68,7 +68,9 @@ type Result struct {
 	// CPUSeconds and PeakRSSKiB are the command's own cost: user+system CPU
 	// of its process and the descendants it waited for, and the largest
 	// resident set among them (child rusage; the sandboxes' cost is the
-	// server's, not in here).
+	// server's, not in here). A confined command's whole cost, every process
+	// of its box waited for or not, is its box's cgroup's:
+	// Confinement.Usage.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	PeakRSSKiB int64   `json:"peak_rss_kib"`
 
