@@ -260,21 +260,24 @@ func sandboxGone(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Only a DELETE made with this run's own key counts (attempts are its
+	// calls, by identity): the grader's clean-up or another caller deleting
+	// the sandbox is not the subject destroying it.
 	deleted := false
-	for _, ev := range r.audit {
-		if ev.SandboxID == r.sum.SandboxID && ev.Kind == "lifecycle" && ev.Lifecycle != nil &&
+	for _, ev := range r.attempts {
+		if ev.SandboxID == r.sum.SandboxID && ev.Lifecycle != nil &&
 			ev.Lifecycle.Method == "DELETE" && ev.Lifecycle.Status == 204 {
 			deleted = true
 		}
 	}
 	if !deleted {
-		return failf("no successful DELETE of %s by the subject was seen", r.sum.SandboxID)
+		return failf("no successful DELETE of %s with the run's key was seen", r.sum.SandboxID)
 	}
 	c, cancel := ctxTimeout(ctx, 30*time.Second)
 	defer cancel()
 	res, err := s.env.client.GetSandbox(c, r.sum.SandboxID)
 	if err != nil {
-		return failf("GET: %v", err)
+		return harnessf("the harness's GET of the subject's sandbox: %v", err)
 	}
 	if res.Status != 404 {
 		return failf("GET of the subject's sandbox answered %d after its delete, want 404", res.Status)

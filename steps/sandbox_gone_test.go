@@ -1,0 +1,49 @@
+package steps
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/core"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/harness/summary"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
+)
+
+// TestSandboxGoneCountsOnlyTheRunsOwnDelete: "the subject destroyed its
+// sandbox" is judged by identity. A DELETE in the sandbox's audit that was
+// not made with the run's key (the grader's clean-up, another caller) does
+// not count as the subject's; the run's own DELETE does. (A never-deleting
+// submission once scored differently in a class than alone.)
+func TestSandboxGoneCountsOnlyTheRunsOwnDelete(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"code":"SANDBOX::NOT_FOUND","message":"gone"}`, http.StatusNotFound)
+	}))
+	defer srv.Close()
+	e, _ := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: strings.TrimPrefix(srv.URL, "http://"), APIKey: "k-platform"})
+	del := osb.AuditEvent{SandboxID: "sb-1", Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: "DELETE", Status: 204}}
+	mk := func(attempts []osb.AuditEvent) context.Context {
+		s := &scenario{env: e, name: "sales", tags: []string{"@milestone:M2"}, ids: []string{"M2"}}
+		r := &subjectRun{key: "sales", launch: launch{dir: t.TempDir(), relDir: "evidence/subject-sales", res: &subject.Result{ExitCode: 0}}}
+		r.sum = &summary.Summary{SandboxID: "sb-1"}
+		r.auditOnce.Do(func() {}) // the audit is what is set here
+		r.audit = []osb.AuditEvent{del} // the sandbox's events: deleted, by someone
+		r.attempts = attempts           // the run's own calls
+		s.run = r
+		return context.WithValue(context.Background(), scenarioKey{}, s)
+	}
+	err := sandboxGone(mk(nil))
+	require.Error(t, err, "a DELETE not made with the run's key is not the subject's")
+	assert.Contains(t, err.Error(), "with the run's key")
+	assert.False(t, isHarnessFault(err))
+
+	assert.NoError(t, sandboxGone(mk([]osb.AuditEvent{del})), "the run's own DELETE, then 404")
+}
