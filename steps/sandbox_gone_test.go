@@ -34,7 +34,7 @@ func TestSandboxGoneCountsOnlyTheRunsOwnDelete(t *testing.T) {
 		s := &scenario{env: e, name: "sales", tags: []string{"@milestone:M2"}, ids: []string{"M2"}}
 		r := &subjectRun{key: "sales", launch: launch{dir: t.TempDir(), relDir: "evidence/subject-sales", res: &subject.Result{ExitCode: 0}}}
 		r.sum = &summary.Summary{SandboxID: "sb-1"}
-		r.auditOnce.Do(func() {}) // the audit is what is set here
+		r.auditOnce.Do(func() {})       // the audit is what is set here
 		r.audit = []osb.AuditEvent{del} // the sandbox's events: deleted, by someone
 		r.attempts = attempts           // the run's own calls
 		s.run = r
