@@ -378,6 +378,7 @@ func (s *Session) stubHooks(token string) Stubs {
 				"csv":      since(st.CSV.Requests(), t),
 			}
 		},
+		Watch:                 st.Watch,
 		CSVURL:                st.CSV.Add,
 		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
 		Shared:                s.shared,
