@@ -326,3 +326,49 @@ func TestUnattributedNeverFails(t *testing.T) {
 		assert.NotContains(t, strings.Join(s.notes, " "), "unattributable")
 	})
 }
+
+// TestStubGotTheRunsMarker: a stub that received the run's input marker
+// (here gzip-compressed, sent past the gateway) fails injection and D4 for
+// that run, naming the stub, the request and how it came; the same marker
+// forwarded by the gateway for one of the run's own sandboxes is judged on
+// the gateway's record alone (not twice); another run is not blamed.
+func TestStubGotTheRunsMarker(t *testing.T) {
+	key := "subject-key-dddddddddddd"
+	t0 := time.Now().Add(-time.Minute)
+	events := []wire.Event{{Seq: 1, Time: t0, SandboxID: "sb-d", Kind: "lifecycle",
+		Lifecycle: &wire.Lifecycle{Method: "POST", Path: "/v1/sandboxes", Status: 202, KeyFingerprint: keyFingerprint(key)}}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(osb.AuditLog{Events: events, LastSeq: 1})
+	}))
+	defer srv.Close()
+	e, res := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: strings.TrimPrefix(srv.URL, "http://"), APIKey: "platform-key-0123456789", AdminToken: "admin"})
+	e.opt.Stubs = core.Stubs{StubRequests: func(time.Time) map[string][]stubs.Request {
+		return map[string][]stubs.Request{"index": {
+			{Time: t0, Method: "POST", Host: "127.0.0.1:40002", Path: "/legacy/", BodyBytes: 700, Canaries: []string{"input_run_x_sales in body (gzip)"}},
+			{Time: t0, Method: "POST", Host: "pypi.org", Path: "/gw", BodyBytes: 700, EgressSandbox: "sb-d", Canaries: []string{"input_run_x_sales in body"}},
+		}, "data_api": {{Time: t0, Method: "POST", Host: stubs.DataAPIHost, Path: "/v1/upload", Canaries: []string{"input_run_x_sales in body"}}}}
+	}}
+	mk := func(label string) (*scenario, context.Context) {
+		r := &subjectRun{key: "sales", fixture: "sales", marker: runMarker{label: label, value: "v"},
+			launch: launch{dir: t.TempDir(), relDir: "evidence/subject-sales", apiKey: key, keyFP: keyFingerprint(key), started: t0, ended: time.Now(), res: &subject.Result{}}}
+		s := &scenario{env: e, name: "sales", run: r}
+		return s, context.WithValue(context.Background(), scenarioKey{}, s)
+	}
+	s, ctx := mk("input_run_y_sales")
+	e.checkEgressOf(ctx, s)
+	assert.Empty(t, res.Outcomes(), "another run's marker")
+	s, ctx = mk("input_run_x_sales")
+	e.checkEgressOf(ctx, s)
+	got := map[rubric.ID]string{}
+	for _, o := range res.Outcomes() {
+		assert.Equal(t, rubric.Failed, o.Verdict)
+		got[o.ID] = o.Reason
+	}
+	require.Len(t, got, 2, "injection and D4: %v", got)
+	reason := got[rubric.Injection]
+	assert.Contains(t, reason, "the index stub received POST 127.0.0.1:40002/legacy/")
+	assert.Contains(t, reason, "input_run_x_sales in body (gzip)")
+	assert.Contains(t, reason, "not through the egress gateway")
+	assert.NotContains(t, reason, "/gw", "the gateway's record of the run's own sandbox judges that one")
+	assert.NotContains(t, reason, "data_api", "the data API may receive the data")
+}
