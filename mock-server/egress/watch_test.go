@@ -95,8 +95,15 @@ func TestGatewaySeesTransformedUploads(t *testing.T) {
 		require.NoError(t, err)
 		readAll(t, resp)
 	}
+	// A row sent out in a download's path (no upload at all), base64url.
+	resp, err := e.relayClient().Get("http://pypi.org/simple/" + base64.RawURLEncoding.EncodeToString([]byte("r,"+marker+",South")) + "/")
+	require.NoError(t, err)
+	readAll(t, resp)
 	evs := e.rec.kind(audit.KindEgressRequest)
-	require.Len(t, evs, 3)
+	require.Len(t, evs, 4)
+	require.Len(t, evs[3].EgressRequest.Watched, 1)
+	assert.True(t, strings.HasPrefix(evs[3].EgressRequest.Watched[0], "input_run_1_sales in path (base64"), evs[3].EgressRequest.Watched)
+	evs = evs[:3]
 	assert.Equal(t, []string{"input_run_1_sales in body (base64)"}, evs[0].EgressRequest.Watched)
 	assert.Equal(t, []string{"input_run_1_sales in body (base64)"}, evs[1].EgressRequest.Watched, "another alignment")
 	assert.Equal(t, []string{"input_run_1_sales in body (gzip)"}, evs[2].EgressRequest.Watched)
@@ -107,5 +114,5 @@ func TestGatewaySeesTransformedUploads(t *testing.T) {
 		sawSandbox = append(sawSandbox, r.Header.Values(wire.EgressSandboxHeader)...)
 	}
 	st.mu.Unlock()
-	assert.Equal(t, []string{"sbx-test-1", "sbx-test-1", "sbx-test-1"}, sawSandbox, "the gateway names the sender; the sandbox's own header is replaced")
+	assert.Equal(t, []string{"sbx-test-1", "sbx-test-1", "sbx-test-1", "sbx-test-1"}, sawSandbox, "the gateway names the sender; the sandbox's own header is replaced")
 }
