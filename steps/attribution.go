@@ -133,11 +133,14 @@ func (e *Env) plantRunMarker(ctx context.Context, r *subjectRun, path string) {
 	if _, err := rand.Read(token); err != nil {
 		return
 	}
-	planted, value, ok := plantInCSV(b, delim, "cm"+hex.EncodeToString(token))
+	tok := hex.EncodeToString(token)
+	planted, value, ok := plantInCSV(b, delim, "cm"+tok)
 	if !ok || os.WriteFile(path, planted, 0o644) != nil {
 		return
 	}
-	r.marker = runMarker{label: markerPrefix + "run_" + sanitize(e.opt.RunID+"_"+r.key), value: value}
+	// The label names the run and is unique like the value (a run made
+	// twice under one key keeps both markers watched).
+	r.marker = runMarker{label: markerPrefix + "run_" + sanitize(r.key) + "_" + tok[:6], value: value}
 	m := map[string]string{r.marker.label: r.marker.value}
 	if e.opt.Stubs.Watch != nil {
 		e.opt.Stubs.Watch(m)
