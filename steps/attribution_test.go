@@ -319,6 +319,24 @@ func TestUnattributedNeverFails(t *testing.T) {
 		assert.Contains(t, err.Error(), "input_run_x_sales in body (gzip)")
 		assert.Contains(t, err.Error(), "not through the egress gateway")
 	})
+	t.Run("every run's egress check: not measured unconfined, nothing confined, never failed", func(t *testing.T) {
+		for _, confined := range []bool{false, true} {
+			s, _, _ := run(t, confined, noise)
+			res := s.env.opt.Results
+			s.env.checkEgressOf(context.Background(), s)
+			outs := res.Outcomes()
+			if confined {
+				assert.Empty(t, outs, "confined: the noise is not the submission's")
+				continue
+			}
+			require.Len(t, outs, 2, "injection and D4")
+			for _, o := range outs {
+				assert.Equal(t, rubric.NotMeasured, o.Verdict)
+				assert.Contains(t, o.Reason, "without network confinement")
+				assert.Contains(t, o.Reason, "/collect")
+			}
+		}
+	})
 	t.Run("nothing at the stubs: passed", func(t *testing.T) {
 		index = nil
 		s, _, err := run(t, false, nil)
