@@ -28,6 +28,8 @@ type subjectRun struct {
 	question string
 	csvPath  string
 
+	marker runMarker // the value planted in its input (attribution.go)
+
 	faultAt      time.Time // when a drill's fault hit the run
 	faultSandbox string
 	faultCause   string // the observed call that timed the fault (progress.go)
@@ -117,6 +119,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 		return r
 	}
 	r.csvPath, r.question = csvPath, question
+	e.plantRunMarker(ctx, r, csvPath) // before anyone reads it (attribution.go)
 	r.stats, r.statsErr = e.recompute(csvPath)
 
 	lo := launchOpts{

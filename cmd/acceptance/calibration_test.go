@@ -2,15 +2,21 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/core"
+	"github.com/osb-capstone/acceptance/harness/stubs"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
@@ -22,6 +28,10 @@ type calibrationCase struct {
 	pending map[string]string
 	// zero: the submission must earn 0 points (the empty one).
 	zero bool
+	// noise: while it is graded, a local process outside its box (the test:
+	// noisyNeighbour) sends the sink, the index and the data API requests
+	// nothing attributes; they must fail nothing and be in its evidence.
+	noise bool
 }
 
 // calibrationSet is the authority for fixtures/submissions/README.md's table.
@@ -72,6 +82,10 @@ var calibrationSet = []calibrationCase{
 	{dir: "bad-agent-off-sandbox", fail: append([]string{"M2", "accuracy", "observability"}, agentOffSandboxFails...)},
 	{dir: "bad-agent-extra-commands", fail: agentExtraCommandsFails},
 	{dir: "bad-agent-upload-index", fail: agentUploadIndexFails},
+	// Issue 17 item 2: the honest student, graded while something that is
+	// not the submission sends requests to the sink, the index and the data
+	// API. Unattributable, they fail nothing.
+	{dir: "student-noisy-neighbour", noise: true},
 }
 
 // calibReport is the part of report.json the calibration reads.
@@ -227,4 +241,134 @@ func TestCalibrationSetIsComplete(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, bad, 10, "at least ten known-bad submissions")
 	assert.Len(t, known, len(calibrationSet)+len(hostileSet), "calibrationSet and hostileSet have no duplicates")
+}
+
+// noisyNeighbour is a local process outside every submission (the test
+// itself) that, while a calibration member marked noise is being graded,
+// keeps sending the grader's stubs requests nothing attributes to anyone:
+// POSTs to the exfiltration sink, uploads to the package index, data API
+// calls without a token. It learns the stubs' loopback ports as any local
+// process could (core.StubsStarted, the test's seam); it goes through no
+// sandbox and carries no input marker or secret.
+type noisyNeighbour struct {
+	mu   sync.Mutex
+	ups  map[string]string
+	sent map[string]int
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startNoisyNeighbour sends its requests while any bundle out/NN-name of
+// members (index → name) exists without its report.json yet.
+func startNoisyNeighbour(t *testing.T, out string, members map[int]string) *noisyNeighbour {
+	n := &noisyNeighbour{sent: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+	core.StubsStarted = func(ups map[string]string) {
+		n.mu.Lock()
+		n.ups = ups
+		n.mu.Unlock()
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	send := func(stub, method, url, body string) {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		n.mu.Lock()
+		n.sent[stub]++
+		n.mu.Unlock()
+	}
+	active := func() bool {
+		for i, name := range members {
+			dir := filepath.Join(out, twoDigits(i+1)+"-"+name)
+			if _, err := os.Stat(dir); err != nil {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
+				return true
+			}
+		}
+		return false
+	}
+	go func() {
+		defer close(n.done)
+		tick := time.NewTicker(700 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-n.stop:
+				return
+			case <-tick.C:
+			}
+			n.mu.Lock()
+			ups := n.ups
+			n.mu.Unlock()
+			if ups == nil || !active() {
+				continue
+			}
+			send("exfil", "POST", ups[stubs.ExfilHost]+"/collect", "noise from a local process that is no submission")
+			send("index", "POST", ups[stubs.PyPIHost]+"/legacy/", "noise upload from a local process that is no submission")
+			send("data_api", "GET", ups[stubs.DataAPIHost]+"/v1/regional-targets", "")
+		}
+	}()
+	t.Cleanup(func() { n.Stop(); core.StubsStarted = nil })
+	return n
+}
+
+// Stop ends the noise (idempotent) and returns how many requests each stub got from it.
+func (n *noisyNeighbour) Stop() map[string]int {
+	select {
+	case <-n.stop:
+	default:
+		close(n.stop)
+	}
+	<-n.done
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range n.sent {
+		out[k] = v
+	}
+	return out
+}
+
+// checkNoiseRecorded: the noise reached the stubs while the member ran, its
+// evidence records it as unattributable and not the submission's (the
+// class's commands are confined), and the entries that rest on the sink and
+// the index (D4, injection) passed: measured, nothing blamed.
+func checkNoiseRecorded(t *testing.T, bundle string, sent map[string]int, r *calibReport) {
+	t.Helper()
+	t.Logf("noise sent while graded: %v", sent)
+	require.Positive(t, sent["exfil"], "the noisy neighbour sent nothing: the member's grading was never seen")
+	files, _ := filepath.Glob(filepath.Join(bundle, "evidence", "*", "unattributable-requests.json"))
+	require.NotEmpty(t, files, "no run of %s recorded the unattributable requests", bundle)
+	recorded := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var doc struct {
+			Note     string                     `json:"note"`
+			Requests map[string][]stubs.Request `json:"requests"`
+		}
+		require.NoError(t, json.Unmarshal(b, &doc), f)
+		assert.Contains(t, doc.Note, "unattributable", f)
+		assert.Contains(t, doc.Note, "not this submission's", f)
+		for _, q := range doc.Requests["exfil"] {
+			assert.Equal(t, "/collect", q.Path)
+			assert.Empty(t, q.EgressSandbox)
+			recorded++
+		}
+	}
+	assert.Positive(t, recorded, "the sink's unattributable requests are in the evidence")
+	if r != nil {
+		for _, id := range []string{"D4", "injection"} {
+			en := findEntry(r, id)
+			assert.Equal(t, "passed", en.Verdict, "%s rests on the sink and the index: unattributable requests there are not the confined submission's (%s)", id, en.Reason)
+		}
+	}
 }

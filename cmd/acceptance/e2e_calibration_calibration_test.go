@@ -44,15 +44,59 @@ func TestCalibration(t *testing.T) {
 		// `make acceptance` and the run tests grade it.
 		"--tags", "~@large",
 	}, dirs...)
+	noisy := map[int]string{}
+	for i, c := range calibrationSet {
+		if c.noise {
+			noisy[i] = c.dir
+		}
+	}
+	noise := startNoisyNeighbour(t, out, noisy)
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
 	code := dispatch(args, &stdout, &stderr)
+	sent := noise.Stop()
 	t.Logf("acceptance grade (%d submissions): exit %d in %s\n%s%s", len(dirs), code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code, "acceptance grade must grade the set, not fail on usage")
 
 	for i, c := range calibrationSet {
 		c, bundle := c, calibrationBundle(t, out, i, c.dir)
-		t.Run(c.dir, func(t *testing.T) { c.check(t, bundle) })
+		t.Run(c.dir, func(t *testing.T) {
+			c.check(t, bundle)
+			if c.noise {
+				checkNoiseRecorded(t, filepath.Join(out, twoDigits(i+1)+"-"+c.dir), sent, bundle)
+			}
+		})
 	}
+	assertNoSandboxLeft(t, stateDir)
+}
+
+// TestNoisyNeighbourCalibration grades the calibration member
+// student-noisy-neighbour alone (as TestCalibration does, same flags) while
+// the noisy neighbour sends the sink, the index and the data API requests
+// nothing attributes: it fails nothing, exactly like student, and its
+// evidence records them as unattributable (issue 17 item 9, for item 2).
+func TestNoisyNeighbourCalibration(t *testing.T) {
+	e := requireSubjectEnv(t)
+	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var c calibrationCase
+	for _, x := range calibrationSet {
+		if x.noise {
+			c = x
+		}
+	}
+	require.NotEmpty(t, c.dir, "calibrationSet has a noise member")
+	out, stateDir := t.TempDir(), t.TempDir()
+	noise := startNoisyNeighbour(t, out, map[int]string{0: c.dir})
+	args := []string{"grade", "--out", out, "--state-dir", stateDir, "--wheels", e.wheels, "--baselines", t.TempDir(),
+		"--subject-timeout", "5m", "--tags", "~@large", filepath.Join(e.root, "fixtures", "submissions", c.dir)}
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := dispatch(args, &stdout, &stderr)
+	sent := noise.Stop()
+	t.Logf("acceptance grade %s: exit %d in %s\n%s%s", c.dir, code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
+	require.NotEqual(t, 2, code)
+	r := calibrationBundle(t, out, 0, c.dir)
+	c.check(t, r)
+	checkNoiseRecorded(t, filepath.Join(out, "01-"+c.dir), sent, r)
 	assertNoSandboxLeft(t, stateDir)
 }

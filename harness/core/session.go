@@ -95,6 +95,9 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	if err != nil {
 		return nil, fmt.Errorf("starting the loopback stubs: %w", err)
 	}
+	if StubsStarted != nil {
+		StubsStarted(st.Upstreams())
+	}
 	t, err := start(ctx, st.Upstreams())
 	if err != nil {
 		st.Close()
@@ -118,6 +121,13 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	}
 	return s, nil
 }
+
+// StubsStarted, when a test sets it, is told each session's loopback stubs
+// (public hostname → "http://127.0.0.1:port") as they start. It is a test's
+// seam only: the calibration test plays a local process outside every
+// submission that sends them requests (docs/blame.md, unattributable
+// requests); grading never sets it.
+var StubsStarted func(upstreams map[string]string)
 
 // Preflight is the session's preflight result (nil when skipped).
 func (s *Session) Preflight() *report.Preflight { return s.preflight }
@@ -379,6 +389,7 @@ func (s *Session) stubHooks(token string) Stubs {
 				"csv":      since(st.CSV.Requests(), t),
 			}
 		},
+		Watch:                 st.Watch,
 		CSVURL:                st.CSV.Add,
 		PackageIndexAvailable: func() (bool, string) { return st.Index.Available() },
 		Shared:                s.shared,

@@ -67,6 +67,9 @@ type Stubs struct {
 	// evidence only: a request is attributed by identity (the gateway's
 	// egress_request events, a token), never by when it came.
 	StubRequests func(since time.Time) map[string][]stubs.Request
+	// Watch tells every stub which values (label → value: a run's planted
+	// input marker) to look for in the requests it receives.
+	Watch func(map[string]string)
 	// CSVURL serves a fixture file on a loopback URL ({csv_url}).
 	CSVURL func(path string) (string, error)
 	// PackageIndexAvailable says whether the stub index has the wheel the

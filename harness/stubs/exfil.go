@@ -48,6 +48,7 @@ func (e *Exfil) Watch(canaries map[string]string) {
 			e.watched[k] = v
 		}
 	}
+	e.watchValues(canaries)
 }
 
 func (e *Exfil) snapshot() map[string]string {
@@ -121,7 +122,6 @@ func (e *Exfil) serve(w http.ResponseWriter, r *http.Request) {
 	for label := range found {
 		ent.Canaries = append(ent.Canaries, label)
 	}
-	sort.Strings(ent.Canaries)
 	redact := func(s string) string {
 		for label, v := range watched {
 			s = strings.ReplaceAll(s, v, "[REDACTED:"+label+"]")
@@ -137,7 +137,8 @@ func (e *Exfil) LeakedCanaries() []string {
 	seen := map[string]bool{}
 	for _, r := range e.Requests() {
 		for _, c := range r.Canaries {
-			seen[c] = true
+			label, _, _ := strings.Cut(c, " in ") // "label in body (base64)"
+			seen[label] = true
 		}
 	}
 	out := make([]string, 0, len(seen))

@@ -1,12 +1,17 @@
 package stubs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,8 +43,16 @@ type Request struct {
 	BodyBytes  int64  `json:"body_bytes,omitempty"`
 	BodySHA256 string `json:"body_sha256,omitempty"`
 	BodyPrefix string `json:"body_prefix,omitempty"`
-	// Canaries are the labels of watched secrets found in the request (exfil sink).
+	// Canaries are the labels of watched values (planted secrets, input
+	// markers) found in the request: by the exfil sink in its whole body
+	// (plain), by every stub in an upload's first 8 MiB in any encoding
+	// wire.FindWatched knows ("label in body (gzip)").
 	Canaries []string `json:"canaries,omitempty"`
+	// EgressSandbox is the sandbox the bundled server's egress gateway
+	// forwarded the request for (wire.EgressSandboxHeader); empty when it did
+	// not come through the gateway (another local process, or a target
+	// without the gateway).
+	EgressSandbox string `json:"egress_sandbox,omitempty"`
 }
 
 // Log is a concurrency-safe request log.
@@ -78,11 +91,13 @@ func (l *Log) Reset() {
 // server is a loopback HTTP server with a request log.
 type server struct {
 	Log
-	ln   net.Listener
-	srv  *http.Server
-	done chan struct{}
-	once sync.Once
-	cerr error
+	watchMu sync.RWMutex
+	watch   map[string]string // label → value, looked for in uploads (watchBody)
+	ln      net.Listener
+	srv     *http.Server
+	done    chan struct{}
+	once    sync.Once
+	cerr    error
 }
 
 type ctxKey struct{}
@@ -129,13 +144,58 @@ func (s *server) Close() error {
 func (s *server) logged(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		entry := &Request{Time: time.Now().UTC(), Method: r.Method, Host: r.Host, Path: r.URL.Path,
-			Query: r.URL.RawQuery, RemoteAddr: r.RemoteAddr, UserAgent: r.UserAgent()}
+			Query: r.URL.RawQuery, RemoteAddr: r.RemoteAddr, UserAgent: r.UserAgent(),
+			EgressSandbox: r.Header.Get(wire.EgressSandboxHeader)}
+		s.watchBody(r, entry)
 		rec := &wire.StatusRecorder{ResponseWriter: w}
 		h.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), ctxKey{}, entry)))
 		entry.Status = rec.Code()
 		entry.ResponseBytes = rec.Bytes
+		entry.Canaries = compactLabels(entry.Canaries)
 		s.add(*entry)
 	})
+}
+
+// watchLimit bounds how much of a request body watchBody reads.
+const watchLimit = 8 << 20
+
+// watchValues adds values (label → value) to look for in every request.
+func (s *server) watchValues(m map[string]string) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watch == nil {
+		s.watch = map[string]string{}
+	}
+	for k, v := range m {
+		if v != "" {
+			s.watch[k] = v
+		}
+	}
+}
+
+// watchBody looks for the watched values in the request's path, query and
+// the first 8 MiB of its body, in every encoding wire.FindWatched knows; the
+// handler still reads the whole body.
+func (s *server) watchBody(r *http.Request, entry *Request) {
+	s.watchMu.RLock()
+	watched := make(map[string]string, len(s.watch))
+	for k, v := range s.watch {
+		watched[k] = v
+	}
+	s.watchMu.RUnlock()
+	if len(watched) == 0 {
+		return
+	}
+	places := []wire.WatchPlace{{Name: "path", Data: []byte(r.URL.RequestURI())}}
+	if r.Body != nil && r.Body != http.NoBody {
+		head, _ := io.ReadAll(io.LimitReader(r.Body, watchLimit))
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+		places = append(places, wire.WatchPlace{Name: "body", Data: head})
+	}
+	entry.Canaries = append(entry.Canaries, wire.FindWatched(watched, places)...)
 }
 
 // entry returns the log entry being built for r (never nil).
@@ -152,4 +212,28 @@ func fingerprint(s string) string { return wire.Fingerprint(s) }
 // writeJSON replies a JSON body given as text (wire.WriteJSON).
 func writeJSON(w http.ResponseWriter, status int, body string) {
 	wire.WriteJSON(w, status, json.RawMessage(body))
+}
+
+// compactLabels sorts found labels and drops duplicates; "label in body
+// (base64)" is dropped when the bare label (the exfil sink's own plain
+// finding) is there.
+func compactLabels(found []string) []string {
+	if len(found) == 0 {
+		return nil
+	}
+	bare := map[string]bool{}
+	for _, c := range found {
+		if !strings.Contains(c, " in ") {
+			bare[c] = true
+		}
+	}
+	out := found[:0]
+	for _, c := range found {
+		if l, _, ok := strings.Cut(c, " in "); ok && bare[l] {
+			continue
+		}
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
 }

@@ -97,10 +97,21 @@ func (s *Set) Close() error {
 	return errors.Join(errs...)
 }
 
-// Watch tells the exfil sink which secrets (label → value) to look for and
-// redact; see Exfil.Watch.
+// Watch tells every stub which values (label → value: planted secrets,
+// input markers) to look for in the requests it gets, in any encoding
+// wire.FindWatched knows; the exfil sink also redacts them from its log
+// (Exfil.Watch).
 func (s *Set) Watch(canaries map[string]string) {
 	if s.Exfil != nil {
 		s.Exfil.Watch(canaries)
+	}
+	if s.Index != nil {
+		s.Index.watchValues(canaries)
+	}
+	if s.DataAPI != nil {
+		s.DataAPI.watchValues(canaries)
+	}
+	if s.CSV != nil {
+		s.CSV.watchValues(canaries)
 	}
 }

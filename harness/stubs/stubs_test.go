@@ -1,6 +1,9 @@
 package stubs
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 func do(t *testing.T, method, url string, body string, hdr map[string]string) (int, string) {
@@ -164,4 +169,37 @@ func TestSetUpstreams(t *testing.T) {
 
 	_, err = Start(Config{WheelsDir: t.TempDir()})
 	assert.Error(t, err, "a data API without a token is refused")
+}
+
+// TestStubsWatchUploads: every stub looks for the watched values (a run's
+// input marker) in what it receives, in any encoding, and says whether the
+// request came through the egress gateway (its sandbox) or not.
+func TestStubsWatchUploads(t *testing.T) {
+	s, err := Start(Config{WheelsDir: t.TempDir(), DataAPIToken: "tok-real-0123456789"})
+	require.NoError(t, err)
+	defer s.Close()
+	const marker = "ORD-000107-cm7f3a9c2e41b8d05e"
+	s.Watch(map[string]string{"input_run_sales": marker})
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write([]byte("order_id,revenue\n" + marker + ",2.50\n"))
+	require.NoError(t, w.Close())
+
+	code, _ := do(t, "POST", s.Index.URL()+"/legacy/", gz.String(), map[string]string{"Content-Encoding": "gzip", wire.EgressSandboxHeader: "sbx-1"})
+	assert.Equal(t, 404, code)
+	code, _ = do(t, "POST", s.Exfil.URL()+"/collect", base64.StdEncoding.EncodeToString([]byte("x,"+marker+"\n")), nil)
+	assert.Equal(t, 200, code)
+	code, _ = do(t, "GET", s.Index.URL()+"/simple/", "", nil)
+	assert.Equal(t, 200, code)
+
+	idx := s.Index.Requests()
+	require.Len(t, idx, 2)
+	assert.Equal(t, []string{"input_run_sales in body (gzip)"}, idx[0].Canaries)
+	assert.Equal(t, "sbx-1", idx[0].EgressSandbox, "forwarded by the gateway for sbx-1")
+	assert.Empty(t, idx[1].Canaries)
+	assert.Empty(t, idx[1].EgressSandbox, "not through the gateway")
+	ex := s.Exfil.Requests()
+	require.Len(t, ex, 1)
+	assert.Equal(t, []string{"input_run_sales in body (base64)"}, ex[0].Canaries)
+	assert.Empty(t, ex[0].EgressSandbox)
 }

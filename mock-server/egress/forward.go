@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // tunnelMeta is what the gateway decided when it accepted a tunnel.
@@ -208,6 +209,13 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header.Del("Proxy-Connection")
 			pr.Out.Header.Del("Proxy-Authorization")
+			// The sandbox it came from, for the harness's stubs (a loopback
+			// upstream): what a stub logs without it never came through the
+			// gateway. A sandbox cannot set it: its own is replaced.
+			pr.Out.Header.Del(wire.EgressSandboxHeader)
+			if isLoopbackHost(m.upstream.Hostname()) {
+				pr.Out.Header.Set(wire.EgressSandboxHeader, a.id)
+			}
 		},
 		Transport: f.hub.transport,
 		ModifyResponse: func(resp *http.Response) error {

@@ -3,15 +3,15 @@ package egress
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"hash"
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Every request the gateway forwards to an allowed host is recorded with the
@@ -66,7 +66,9 @@ func (t *bodyTap) seen() (int64, string, []byte) {
 
 // watchedIn names the watched values found in the request's path and query,
 // its headers (as the sandbox sent them, before any vault injection) and
-// its body's head: "label in body", "label in headers (base64)", ...
+// its body's head: "label in body", "label in headers (base64)", "label in
+// body (gzip)", ... (wire.FindWatched: plain, base64 at any alignment, hex,
+// URL-encoded, inside a gzip or zlib body).
 func watchedIn(watched map[string]string, target string, hdr http.Header, body []byte) []string {
 	if len(watched) == 0 {
 		return nil
@@ -77,40 +79,11 @@ func watchedIn(watched map[string]string, target string, hdr http.Header, body [
 			hb.WriteString(k + ": " + v + "\n")
 		}
 	}
-	places := []struct {
-		name string
-		data []byte
-	}{{"path", []byte(target)}, {"headers", []byte(hb.String())}, {"body", body}}
+	path := []byte(target)
 	if u, err := url.PathUnescape(target); err == nil && u != target {
-		places[0].data = append(places[0].data, append([]byte("\n"), u...)...)
+		path = append(path, append([]byte("\n"), u...)...)
 	}
-	var found []string
-	for label, v := range watched {
-		if len(v) < 6 {
-			continue
-		}
-		raw := []byte(v)
-		variants := []struct{ enc, val string }{
-			{"", v},
-			{" (base64)", base64.StdEncoding.EncodeToString(raw)},
-			{" (base64url)", base64.RawURLEncoding.EncodeToString(raw)},
-			{" (hex)", hex.EncodeToString(raw)},
-			{" (url-encoded)", url.QueryEscape(v)},
-		}
-		for _, pl := range places {
-			for _, vr := range variants {
-				if vr.enc == " (url-encoded)" && vr.val == v {
-					continue
-				}
-				if bytes.Contains(pl.data, []byte(vr.val)) {
-					found = append(found, label+" in "+pl.name+vr.enc)
-					break
-				}
-			}
-		}
-	}
-	sort.Strings(found)
-	return found
+	return wire.FindWatched(watched, []wire.WatchPlace{{Name: "path", Data: path}, {Name: "headers", Data: []byte(hb.String())}, {Name: "body", Data: body}})
 }
 
 // authorizationClass is how a request's Authorization header left the sandbox.
