@@ -47,3 +47,20 @@ func TestSandboxGoneCountsOnlyTheRunsOwnDelete(t *testing.T) {
 
 	assert.NoError(t, sandboxGone(mk([]osb.AuditEvent{del})), "the run's own DELETE, then 404")
 }
+
+// TestCreateFailedByServer: a create of the run's key the bundled server
+// answered with a 5xx no drill injected is the target's fault; a refused
+// create (4xx), an injected fault and other calls are not.
+func TestCreateFailedByServer(t *testing.T) {
+	ev := func(method, path string, status int, fault bool) osb.AuditEvent {
+		e := osb.AuditEvent{Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Path: path, Status: status}}
+		if fault {
+			e.Fault = &wire.Fault{}
+		}
+		return e
+	}
+	assert.Empty(t, createFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 202, false), ev("DELETE", "/v1/sandboxes/x", 500, false)}))
+	assert.Empty(t, createFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 429, false), ev("POST", "/v1/sandboxes", 400, false)}))
+	assert.Empty(t, createFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 503, true)}), "an injected fault is the drill's")
+	assert.Equal(t, "POST /v1/sandboxes → 500", createFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 202, false), ev("POST", "/v1/sandboxes", 500, false)}))
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/fixtures"
+	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
@@ -73,7 +74,30 @@ func ran(ctx context.Context) (*scenario, *subjectRun, error) {
 	if err := s.run.usable(); err != nil {
 		return s, s.run, err
 	}
+	if r := s.run; s.env.mock() && r.res.ExitCode != 0 {
+		// The bundled server's audit tells whether the server failed the
+		// subject's create (a 5xx is never an answer to a client's mistake):
+		// then the subject's failure is the target's fault, as on a real
+		// target through the recording proxy (subjectRun.targetFailure).
+		if err := s.env.loadAudit(ctx, r); err == nil {
+			if why := createFailedByServer(r.attempts); why != "" {
+				return s, r, harnessf("the server failed the subject's create (%s), and the subject then exited %d: a fault of the target, not of the submission", why, r.res.ExitCode)
+			}
+		}
+	}
 	return s, s.run, nil
+}
+
+// createFailedByServer names the first create of the run's key the bundled
+// server answered with a 5xx that no drill injected ("" if none).
+func createFailedByServer(attempts []osb.AuditEvent) string {
+	for _, ev := range attempts {
+		lc := ev.Lifecycle
+		if lc != nil && ev.Fault == nil && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status >= 500 {
+			return fmt.Sprintf("POST %s → %d", lc.Path, lc.Status)
+		}
+	}
+	return ""
 }
 
 func subjectExited0(ctx context.Context) error {
