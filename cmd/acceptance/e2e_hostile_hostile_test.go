@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,11 @@ import (
 // report.json is what its journal renders); no process of the run, sandbox,
 // netns or cgroup outlives it; the grader exits as a grader does (0 or 1,
 // never killed) with a class summary of every submission.
+// hostileGradeBound is the longest the hostile grade may take (11 submissions,
+// two at a time, each bounded by --subject-timeout 3m a command and the
+// default budget a submission) before the test calls it hung.
+const hostileGradeBound = 45 * time.Minute
+
 func TestHostileCalibration(t *testing.T) {
 	e := requireSubjectEnv(t)
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -75,7 +81,21 @@ func TestHostileCalibration(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	runErr := cmd.Run()
+	// A grade never waits forever for anything a submission can stall: one
+	// that outlives hostileGradeBound is dumped (SIGQUIT: every goroutine's
+	// stack, kept in a file named in the failure) and fails the test.
+	bound := hostileGradeBound
+	if v, err := time.ParseDuration(os.Getenv("ACCEPTANCE_HOSTILE_BOUND")); err == nil && v > 0 {
+		bound = v
+	}
+	require.NoError(t, cmd.Start())
+	hung := time.AfterFunc(bound, func() { _ = cmd.Process.Signal(syscall.SIGQUIT) })
+	runErr := cmd.Wait()
+	if !hung.Stop() {
+		dump := filepath.Join(os.TempDir(), fmt.Sprintf("hostile-grade-hung-%d.log", cmd.Process.Pid))
+		_ = os.WriteFile(dump, stderr.Bytes(), 0o644)
+		t.Errorf("the grade was still running after %s: it hung; its goroutines are in %s", bound, dump)
+	}
 	t.Logf("acceptance grade (%d submissions, its own process): %v in %s\n%s%s", len(dirs), runErr,
 		time.Since(start).Round(time.Second), tail(stdout.String(), 6000), tail(stderr.String(), 4000))
 	t.Cleanup(func() { killLeftovers(t, e.root) })
