@@ -361,3 +361,30 @@ func TestProbe(t *testing.T) {
 	cfg := needBoxes(t)
 	assert.Empty(t, Probe(cfg), "this machine confines")
 }
+
+// TestBoxAllowThatNeverAnswers: the port look-up behind Allow never returns
+// (a target whose audit never answers). The box's connection is refused
+// after allowWait, recorded, and the box closes at once: neither the
+// command nor the grader waits on it.
+func TestBoxAllowThatNeverAnswers(t *testing.T) {
+	cfg := needBoxes(t)
+	old := allowWait
+	allowWait = 2 * time.Second
+	defer func() { allowWait = old }()
+	stuck := make(chan struct{})
+	defer close(stuck)
+	start := time.Now()
+	r := run(t, cfg, Request{Allow: func(int) bool { <-stuck; return true }}, `
+curl -s -m 20 http://127.0.0.1:9/ ; echo first=$?
+curl -s -m 1 http://127.0.0.1:10/ & sleep 0.3; echo second-left-open`)
+	closed := time.Since(start)
+	assert.Contains(t, r.stdout, "first=", r.stderr)
+	assert.NotContains(t, r.stdout, "first=28", "the connection waited for curl's own timeout, not the grader's bound")
+	assert.Less(t, closed, 15*time.Second, "the box's close waited on a connection stuck in Allow")
+	st := r.box.Status()
+	var why []string
+	for _, x := range st.Refused {
+		why = append(why, x.Addr+" "+x.Reason)
+	}
+	assert.Contains(t, strings.Join(why, "\n"), "127.0.0.1:9 the grader could not tell within 2s")
+}
