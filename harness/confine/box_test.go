@@ -388,3 +388,23 @@ curl -s -m 1 http://127.0.0.1:10/ & sleep 0.3; echo second-left-open`)
 	}
 	assert.Contains(t, strings.Join(why, "\n"), "127.0.0.1:9 the grader could not tell within 2s")
 }
+
+// TestBoxTellsNothingOfItsScenario: a run's input lives under
+// evidence/subject-<scenario>/ on the host, and the box is named after its
+// command's scenario. Inside, neither shows: not in bwrap's command line
+// (the box's pid 1), not in the mount table, not in the cgroup path.
+func TestBoxTellsNothingOfItsScenario(t *testing.T) {
+	cfg := needBoxes(t)
+	dir := filepath.Join(t.TempDir(), "evidence", "subject-sales-capacity-429", "input")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	csv := filepath.Join(dir, "sales.csv")
+	require.NoError(t, os.WriteFile(csv, []byte("region,revenue\nnorth,1\n"), 0o644))
+	r := run(t, cfg, Request{Name: "subject-sales-capacity-429", Copies: map[string]string{"/input/data.csv": csv}}, `
+cat /input/data.csv; echo; tr '\0' ' ' </proc/1/cmdline; echo; cat /proc/self/mountinfo /proc/self/cgroup; ls /proc
+echo x >> /input/data.csv && echo WROTE-"INPUT"`)
+	assert.Contains(t, r.stdout, "region,revenue\nnorth,1", r.stderr)
+	for _, tell := range []string{"capacity", "429", "subject-sales", "evidence"} {
+		assert.NotContains(t, r.stdout, tell, "the box shows its scenario")
+	}
+	assert.NotContains(t, r.stdout, "WROTE-INPUT", "the input is read-only")
+}

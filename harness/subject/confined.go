@@ -45,8 +45,10 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 		files[confine.InsideAcceptance] = exe
 	}
 	in.Out, in.Acceptance = confine.InsideOut, confine.InsideAcceptance
+	copies := map[string]string{}
 	if in.CSV != "" {
-		files[confine.InsideCSV] = in.CSV
+		// Copied in, not bound: its host path names the scenario.
+		copies[confine.InsideCSV] = in.CSV
 		in.CSV = confine.InsideCSV
 	}
 	argv, err := spec.Template.Argv(confine.InsideAcceptance, in)
@@ -62,7 +64,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	dir := spec.Dir // "" (a bare command): an empty directory of its own
 	box, err := confine.Open(spec.Confine.Config, confine.Request{
 		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
-		Files: files, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard,
+		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subject: confinement: %w", err)
