@@ -33,10 +33,25 @@ import (
 // report.json is what its journal renders); no process of the run, sandbox,
 // netns or cgroup outlives it; the grader exits as a grader does (0 or 1,
 // never killed) with a class summary of every submission.
-// hostileGradeBound is the longest the hostile grade may take (11 submissions,
-// two at a time, each bounded by --subject-timeout 3m a command and the
-// default budget a submission) before the test calls it hung.
-const hostileGradeBound = 45 * time.Minute
+// hostileStallBound is the longest the hostile grade may go without
+// progress before the test calls it hung: a command is bounded by
+// --subject-timeout 3m, a reap by 5m, a box's close by seconds.
+const hostileStallBound = 12 * time.Minute
+
+// lastProgress is the newest change to a bundle's progress.log or journal
+// under out (zero before the first bundle exists).
+func lastProgress(out string) time.Time {
+	var last time.Time
+	for _, pat := range []string{"*/progress.log", "*/results.jsonl"} {
+		files, _ := filepath.Glob(filepath.Join(out, pat))
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil && fi.ModTime().After(last) {
+				last = fi.ModTime()
+			}
+		}
+	}
+	return last
+}
 
 func TestHostileCalibration(t *testing.T) {
 	e := requireSubjectEnv(t)
@@ -82,19 +97,37 @@ func TestHostileCalibration(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	// A grade never waits forever for anything a submission can stall: one
-	// that outlives hostileGradeBound is dumped (SIGQUIT: every goroutine's
-	// stack, kept in a file named in the failure) and fails the test.
-	bound := hostileGradeBound
-	if v, err := time.ParseDuration(os.Getenv("ACCEPTANCE_HOSTILE_BOUND")); err == nil && v > 0 {
-		bound = v
+	// that makes no progress (no bundle's progress.log or journal grows) for
+	// hostileStallBound is dumped (SIGQUIT: every goroutine's stack, kept in
+	// a file named in the failure) and fails the test. Every command is
+	// bounded by --subject-timeout (3m), so a grade that moves writes a line
+	// well within it, however loaded the machine.
+	stall := hostileStallBound
+	if v, err := time.ParseDuration(os.Getenv("ACCEPTANCE_HOSTILE_STALL")); err == nil && v > 0 {
+		stall = v
 	}
 	require.NoError(t, cmd.Start())
-	hung := time.AfterFunc(bound, func() { _ = cmd.Process.Signal(syscall.SIGQUIT) })
-	runErr := cmd.Wait()
-	if !hung.Stop() {
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var runErr error
+	hung := false
+	tick := time.NewTicker(15 * time.Second)
+	for done := false; !done; {
+		select {
+		case runErr = <-waited:
+			done = true
+		case <-tick.C:
+			if last := lastProgress(h.out); !last.IsZero() && time.Since(last) > stall && !hung {
+				hung = true
+				_ = cmd.Process.Signal(syscall.SIGQUIT)
+			}
+		}
+	}
+	tick.Stop()
+	if hung {
 		dump := filepath.Join(os.TempDir(), fmt.Sprintf("hostile-grade-hung-%d.log", cmd.Process.Pid))
 		_ = os.WriteFile(dump, stderr.Bytes(), 0o644)
-		t.Errorf("the grade was still running after %s: it hung; its goroutines are in %s", bound, dump)
+		t.Errorf("the grade made no progress for %s: it hung; its goroutines are in %s", stall, dump)
 	}
 	t.Logf("acceptance grade (%d submissions, its own process): %v in %s\n%s%s", len(dirs), runErr,
 		time.Since(start).Round(time.Second), tail(stdout.String(), 6000), tail(stderr.String(), 4000))
