@@ -131,7 +131,7 @@ func TestHostileCalibration(t *testing.T) {
 	}
 	t.Logf("acceptance grade (%d submissions, its own process): %v in %s\n%s%s", len(dirs), runErr,
 		time.Since(start).Round(time.Second), tail(stdout.String(), 6000), tail(stderr.String(), 4000))
-	t.Cleanup(func() { killLeftovers(t, e.root) })
+	t.Cleanup(func() { killLeftovers(t, cmd.Process.Pid, h.out, stateDir) })
 	t.Cleanup(func() {
 		// A grader that was killed leaves its sandboxes: a bundled server
 		// started on the same state directory reaps them.
@@ -235,7 +235,7 @@ func TestHostileCalibration(t *testing.T) {
 		deadline := time.Now().Add(15 * time.Second)
 		var left []string
 		for {
-			left = leftovers(e.root)
+			left = leftovers(cmd.Process.Pid, h.out, stateDir)
 			if len(left) == 0 || time.Now().After(deadline) {
 				break
 			}
