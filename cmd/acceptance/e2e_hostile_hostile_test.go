@@ -60,7 +60,18 @@ func TestHostileCalibration(t *testing.T) {
 	require.NoError(t, err)
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	h := &hostileRun{out: t.TempDir(), keys: keys, exe: exe, exeDigest: digestFile(t, exe)}
+	// The class directory outlives a failed test (its path is logged): the
+	// bundles are the evidence of what went wrong.
+	out, err := os.MkdirTemp("", "hostile-class-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the graded class is kept for inspection: %s", out)
+			return
+		}
+		_ = os.RemoveAll(out)
+	})
+	h := &hostileRun{out: out, keys: keys, exe: exe, exeDigest: digestFile(t, exe)}
 	t.Cleanup(func() { restoreTrojaned(t, exe) })
 
 	subs := filepath.Join(e.root, "fixtures", "submissions")
