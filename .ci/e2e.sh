@@ -20,21 +20,31 @@ if ! "$GO" test -c -tags e2e -o "$OUT/e2e.test" ./cmd/acceptance >&2; then
 	exit 2
 fi
 all=$(ls cmd/acceptance/e2e_*_test.go 2>/dev/null | sed -E 's#.*/e2e_([a-z0-9]+)_.*#\1#' | sort -u)
-# The longest themes start first (each is one process with a 40-minute limit), the rest after them.
+# The longest themes start first, the rest after them.
 heavy="calibration hostile agent"
 ordered=$(for t in $heavy; do echo "$all" | grep -qx "$t" && echo "$t"; done; echo "$all" | grep -vxF "$(printf '%s\n' $heavy)")
-# E2E_SKIP (default "hostile") names themes left out of the default run: the hostile calibration hung in the
-# verification run of 2026-12-01 (a grade waiting on its box's port look-up, docs/hostile.md), so it runs by hand
-# (make test-hostile, or E2E_THEMES=hostile) until it passes there; E2E_SKIP= runs every theme.
+# E2E_SKIP (default "hostile") names themes left out of the default run; E2E_SKIP= runs every theme. The hostile
+# calibration no longer hangs (docs/hostile.md), but on the h-hostile branch its last run (2026-12-01 20:21, 13.5
+# min) still failed one check: hostile-fanout-fill left no attack record, and the members graded after minute 9
+# scored far below the student (cause not yet found). It runs by hand (make test-hostile, or E2E_THEMES=hostile)
+# until it passes there.
 skip=${E2E_SKIP-hostile}
 [ -n "$skip" ] && ordered=$(echo "$ordered" | grep -vxF "$(printf '%s\n' $skip)")
 themes=${E2E_THEMES:-$ordered}
+# Each theme is one process with a 40-minute limit; the hostile calibration (eleven submissions in one
+# grade, about 40 minutes on a loaded 2-core machine) gets 75.
+theme_timeout() {
+	case $1 in
+	hostile) echo 75m ;;
+	*) echo 40m ;;
+	esac
+}
 run_theme() {
 	local t=$1 names
 	names=$(grep -hoE '^func Test[A-Za-z0-9_]+' cmd/acceptance/e2e_"$t"_*_test.go | sed 's/^func //' | paste -sd'|')
 	[ -n "$names" ] || return 0
 	(cd cmd/acceptance && exec "$GO" tool test2json -t -p "github.com/osb-capstone/acceptance/cmd/acceptance[e2e/$t]" \
-		"$OUT/e2e.test" -test.v=test2json -test.count=1 -test.timeout=40m -test.run "^($names)\$") >"$OUT/$t.json" 2>&1
+		"$OUT/e2e.test" -test.v=test2json -test.count=1 -test.timeout="$(theme_timeout "$t")" -test.run "^($names)\$") >"$OUT/$t.json" 2>&1
 }
 pids=()
 for t in $themes; do

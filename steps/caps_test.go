@@ -49,6 +49,12 @@ func TestContractRecordCapsAndNeverFollows(t *testing.T) {
 	_, err = contractRecord(s)
 	assert.EqualError(t, err, "the contract command wrote no {out}/contract.json")
 
+	// Confined, the box kept it back at the copy-out: the reason says so.
+	require.NoError(t, os.WriteFile(out+".dropped.json", []byte(`{"contract.json":"1099511627776 bytes, over the 64 MiB cap of a file"}`), 0o644))
+	_, err = contractRecord(s)
+	assert.EqualError(t, err, "the contract command's {out}/contract.json was not copied out of the submission's box: 1099511627776 bytes, over the 64 MiB cap of a file")
+	require.NoError(t, os.Remove(out+".dropped.json"))
+
 	require.NoError(t, os.WriteFile(p, []byte(`{"exchanges":[{"step":"create"}]}`), 0o644))
 	rec, err := contractRecord(s)
 	require.NoError(t, err)

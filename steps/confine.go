@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -38,7 +39,7 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 			static[p] = true
 		}
 	}
-	sp := &sandboxPorts{e: e, l: l, ctx: context.WithoutCancel(ctx), ports: map[int]bool{}, seen: map[string]bool{}}
+	sp := newSandboxPorts(e, l, context.WithoutCancel(ctx))
 	spec.Confine = &subject.Confinement{
 		Config:       *e.opt.Confine,
 		ShowSiblings: e.usesParent(),
@@ -157,50 +158,137 @@ func loopbackPort(s string) int {
 // sandboxPorts are the loopback ports of the endpoints of sandboxes a
 // command's key created, looked up when a connection asks for a port not
 // known yet.
+//
+// No lock is held across network I/O: one look-up runs at a time (in a
+// goroutine of its own, every read bounded), and a connection waits for it
+// at most portLookupWait, then is refused. A look-up that never returned
+// (an audit read the server never answered) once held a hostile
+// calibration grade for ten minutes: every connection of the box waited on
+// the lock, and the box's close waited on its connections.
 type sandboxPorts struct {
 	e   *Env
 	l   *launch
 	ctx context.Context
 
-	mu     sync.Mutex
-	ports  map[int]bool
-	seen   map[string]bool // sandboxes whose endpoints were read
-	lastAt time.Time
+	mu       sync.Mutex
+	ports    map[int]bool
+	seen     map[string]bool // sandboxes whose endpoints were read
+	lastAt   time.Time
+	inflight chan struct{} // closed when the running look-up is done
+	// created, endpoint: the reads a look-up makes (tests stub them).
+	created  func(ctx context.Context) []string
+	endpoint func(ctx context.Context, id string, port int) (string, error)
+}
+
+// The bounds of a look-up: the whole of it, and a connection's wait for it.
+var (
+	portLookupLimit = 20 * time.Second
+	portLookupWait  = 25 * time.Second
+)
+
+func newSandboxPorts(e *Env, l *launch, ctx context.Context) *sandboxPorts {
+	s := &sandboxPorts{e: e, l: l, ctx: ctx, ports: map[int]bool{}, seen: map[string]bool{}}
+	s.created = s.createdByKey
+	s.endpoint = func(ctx context.Context, id string, port int) (string, error) {
+		res, err := e.client.GetEndpoint(ctx, id, port, false)
+		switch {
+		case err != nil:
+			return "", err
+		case res.Status == http.StatusNotFound:
+			return "", nil // gone: nothing to reach
+		case !res.Decoded:
+			return "", fmt.Errorf("endpoint answered %d", res.Status) // not running yet: read again
+		}
+		return res.Value.Endpoint, nil
+	}
+	return s
 }
 
 func (s *sandboxPorts) allowed(port int) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.ports[port] {
+		s.mu.Unlock()
 		return true
 	}
-	// At most ten look-ups a second: a command scanning ports waits on
-	// itself; a fresh sandbox of its own is still found.
-	if d := 100*time.Millisecond - time.Since(s.lastAt); d > 0 {
-		time.Sleep(d)
+	ch := s.inflight
+	if ch == nil {
+		ch = make(chan struct{})
+		s.inflight = ch
+		// At most ten look-ups a second: a command scanning ports waits on
+		// itself; a fresh sandbox of its own is still found.
+		wait := 100*time.Millisecond - time.Since(s.lastAt)
+		go s.lookUp(ch, wait)
 	}
-	s.lastAt = time.Now()
-	for _, id := range s.created() {
-		if s.seen[id] {
-			continue
-		}
-		s.seen[id] = true
-		for _, p := range []int{osb.DefaultExecdPort, osb.DefaultEgressPort} {
-			c, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-			res, err := s.e.client.GetEndpoint(c, id, p, false)
-			cancel()
-			if err == nil {
-				if hp := loopbackPort(res.Value.Endpoint); hp > 0 {
-					s.ports[hp] = true
-				}
-			}
-		}
+	s.mu.Unlock()
+	t := time.NewTimer(portLookupWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+		return false
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.ports[port]
 }
 
-// created are the sandboxes the command's key created so far.
-func (s *sandboxPorts) created() []string {
+// lookUp reads the endpoints of the key's sandboxes not read yet, with no
+// lock held while it reads, and closes done.
+func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
+	found := map[int]bool{}
+	read := map[string]bool{}
+	defer func() {
+		s.mu.Lock()
+		for p := range found {
+			s.ports[p] = true
+		}
+		for id := range read {
+			s.seen[id] = true
+		}
+		s.lastAt = time.Now()
+		s.inflight = nil
+		s.mu.Unlock()
+		close(done)
+	}()
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, portLookupLimit)
+	defer cancel()
+	ids := s.created(ctx)
+	s.mu.Lock()
+	var fresh []string
+	for _, id := range ids {
+		if !s.seen[id] {
+			fresh = append(fresh, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range fresh {
+		ok := true
+		for _, p := range []int{osb.DefaultExecdPort, osb.DefaultEgressPort} {
+			c, cancel := context.WithTimeout(ctx, 5*time.Second)
+			ep, err := s.endpoint(c, id, p)
+			cancel()
+			if err != nil {
+				ok = false // read again at the next look-up
+				continue
+			}
+			if hp := loopbackPort(ep); hp > 0 {
+				found[hp] = true
+			}
+		}
+		if ok {
+			read[id] = true
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// createdByKey are the sandboxes the command's key created so far.
+func (s *sandboxPorts) createdByKey(ctx context.Context) []string {
 	if s.l.rec != nil {
 		var ids []string
 		for _, c := range s.l.rec.Calls() {
@@ -210,10 +298,7 @@ func (s *sandboxPorts) created() []string {
 		}
 		return ids
 	}
-	// Bounded: the look-up holds the box's port lock, and every connection
-	// of the command waits on it (a look-up that never returned held a
-	// hostile calibration grade for ten minutes).
-	c, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	sh, err := s.e.fetchKeyShare(c, s.l.keyFP)
 	if err != nil {

@@ -1,10 +1,21 @@
 package steps
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/osb"
 )
 
 func TestRefuseAdmin(t *testing.T) {
@@ -22,5 +33,88 @@ func TestLoopbackPort(t *testing.T) {
 		"127.0.0.1:41685/proxy/44772": 41685, "http://data-api.capstone.test/v1/x": 0, "10.0.0.1:80": 0, "": 0,
 	} {
 		assert.Equal(t, want, loopbackPort(in), in)
+	}
+}
+
+// TestPortLookUpNeverHoldsABoxConnection reproduces the hostile grade's
+// hang: a box connection asks for a port not known yet while the bundled
+// server's audit never answers. No connection waits longer than the
+// look-up's bound, a port already known answers at once meanwhile (no lock
+// is held across the read), and a look-up after the server answers again
+// finds the command's sandbox.
+func TestPortLookUpNeverHoldsABoxConnection(t *testing.T) {
+	release := make(chan struct{})
+	var audits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/_mock/audit") {
+			audits.Add(1)
+			select { // never answers while the test holds it
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	defer close(release)
+	cl, err := osb.New(strings.TrimPrefix(srv.URL, "http://"), "k", osb.WithAdminToken("admin"))
+	require.NoError(t, err)
+	oldLimit, oldWait := portLookupLimit, portLookupWait
+	portLookupLimit, portLookupWait = 500*time.Millisecond, 2*time.Second
+	defer func() { portLookupLimit, portLookupWait = oldLimit, oldWait }()
+
+	sp := newSandboxPorts(&Env{client: cl}, &launch{keyFP: "fp"}, context.Background())
+	sp.ports[7000] = true
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			assert.False(t, sp.allowed(p), "port %d", p)
+		}(40000 + i)
+	}
+	time.Sleep(50 * time.Millisecond)
+	known := time.Now()
+	assert.True(t, sp.allowed(7000))
+	assert.Less(t, time.Since(known), 100*time.Millisecond, "a known port waited on the look-up")
+	wg.Wait()
+	assert.Less(t, time.Since(start), 5*time.Second, "connections waited past the look-up's bound")
+	assert.Positive(t, audits.Load(), "the audit was asked")
+
+	// The server answers again: a sandbox of the command's key is found,
+	// and one whose endpoint could not be read is read again next time.
+	fail := true
+	sp.created = func(context.Context) []string { return []string{"sb1"} }
+	sp.endpoint = func(_ context.Context, id string, port int) (string, error) {
+		if fail {
+			return "", errors.New("not running yet")
+		}
+		return fmt.Sprintf("127.0.0.1:%d/proxy/%d", 50000+port%100, port), nil
+	}
+	execd := 50000 + osb.DefaultExecdPort%100
+	assert.False(t, sp.allowed(execd))
+	fail = false
+	assert.True(t, sp.allowed(execd), "a sandbox whose endpoint failed once is read again")
+}
+
+// TestRunIDTellsNoDrill: CAPSTONE_RUN_ID once ended in the run's key
+// ("…-sales-capacity-429"), so a submission could tell a drill from a normal
+// run. Its suffix is now opaque: the same shape for every key, stable within
+// a grade, and not computable from a guessed key without the grade's salt.
+func TestRunIDTellsNoDrill(t *testing.T) {
+	e := &Env{opt: Options{RunID: "20261201T191819Z-588fd2"}, runSalt: randomHex(16)}
+	other := &Env{opt: Options{RunID: "20261201T191819Z-588fd2"}, runSalt: randomHex(16)}
+	seen := map[string]bool{}
+	for _, key := range []string{"sales", "sales-capacity-429", "sales-sigkill-mid-run", "bom_utf8"} {
+		id := e.runIDFor(key)
+		assert.NotContains(t, id, "sales", id)
+		assert.NotContains(t, id, "capacity", id)
+		assert.Len(t, id, len(e.opt.RunID)+1+12, id)
+		assert.Equal(t, id, e.runIDFor(key), "stable within a grade")
+		assert.NotEqual(t, id, other.runIDFor(key), "another grade's salt gives another id")
+		assert.False(t, seen[id], "distinct per key")
+		seen[id] = true
 	}
 }

@@ -9,7 +9,9 @@ package steps
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -38,6 +40,8 @@ type Env struct {
 	opt        Options
 	client     *osb.Client // the harness's own client, transcripts to evidence/transcripts.jsonl
 	transcript *os.File
+	// runSalt keys the opaque part of each run's CAPSTONE_RUN_ID (runIDFor).
+	runSalt string
 
 	runsMu sync.Mutex
 	runs   map[string]*subjectRunOnce
@@ -100,7 +104,18 @@ func NewEnv(opt Options) (*Env, error) {
 	if fm == nil {
 		fm = &sync.RWMutex{}
 	}
-	return &Env{opt: opt, client: cl, transcript: f, runs: map[string]*subjectRunOnce{}, faultMu: fm}, nil
+	return &Env{opt: opt, client: cl, transcript: f, runs: map[string]*subjectRunOnce{}, faultMu: fm, runSalt: randomHex(16)}, nil
+}
+
+// runIDFor is the CAPSTONE_RUN_ID of the subject run keyed key: the grade's
+// run id and an opaque suffix, distinct per key and the same for a key
+// within one grade. It never names the fixture or the drill (the key does:
+// "sales-capacity-429"), and without the grade's salt the suffix cannot be
+// matched against a guessed key: a submission cannot tell a drill from it.
+func (e *Env) runIDFor(key string) string {
+	m := hmac.New(sha256.New, []byte(e.runSalt))
+	m.Write([]byte(key))
+	return e.opt.RunID + "-" + hex.EncodeToString(m.Sum(nil))[:12]
 }
 
 // repKey suffixes an evidence name with the repetition (--repeat), so each

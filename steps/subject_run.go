@@ -108,7 +108,7 @@ type runOpts struct {
 // runSubject runs the subject now, uncached (Env.launch).
 func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *subjectRun {
 	r := &subjectRun{key: key, fixture: fixture,
-		launch: e.newLaunch("run", filepath.Join("evidence", "subject-"+sanitize(e.repKey(key))), e.opt.RunID+"-"+sanitize(key))}
+		launch: e.newLaunch("run", filepath.Join("evidence", "subject-"+sanitize(e.repKey(key))), e.runIDFor(key))}
 	if err := os.MkdirAll(filepath.Join(r.dir, "input"), 0o755); err != nil {
 		r.err = err
 		return r

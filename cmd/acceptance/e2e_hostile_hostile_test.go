@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,26 @@ import (
 // report.json is what its journal renders); no process of the run, sandbox,
 // netns or cgroup outlives it; the grader exits as a grader does (0 or 1,
 // never killed) with a class summary of every submission.
+// hostileStallBound is the longest the hostile grade may go without
+// progress before the test calls it hung: a command is bounded by
+// --subject-timeout 3m, a reap by 5m, a box's close by seconds.
+const hostileStallBound = 12 * time.Minute
+
+// lastProgress is the newest change to a bundle's progress.log or journal
+// under out (zero before the first bundle exists).
+func lastProgress(out string) time.Time {
+	var last time.Time
+	for _, pat := range []string{"*/progress.log", "*/results.jsonl"} {
+		files, _ := filepath.Glob(filepath.Join(out, pat))
+		for _, f := range files {
+			if fi, err := os.Stat(f); err == nil && fi.ModTime().After(last) {
+				last = fi.ModTime()
+			}
+		}
+	}
+	return last
+}
+
 func TestHostileCalibration(t *testing.T) {
 	e := requireSubjectEnv(t)
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -39,7 +60,18 @@ func TestHostileCalibration(t *testing.T) {
 	require.NoError(t, err)
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	h := &hostileRun{out: t.TempDir(), keys: keys, exe: exe, exeDigest: digestFile(t, exe)}
+	// The class directory outlives a failed test (its path is logged): the
+	// bundles are the evidence of what went wrong.
+	out, err := os.MkdirTemp("", "hostile-class-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the graded class is kept for inspection: %s", out)
+			return
+		}
+		_ = os.RemoveAll(out)
+	})
+	h := &hostileRun{out: out, keys: keys, exe: exe, exeDigest: digestFile(t, exe)}
 	t.Cleanup(func() { restoreTrojaned(t, exe) })
 
 	subs := filepath.Join(e.root, "fixtures", "submissions")
@@ -75,10 +107,42 @@ func TestHostileCalibration(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	runErr := cmd.Run()
+	// A grade never waits forever for anything a submission can stall: one
+	// that makes no progress (no bundle's progress.log or journal grows) for
+	// hostileStallBound is dumped (SIGQUIT: every goroutine's stack, kept in
+	// a file named in the failure) and fails the test. Every command is
+	// bounded by --subject-timeout (3m), so a grade that moves writes a line
+	// well within it, however loaded the machine.
+	stall := hostileStallBound
+	if v, err := time.ParseDuration(os.Getenv("ACCEPTANCE_HOSTILE_STALL")); err == nil && v > 0 {
+		stall = v
+	}
+	require.NoError(t, cmd.Start())
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	var runErr error
+	hung := false
+	tick := time.NewTicker(15 * time.Second)
+	for done := false; !done; {
+		select {
+		case runErr = <-waited:
+			done = true
+		case <-tick.C:
+			if last := lastProgress(h.out); !last.IsZero() && time.Since(last) > stall && !hung {
+				hung = true
+				_ = cmd.Process.Signal(syscall.SIGQUIT)
+			}
+		}
+	}
+	tick.Stop()
+	if hung {
+		dump := filepath.Join(os.TempDir(), fmt.Sprintf("hostile-grade-hung-%d.log", cmd.Process.Pid))
+		_ = os.WriteFile(dump, stderr.Bytes(), 0o644)
+		t.Errorf("the grade made no progress for %s: it hung; its goroutines are in %s", stall, dump)
+	}
 	t.Logf("acceptance grade (%d submissions, its own process): %v in %s\n%s%s", len(dirs), runErr,
 		time.Since(start).Round(time.Second), tail(stdout.String(), 6000), tail(stderr.String(), 4000))
-	t.Cleanup(func() { killLeftovers(t, e.root) })
+	t.Cleanup(func() { killLeftovers(t, cmd.Process.Pid, h.out, stateDir) })
 	t.Cleanup(func() {
 		// A grader that was killed leaves its sandboxes: a bundled server
 		// started on the same state directory reaps them.
@@ -182,7 +246,7 @@ func TestHostileCalibration(t *testing.T) {
 		deadline := time.Now().Add(15 * time.Second)
 		var left []string
 		for {
-			left = leftovers(e.root)
+			left = leftovers(cmd.Process.Pid, h.out, stateDir)
 			if len(left) == 0 || time.Now().After(deadline) {
 				break
 			}

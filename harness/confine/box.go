@@ -1,6 +1,8 @@
 package confine
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ type Box struct {
 // record is a box's state file: what the next grader start removes when
 // this grader died before Close.
 type record struct {
+	Name        string   `json:"name"` // Request.Name, for people reading it
 	GraderPid   int      `json:"grader_pid"`
 	GraderStart uint64   `json:"grader_start"` // /proc/<pid>/stat starttime, so a reused pid is not mistaken for it
 	Cgroups     []string `json:"cgroups"`
@@ -54,8 +56,6 @@ type record struct {
 }
 
 var seq atomic.Int64
-
-var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 // Available says why boxes cannot be made on this machine ("" when they can).
 func Available() string {
@@ -89,12 +89,11 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	reapOnce.Do(func() { _, _ = Reap(cfg.StateDir) })
-	base := unsafeName.ReplaceAllString(req.Name, "-")
-	if len(base) > 24 {
-		base = base[:24]
-	}
+	// Opaque: the name shows inside the box (bwrap's command line, the
+	// cgroup path), so it carries nothing of the request's name.
 	b = &Box{cfg: cfg, req: req, st: &Status{Mode: "confined", Enforced: []string{}, Limits: &cfg.Limits},
-		name: fmt.Sprintf("acc-%d-%d-%s", os.Getpid(), seq.Add(1), base)}
+		name: fmt.Sprintf("acc-%d-%s", os.Getpid(), randomName())}
+	seq.Add(1)
 	b.bwrap, _ = exec.LookPath("bwrap")
 	b.setpriv, _ = exec.LookPath("setpriv")
 	defer func() {
@@ -194,7 +193,7 @@ func (b *Box) makeScratch() error {
 		b.mounted = true
 		b.st.enforce(fmt.Sprintf("disk ≤ %d MiB (its copy, /tmp, $HOME and /out)", b.cfg.Limits.DiskBytes>>20))
 	}
-	for _, d := range []string{"sub", "home", "tmp", "out", "etc"} {
+	for _, d := range []string{"sub", "home", "tmp", "out", "etc", "in"} {
 		if err := os.Mkdir(filepath.Join(b.scratch, d), 0o700); err != nil {
 			return fmt.Errorf("confine: scratch: %w", err)
 		}
@@ -208,6 +207,9 @@ func (b *Box) makeScratch() error {
 		if err := copyTree(b.req.SubmissionDir, filepath.Join(b.scratch, "sub"), MaxCopyInBytes); err != nil {
 			return fmt.Errorf("confine: copying the submission in: %w", err)
 		}
+	}
+	if err := b.copyFilesIn(); err != nil {
+		return err
 	}
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/usr/sbin/nologin\n%s:x:%d:%d:%s:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 		UserName, b.uid, b.uid, UserName, InsideHome)
@@ -224,6 +226,60 @@ func (b *Box) makeScratch() error {
 		}
 	}
 	return os.Chmod(filepath.Join(b.scratch, "etc"), 0o755)
+}
+
+// copyFilesIn copies Request.Copies into the scratch's in/ (read-only for
+// the box), one file each, named by its place in the sorted inside paths.
+func (b *Box) copyFilesIn() error {
+	var total int64
+	for i, p := range sortedKeys(b.req.Copies) {
+		src := b.req.Copies[p]
+		in, err := os.OpenFile(src, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return fmt.Errorf("confine: copying %s in: %w", p, err)
+		}
+		fi, err := in.Stat()
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("not a regular file")
+		}
+		if err == nil && total+fi.Size() > MaxCopyInBytes {
+			err = fmt.Errorf("over the %d MiB the box copies in", MaxCopyInBytes>>20)
+		}
+		if err != nil {
+			in.Close()
+			return fmt.Errorf("confine: copying %s in: %w", p, err)
+		}
+		total += fi.Size()
+		dst := filepath.Join(b.scratch, "in", strconv.Itoa(i))
+		out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o444)
+		if err == nil {
+			_, err = io.Copy(out, io.LimitReader(in, fi.Size()))
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+		}
+		in.Close()
+		if err != nil {
+			return fmt.Errorf("confine: copying %s in: %w", p, err)
+		}
+	}
+	return os.Chmod(filepath.Join(b.scratch, "in"), 0o755)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// randomName is 12 random hex digits.
+func randomName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // copyTree copies src into dst: directories, regular files, symbolic links
@@ -361,6 +417,9 @@ func (b *Box) Command(argv, env []string, dir string) *exec.Cmd {
 	sort.Strings(files)
 	for _, p := range files {
 		a = append(a, "--ro-bind", b.req.Files[p], p)
+	}
+	for i, p := range sortedKeys(b.req.Copies) {
+		a = append(a, "--ro-bind", filepath.Join(b.scratch, "in", strconv.Itoa(i)), p)
 	}
 	a = append(a, "--remount-ro", "/", "--chdir", dir, "--",
 		b.setpriv, "--reuid", strconv.Itoa(b.uid), "--regid", strconv.Itoa(b.uid), "--clear-groups",
@@ -504,7 +563,7 @@ func (b *Box) recordPath() string {
 }
 
 func (b *Box) saveRecord() error {
-	r := record{GraderPid: os.Getpid(), GraderStart: procStart(os.Getpid()), Scratch: b.scratch, Mounted: b.mounted}
+	r := record{Name: b.req.Name, GraderPid: os.Getpid(), GraderStart: procStart(os.Getpid()), Scratch: b.scratch, Mounted: b.mounted}
 	if b.cg != nil {
 		r.Cgroups, r.CgroupV2 = b.cg.unique(), b.cg.v2
 	}

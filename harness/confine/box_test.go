@@ -361,3 +361,50 @@ func TestProbe(t *testing.T) {
 	cfg := needBoxes(t)
 	assert.Empty(t, Probe(cfg), "this machine confines")
 }
+
+// TestBoxAllowThatNeverAnswers: the port look-up behind Allow never returns
+// (a target whose audit never answers). The box's connection is refused
+// after allowWait, recorded, and the box closes at once: neither the
+// command nor the grader waits on it.
+func TestBoxAllowThatNeverAnswers(t *testing.T) {
+	cfg := needBoxes(t)
+	old := allowWait
+	allowWait = 2 * time.Second
+	defer func() { allowWait = old }()
+	stuck := make(chan struct{})
+	defer close(stuck)
+	start := time.Now()
+	r := run(t, cfg, Request{Allow: func(int) bool { <-stuck; return true }}, `
+curl -s -m 20 http://127.0.0.1:9/ ; echo first=$?
+curl -s -m 1 http://127.0.0.1:10/ & sleep 0.3; echo second-left-open`)
+	closed := time.Since(start)
+	assert.Contains(t, r.stdout, "first=", r.stderr)
+	assert.NotContains(t, r.stdout, "first=28", "the connection waited for curl's own timeout, not the grader's bound")
+	assert.Less(t, closed, 15*time.Second, "the box's close waited on a connection stuck in Allow")
+	st := r.box.Status()
+	var why []string
+	for _, x := range st.Refused {
+		why = append(why, x.Addr+" "+x.Reason)
+	}
+	assert.Contains(t, strings.Join(why, "\n"), "127.0.0.1:9 the grader could not tell within 2s")
+}
+
+// TestBoxTellsNothingOfItsScenario: a run's input lives under
+// evidence/subject-<scenario>/ on the host, and the box is named after its
+// command's scenario. Inside, neither shows: not in bwrap's command line
+// (the box's pid 1), not in the mount table, not in the cgroup path.
+func TestBoxTellsNothingOfItsScenario(t *testing.T) {
+	cfg := needBoxes(t)
+	dir := filepath.Join(t.TempDir(), "evidence", "subject-sales-capacity-429", "input")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	csv := filepath.Join(dir, "sales.csv")
+	require.NoError(t, os.WriteFile(csv, []byte("region,revenue\nnorth,1\n"), 0o644))
+	r := run(t, cfg, Request{Name: "subject-sales-capacity-429", Copies: map[string]string{"/input/data.csv": csv}}, `
+cat /input/data.csv; echo; tr '\0' ' ' </proc/1/cmdline; echo; cat /proc/self/mountinfo /proc/self/cgroup; ls /proc
+echo x >> /input/data.csv && echo WROTE-"INPUT"`)
+	assert.Contains(t, r.stdout, "region,revenue\nnorth,1", r.stderr)
+	for _, tell := range []string{"capacity", "429", "subject-sales", "evidence"} {
+		assert.NotContains(t, r.stdout, tell, "the box shows its scenario")
+	}
+	assert.NotContains(t, r.stdout, "WROTE-INPUT", "the input is read-only")
+}

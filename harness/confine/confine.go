@@ -92,7 +92,9 @@ const (
 
 // Request is one command's box.
 type Request struct {
-	// Name names the box in its state record and its netns (sanitized, made unique).
+	// Name names the box in its state record (for people reading it). The
+	// box's own name (its scratch directory, netns and cgroup) is opaque: it
+	// shows inside the box and must not tell the scenario.
 	Name string
 	// SubmissionDir is copied (writable, private) to InsideRoot/<base>.
 	SubmissionDir string
@@ -101,7 +103,15 @@ type Request struct {
 	// commands use ../ paths (the calibration set's bad-* members).
 	ShowSiblings bool
 	// Files are host files visible read-only inside: inside path → host path.
+	// The host path shows in the box (bwrap's command line is its pid 1's,
+	// and /proc/self/mountinfo names a bind mount's source): only files whose
+	// host path is the same in every scenario (the acceptance binary).
 	Files map[string]string
+	// Copies are host files copied into the box's own disk and visible there
+	// read-only: inside path → host path. Their host path never shows inside
+	// (a run's input lives under evidence/subject-<scenario>/, which would
+	// tell a drill from a normal run). At most MaxCopyInBytes together.
+	Copies map[string]string
 	// ReadOnly are host directories visible read-only at the same path (the
 	// pinned SDK venvs, tool directories on PATH).
 	ReadOnly []string

@@ -182,11 +182,17 @@ func (n *network) handle(c net.Conn) {
 	}
 	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
 	var up net.Conn
+	allowed, decided := false, true
+	if ip.IsLoopback() && port != n.port {
+		allowed, decided = n.allowed(addr, port)
+	}
 	switch {
+	case !decided:
+		return // refused and recorded by allowed
 	case port == n.port:
 		n.refuse(addr, "the forwarder itself")
 		return
-	case ip.IsLoopback() && n.allow != nil && n.allow(port):
+	case allowed:
 		if n.guard != nil {
 			if g := n.guard(port); g != nil {
 				n.serveGuarded(port, g, c)
@@ -224,6 +230,33 @@ func (n *network) handle(c net.Conn) {
 		case <-n.closing:
 		}
 	case <-n.closing:
+	}
+}
+
+// allowWait bounds how long a connection waits for Allow: its answer may
+// need a read of the target (a sandbox created a moment ago), and a target
+// that never answers must not hold the connection, or the box's close that
+// waits for its connections, forever.
+var allowWait = 30 * time.Second
+
+// allowed asks Allow in a goroutine of its own and waits for it at most
+// allowWait, or until the box closes: no answer is a refusal (decided false).
+func (n *network) allowed(addr string, port int) (ok, decided bool) {
+	if n.allow == nil {
+		return false, true
+	}
+	ch := make(chan bool, 1)
+	go func() { ch <- n.allow(port) }()
+	t := time.NewTimer(allowWait)
+	defer t.Stop()
+	select {
+	case ok := <-ch:
+		return ok, true
+	case <-t.C:
+		n.refuse(addr, fmt.Sprintf("the grader could not tell within %s whether the port is this submission's", allowWait))
+		return false, false
+	case <-n.closing:
+		return false, false
 	}
 }
 
@@ -334,7 +367,14 @@ func (n *network) close() {
 	if n.ln != nil {
 		_ = n.ln.Close()
 	}
-	n.conns.Wait()
+	// Every connection ends on closing (its reads and dials are bounded);
+	// still, the box's end never waits on one forever.
+	waited := make(chan struct{})
+	go func() { n.conns.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second):
+	}
 	deleteNetns(n.name)
 }
 

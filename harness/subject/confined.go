@@ -2,10 +2,12 @@ package subject
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,8 +47,10 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 		files[confine.InsideAcceptance] = exe
 	}
 	in.Out, in.Acceptance = confine.InsideOut, confine.InsideAcceptance
+	copies := map[string]string{}
 	if in.CSV != "" {
-		files[confine.InsideCSV] = in.CSV
+		// Copied in, not bound: its host path names the scenario.
+		copies[confine.InsideCSV] = in.CSV
 		in.CSV = confine.InsideCSV
 	}
 	argv, err := spec.Template.Argv(confine.InsideAcceptance, in)
@@ -62,7 +66,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	dir := spec.Dir // "" (a bare command): an empty directory of its own
 	box, err := confine.Open(spec.Confine.Config, confine.Request{
 		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
-		Files: files, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard,
+		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subject: confinement: %w", err)
@@ -157,7 +161,57 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	if copyErr != nil {
 		return res, fmt.Errorf("subject: copying {out} out of the box: %w", copyErr)
 	}
+	if err := writeDropped(res.OutDir, res.Confinement.Dropped); err != nil {
+		return res, err
+	}
 	res.Defused = defuseOutputs(res.OutDir)
 	res.Missing, res.Empty = CheckOutputs(res.OutDir)
 	return res, nil
+}
+
+// droppedSuffix names the file beside {out} that says which of its files
+// the box kept back, and why (a step reading one names the reason, not
+// "it wrote no file").
+const droppedSuffix = ".dropped.json"
+
+func writeDropped(outDir string, dropped []string) error {
+	if len(dropped) == 0 {
+		return nil
+	}
+	m := map[string]string{}
+	for _, d := range dropped {
+		if rel, why, ok := strings.Cut(d, ": "); ok {
+			m[rel] = why
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Clean(outDir)+droppedSuffix, b, 0o644)
+}
+
+// DroppedReason says why the file at path, in a confined command's {out},
+// was not copied out of the box ("" when it was not dropped, or the command
+// was not confined).
+func DroppedReason(path string) string {
+	p := filepath.Clean(path)
+	dir := filepath.Dir(p)
+	for i := 0; i <= confine.MaxOutDepth && dir != "/" && dir != "."; i, dir = i+1, filepath.Dir(dir) {
+		b, err := os.ReadFile(dir + droppedSuffix)
+		if err != nil {
+			continue
+		}
+		var m map[string]string
+		if json.Unmarshal(b, &m) != nil {
+			return ""
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return ""
+		}
+		return m[filepath.ToSlash(rel)] // the nearest record is the command's own
+
+	}
+	return ""
 }

@@ -46,6 +46,9 @@ func TestRunConfinedPathsAndCopyOut(t *testing.T) {
 	assert.Contains(t, []string{"confined", "partial"}, res.Confinement.Mode)
 	assert.Equal(t, strings.TrimSpace(readFile(res.StdoutPath)), strconv.Itoa(res.Confinement.UID))
 	assert.Contains(t, strings.Join(res.Confinement.Dropped, "\n"), "summary.json: a symbolic link")
+	// A step reading the dropped file gets the reason, not "it does not exist".
+	assert.Equal(t, "a symbolic link (never kept)", DroppedReason(filepath.Join(s.Inputs.Out, "summary.json")))
+	assert.Empty(t, DroppedReason(filepath.Join(s.Inputs.Out, "chart.png")), "never written: nothing was dropped")
 }
 
 // A cancelled confined command gets SIGTERM and its grace (drills rely on
