@@ -6,6 +6,10 @@
 #     the runtime (their command lines name /.osb/agent or /run/netns/osb-*), and subjects
 #     or servers the suite started (`acceptance reference|serve-mock|run`, same for *.test)
 #   - cgroups under <controller>/osb/ (cgroup v1) or /sys/fs/cgroup/osb/ (v2)
+#   - the submission confinement's boxes (harness/confine): their cgroups under
+#     <controller>/acceptance-confine/ (v1) or /sys/fs/cgroup/acceptance-confine/ (v2), their
+#     records and scratch directories under /run/acceptance-confine
+#     (the per-uid lock files in uids/ are kept on purpose)
 #   - state directories in ${TMPDIR:-/tmp}: osb-mock-* (bundled server), osbt-*
 #     (cmd/acceptance tests), egn*/egt*/egp* (egress tests), and any directory up to
 #     three levels down holding a bundled-server `sandboxes/` directory (t.TempDir()
@@ -69,6 +73,15 @@ scan() {
 	local cg
 	for cg in /sys/fs/cgroup/*/osb/*/ /sys/fs/cgroup/osb/*/; do
 		[[ -d "$cg" ]] && findings+=("cgroup ${cg%/}")
+	done
+
+	# 3b. The confinement's boxes: cgroups, records and scratch directories.
+	for cg in /sys/fs/cgroup/*/acceptance-confine/*/ /sys/fs/cgroup/acceptance-confine/*/; do
+		[[ -d "$cg" ]] && findings+=("confinement cgroup ${cg%/}")
+	done
+	local box
+	for box in "/run/acceptance-confine"/boxes/* "/run/acceptance-confine"/scratch/*; do
+		[[ -e "$box" ]] && findings+=("confinement box $box")
 	done
 
 	# 4. State directories in the temp dir.
