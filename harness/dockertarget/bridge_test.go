@@ -293,3 +293,25 @@ func TestBridgeServicesRefuseNonLoopbackStubs(t *testing.T) {
 		t.Errorf("iptables touched: %q", f.calls)
 	}
 }
+
+// A run on an engine whose containers do not resolve through the bridge
+// address says so (the vault scenario then gives that reason).
+func TestResolverNote(t *testing.T) {
+	addr := net.ParseIP("10.213.47.1")
+	if n := resolverNote([]string{"10.213.47.1"}, true, addr); n != "" {
+		t.Errorf("wired: %q", n)
+	}
+	if n := resolverNote([]string{"127.0.0.1"}, true, addr); !strings.Contains(n, "resolver 127.0.0.1, not the bridge address 10.213.47.1") || !strings.Contains(n, "restart it") {
+		t.Errorf("old engine: %q", n)
+	}
+	if n := resolverNote(nil, true, addr); !strings.Contains(n, "host's resolv.conf") {
+		t.Errorf("no --dns: %q", n)
+	}
+	if n := resolverNote(nil, false, addr); !strings.Contains(n, "cannot be read") {
+		t.Errorf("unknown: %q", n)
+	}
+	// The project's running engine, read from its pid file, when there is one.
+	if servers, ok := engineDNS("unix://" + DefaultSocket); ok {
+		t.Logf("the project's engine gives containers %v", servers)
+	}
+}

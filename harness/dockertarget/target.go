@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,14 +255,25 @@ func startBridge(pool *dockertest.Pool, endpoint string, stubs map[string]string
 		return nil, "the stubs are not offered to sandboxes: " + err.Error()
 	}
 	servers, known := engineDNS(endpoint)
+	return s, resolverNote(servers, known, b.Addr)
+}
+
+// resolverNote says why sandboxes cannot resolve the stub names when the
+// engine's container resolver (its --dns) is not the bridge address ("":
+// it is).
+func resolverNote(servers []string, known bool, addr net.IP) string {
 	switch {
 	case !known:
-		return s, fmt.Sprintf("the engine's container resolver cannot be read here: sandboxes reach the stubs only if it is %s", b.Addr)
-	case !slices.Contains(servers, b.Addr.String()):
-		return s, fmt.Sprintf("the engine gives containers the resolver %s, not the bridge address %s, so no sandbox can resolve a stub name: restart it with `.ci/docker-engine.sh stop && make docker-engine` (its --dns is the bridge address since 2026-12-01)",
-			strings.Join(servers, ", "), b.Addr)
+		return fmt.Sprintf("the engine's container resolver cannot be read here: sandboxes reach the stubs only if it is %s", addr)
+	case !slices.Contains(servers, addr.String()):
+		given := strings.Join(servers, ", ")
+		if given == "" {
+			given = "of the host's resolv.conf"
+		}
+		return fmt.Sprintf("the engine gives containers the resolver %s, not the bridge address %s, so no sandbox can resolve a stub name: restart it with `.ci/docker-engine.sh stop && make docker-engine` (its --dns is the bridge address since 2026-12-01)",
+			given, addr)
 	}
-	return s, ""
+	return ""
 }
 
 func sortedKeys(m map[string]string) []string {
