@@ -84,10 +84,17 @@ func (u upstreamDNS) exchange(q *dns.Msg) (*dns.Msg, error) {
 		for _, netw := range []string{"udp", "tcp"} {
 			c := &dns.Client{Net: netw, Timeout: u.timeout}
 			resp, _, err := c.Exchange(q.Copy(), s)
-			if err == nil && resp != nil {
+			if err != nil || resp == nil {
+				last = fmt.Errorf("%s: %v", netw, err)
+				continue
+			}
+			// As the real sidecar: NOERROR and NXDOMAIN are final, any other
+			// answer (REFUSED, SERVFAIL) moves on to the next upstream.
+			if resp.Rcode == dns.RcodeSuccess || resp.Rcode == dns.RcodeNameError {
 				return resp, nil
 			}
-			last = fmt.Errorf("%s: %w", netw, err)
+			last = fmt.Errorf("%s from %s", dns.RcodeToString[resp.Rcode], s)
+			break
 		}
 	}
 	return nil, last
