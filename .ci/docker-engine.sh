@@ -6,7 +6,10 @@
 #   - a dedicated bridge (osbacc0, 10.213.47.1/24) as the default bridge network, --iptables=false
 #     --ip-forward=false --ip-masq=false (no MASQUERADE, no NAT), and iptables rules that DROP everything
 #     forwarded from or to the bridge and every new connection from the bridge to the host itself;
-#   - container DNS pointed at 127.0.0.1 (the egress sidecar answers it; without one nothing does);
+#   - container DNS pointed at the bridge's own address (OSB_DOCKER_DNS overrides it): during a docker-target
+#     run the harness answers there, for the data API stub's name only (everything else REFUSED, nothing
+#     forwarded; harness/dockertarget/bridge.go); between runs nothing listens and the bridge's INPUT DROP
+#     holds, so nothing resolves;
 #   - registry pulls fail at once (the daemon's proxy is a closed loopback port) unless OSB_DOCKER_ALLOW_PULL=1;
 #   - overlay2 storage when the kernel allows it, else vfs.
 # Published ports are bound to 127.0.0.1 by the control plane; docker-proxy carries them (no iptables DNAT).
@@ -97,7 +100,7 @@ start_daemon() { # start_daemon DRIVER
   env "${proxy[@]}" setsid dockerd \
     --host "$HOSTURL" --pidfile "$PIDFILE" --data-root "$DATA_ROOT" --exec-root "$RUN_DIR/exec" \
     --bridge "$BRIDGE" --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false --ipv6=false \
-    --dns 127.0.0.1 --userland-proxy=true --storage-driver "$1" --log-driver json-file \
+    --dns "${OSB_DOCKER_DNS:-${BRIDGE_CIDR%/*}}" --userland-proxy=true --storage-driver "$1" --log-driver json-file \
     --log-opt max-size=10m --max-concurrent-downloads 1 \
     >>"$LOG" 2>&1 </dev/null &
   local i

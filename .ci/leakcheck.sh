@@ -19,6 +19,7 @@
 #   - named volumes in the default volume root (<state root>/volumes: the root itself, empty or
 #     holding only its .osb registry, is fine) and in temporary volume roots a killed test left
 #   - sandbox disk mounts (tmpfs whose source is osb-<id>)
+#   - iptables INPUT rules marked osb-acceptance-docker-vault (a docker-target run's bridge exceptions)
 # Prints "leakcheck: clean" and exits 0 otherwise.
 #
 # Cleanup can lag a moment behind a test's end, so the check is retried for
@@ -132,6 +133,15 @@ scan() {
 	while read -r src mnt rest; do
 		[[ "$src" == osb-* ]] && findings+=("mount $mnt")
 	done </proc/self/mounts
+
+	# 6. The docker target's INPUT exceptions for its bridge services (harness/dockertarget/bridge.go),
+	#    removed when its run ends.
+	local rule
+	if command -v iptables >/dev/null 2>&1; then
+		while read -r rule; do
+			[[ -n "$rule" ]] && findings+=("iptables rule $rule")
+		done < <(iptables -w -S INPUT 2>/dev/null | grep -- "--comment osb-acceptance-docker-vault" || true)
+	fi
 }
 
 deadline=$((SECONDS + wait_s))

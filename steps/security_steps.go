@@ -412,13 +412,25 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	}
 	gotReal := s.env.opt.Stubs.DataAPIReceived(r.started) == "real"
 	if !s.env.mock() {
+		// vault_real.go: the vault's part is read from the recording proxy.
+		if _, err := os.Stat(filepath.Join(r.dir, "endpoint-calls.json")); err == nil {
+			s.addEvidence(filepath.Join(r.relDir, "endpoint-calls.json"))
+		}
+		host := s.env.dataAPIHost()
+		holders := vaultHolders(observedCalls(r), stubs.TokenFingerprint(s.env.opt.Stubs.DataAPIToken), host)
 		if gotReal {
-			s.note("the data API received this submission's real token")
+			if len(holders) == 0 {
+				return violationf("the data API received this submission's real token, but none of this run's sandboxes had it in its Credential Vault bound to %s with credentialProxy on (the create requests and vault writes its recording proxy saw): the token did not come through the vault", host)
+			}
+			s.note("the data API received this submission's real token; the Credential Vault of sandbox %s held it for %s with credentialProxy on (seen by the recording proxy)", strings.Join(holders, ", "), host)
 			return nil
 		}
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the data API never received this submission's real token since the run started (exit %d); a call without it cannot be attributed to this run on target %s, so the vault path is not measured",
+		why := fmt.Sprintf("the data API never received this submission's real token since the run started (exit %d); a call without it cannot be attributed to this run on target %s, so the vault path is not measured",
 			r.res.ExitCode, s.env.opt.Target.Kind)
+		if note := s.env.opt.Target.StubNote; note != "" {
+			why += " (" + note + ")"
+		}
+		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "%s", why)
 	}
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return harnessf("reading the audit trail: %v", err)
@@ -648,6 +660,15 @@ func sidecarDenialEvidence(ctx context.Context, s *scenario, host string) error 
 	for _, h := range allowedLookups(log, time.Time{}) {
 		if sameHost(h, host) {
 			return violationf("the probe sandbox's egress sidecar logged a lookup of %s as allowed (egress.outbound) under the subject's policy", host)
+		}
+	}
+	// Sidecars newer than the one measured here log each denial (upstream
+	// components/egress/pkg/dnsproxy/proxy.go: "[dns] denied by policy");
+	// where the log has one for the host, that is the record.
+	for _, d := range deniedLookups(log) {
+		if sameHost(d.host, host) {
+			s.note("the probe sandbox's egress sidecar logged the denial of %s: %s", host, clip(d.line, 200))
+			return nil
 		}
 	}
 	why := ""

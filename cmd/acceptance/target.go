@@ -21,7 +21,7 @@ import (
 // describes the real server at --target URL.
 func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]string, stderr io.Writer) (core.StartedTarget, error) {
 	if cfg.target == "docker" {
-		return startDockerTarget(ctx, cfg, stderr)
+		return startDockerTarget(ctx, cfg, upstreams, stderr)
 	}
 	if cfg.target != "mock" {
 		return core.StartedTarget{Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(cfg.target), APIKey: cfg.apiKey}}, nil

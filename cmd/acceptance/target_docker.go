@@ -9,6 +9,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/stubs"
 )
 
 // startDockerTarget stands up a real OpenSandbox on Docker (--target docker;
@@ -16,10 +17,15 @@ import (
 // into the report header (cfg.dockerVersions): each with its version or image
 // id and its provenance label (official, from the engine, upstream-built from
 // commit X, stand-in); the note printed here is made from the images used.
-func startDockerTarget(ctx context.Context, cfg *runConfig, stderr io.Writer) (core.StartedTarget, error) {
+//
+// The data API stub is offered to the sandboxes on the engine's bridge over
+// plain http (dockertarget.BridgeServices), so the subjects get an http://
+// CAPSTONE_DATA_API_URL on this target.
+func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string]string, stderr io.Writer) (core.StartedTarget, error) {
 	fmt.Fprintf(stderr, "docker target: standing up opensandbox-server==%s on %s\n", cfg.serverVersion, dockertarget.Endpoint())
 	t, err := dockertarget.Start(ctx, dockertarget.Config{ServerVersion: cfg.serverVersion, WheelDir: cfg.wheels, Log: stderr,
-		ExecdImage: cfg.execdImage, EgressImage: cfg.egressImage, SandboxImage: cfg.sandboxImage})
+		ExecdImage: cfg.execdImage, EgressImage: cfg.egressImage, SandboxImage: cfg.sandboxImage,
+		Stubs: map[string]string{stubs.DataAPIHost: upstreams[stubs.DataAPIHost]}})
 	if err != nil {
 		return core.StartedTarget{}, fmt.Errorf("docker target: %w", err)
 	}
@@ -33,13 +39,24 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, stderr io.Writer) (c
 		}
 	}
 	return core.StartedTarget{
-		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog},
+		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog,
+			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote},
 		Close: func() {
 			if err := t.Close(); err != nil {
 				fmt.Fprintf(stderr, "docker target: teardown: %v\n", err)
 			}
 		},
 	}, nil
+}
+
+// dockerDataAPIURL is the data API's URL on the docker target: plain http on
+// port 80 of the bridge, when the stubs are offered there ("" otherwise: the
+// default https URL, which no sandbox there can reach).
+func dockerDataAPIURL(t *dockertarget.Target) string {
+	if t.Stubs == nil {
+		return ""
+	}
+	return "http://" + stubs.DataAPIHost + stubs.DataAPIPath
 }
 
 // dockerTargetNote says, from the images actually used, what each verdict

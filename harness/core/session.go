@@ -362,8 +362,12 @@ func (s *Session) stubHooks(token string) Stubs {
 		}
 		return out
 	}
+	dataURL := stubs.DataAPIURL
+	if s.target.DataAPIURL != "" {
+		dataURL = s.target.DataAPIURL
+	}
 	return Stubs{
-		DataAPIURL:   stubs.DataAPIURL,
+		DataAPIURL:   dataURL,
 		DataAPIToken: token,
 		DataAPIReceived: func(t time.Time) string {
 			got := ""

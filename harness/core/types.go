@@ -33,6 +33,13 @@ type Target struct {
 	// the sidecar stops or ctx ends (the docker target; nil elsewhere: a
 	// real server gives no access to its containers).
 	SidecarLog func(ctx context.Context, sandboxID string, w io.Writer) error `json:"-"`
+	// DataAPIURL is the data API's URL as the target's sandboxes reach it
+	// (CAPSTONE_DATA_API_URL); empty: stubs.DataAPIURL. The docker target
+	// serves it over plain http on its bridge (docs/docker.md).
+	DataAPIURL string
+	// StubNote says why the target's sandboxes cannot reach the stubs, when
+	// that is so ("": nothing known against it).
+	StubNote string
 }
 
 // StartedTarget is a running target plus what the core needs from it.

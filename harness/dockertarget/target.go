@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +29,10 @@ type Config struct {
 	// ExecdImage, EgressImage, SandboxImage override the image choice
 	// (--execd-image, --egress-image, --sandbox-image).
 	ExecdImage, EgressImage, SandboxImage string
+	// Stubs maps the stub names the sandboxes may reach to the loopback URL
+	// of the stub serving each (http://127.0.0.1:port); they are offered on
+	// the engine's bridge address (BridgeServices). Nil: none.
+	Stubs map[string]string
 }
 
 // Component is one piece of the stack, for the report's header.
@@ -53,6 +60,11 @@ type Target struct {
 	ImageBuild time.Duration
 	Venv       time.Duration // installing (or reusing) the control plane's venv
 	Startup    time.Duration
+
+	// Stubs are the stubs offered on the bridge (nil: none could be) and
+	// StubNote says why not, or what a sandbox needs to reach them.
+	Stubs    *BridgeServices
+	StubNote string
 
 	pool *dockertest.Pool // the engine (sidecar logs)
 
@@ -148,6 +160,24 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		return nil, err
 	}
 
+	var bridge *BridgeServices
+	stubNote := ""
+	if len(cfg.Stubs) > 0 {
+		bridge, stubNote = startBridge(pool, cfg.Endpoint, cfg.Stubs)
+		if bridge != nil {
+			fmt.Fprintf(cfg.Log, "docker target: stubs on the bridge %s (%s): resolver :53 for %s, plain HTTP :80\n",
+				bridge.Bridge.Addr, bridge.Bridge.Iface, strings.Join(sortedKeys(cfg.Stubs), ", "))
+		}
+		if stubNote != "" {
+			fmt.Fprintln(cfg.Log, "docker target: "+stubNote)
+		}
+	}
+	defer func() {
+		if !ok {
+			_ = bridge.Close()
+		}
+	}()
+
 	runDir := filepath.Join(dir, "run")
 	_ = os.RemoveAll(runDir)
 	if err := os.MkdirAll(runDir, 0o700); err != nil {
@@ -183,7 +213,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	_ = writeRecord(dir, rec)
 
 	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Venv: t1.Sub(tv), Startup: time.Since(t1),
-		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool}
+		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool, Stubs: bridge, StubNote: stubNote}
 	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, " + pin.Describe()})
 	if v, err := pool.Client.Version(); err == nil {
 		t.Components = append(t.Components, Component{Name: "docker engine", Version: v.Get("Version"), Origin: "official", Note: "Debian docker.io, own bridge, no forwarding/NAT"})
@@ -202,10 +232,57 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		if err == nil {
 			_ = os.Remove(recordPath(dir))
 		}
+		if berr := bridge.Close(); berr != nil && err == nil {
+			err = fmt.Errorf("removing the bridge's INPUT exceptions: %w", berr)
+		}
 		return err
 	}
 	ok = true
 	return t, nil
+}
+
+// startBridge offers the stubs on the engine's bridge. A failure is not the
+// run's: the stubs are then unreachable from sandboxes and the note says why
+// (the checks that need them say not measured).
+func startBridge(pool *dockertest.Pool, endpoint string, stubs map[string]string) (*BridgeServices, string) {
+	b, err := engineBridge(pool)
+	if err != nil {
+		return nil, "the stubs are not offered to sandboxes: " + err.Error()
+	}
+	_ = removeVaultRules(b.Iface) // a crashed run's (the caller holds the lock)
+	s, err := StartBridgeServices(b, stubs)
+	if err != nil {
+		return nil, "the stubs are not offered to sandboxes: " + err.Error()
+	}
+	servers, known := engineDNS(endpoint)
+	return s, resolverNote(servers, known, b.Addr)
+}
+
+// resolverNote says why sandboxes cannot resolve the stub names when the
+// engine's container resolver (its --dns) is not the bridge address ("":
+// it is).
+func resolverNote(servers []string, known bool, addr net.IP) string {
+	switch {
+	case !known:
+		return fmt.Sprintf("the engine's container resolver cannot be read here: sandboxes reach the stubs only if it is %s", addr)
+	case !slices.Contains(servers, addr.String()):
+		given := strings.Join(servers, ", ")
+		if given == "" {
+			given = "of the host's resolv.conf"
+		}
+		return fmt.Sprintf("the engine gives containers the resolver %s, not the bridge address %s, so no sandbox can resolve a stub name: restart it with `.ci/docker-engine.sh stop && make docker-engine` (its --dns is the bridge address since 2026-12-01)",
+			given, addr)
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func findRepo(dir string) string {

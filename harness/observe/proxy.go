@@ -51,15 +51,17 @@ const (
 // request to a sandbox's execd or egress sidecar through a rewritten
 // endpoint or the server proxy route.
 type Call struct {
-	Time           time.Time       `json:"time"`
-	Kind           string          `json:"kind,omitempty"`
-	Method         string          `json:"method"`
-	Path           string          `json:"path"`
-	Status         int             `json:"status"`
-	SandboxID      string          `json:"sandbox_id,omitempty"`
-	Port           int             `json:"port,omitempty"` // endpoint calls: the sandbox port (44772 execd, 18080 egress …)
-	KeyFingerprint string          `json:"key_fingerprint,omitempty"`
-	Body           json.RawMessage `json:"body,omitempty"`
+	Time           time.Time `json:"time"`
+	Kind           string    `json:"kind,omitempty"`
+	Method         string    `json:"method"`
+	Path           string    `json:"path"`
+	Status         int       `json:"status"`
+	SandboxID      string    `json:"sandbox_id,omitempty"`
+	Port           int       `json:"port,omitempty"` // endpoint calls: the sandbox port (44772 execd, 18080 egress …)
+	KeyFingerprint string    `json:"key_fingerprint,omitempty"`
+	// Body is a lifecycle call's request body (env values fingerprinted) or an
+	// egress Credential Vault write's (every secret "value" fingerprinted).
+	Body json.RawMessage `json:"body,omitempty"`
 	// Command is the command line of an execd POST /command sent through a
 	// sandbox endpoint (its other fields, env included, are not kept).
 	Command string `json:"command,omitempty"`

@@ -272,10 +272,20 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 		cmd = &bodyTee{r: r.Body}
 		r.Body = cmd
 	}
+	var vault *bodyTee
+	if isVaultWrite(r) && r.Body != nil {
+		// A Credential Vault write: kept with its secret values replaced by
+		// fingerprints (VaultWrite), read as it is forwarded.
+		vault = &bodyTee{r: r.Body}
+		r.Body = vault
+	}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
 	defer func() { // recorded even when aborted (http.ErrAbortHandler: the stream broke off)
 		if cmd != nil {
 			c.Command = commandIn(cmd.buf.Bytes(), cmd.over)
+		}
+		if vault != nil && !vault.over {
+			c.Body = redactVault(vault.buf.Bytes())
 		}
 		c.Status = rec.status
 		c.Ended = time.Now().UTC()
@@ -303,6 +313,51 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 	default:
 		p.rp.ServeHTTP(rec, r) // the server's own proxy route
 	}
+}
+
+// isVaultWrite is a POST, PUT or PATCH of an egress sidecar's
+// /credential-vault (CONTRACT §3.5).
+func isVaultWrite(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch:
+	default:
+		return false
+	}
+	rest := strings.SplitN(serverProxyRest(r.URL.EscapedPath()), "?", 2)[0]
+	return strings.TrimSuffix(rest, "/") == "/credential-vault"
+}
+
+// redactVault is a vault write's body with every "value" string (an inline
+// credential's secret) replaced by "fingerprint:" and its Fingerprint; nil
+// when it is not JSON.
+func redactVault(body []byte) json.RawMessage {
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return nil
+	}
+	var walk func(any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, e := range t {
+				if s, ok := e.(string); ok && k == "value" {
+					t[k] = "fingerprint:" + Fingerprint(s)
+					continue
+				}
+				t[k] = walk(e)
+			}
+		case []any:
+			for i, e := range t {
+				t[i] = walk(e)
+			}
+		}
+		return x
+	}
+	b, err := json.Marshal(walk(v))
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // commandIn is the command line of an execd command request's body ("" if

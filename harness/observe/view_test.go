@@ -408,3 +408,41 @@ func TestCommandOf(t *testing.T) {
 		t.Errorf("an over-long body gave %q (over %v)", got, big.over)
 	}
 }
+
+// A Credential Vault write sent through a sandbox's endpoint reaches the
+// sidecar whole and is recorded with every secret value as a fingerprint
+// only: the vault check on a real target reads it (steps/vault_real.go).
+func TestVaultWriteRecordedWithoutItsSecret(t *testing.T) {
+	f := newFakeOSB(t)
+	p, err := StartFor(f.srv.URL, NewView())
+	require.NoError(t, err)
+	defer p.Close()
+	a := call(t, "POST", "http://"+p.Domain()+"/v1/sandboxes", `{"image":{"uri":"python:3.12"},"metadata":{"want-id":"v1"}}`)
+	require.Equal(t, http.StatusAccepted, a.status, a.body)
+	body := `{"credentials":[{"name":"data-api","source":{"type":"inline","value":"capstone-data-secret-0123"}}],"bindings":[{"name":"data-api","match":{"hosts":["data-api.capstone.test"]},"auth":{"type":"bearer","credential":"data-api"}}]}`
+	ep := call(t, "GET", "http://"+p.Domain()+"/v1/sandboxes/v1/endpoints/18080", "")
+	require.Equal(t, http.StatusOK, ep.status, ep.body)
+	var e struct {
+		Endpoint string `json:"endpoint"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(ep.body), &e))
+	got := call(t, "POST", "http://"+e.Endpoint+"/credential-vault", body)
+	assert.Equal(t, "execd of v1: POST /proxy/18080/credential-vault", got.body, "forwarded to the sandbox's endpoint")
+	call(t, "POST", "http://"+e.Endpoint+"/policy", `{"value":"not a vault write"}`)
+	var vault, policy *Call
+	for _, c := range p.EndpointCalls() {
+		switch {
+		case strings.HasSuffix(c.Path, "/credential-vault"):
+			vault = &c
+		case strings.HasSuffix(c.Path, "/policy"):
+			policy = &c
+		}
+	}
+	require.NotNil(t, vault)
+	assert.NotContains(t, string(vault.Body), "capstone-data-secret-0123", "the secret is never recorded")
+	assert.Contains(t, string(vault.Body), `"value":"fingerprint:`+Fingerprint("capstone-data-secret-0123")+`"`)
+	assert.Contains(t, string(vault.Body), `"hosts":["data-api.capstone.test"]`)
+	require.NotNil(t, policy)
+	assert.Empty(t, policy.Body, "only vault writes keep their body")
+	assert.Nil(t, redactVault([]byte("not json")))
+}

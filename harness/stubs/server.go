@@ -27,8 +27,13 @@ type Request struct {
 	Path       string    `json:"path"`
 	Query      string    `json:"query,omitempty"`
 	RemoteAddr string    `json:"remote_addr"`
-	UserAgent  string    `json:"user_agent,omitempty"`
-	Status     int       `json:"status"`
+	// ForwardedFor is the request's X-Forwarded-For: the docker target's
+	// bridge front (harness/dockertarget/bridge.go) sets it to the address
+	// of the container that sent the request. Any client can set it, so it
+	// is evidence, never identity.
+	ForwardedFor string `json:"forwarded_for,omitempty"`
+	UserAgent    string `json:"user_agent,omitempty"`
+	Status       int    `json:"status"`
 	// ResponseBytes is the size of the response body written.
 	ResponseBytes int64 `json:"response_bytes"`
 	// Credential is set by the data API: "real", "fake", "none" or "malformed".
@@ -144,7 +149,7 @@ func (s *server) Close() error {
 func (s *server) logged(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		entry := &Request{Time: time.Now().UTC(), Method: r.Method, Host: r.Host, Path: r.URL.Path,
-			Query: r.URL.RawQuery, RemoteAddr: r.RemoteAddr, UserAgent: r.UserAgent(),
+			Query: r.URL.RawQuery, RemoteAddr: r.RemoteAddr, ForwardedFor: r.Header.Get("X-Forwarded-For"), UserAgent: r.UserAgent(),
 			EgressSandbox: r.Header.Get(wire.EgressSandboxHeader)}
 		s.watchBody(r, entry)
 		rec := &wire.StatusRecorder{ResponseWriter: w}

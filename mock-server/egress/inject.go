@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
 // injection is what the gateway adds to one request. Values are secrets.
@@ -127,3 +129,34 @@ func redactHeaders(h http.Header, secrets []string) bool {
 	}
 	return changed
 }
+
+// InjectVault applies the sandbox's Credential Vault to a request it sends
+// to host (scheme, port) as the gateway does: the matching binding's headers
+// replace the request's own. ambiguous is two bindings at the same
+// precedence (the caller answers 403 "credential binding ambiguous", as the
+// real sidecar). secrets are the vault's values, for RedactHeaders on the
+// answer. It is what the docker target's egress stand-in uses to inject
+// without the gateway (harness/dockertarget/standin).
+func (a *Attachment) InjectVault(h http.Header, scheme string, port int, method, path, host string) (injected, ambiguous bool, secrets []string) {
+	a.mu.RLock()
+	vlt := a.vault
+	a.mu.RUnlock()
+	if vlt == nil {
+		return false, false, nil
+	}
+	inj, ambiguous := vlt.match(scheme, port, method, path, host)
+	if ambiguous {
+		return false, true, vlt.secrets()
+	}
+	if inj != nil {
+		inj.apply(h)
+		a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{
+			Op: "inject", Revision: inj.revision, Binding: inj.binding, Host: normalizeHost(host),
+		}})
+	}
+	return inj != nil, false, vlt.secrets()
+}
+
+// RedactHeaders replaces every secret value in an answer's headers with
+// [REDACTED] and reports whether it did (CONTRACT §3.5).
+func RedactHeaders(h http.Header, secrets []string) bool { return redactHeaders(h, secrets) }

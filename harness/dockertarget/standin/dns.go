@@ -10,10 +10,11 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/egress"
 )
 
-// dnsDecision answers one question: NXDOMAIN when the current policy denies
-// the name (as the real sidecar, CONTRACT §3.4), SERVFAIL when it allows it
-// — the real sidecar forwards allowed names upstream and answers SERVFAIL
-// when the upstream fails, and this machine has no upstream.
+// dnsDecision answers one question without an upstream: NXDOMAIN when the
+// current policy denies the name (as the real sidecar, CONTRACT §3.4),
+// SERVFAIL when it allows it — the real sidecar forwards allowed names
+// upstream and answers SERVFAIL when the upstream fails (dnsHandler asks
+// the upstream first, upstream.go).
 func dnsDecision(p egress.Policy, name string) int {
 	if !p.Evaluate(name).Allowed {
 		return dns.RcodeNameError
@@ -26,6 +27,11 @@ type dnsHandler struct {
 	// outbound logs a lookup the policy allowed, as the real sidecar does
 	// (nil: not logged).
 	outbound func(host, errText string)
+	// upstream answers the names the policy allows (none: SERVFAIL).
+	upstream upstreamDNS
+	// mem, when set, is the credential proxy's: an allowed name's A answer
+	// is rewritten to the interceptor on 127.0.0.1 (upstream.go).
+	mem *resolved
 }
 
 func (h dnsHandler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
@@ -33,18 +39,35 @@ func (h dnsHandler) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m.SetReply(req)
 	if len(req.Question) != 1 {
 		m.Rcode = dns.RcodeFormatError
-	} else {
-		m.Rcode = dnsDecision(h.policy(), req.Question[0].Name)
-		if m.Rcode == dns.RcodeServerFailure && h.outbound != nil {
-			h.outbound(strings.TrimSuffix(strings.ToLower(req.Question[0].Name), "."), "no upstream resolver: this machine has none (SERVFAIL)")
-		}
+		_ = w.WriteMsg(m)
+		return
 	}
-	_ = w.WriteMsg(m)
+	name := strings.TrimSuffix(strings.ToLower(req.Question[0].Name), ".")
+	m.Rcode = dnsDecision(h.policy(), req.Question[0].Name)
+	if m.Rcode != dns.RcodeServerFailure { // denied: NXDOMAIN
+		_ = w.WriteMsg(m)
+		return
+	}
+	resp, err := h.upstream.exchange(req)
+	if err != nil {
+		if h.outbound != nil {
+			h.outbound(name, "no upstream resolver answered: "+err.Error()+" (SERVFAIL)")
+		}
+		_ = w.WriteMsg(m)
+		return
+	}
+	if h.outbound != nil {
+		h.outbound(name, "")
+	}
+	if h.mem != nil {
+		resp = interceptAnswer(resp, name, h.mem)
+	}
+	resp.Id = req.Id
+	_ = w.WriteMsg(resp)
 }
 
 // serveDNS answers on addr over UDP and TCP; the returned func stops both.
-func serveDNS(addr string, policy func() egress.Policy, outbound func(host, errText string)) (func(), error) {
-	h := dnsHandler{policy: policy, outbound: outbound}
+func serveDNS(addr string, h dnsHandler) (func(), error) {
 	udp := &dns.Server{Addr: addr, Net: "udp", Handler: h}
 	tcp := &dns.Server{Addr: addr, Net: "tcp", Handler: h}
 	errs := make(chan error, 2)

@@ -14,11 +14,16 @@
 //   - egress (`acceptance standin-egress`): a sidecar that owns the sandbox's
 //     network namespace, serving /healthz, the runtime policy API and the
 //     Credential Vault on :18080 (mock-server/egress, authenticated with
-//     OPENSANDBOX_EGRESS_TOKEN) and DNS on 127.0.0.1:53. Denied names get
-//     NXDOMAIN; allowed names get SERVFAIL, which is what the real sidecar
-//     answers when its upstream resolver cannot be reached — and on this
-//     machine none can. It installs no nftables rules: the engine's bridge
-//     drops every forwarded packet anyway (.ci/docker-engine.sh).
+//     OPENSANDBOX_EGRESS_TOKEN) and DNS on 127.0.0.1:53, which it makes the
+//     sandbox's resolver (upstream.go). Denied names get NXDOMAIN; allowed
+//     names are forwarded to the resolvers the container's resolv.conf named
+//     (on the docker target: the run's resolver on the engine's bridge, which
+//     knows the data API's name only) and get SERVFAIL when none answers, as
+//     the real sidecar. With credentialProxy it injects the vault's
+//     credentials into plain-HTTP requests (no TLS interception). It installs
+//     no nftables rules: the engine's bridge drops every forwarded packet
+//     anyway (.ci/docker-engine.sh), and only the bridge address's ports 53
+//     and 80 are open to containers during a run.
 //
 // A verdict measured with a stand-in is labelled as such in the report.
 package standin

@@ -58,7 +58,27 @@ func EgressMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	dnsStop, err := serveDNS("127.0.0.1:53", att.Policy, func(host, errText string) { logOutbound(os.Stdout, id, host, errText) })
+	// The upstream resolvers of resolv.conf, which then names the stand-in
+	// (upstream.go): taken before anything answers, so the sandbox, which
+	// starts once this sidecar is healthy, asks the stand-in.
+	ups, err := takeOverResolvConf(resolvConf)
+	if err != nil {
+		logf("egress: %s: %v (upstreams %v)", resolvConf, err, ups)
+	}
+	h := dnsHandler{policy: att.Policy, outbound: func(host, errText string) { logOutbound(os.Stdout, id, host, errText) },
+		upstream: upstreamDNS{servers: ups, timeout: 2 * time.Second}}
+	if os.Getenv(envMITM) == "true" {
+		h.mem = &resolved{}
+		il, err := net.Listen("tcp4", "127.0.0.1:80")
+		if err != nil {
+			logf("egress: credential proxy: %v", err)
+			return 1
+		}
+		isrv := &http.Server{Handler: interceptor{att: att, mem: h.mem}, ReadHeaderTimeout: 30 * time.Second}
+		go func() { _ = isrv.Serve(il) }()
+		defer isrv.Close()
+	}
+	dnsStop, err := serveDNS("127.0.0.1:53", h)
 	if err != nil {
 		logf("egress: dns: %v", err)
 		return 1
@@ -76,7 +96,8 @@ func EgressMain(args []string) int {
 	}
 	srv := &http.Server{Handler: tokenAuth(os.Getenv(envToken), att.Token(), att.Handler()), ReadHeaderTimeout: 30 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
-	logf("egress stand-in: API on %s, DNS on 127.0.0.1:53, policy mode %s", ln.Addr(), pol.Mode())
+	logf("egress stand-in: API on %s, DNS on 127.0.0.1:53 (upstreams %v), credential proxy %v (plain HTTP on 127.0.0.1:80), policy mode %s",
+		ln.Addr(), ups, h.mem != nil, pol.Mode())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logf("egress: %v", err)
 		return 1

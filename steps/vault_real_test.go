@@ -1,0 +1,72 @@
+package steps
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/osb-capstone/acceptance/harness/observe"
+)
+
+// On a real target the vault's part of a real-token call is read from the
+// recording proxy: only a sandbox created with credentialProxy on whose
+// vault held this submission's token (by fingerprint) for the data API host
+// counts.
+func TestVaultHoldersFromTheRecordingProxy(t *testing.T) {
+	const host = "data-api.capstone.test"
+	tok := observe.Fingerprint("capstone-data-mine")
+	other := observe.Fingerprint("capstone-data-someone-else")
+	create := func(id string, proxy bool) observe.Call {
+		body := `{"image":{"uri":"python:3.12"},"networkPolicy":{"defaultAction":"deny","egress":[{"action":"allow","target":"data-api.capstone.test"}]}}`
+		if proxy {
+			body = `{"image":{"uri":"python:3.12"},"credentialProxy":{"enabled":true}}`
+		}
+		return observe.Call{Time: time.Now(), Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: id, Body: json.RawMessage(body)}
+	}
+	vault := func(id, fp, bindHost, method string, status int) observe.Call {
+		body := `{"credentials":[{"name":"data-api","source":{"type":"inline","value":"fingerprint:` + fp + `"}}],` +
+			`"bindings":[{"name":"data-api","match":{"hosts":["` + bindHost + `"],"schemes":["http"],"ports":[80]},"auth":{"type":"bearer","credential":"data-api"}}]}`
+		return observe.Call{Time: time.Now(), Kind: observe.KindEndpoint, Method: method, Path: "/sandboxes/" + id + "/proxy/18080/credential-vault",
+			Status: status, SandboxID: id, Port: 18080, Body: json.RawMessage(body)}
+	}
+	patch := observe.Call{Kind: observe.KindEndpoint, Method: "PATCH", Path: "/sandboxes/sp/proxy/18080/credential-vault/", Status: 200, SandboxID: "sp", Port: 18080,
+		Body: json.RawMessage(`{"credentials":{"add":[{"name":"k","source":{"value":"fingerprint:` + tok + `"}}]},` +
+			`"bindings":{"add":[{"name":"b","match":{"hosts":["*.capstone.test"]},"auth":{"type":"customHeaders","headers":[{"name":"X-Key","credential":"k"}]}}]}}`)}
+	for _, tc := range []struct {
+		name  string
+		calls []observe.Call
+		want  []string
+	}{
+		{"vault and credentialProxy", []observe.Call{create("s1", true), vault("s1", tok, host, "POST", 201)}, []string{"s1"}},
+		{"no credentialProxy (the token went into the sandbox)", []observe.Call{create("s1", false), vault("s1", tok, host, "POST", 201)}, nil},
+		{"no vault at all", []observe.Call{create("s1", true)}, nil},
+		{"another submission's token", []observe.Call{create("s1", true), vault("s1", other, host, "POST", 201)}, nil},
+		{"bound to another host", []observe.Call{create("s1", true), vault("s1", tok, "api.example.com", "POST", 201)}, nil},
+		{"the vault write was refused", []observe.Call{create("s1", true), vault("s1", tok, host, "POST", 412)}, nil},
+		{"a patch with a wildcard host and custom headers", []observe.Call{create("sp", true), patch}, []string{"sp"}},
+		{"two sandboxes, one with the vault", []observe.Call{create("s1", false), create("s2", true), vault("s2", tok, host, "POST", 201)}, []string{"s2"}},
+	} {
+		if got := vaultHolders(tc.calls, tok, host); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := vaultHolders([]observe.Call{create("s1", true), vault("s1", "", host, "POST", 201)}, "", host); got != nil {
+		t.Errorf("no token: %v", got)
+	}
+}
+
+func TestDeniedLookupsFromASidecarLog(t *testing.T) {
+	log := `2026-12-01T22:12:50.358Z {"level":"info","msg":"egress policy loaded","opensandbox.event":"egress.loaded"}
+2026-12-01T22:12:51.000Z {"level":"warn","ts":"2026-12-01T22:12:51Z","logger":"opensandbox.egress","msg":"[dns] denied by policy (remote=10.213.47.3 question=\"exfil.capstone.test\")","sandbox_id":"s1"}
+2026-12-01T22:12:52.000Z {"level":"warn","msg":"[dns] denied query (remote=10.213.47.3 question=\"x.test\" reason=unknown source)"}
+2026-12-01T22:12:53.000Z not json: denied by policy question="fake.test"`
+	got := deniedLookups(log)
+	if len(got) != 1 || got[0].host != "exfil.capstone.test" || !strings.Contains(got[0].line, "remote=10.213.47.3") {
+		t.Errorf("denials: %+v", got)
+	}
+	if d := deniedLookups(""); d != nil {
+		t.Errorf("empty log: %+v", d)
+	}
+}
