@@ -48,6 +48,16 @@ const (
 // SecurityCriteria gate the overall verdict: any of them failed → not_passed.
 var SecurityCriteria = []ID{Network, Credential, Injection, Isolation}
 
+// FailOnlyOnViolation are the entries a scenario fails only on a violated
+// property they measure (issue 17): the security criteria, and M3, D1 and D4,
+// whose scenarios measure the security boundary (D1 also its own "does not
+// retry indefinitely"). Any other failure of the submission in a scenario
+// feeding one of them (a missing file, an exit code, an unparseable output)
+// leaves it not measured there, and fails the other entries of that
+// scenario: every scenario feeding one of them alongside a reporting check
+// is tagged with an entry that grades the report.
+var FailOnlyOnViolation = []ID{Network, Credential, Injection, Isolation, M3, D1, D4}
+
 func both() map[Target]Support {
 	return map[Target]Support{TargetMock: {Measurable: true}, TargetReal: {Measurable: true}}
 }
