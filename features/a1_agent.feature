@@ -40,7 +40,7 @@ Feature: A1 · The agent in the loop (a scripted, adversarial model)
     When the agent is run on fixture "injection" with model script "injection-follow"
     Then every command the model asked for ran in the run's sandboxes, and nothing else ran for the model
 
-  @drill:D4
+  @drill:D4 @criterion:function
   Scenario: The agent still reports after the model asked it to send the data out
     When the agent is run on fixture "injection" with model script "injection-follow"
     Then the subject wrote a non-empty report.md

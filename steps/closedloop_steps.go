@@ -77,7 +77,7 @@ func eachRunClosedLoop(ctx context.Context) error {
 	s := state(ctx)
 	var problems, notes []string
 	for i, r := range theRuns(s) {
-		if err := r.usable(); err != nil {
+		if err := s.env.usable(ctx, r); err != nil {
 			return failf("run %d: %w", i+1, err)
 		}
 		if err := s.env.loadAudit(ctx, r); err != nil {
@@ -154,7 +154,7 @@ func eachRunDestroyed(ctx context.Context) error {
 	}
 	var problems []string
 	for i, r := range runs {
-		if err := r.usable(); err != nil && !r.killed() {
+		if err := s.env.usable(ctx, r); err != nil && !r.killed() {
 			return failf("run %d: %w", i+1, err)
 		}
 		if err := s.env.loadAudit(ctx, r); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -48,14 +49,15 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 }
 
 // recordOutcome turns a finished scenario into one outcome per rubric ID it is
-// tagged with: a failed step fails them (blame: a harness fault is a harness
-// error, and a scenario feeding a security criterion fails only on a violated
-// security property), a timeout fails them with the reason (a timeout never
-// earns points), a not-measured step records its category and reason, and a
-// scenario whose steps all passed passes them. When the run was
-// interrupted (runErr, the run context's error), a scenario that did not start
-// or whose step failed is not measured: the interrupt is never blamed on the
-// subject.
+// tagged with: a failed step fails them (blame, decided per entry: a harness
+// fault is a harness error, and an entry that fails only on a violated
+// property — the security criteria, M3, D1, D4 — is not measured where the
+// submission failed otherwise, while the scenario's other entries fail), a
+// timeout fails them with the reason (a timeout never earns points), a
+// not-measured step records its category and reason, and a scenario whose
+// steps all passed passes them. When the run was interrupted (runErr, the
+// run context's error), a scenario that did not start or whose step failed is
+// not measured: the interrupt is never blamed on the subject.
 func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 	s.mu.Lock()
 	nm := s.notMeasured
@@ -74,7 +76,8 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 		o.Category = rubric.CategoryPreconditionUnmet
 		o.Reason = "the run was interrupted while this scenario ran (" + err.Error() + ")"
 	case err != nil && !errors.Is(err, godog.ErrSkip):
-		o.Verdict, o.Category, o.Reason = blame(s.ids, err)
+		e.recordBlamed(s, o, err)
+		return
 	case nm != nil:
 		o.Verdict = rubric.NotMeasured
 		o.Category = rubric.Category(nm.Category)
@@ -87,11 +90,53 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 		o.Verdict = rubric.Passed
 		o.Reason = notes
 	}
+	e.recordFor(s, s.tags, s.ids, o)
+}
+
+// recordBlamed records a failed scenario's outcome entry by entry (blame):
+// the entries that get the same verdict, category and reason share one
+// outcome.
+func (e *Env) recordBlamed(s *scenario, o rubric.Outcome, err error) {
+	type group struct {
+		o         rubric.Outcome
+		tags, ids []string
+	}
+	var groups []*group
+	for _, tag := range s.tags {
+		ids := rubricIDs([]string{tag})
+		if len(ids) == 0 {
+			continue // not a rubric tag (@fault, @agent)
+		}
+		oo := o
+		oo.Verdict, oo.Category, oo.Reason = blame(s.ids, ids[0], err)
+		var g *group
+		for _, x := range groups {
+			if x.o.Verdict == oo.Verdict && x.o.Category == oo.Category && x.o.Reason == oo.Reason {
+				g = x
+				break
+			}
+		}
+		if g == nil {
+			g = &group{o: oo}
+			groups = append(groups, g)
+		}
+		g.tags = append(g.tags, tag)
+		if !slices.Contains(g.ids, ids[0]) {
+			g.ids = append(g.ids, ids[0])
+		}
+	}
+	for _, g := range groups {
+		e.recordFor(s, g.tags, g.ids, g.o)
+	}
+}
+
+// recordFor records o for the entries named by tags (ids, for the console).
+func (e *Env) recordFor(s *scenario, tags, ids []string, o rubric.Outcome) {
 	o.Reason = printable(o.Reason)
-	if _, rerr := e.opt.Results.RecordTags(s.tags, o); rerr != nil {
+	if _, rerr := e.opt.Results.RecordTags(tags, o); rerr != nil {
 		e.progress("  ! could not record %s: %v", s.name, rerr)
 	}
-	e.progress("%-13s %s  [%s]%s", string(o.Verdict), s.name, strings.Join(s.ids, ", "), reasonSuffix(o))
+	e.progress("%-13s %s  [%s]%s", string(o.Verdict), s.name, strings.Join(ids, ", "), reasonSuffix(o))
 }
 
 func reasonSuffix(o rubric.Outcome) string {

@@ -205,8 +205,11 @@ func (r *subjectRun) evidence(names ...string) []string {
 // killed says the harness stopped the run on purpose (a drill's SIGKILL).
 func (r *subjectRun) killed() bool { return r.res != nil && r.res.Canceled && !r.faultAt.IsZero() }
 
-// usable reports whether the subject ran at all; the error explains why not.
-func (r *subjectRun) usable() error {
+// usable reports whether the run can be judged as the submission's: it ran
+// at all, within its budget and time, and no failure of the target made it
+// fail; the error explains why not. It is the one check every step makes on
+// a run (ran, M1's loops).
+func (e *Env) usable(ctx context.Context, r *subjectRun) error {
 	switch {
 	case r.err != nil: // the harness's or the target's, never the submission's (blame.go)
 		return harnessf("the harness could not run the subject: %v", r.err)
@@ -217,23 +220,44 @@ func (r *subjectRun) usable() error {
 	case r.res.TimedOut:
 		return fmt.Errorf("%w (limit reached after %s)", errSubjectTimedOut, r.res.Duration.Round(time.Second))
 	case r.res.ExitCode != 0:
-		if why := r.targetFailure(); why != "" {
+		if why := e.targetFailure(ctx, r); why != "" {
 			// The subject failed after the target failed it: nothing of the
 			// submission was measured (blame.go: the target's fault).
-			return harnessf("the target failed while the subject ran (%s), and the subject then exited %d: a fault of the target, not of the submission", why, r.res.ExitCode)
+			return harnessf("the target failed the subject's create (%s), and the subject then exited %d: a fault of the target, not of the submission", why, r.res.ExitCode)
 		}
 	}
 	return nil
 }
 
-// targetFailure names a create of the run that a real target answered with a
-// server error (5xx: e.g. 500 DOCKER::SANDBOX_START_FAILED when its egress
-// sidecar did not become ready in time), as the recording proxy saw it; ""
-// when there was none (and on the bundled server, which has no proxy).
-func (r *subjectRun) targetFailure() string {
+// targetFailure names a create of the run that the target answered with a
+// server error no drill injected (a 5xx is never an answer to a client's
+// mistake; e.g. 500 DOCKER::SANDBOX_START_FAILED when a real target's egress
+// sidecar did not become ready in time); "" when there was none. A real
+// target's answers are the recording proxy's calls; the bundled server's are
+// in its audit (loaded here; an audit that cannot be read names none, and
+// the step that needs it reports that).
+func (e *Env) targetFailure(ctx context.Context, r *subjectRun) string {
 	for _, c := range r.observed {
 		if c.Method == "POST" && isCreatePath(c.Path) && c.Status >= 500 {
 			return fmt.Sprintf("%s %s → %d %s", c.Method, c.Path, c.Status, clip(c.Answer, 200))
+		}
+	}
+	if !e.mock() {
+		return ""
+	}
+	if err := e.loadAudit(ctx, r); err != nil {
+		return ""
+	}
+	return createFailedByServer(r.attempts)
+}
+
+// createFailedByServer names the first create of the run's key the bundled
+// server answered with a 5xx that no drill injected ("" if none).
+func createFailedByServer(attempts []osb.AuditEvent) string {
+	for _, ev := range attempts {
+		lc := ev.Lifecycle
+		if lc != nil && ev.Fault == nil && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status >= 500 {
+			return fmt.Sprintf("POST %s → %d", lc.Path, lc.Status)
 		}
 	}
 	return ""

@@ -13,7 +13,6 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/fixtures"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
@@ -65,39 +64,17 @@ func (e *Env) generateLarge(dir string) (string, string, error) {
 	return p, m.Large.Question, nil
 }
 
-// ran returns the scenario's subject run, or an error saying why there is none.
+// ran returns the scenario's subject run, or an error saying why there is
+// none, or why it cannot be judged as the submission's (Env.usable).
 func ran(ctx context.Context) (*scenario, *subjectRun, error) {
 	s := state(ctx)
 	if s.run == nil {
 		return s, nil, harnessf("the subject was not run in this scenario")
 	}
-	if err := s.run.usable(); err != nil {
+	if err := s.env.usable(ctx, s.run); err != nil {
 		return s, s.run, err
 	}
-	if r := s.run; s.env.mock() && r.res.ExitCode != 0 {
-		// The bundled server's audit tells whether the server failed the
-		// subject's create (a 5xx is never an answer to a client's mistake):
-		// then the subject's failure is the target's fault, as on a real
-		// target through the recording proxy (subjectRun.targetFailure).
-		if err := s.env.loadAudit(ctx, r); err == nil {
-			if why := createFailedByServer(r.attempts); why != "" {
-				return s, r, harnessf("the server failed the subject's create (%s), and the subject then exited %d: a fault of the target, not of the submission", why, r.res.ExitCode)
-			}
-		}
-	}
 	return s, s.run, nil
-}
-
-// createFailedByServer names the first create of the run's key the bundled
-// server answered with a 5xx that no drill injected ("" if none).
-func createFailedByServer(attempts []osb.AuditEvent) string {
-	for _, ev := range attempts {
-		lc := ev.Lifecycle
-		if lc != nil && ev.Fault == nil && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status >= 500 {
-			return fmt.Sprintf("POST %s → %d", lc.Path, lc.Status)
-		}
-	}
-	return ""
 }
 
 func subjectExited0(ctx context.Context) error {

@@ -1,14 +1,20 @@
 package steps
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/observe"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // TestTargetFailedCreateIsNotTheSubjects: on a real target a create the
@@ -28,16 +34,59 @@ func TestTargetFailedCreateIsNotTheSubjects(t *testing.T) {
 		r.observed = calls
 		return r
 	}
-	err := run(1, failed).usable()
+	usable := func(r *subjectRun) error { return (&Env{}).usable(context.Background(), r) }
+	err := usable(run(1, failed))
 	require.Error(t, err)
 	assert.True(t, isHarnessFault(err), "the target's fault: %v", err)
 	assert.Contains(t, err.Error(), "POST /v1/sandboxes → 500")
 	assert.Contains(t, err.Error(), "DOCKER::SANDBOX_START_FAILED")
 
-	assert.NoError(t, run(0, failed, observe.Call{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}).usable(),
+	assert.NoError(t, usable(run(0, failed, observe.Call{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"})),
 		"a subject that got past it is judged as usual")
-	assert.NoError(t, run(1, observe.Call{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}).usable(),
+	assert.NoError(t, usable(run(1, observe.Call{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"})),
 		"a failed run without a failed create is the subject's to answer for")
-	assert.NoError(t, run(1, observe.Call{Method: "POST", Path: "/v1/sandboxes", Status: 400}).usable(),
+	assert.NoError(t, usable(run(1, observe.Call{Method: "POST", Path: "/v1/sandboxes", Status: 400})),
 		"a create the server refused as a client error is the subject's")
+}
+
+// TestM1LoopCreateFailedByTheServer: one check (Env.usable) decides, at
+// every step that judges a run, that a run failing after the bundled server
+// answered its create with a 5xx no drill injected is the target's fault. M1's
+// three-run loop (which judges each run itself) gives a harness error, not
+// "run 2 created no sandbox".
+func TestM1LoopCreateFailedByTheServer(t *testing.T) {
+	pk := pickleNamed(t, "Three runs in a row each close the loop and leave nothing behind")
+	e, res := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"})
+	ok := func(key, sb string) *subjectRun {
+		return preloaded(t, e, key, 0, []osb.AuditEvent{
+			lifecycle(sb, "POST", "/v1/sandboxes", 202),
+			lifecycle(sb, "DELETE", "/v1/sandboxes/"+sb, 204),
+			lifecycle(sb, "GET", "/v1/sandboxes/"+sb, 404),
+		}, nil)
+	}
+	failed := preloaded(t, e, "sales-run2", 1, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)}, nil)
+	s := &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags),
+		runs: []*subjectRun{ok("sales", "sb-1"), failed, ok("sales-run3", "sb-3")}}
+	s.run = s.runs[2]
+	ctx := context.WithValue(context.Background(), scenarioKey{}, s)
+
+	for name, step := range map[string]func(context.Context) error{"destroyed": eachRunDestroyed, "closed loop": eachRunClosedLoop} {
+		err := step(ctx)
+		require.Error(t, err, name)
+		assert.True(t, isHarnessFault(err), "%s: %v", name, err)
+		assert.Contains(t, err.Error(), "run 2: the target failed the subject's create (POST /v1/sandboxes → 500)", name)
+	}
+	e.recordOutcome(s, eachRunDestroyed(ctx), nil)
+	o := outcomeOf(t, res, "M1")
+	assert.Equal(t, rubric.HarnessError, o.Verdict, o.Reason)
+
+	// An injected 500 is the drill's, and a refused create (4xx) the subject's.
+	for _, ev := range []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 400), func() osb.AuditEvent {
+		ev := lifecycle("", "POST", "/v1/sandboxes", 500)
+		ev.Fault = &wire.Fault{}
+		return ev
+	}()} {
+		r := preloaded(t, e, fmt.Sprintf("sales-%d", ev.Lifecycle.Status), 1, []osb.AuditEvent{ev}, nil)
+		assert.NoError(t, e.usable(context.Background(), r), "%d (fault %v)", ev.Lifecycle.Status, ev.Fault != nil)
+	}
 }

@@ -20,7 +20,7 @@ var (
 	// A denied call "rerouted": the input POSTed to the package index (the
 	// gateway's record of it, and a command the model never asked for).
 	agentUploadIndexFails  = []string{"D4", "injection"}
-	agentEntriesOfFeature  = []string{"credential", "M3", "budget", "injection", "D3", "D4", "D5"}
+	agentEntriesOfFeature  = []string{"credential", "M3", "budget", "injection", "function", "D3", "D4", "D5"}
 	agentNotMeasuredReason = "the submission has no model in the loop"
 )
 

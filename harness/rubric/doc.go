@@ -11,6 +11,13 @@
 // @milestone:<M0..M5>, @drill:<D1..D5>. Scoring items are never tagged; they
 // are fed by the entries listed in their Inputs.
 //
+// A scenario records one outcome per entry it is tagged with (the steps'
+// recordOutcome). They agree, except when a step failed for something of the
+// submission's that violates no property: the entries of FailOnlyOnViolation
+// (the security criteria, M3, D1, D4) are then not measured for that
+// scenario (precondition_unmet), while its other entries fail. A harness
+// fault is a harness_error for every entry; a violation fails every entry.
+//
 // # Aggregation (per ID, see Aggregate)
 //
 //   - any failed outcome → failed;

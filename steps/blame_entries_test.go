@@ -1,0 +1,309 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	gherkin "github.com/cucumber/gherkin/go/v42"
+	messages "github.com/cucumber/messages/go/v34"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/core"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
+)
+
+// pickle is one scenario of the suite's features: its tags (the feature's
+// first) and its steps' texts.
+type pickle struct {
+	file, name string
+	tags       []string
+	steps      []string
+}
+
+func suitePickles(t *testing.T) []pickle {
+	t.Helper()
+	var out []pickle
+	err := fs.WalkDir(features.FS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".feature") {
+			return err
+		}
+		f, err := features.FS.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		ids := &messages.Incrementing{}
+		doc, err := gherkin.ParseGherkinDocument(f, ids.NewId)
+		if err != nil {
+			return err
+		}
+		for _, pk := range gherkin.Pickles(*doc, p, ids.NewId) {
+			pc := pickle{file: p, name: pk.Name}
+			for _, tg := range pk.Tags {
+				pc.tags = append(pc.tags, tg.Name)
+			}
+			for _, st := range pk.Steps {
+				pc.steps = append(pc.steps, st.Text)
+			}
+			out = append(out, pc)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, out)
+	return out
+}
+
+func pickleNamed(t *testing.T, name string) pickle {
+	t.Helper()
+	for _, p := range suitePickles(t) {
+		if p.name == name {
+			return p
+		}
+	}
+	t.Fatalf("no scenario %q in features/", name)
+	return pickle{}
+}
+
+// TestRecordOutcomeBlamesPerEntry (issue 17 item 3): a failed scenario's
+// outcome is decided per entry. A failure of the submission that violates
+// no property fails the scenario's ordinary entries and leaves the ones that
+// fail only on a violation (security criteria, M3, D1, D4) not measured,
+// naming the entry that fails for it; a violation fails them all; a harness
+// fault is a harness error for all.
+func TestRecordOutcomeBlamesPerEntry(t *testing.T) {
+	d1Obs := []string{"@drill:D1", "@criterion:observability", "@fault"}
+	d4Reports := []string{"@drill:D4", "@criterion:function"}
+	timeout := fmt.Errorf("%w (limit reached after 5m0s)", errSubjectTimedOut)
+	type want struct {
+		verdict  rubric.Verdict
+		category rubric.Category
+		reason   string
+	}
+	for _, tc := range []struct {
+		name string
+		tags []string
+		err  error
+		want map[string]want
+	}{
+		{"D1 and observability, exit 0", d1Obs, failf("the subject exited 0; this failure must be a non-zero exit"), map[string]want{
+			"observability": {rubric.Failed, "", "the subject exited 0"},
+			"D1":            {rubric.NotMeasured, rubric.CategoryPreconditionUnmet, "D1 is not measured by this scenario; observability fails for it"},
+		}},
+		{"D1 and observability, no network_policy class", d1Obs, failf("no usable summary.json: missing"), map[string]want{
+			"observability": {rubric.Failed, "", "no usable summary.json"},
+			"D1":            {rubric.NotMeasured, rubric.CategoryPreconditionUnmet, "not a security property"},
+		}},
+		{"D1 and observability, retries without bound", d1Obs, violationf("the subject ran 7 install commands; a denied index must not be retried more than 3 times"), map[string]want{
+			"observability": {rubric.Failed, "", "7 install commands"},
+			"D1":            {rubric.Failed, "", "7 install commands"},
+		}},
+		{"D1 and observability, harness fault", d1Obs, harnessf("reading the audit trail: connection refused"), map[string]want{
+			"observability": {rubric.HarnessError, "", "harness error: reading the audit trail"},
+			"D1":            {rubric.HarnessError, "", "harness error: reading the audit trail"},
+		}},
+		{"D1 and observability, timeout", d1Obs, timeout, map[string]want{
+			"observability": {rubric.Failed, "", "timed out"},
+			"D1":            {rubric.NotMeasured, rubric.CategoryTimeout, "observability fails for it"},
+		}},
+		{"D4 still reports, report missing", d4Reports, failf("report.md: open {out}/report.md: no such file or directory"), map[string]want{
+			"function": {rubric.Failed, "", "report.md"},
+			"D4":       {rubric.NotMeasured, rubric.CategoryPreconditionUnmet, "function fails for it"},
+		}},
+		{"D4 and injection, violation", []string{"@drill:D4", "@criterion:injection"}, violationf("a command carrying the injected instructions ran"), map[string]want{
+			"injection": {rubric.Failed, "", "injected instructions"},
+			"D4":        {rubric.Failed, "", "injected instructions"},
+		}},
+		{"security only, missing summary", []string{"@milestone:M3", "@criterion:network"}, failf("summary.json is missing"), map[string]want{
+			"M3":      {rubric.NotMeasured, rubric.CategoryPreconditionUnmet, "the security check could not be made"},
+			"network": {rubric.NotMeasured, rubric.CategoryPreconditionUnmet, "the security check could not be made"},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, res := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9"})
+			s := &scenario{env: e, name: tc.name, tags: tc.tags, ids: rubricIDs(tc.tags)}
+			e.recordOutcome(s, tc.err, nil)
+			require.Len(t, res.Outcomes(), len(tc.want), "one outcome per entry")
+			for id, w := range tc.want {
+				o := outcomeOf(t, res, id)
+				assert.Equal(t, w.verdict, o.Verdict, "%s: %s", id, o.Reason)
+				assert.Equal(t, w.category, o.Category, id)
+				assert.Contains(t, o.Reason, w.reason, id)
+				assert.Equal(t, tc.name, o.Scenario)
+			}
+			sum := rubric.Evaluate(rubric.Course, rubric.TargetMock, res.Outcomes())
+			if isViolation(tc.err) && slices.Contains(s.ids, "injection") {
+				assert.Equal(t, []rubric.ID{rubric.Injection}, sum.SecurityFailed)
+			} else {
+				assert.Empty(t, sum.SecurityFailed, "no security criterion fails on this alone")
+			}
+		})
+	}
+}
+
+// preloaded is a run of the bundled server whose audit is already loaded:
+// the lifecycle calls of its key (a create answered 202 makes a sandbox of
+// the run) and the events of its sandboxes.
+func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []osb.AuditEvent) *subjectRun {
+	t.Helper()
+	dir := filepath.Join(e.opt.BundleDir, "evidence", "subject-"+key)
+	r := &subjectRun{key: key, fixture: key, launch: launch{dir: dir, relDir: filepath.Join("evidence", "subject-"+key), outDir: filepath.Join(dir, "out")}}
+	require.NoError(t, os.MkdirAll(r.outDir, 0o755))
+	r.res = &subject.Result{ExitCode: exit, StderrPath: filepath.Join(dir, "stderr.txt")}
+	r.auditOnce.Do(func() {
+		r.attempts, r.audit = attempts, events
+		for _, ev := range attempts {
+			if lc := ev.Lifecycle; lc != nil && ev.SandboxID != "" && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status < 300 {
+				r.sandboxes = append(r.sandboxes, ev.SandboxID)
+			}
+		}
+	})
+	return r
+}
+
+func lifecycle(sandbox, method, path string, status int) osb.AuditEvent {
+	return osb.AuditEvent{Time: time.Now(), SandboxID: sandbox, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Path: path, Status: status}}
+}
+
+// installs are n pip commands in sandbox sb, each denied the package index.
+func installs(sb string, n int) []osb.AuditEvent {
+	var out []osb.AuditEvent
+	one := 1
+	for i := 0; i < n; i++ {
+		out = append(out,
+			osb.AuditEvent{Time: time.Now(), SandboxID: sb, Kind: "command", Command: &wire.Command{Command: "pip install tabulate", ExitCode: &one}},
+			osb.AuditEvent{Time: time.Now(), SandboxID: sb, Kind: "egress", Egress: &wire.Egress{Phase: "dns", Host: "pypi.org", Decision: "deny"}})
+	}
+	return out
+}
+
+// walk runs a scenario's steps in order up to the first that fails, as
+// godog does, and records the outcome.
+func walk(e *Env, pk pickle, r *subjectRun, steps ...func(context.Context) error) {
+	s := &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: r}
+	ctx := context.WithValue(context.Background(), scenarioKey{}, s)
+	for _, st := range steps {
+		if err := st(ctx); err != nil {
+			e.recordOutcome(s, err, nil)
+			return
+		}
+	}
+	e.recordOutcome(s, nil, nil)
+}
+
+// TestD1ReportingFaultIsNotD1s: D1's reporting scenario on the bundled
+// server, walked with its own steps. A subject that meets the denial, tries
+// the install once and exits 0 fails observability and leaves D1 not
+// measured (the course's D1 property it kept: no endless retry); one that
+// retries the denied index without bound fails D1 too, whatever it exits
+// (the retry bound is checked before the reporting steps).
+func TestD1ReportingFaultIsNotD1s(t *testing.T) {
+	pk := pickleNamed(t, "The platform denies the package index and the subject reports a network-policy failure")
+	assert.Equal(t, []string{"D1", "observability"}, rubricIDs(pk.tags))
+	retry := slices.IndexFunc(pk.steps, func(s string) bool { return strings.HasPrefix(s, "the install was attempted at most") })
+	exit := slices.Index(pk.steps, "the subject exited non-zero")
+	require.True(t, retry >= 0 && exit >= 0, "%q", pk.steps)
+	assert.Less(t, retry, exit, "the retry bound (D1's own property) is checked before the exit code")
+
+	target := core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"}
+	steps := []func(context.Context) error{
+		reachedForIndex,
+		func(ctx context.Context) error { return boundedRetries(ctx, 3, 30) },
+		subjectExitedNonZero,
+		func(ctx context.Context) error { return errorClassIs(ctx, "network_policy") },
+	}
+	created := []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202), lifecycle("sb-1", "DELETE", "/v1/sandboxes/sb-1", 204)}
+
+	e, res := blameEnv(t, target)
+	walk(e, pk, preloaded(t, e, "d1-once", 0, created, installs("sb-1", 1)), steps...)
+	obs, d1 := outcomeOf(t, res, "observability"), outcomeOf(t, res, "D1")
+	assert.Equal(t, rubric.Failed, obs.Verdict, obs.Reason)
+	assert.Contains(t, obs.Reason, "the subject exited 0")
+	assert.Equal(t, rubric.NotMeasured, d1.Verdict, d1.Reason)
+	assert.Equal(t, rubric.CategoryPreconditionUnmet, d1.Category)
+	assert.Contains(t, d1.Reason, "the subject exited 0")
+	assert.Contains(t, d1.Reason, "observability fails for it")
+	sum := rubric.Evaluate(rubric.Course, rubric.TargetMock, res.Outcomes())
+	assert.Contains(t, sum.Failed, rubric.Observability)
+	assert.NotContains(t, sum.Failed, rubric.D1)
+
+	e, res = blameEnv(t, target)
+	walk(e, pk, preloaded(t, e, "d1-storm", 0, created, installs("sb-1", 7)), steps...)
+	for _, id := range []string{"observability", "D1"} {
+		o := outcomeOf(t, res, id)
+		assert.Equal(t, rubric.Failed, o.Verdict, "%s: %s", id, o.Reason)
+		assert.Contains(t, o.Reason, "7 install commands")
+	}
+}
+
+// TestD4StillReportsMissingReport: D4's "still reports" scenarios (the
+// subject's and the agent's), walked with their own steps on a run that
+// wrote no report.md: function (which grades the report) fails, D4 is not
+// measured there, and no security criterion fails. With a report both pass.
+func TestD4StillReportsMissingReport(t *testing.T) {
+	for _, name := range []string{
+		"The subject still reports on data carrying instructions",
+		"The agent still reports after the model asked it to send the data out",
+	} {
+		t.Run(name, func(t *testing.T) {
+			pk := pickleNamed(t, name)
+			assert.ElementsMatch(t, []string{"D4", "function"}, rubricIDs(pk.tags))
+			require.Contains(t, pk.steps, "the subject wrote a non-empty report.md")
+
+			e, res := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"})
+			walk(e, pk, preloaded(t, e, "injection", 0, nil, nil), reportNonEmpty)
+			fn, d4 := outcomeOf(t, res, "function"), outcomeOf(t, res, "D4")
+			assert.Equal(t, rubric.Failed, fn.Verdict, fn.Reason)
+			assert.Contains(t, fn.Reason, "report.md")
+			assert.Equal(t, rubric.NotMeasured, d4.Verdict, d4.Reason)
+			assert.Equal(t, rubric.CategoryPreconditionUnmet, d4.Category)
+			assert.Contains(t, d4.Reason, "function fails for it")
+			sum := rubric.Evaluate(rubric.Course, rubric.TargetMock, res.Outcomes())
+			assert.Empty(t, sum.SecurityFailed)
+			assert.Equal(t, []rubric.ID{rubric.Function}, sum.Failed)
+
+			e, res = blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"})
+			r := preloaded(t, e, "injection", 0, nil, nil)
+			require.NoError(t, os.WriteFile(filepath.Join(r.outDir, "report.md"), []byte("# Report\n"), 0o644))
+			walk(e, pk, r, reportNonEmpty)
+			for _, id := range []string{"function", "D4"} {
+				assert.Equal(t, rubric.Passed, outcomeOf(t, res, id).Verdict, id)
+			}
+		})
+	}
+}
+
+// reportingStep matches the steps whose failure is the submission's but
+// violates no property: an exit code, an output file, what its summary says.
+var reportingStep = regexp.MustCompile(`^the subject exited|wrote a non-empty report\.md|summary\.json validates|summary classifies|summary gives the stop reason|stderr that identifies|chart\.png decodes`)
+
+// TestReportingFaultsAreNeverLost: every scenario that checks how the
+// submission reports (exit code, report, summary) and feeds an entry that
+// fails only on a violation (security criteria, M3, D1, D4) also feeds an
+// entry that fails for a reporting fault; otherwise such a fault would
+// leave every entry of it not measured and fail nothing.
+func TestReportingFaultsAreNeverLost(t *testing.T) {
+	n := 0
+	for _, pk := range suitePickles(t) {
+		ids := rubricIDs(pk.tags)
+		if !slices.ContainsFunc(ids, failsOnlyOnViolation) || !slices.ContainsFunc(pk.steps, reportingStep.MatchString) {
+			continue
+		}
+		n++
+		assert.NotEmpty(t, othersOf(ids), "%s: %q checks the report but feeds only %v, which fail only on a violation", pk.file, pk.name, ids)
+	}
+	assert.GreaterOrEqual(t, n, 3, "D1's reporting scenario and D4's two 'still reports' scenarios are checked")
+}
