@@ -168,14 +168,15 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		}
 	}
 	started := time.Now().UTC()
-	rec := runRecord{Endpoint: cfg.Endpoint, Started: started}
+	serverLog := filepath.Join(runDir, "server.log")
+	rec := runRecord{Endpoint: cfg.Endpoint, Started: started, ServerLog: serverLog}
 	if err := writeRecord(dir, rec); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
 	proc, err := startServer(ctx, bin, runDir, cfg.Endpoint, sc, cfg.Log)
 	if err != nil {
-		_, _ = removeServerContainers(pool, started)
+		_, _ = removeServerContainers(pool, started, serverLog)
 		_ = os.Remove(recordPath(dir))
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	t.closeFn = func() error {
 		defer lk.release()
 		proc.stop()
-		_, err := removeServerContainers(pool, started)
+		_, err := removeServerContainers(pool, started, serverLog)
 		if err == nil {
 			_ = os.Remove(recordPath(dir))
 		}
