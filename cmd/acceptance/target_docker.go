@@ -33,7 +33,11 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, stderr io.Writer) (c
 		}
 	}
 	return core.StartedTarget{
-		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog},
+		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog,
+			SandboxFate: func(ctx context.Context, id string) (core.SandboxFate, error) {
+				f, err := t.SandboxFate(ctx, id)
+				return core.SandboxFate{Deletes: f.Deletes, LogNames: f.LogNames, ContainerGone: f.ContainerGone}, err
+			}},
 		Close: func() {
 			if err := t.Close(); err != nil {
 				fmt.Fprintf(stderr, "docker target: teardown: %v\n", err)

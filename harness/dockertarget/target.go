@@ -54,7 +54,8 @@ type Target struct {
 	Venv       time.Duration // installing (or reusing) the control plane's venv
 	Startup    time.Duration
 
-	pool *dockertest.Pool // the engine (sidecar logs)
+	pool      *dockertest.Pool // the engine (sidecar logs, sandbox fates)
+	serverLog string           // the control plane's log (SandboxFate)
 
 	closeOnce sync.Once
 	closeFn   func() error
@@ -184,7 +185,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	_ = writeRecord(dir, rec)
 
 	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Venv: t1.Sub(tv), Startup: time.Since(t1),
-		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool}
+		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool, serverLog: serverLog}
 	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, " + pin.Describe()})
 	if v, err := pool.Client.Version(); err == nil {
 		t.Components = append(t.Components, Component{Name: "docker engine", Version: v.Get("Version"), Origin: "official", Note: "Debian docker.io, own bridge, no forwarding/NAT"})

@@ -104,3 +104,22 @@ INFO:     2026-12-01 20:24:29+0000 [-] uvicorn.access: 127.0.0.1:58286 - "DELETE
 		t.Errorf("empty log: %v", got)
 	}
 }
+
+// TestDeletesInControlPlaneLog reads DELETEs of one sandbox from the control
+// plane's own log (uvicorn's access lines, coloured as 1.1.1 writes them):
+// only those answered with success count, of that sandbox only.
+func TestDeletesInControlPlaneLog(t *testing.T) {
+	const id, other = "ba9c838a-bc8d-415d-bde6-4811f3df67a3", "82938f6e-f5ad-4fed-9009-af9d82ae4703"
+	log := "\x1b[32mINFO\x1b[0m:     2026-12-01 20:24:27+0000 [-] opensandbox_server.services.docker.docker_service: sandbox=" + id + " | action=start sandbox container | duration=114.71\n" +
+		"\x1b[32mINFO\x1b[0m:     2026-12-01 20:24:29+0000 [-] uvicorn.access: 127.0.0.1:58284 - \"GET /v1/sandboxes/" + id + " HTTP/1.1\" 404\n" +
+		"\x1b[32mINFO\x1b[0m:     2026-12-01 20:24:30+0000 [-] uvicorn.access: 127.0.0.1:58286 - \"DELETE /v1/sandboxes/" + id + " HTTP/1.1\" 404\n" +
+		"\x1b[32mINFO\x1b[0m:     2026-12-01 20:24:31+0000 [-] uvicorn.access: 127.0.0.1:58330 - \"DELETE /v1/sandboxes/" + other + " HTTP/1.1\" 204\n"
+	dels, names := deletesIn(log, id)
+	if len(dels) != 0 || names != 3 {
+		t.Errorf("run 8's sandbox: deletes %q, %d lines name it", dels, names)
+	}
+	dels, names = deletesIn(log, other)
+	if len(dels) != 1 || names != 1 || !strings.Contains(dels[0], `"DELETE /v1/sandboxes/`+other+` HTTP/1.1" 204`) || strings.Contains(dels[0], "\x1b") {
+		t.Errorf("a sandbox deleted through the control plane: %q, %d", dels, names)
+	}
+}
