@@ -29,6 +29,9 @@ import (
 // Target is the server being graded against.
 type Target = core.Target
 
+// SandboxFate is what a real target saw of one sandbox (vanish.go).
+type SandboxFate = core.SandboxFate
+
 // Stubs are the loopback servers standing in for the internet.
 type Stubs = core.Stubs
 

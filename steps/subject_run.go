@@ -57,6 +57,12 @@ type subjectRun struct {
 	attempts   []osb.AuditEvent // every lifecycle call made with this run's key (refused creates too)
 	createBody map[string]json.RawMessage
 	auditErr   error
+
+	// fate asks a real target what it saw of a sandbox (Target.SandboxFate;
+	// nil when it cannot say); vanishWhy caches unexplainedVanish.
+	fate       func(ctx context.Context, sandboxID string) (SandboxFate, error)
+	vanishOnce sync.Once
+	vanishWhy  string
 }
 
 type subjectRunOnce struct {
@@ -108,7 +114,8 @@ type runOpts struct {
 // runSubject runs the subject now, uncached (Env.launch).
 func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *subjectRun {
 	r := &subjectRun{key: key, fixture: fixture,
-		launch: e.newLaunch("run", filepath.Join("evidence", "subject-"+sanitize(e.repKey(key))), e.runIDFor(key))}
+		launch: e.newLaunch("run", filepath.Join("evidence", "subject-"+sanitize(e.repKey(key))), e.runIDFor(key)),
+		fate:   e.opt.Target.SandboxFate}
 	if err := os.MkdirAll(filepath.Join(r.dir, "input"), 0o755); err != nil {
 		r.err = err
 		return r
@@ -224,6 +231,11 @@ func (e *Env) usable(ctx context.Context, r *subjectRun) error {
 			// The subject failed after the target failed it: nothing of the
 			// submission was measured (blame.go: the target's fault).
 			return harnessf("the target failed the subject's create (%s), and the subject then exited %d: a fault of the target, not of the submission", why, r.res.ExitCode)
+		}
+		if why := r.unexplainedVanish(); why != "" {
+			// Removed by no one the grade can see: the target's or the
+			// machine's doing (vanish.go), never the submission's.
+			return harnessf("%s; the subject then exited %d: a fault of the target or the machine, not of the submission", why, r.res.ExitCode)
 		}
 	}
 	return nil

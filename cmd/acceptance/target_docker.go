@@ -40,7 +40,11 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string
 	}
 	return core.StartedTarget{
 		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog,
-			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote},
+			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote,
+			SandboxFate: func(ctx context.Context, id string) (core.SandboxFate, error) {
+				f, err := t.SandboxFate(ctx, id)
+				return core.SandboxFate{Deletes: f.Deletes, LogNames: f.LogNames, ContainerGone: f.ContainerGone}, err
+			}},
 		Close: func() {
 			if err := t.Close(); err != nil {
 				fmt.Fprintf(stderr, "docker target: teardown: %v\n", err)

@@ -40,6 +40,22 @@ type Target struct {
 	// StubNote says why the target's sandboxes cannot reach the stubs, when
 	// that is so ("": nothing known against it).
 	StubNote string
+	// SandboxFate says what the target itself saw of a sandbox: DELETEs of
+	// it its control plane answered, and whether its container is gone (the
+	// docker target; nil elsewhere). A sandbox gone before its TTL with no
+	// DELETE from anyone is the target's or the machine's fault.
+	SandboxFate func(ctx context.Context, sandboxID string) (SandboxFate, error) `json:"-"`
+}
+
+// SandboxFate is what a target saw of one sandbox (Target.SandboxFate).
+type SandboxFate struct {
+	// Deletes are the control plane's log lines of DELETEs of it answered
+	// with success, whoever sent them.
+	Deletes []string
+	// LogNames is how many lines of the control plane's log name it.
+	LogNames int
+	// ContainerGone: the engine holds no container of it.
+	ContainerGone bool
 }
 
 // StartedTarget is a running target plus what the core needs from it.

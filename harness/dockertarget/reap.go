@@ -2,9 +2,11 @@ package dockertarget
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +22,9 @@ type runRecord struct {
 	Endpoint  string    `json:"endpoint"`
 	Started   time.Time `json:"started"`
 	ServerPID int       `json:"server_pid,omitempty"`
+	// ServerLog is that run's control plane's log: the sandboxes it names
+	// are the only ones the run may remove (its control-plane identity).
+	ServerLog string `json:"server_log,omitempty"`
 }
 
 func recordPath(dir string) string { return filepath.Join(dir, "run.json") }
@@ -52,10 +57,58 @@ func isServerContainer(c dc.APIContainers) (id string, ok bool) {
 	return "", false
 }
 
-// removeServerContainers force-removes (with their anonymous volumes) every
-// container the control plane created at or after since, and the runtime
-// volumes of those sandboxes. It returns how many containers it removed.
-func removeServerContainers(pool *dockertest.Pool, since time.Time) (int, error) {
+// staleExecdArchive is how old a throwaway execd-archive container must be
+// before a run that did not create it may remove it: the control plane makes
+// and removes one within a second or two, so an older one belongs to a
+// control plane that died; a fresh one may be another live run's.
+const staleExecdArchive = 5 * time.Minute
+
+// sandboxIDRe finds the sandbox ids a control plane's log names: its own
+// Docker operations ("sandbox=<id> | action=create sandbox container", every
+// version since 0.2) and its access log ("DELETE /v1/sandboxes/<id> …").
+var sandboxIDRe = regexp.MustCompile(`(?:sandbox=|/sandboxes/)([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})`)
+
+// loggedSandboxes is the set of sandbox ids a control plane's log names: the
+// sandboxes that control plane created or was asked about. It is a run's
+// control-plane identity on a shared engine: containers carry no mark of the
+// control plane that made them (OpenSandbox labels only the sandbox id), and
+// more than one control plane (another checkout's run, a test) may use one
+// engine, so "created since I started" is not "mine".
+func loggedSandboxes(log string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range sandboxIDRe.FindAllStringSubmatch(log, -1) {
+		out[strings.ToLower(m[1])] = true
+	}
+	return out
+}
+
+// removable says whether a run whose control plane's log names the sandboxes
+// owned, and which started at since, may remove container c: a sandbox or a
+// sidecar of a sandbox it owns, created after it started; or a throwaway
+// execd-archive container old enough to be a dead control plane's. Nothing
+// else, whatever its labels: another control plane's sandbox on the same
+// engine is never touched.
+func removable(c dc.APIContainers, owned map[string]bool, since, now time.Time) (sandboxID string, ok bool) {
+	sid, server := isServerContainer(c)
+	if !server {
+		return "", false
+	}
+	created := time.Unix(c.Created, 0)
+	if sid == "" { // the execd-archive throwaway: it names no sandbox
+		return "", now.Sub(created) >= staleExecdArchive
+	}
+	if !owned[strings.ToLower(sid)] || created.Before(since.Add(-2*time.Second)) {
+		return "", false
+	}
+	return sid, true
+}
+
+// removeServerContainers force-removes (with their anonymous volumes) the
+// containers of the sandboxes the control plane whose log is serverLog
+// created at or after since (removable), and those sandboxes' runtime
+// volumes. It returns how many containers it removed.
+func removeServerContainers(pool *dockertest.Pool, since time.Time, serverLog string) (int, error) {
+	owned := loggedSandboxes(readFile(serverLog))
 	list, err := pool.Client.ListContainers(dc.ListContainersOptions{All: true})
 	if err != nil {
 		return 0, err
@@ -63,12 +116,17 @@ func removeServerContainers(pool *dockertest.Pool, since time.Time) (int, error)
 	n := 0
 	ids := map[string]bool{}
 	var firstErr error
+	now := time.Now()
 	for _, c := range list {
-		sid, ok := isServerContainer(c)
-		if !ok || time.Unix(c.Created, 0).Before(since.Add(-2*time.Second)) {
+		sid, ok := removable(c, owned, since, now)
+		if !ok {
 			continue
 		}
 		if err := pool.Client.RemoveContainer(dc.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true}); err != nil {
+			var nf *dc.NoSuchContainer
+			if errors.As(err, &nf) {
+				continue
+			}
 			if firstErr == nil {
 				firstErr = fmt.Errorf("removing container %s: %w", c.ID[:12], err)
 			}
@@ -104,7 +162,7 @@ func reapCrashed(pool *dockertest.Pool, dir, endpoint string) (string, error) {
 		_ = syscall.Kill(r.ServerPID, syscall.SIGKILL)
 		killed = fmt.Sprintf("; killed its control plane (pid %d)", r.ServerPID)
 	}
-	n, err := removeServerContainers(pool, r.Started)
+	n, err := removeServerContainers(pool, r.Started, r.ServerLog)
 	if err != nil {
 		return "", err
 	}

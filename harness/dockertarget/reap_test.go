@@ -1,7 +1,10 @@
 package dockertarget
 
 import (
+	"crypto/rand"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -9,14 +12,29 @@ import (
 	dc "github.com/ory/dockertest/v3/docker"
 )
 
-// TestReapCrashedRun leaves what a killed run leaves (its record, a sandbox
-// container labelled by the control plane, a container of someone else) and
-// checks that the reaper removes exactly the first two.
+// uuid4 is a random sandbox id in the control plane's format.
+func uuid4() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// TestReapCrashedRun leaves what a killed run leaves (its record, its control
+// plane's log, a sandbox container that log names) beside a sandbox container
+// of ANOTHER control plane created at the same time on the same engine (the
+// case that removed a live run's sandbox mid-run: docs/docker.md) and a
+// container of someone else, and checks that the reaper removes exactly the
+// crashed run's own sandbox.
 func TestReapCrashedRun(t *testing.T) {
 	pool := engineOrSkip(t)
 	dir := t.TempDir()
 	endpoint := Endpoint()
-	if err := writeRecord(dir, runRecord{Endpoint: endpoint, Started: time.Now().UTC()}); err != nil {
+	mine, theirs := uuid4(), uuid4()
+	serverLog := filepath.Join(dir, "server.log")
+	if err := os.WriteFile(serverLog, []byte("INFO: opensandbox_server.services.docker.docker_service: sandbox="+mine+" | action=create sandbox container | duration=12.57\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRecord(dir, runRecord{Endpoint: endpoint, Started: time.Now().UTC(), ServerLog: serverLog}); err != nil {
 		t.Fatal(err)
 	}
 	repo, tag := splitRef(SandboxImageURI)
@@ -29,7 +47,8 @@ func TestReapCrashedRun(t *testing.T) {
 		t.Cleanup(func() { _ = pool.Purge(r) })
 		return r
 	}
-	left := run("osb-reap-sandbox", map[string]string{labelSandboxID: "reap-test"})
+	left := run("osb-reap-sandbox", map[string]string{labelSandboxID: mine})
+	foreign := run("osb-reap-foreign", map[string]string{labelSandboxID: theirs})
 	other := run("osb-reap-other", map[string]string{"org.osb-acceptance.test": "reap"})
 
 	msg, err := reapCrashed(pool, dir, endpoint)
@@ -41,6 +60,9 @@ func TestReapCrashedRun(t *testing.T) {
 		t.Error("the crashed run's sandbox container is still there")
 	} else if _, ok := err.(*dc.NoSuchContainer); !ok {
 		t.Errorf("inspect: %v", err)
+	}
+	if _, err := pool.Client.InspectContainer(foreign.Container.ID); err != nil {
+		t.Errorf("another control plane's sandbox, created while the crashed run's record was there, was removed: %v", err)
 	}
 	if _, err := pool.Client.InspectContainer(other.Container.ID); err != nil {
 		t.Errorf("a container the control plane did not create was removed: %v", err)

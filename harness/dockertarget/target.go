@@ -66,7 +66,8 @@ type Target struct {
 	Stubs    *BridgeServices
 	StubNote string
 
-	pool *dockertest.Pool // the engine (sidecar logs)
+	pool      *dockertest.Pool // the engine (sidecar logs, sandbox fates)
+	serverLog string           // the control plane's log (SandboxFate)
 
 	closeOnce sync.Once
 	closeFn   func() error
@@ -198,14 +199,15 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		}
 	}
 	started := time.Now().UTC()
-	rec := runRecord{Endpoint: cfg.Endpoint, Started: started}
+	serverLog := filepath.Join(runDir, "server.log")
+	rec := runRecord{Endpoint: cfg.Endpoint, Started: started, ServerLog: serverLog}
 	if err := writeRecord(dir, rec); err != nil {
 		return nil, err
 	}
 	t1 := time.Now()
 	proc, err := startServer(ctx, bin, runDir, cfg.Endpoint, sc, cfg.Log)
 	if err != nil {
-		_, _ = removeServerContainers(pool, started)
+		_, _ = removeServerContainers(pool, started, serverLog)
 		_ = os.Remove(recordPath(dir))
 		return nil, err
 	}
@@ -213,7 +215,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	_ = writeRecord(dir, rec)
 
 	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Venv: t1.Sub(tv), Startup: time.Since(t1),
-		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool, Stubs: bridge, StubNote: stubNote}
+		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool, Stubs: bridge, StubNote: stubNote, serverLog: serverLog}
 	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, " + pin.Describe()})
 	if v, err := pool.Client.Version(); err == nil {
 		t.Components = append(t.Components, Component{Name: "docker engine", Version: v.Get("Version"), Origin: "official", Note: "Debian docker.io, own bridge, no forwarding/NAT"})
@@ -228,7 +230,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	t.closeFn = func() error {
 		defer lk.release()
 		proc.stop()
-		_, err := removeServerContainers(pool, started)
+		_, err := removeServerContainers(pool, started, serverLog)
 		if err == nil {
 			_ = os.Remove(recordPath(dir))
 		}
