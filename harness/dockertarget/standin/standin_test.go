@@ -60,19 +60,7 @@ func TestTokenAuth(t *testing.T) {
 // what its DNS answers at once, as D1 on the docker target needs: PATCH
 // /policy prepends deny rules that win over the create's allow rules.
 func TestPolicyPatchDeniesMidRun(t *testing.T) {
-	pol, err := egress.ParsePolicy([]byte(`{"defaultAction":"deny","egress":[{"action":"allow","target":"pypi.org"},{"action":"allow","target":"files.pythonhosted.org"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub, err := egress.NewHub(egress.HubConfig{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
-	att, err := hub.Attach("sb1", pol, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	att := attach(t, `{"defaultAction":"deny","egress":[{"action":"allow","target":"pypi.org"},{"action":"allow","target":"files.pythonhosted.org"}]}`, false)
 	h := tokenAuth("outer", att.Token(), att.Handler())
 	if got := dnsDecision(att.Policy(), "pypi.org."); got != dns.RcodeServerFailure {
 		t.Fatalf("before the patch pypi.org got %s, want SERVFAIL (allowed, no upstream)", dns.RcodeToString[got])
@@ -123,4 +111,24 @@ func TestOutboundLogLine(t *testing.T) {
 	if m["opensandbox.event"] != "egress.outbound" || m["target.host"] != "pypi.org" || m["error"] != "no upstream" || m["sandbox_id"] != "sb1" {
 		t.Errorf("log line %s", b.String())
 	}
+}
+
+// attach gives sandbox "sb1" a gateway attachment with the policy (JSON) on a
+// hub of its own, closed when the test ends.
+func attach(t *testing.T, policy string, credentialProxy bool) *egress.Attachment {
+	t.Helper()
+	pol, err := egress.ParsePolicy([]byte(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub, err := egress.NewHub(egress.HubConfig{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hub.Close() })
+	att, err := hub.Attach("sb1", pol, credentialProxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return att
 }

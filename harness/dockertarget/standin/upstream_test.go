@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-
-	"github.com/osb-capstone/acceptance/mock-server/egress"
 )
 
 func TestTakeOverResolvConf(t *testing.T) {
@@ -75,19 +73,7 @@ func (f *fakeDNSWriter) WriteMsg(m *dns.Msg) error { f.got = m; return nil }
 // the interceptor injects the vault's credential and forwards to the
 // address the upstream gave.
 func TestStandInForwardsAllowedNamesAndInjectsOverPlainHTTP(t *testing.T) {
-	pol, err := egress.ParsePolicy([]byte(`{"defaultAction":"deny","egress":[{"action":"allow","target":"data-api.capstone.test"},{"action":"allow","target":"pypi.org"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub, err := egress.NewHub(egress.HubConfig{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
-	att, err := hub.Attach("sb1", pol, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	att := attach(t, `{"defaultAction":"deny","egress":[{"action":"allow","target":"data-api.capstone.test"},{"action":"allow","target":"pypi.org"}]}`, true)
 	var logged []string
 	up := upstreamDNS{servers: []string{upstreamResolver(t)}, timeout: 2 * time.Second}
 	ask := func(h dnsHandler, name string) *dns.Msg {
