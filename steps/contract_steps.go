@@ -53,7 +53,7 @@ func runContract(ctx context.Context) error {
 	}
 	s.inv = s.env.invoke(ctx, "contract", cmd, "subject-contract", s.env.opt.RunID+"-contract", 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
-	if err := s.inv.usable(); err != nil {
+	if err := s.env.invocationUsable(ctx, s.inv); err != nil {
 		return err
 	}
 	if s.inv.res.ExitCode != 0 {

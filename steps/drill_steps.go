@@ -635,7 +635,7 @@ func reapRemoves(ctx context.Context) error {
 	}
 	s.inv = s.env.invoke(ctx, "reap", cmd, "subject-reap", r.runID, 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
-	if err := s.inv.usable(); err != nil {
+	if err := s.env.invocationUsable(ctx, s.inv); err != nil {
 		return err
 	}
 	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {

@@ -93,6 +93,25 @@ func (inv *invocation) usable() error {
 	return nil
 }
 
+// invocationUsable is usable, plus the rule Env.usable applies to a subject
+// run: a command that exited non-zero after the target answered one of its
+// creates (by its key) with a server error no drill injected failed because
+// of the target, not the submission (blame.go). An audit that cannot be read
+// names no such create; the step that needs the audit reports that.
+func (e *Env) invocationUsable(ctx context.Context, inv *invocation) error {
+	if err := inv.usable(); err != nil || inv.res.ExitCode == 0 {
+		return err
+	}
+	if e.loadInvocationAudit(ctx, inv) != nil {
+		return nil
+	}
+	if why := createFailedByServer(inv.calls); why != "" {
+		return harnessf("the target failed a create of the submission's %s command (%s), and the command then exited %d: a fault of the target, not of the submission",
+			inv.field, why, inv.res.ExitCode)
+	}
+	return nil
+}
+
 // loadAudit collects what the server saw of the invocation: its lifecycle
 // calls (by key), keyless calls while it ran, and the events of the
 // sandboxes it created. Against a real target: the recording proxy's calls.

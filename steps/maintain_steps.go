@@ -66,7 +66,7 @@ func testsPassed(ctx context.Context, minUnit, minIntegration int) error {
 		if i == 1 {
 			want = minIntegration
 		}
-		if err := inv.usable(); err != nil {
+		if err := s.env.invocationUsable(ctx, inv); err != nil {
 			return err
 		}
 		out := readAll(inv.res.StdoutPath) + "\n" + readAll(inv.res.StderrPath)

@@ -90,3 +90,50 @@ func TestM1LoopCreateFailedByTheServer(t *testing.T) {
 		assert.NoError(t, e.usable(context.Background(), r), "%d (fault %v)", ev.Lifecycle.Status, ev.Fault != nil)
 	}
 }
+
+// preloadedInvocation is an invocation of the submission's field command
+// that exited exit, whose calls (by its key) are already loaded.
+func preloadedInvocation(t *testing.T, e *Env, field string, exit int, calls []osb.AuditEvent) *invocation {
+	t.Helper()
+	dir := t.TempDir()
+	inv := &invocation{launch: launch{dir: dir, relDir: "evidence/subject-" + field, outDir: dir, field: field}, name: "subject-" + field}
+	inv.res = &subject.Result{ExitCode: exit, StdoutPath: dir + "/stdout.log", StderrPath: dir + "/stderr.log"}
+	inv.auditOnce.Do(func() { inv.calls = calls })
+	return inv
+}
+
+// TestInvocationCreateFailedByTheServer: the rule of a subject run holds for
+// the submission's other commands too (contract, reap, test.unit,
+// test.integration). One that exited non-zero after the target answered its
+// create with a 5xx no drill injected is a harness error, on the bundled
+// server and on a real target alike; an injected 500 or a refused (4xx)
+// create stays the submission's to handle.
+func TestInvocationCreateFailedByTheServer(t *testing.T) {
+	for _, target := range []core.Target{
+		{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"},
+		{Kind: rubric.TargetReal, Domain: "127.0.0.1:9"},
+	} {
+		e, _ := blameEnv(t, target)
+		failed := preloadedInvocation(t, e, "test.integration", 1, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)})
+		err := e.invocationUsable(context.Background(), failed)
+		require.Error(t, err, target.Kind)
+		assert.True(t, isHarnessFault(err), "%s: %v", target.Kind, err)
+		assert.Contains(t, err.Error(), "the target failed a create of the submission's test.integration command (POST /v1/sandboxes → 500), and the command then exited 1")
+
+		// Through a step: M4's tests and M0's contract check.
+		s := &scenario{env: e, invs: []*invocation{
+			preloadedInvocation(t, e, "test.unit", 0, nil), failed}}
+		err = testsPassed(context.WithValue(context.Background(), scenarioKey{}, s), 1, 1)
+		require.Error(t, err)
+		assert.True(t, isHarnessFault(err), "testsPassed: %v", err)
+
+		injected := lifecycle("", "POST", "/v1/sandboxes", 500)
+		injected.Fault = &wire.Fault{}
+		for _, ev := range []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 400), injected, lifecycle("sb", "DELETE", "/v1/sandboxes/sb", 500)} {
+			inv := preloadedInvocation(t, e, "contract", 1, []osb.AuditEvent{ev})
+			assert.NoError(t, e.invocationUsable(context.Background(), inv), "%s %d (fault %v)", ev.Lifecycle.Method, ev.Lifecycle.Status, ev.Fault != nil)
+		}
+		assert.NoError(t, e.invocationUsable(context.Background(), preloadedInvocation(t, e, "reap", 0, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)})),
+			"a command that coped (exit 0) is judged as usual")
+	}
+}
