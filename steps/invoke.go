@@ -93,10 +93,11 @@ func (inv *invocation) usable() error {
 	return nil
 }
 
-// invocationUsable is usable, plus the rule Env.usable applies to a subject
+// invocationUsable is usable, plus the rules Env.usable applies to a subject
 // run: a command that exited non-zero after the target answered one of its
-// creates (by its key) with a server error no drill injected failed because
-// of the target, not the submission (blame.go). An audit that cannot be read
+// creates (by its key) with a server error no drill injected, or after one
+// of its sandboxes vanished with no DELETE from anyone (vanish.go), failed
+// because of the target, not the submission (blame.go). An audit that cannot be read
 // names no such create; the step that needs the audit reports that.
 func (e *Env) invocationUsable(ctx context.Context, inv *invocation) error {
 	if err := inv.usable(); err != nil || inv.res.ExitCode == 0 {
@@ -108,6 +109,15 @@ func (e *Env) invocationUsable(ctx context.Context, inv *invocation) error {
 	if why := createFailedByServer(inv.calls); why != "" {
 		return harnessf("the target failed a create of the submission's %s command (%s), and the command then exited %d: a fault of the target, not of the submission",
 			inv.field, why, inv.res.ExitCode)
+	}
+	if fate := e.opt.Target.SandboxFate; fate != nil {
+		// A sandbox of the command's own that vanished with no DELETE from
+		// anyone (vanish.go): the machine's or the target's doing.
+		vctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if why := vanishedUnexplained(vctx, inv.observed, "", fate); why != "" {
+			return harnessf("%s; the submission's %s command then exited %d: a fault of the target or the machine, not of the submission", why, inv.field, inv.res.ExitCode)
+		}
 	}
 	return nil
 }

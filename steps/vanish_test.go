@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/observe"
+	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/subject"
 )
 
@@ -52,6 +54,18 @@ func TestSandboxGoneWithNoDeleteIsTheTargets(t *testing.T) {
 	withCreate := func(timeout any, more ...observe.Call) []observe.Call {
 		return append([]observe.Call{create(timeout)}, more...)
 	}
+
+	// The submission's other commands (an integration test's sandbox) get the same rule.
+	e, _ := blameEnv(t, core.Target{Kind: rubric.TargetReal, Domain: "127.0.0.1:9", SandboxFate: gone})
+	inv := preloadedInvocation(t, e, "test.integration", 1, nil)
+	inv.observed = withCreate(1200, seen...)
+	ierr := e.invocationUsable(context.Background(), inv)
+	require.Error(t, ierr)
+	assert.True(t, isHarnessFault(ierr), "%v", ierr)
+	assert.Contains(t, ierr.Error(), "the submission's test.integration command then exited 1")
+	inv = preloadedInvocation(t, e, "test.integration", 1, nil)
+	inv.observed = withCreate(1200, append([]observe.Call{call(2*time.Second, "DELETE", "/v1/sandboxes/"+id, 204)}, seen...)...)
+	assert.NoError(t, e.invocationUsable(context.Background(), inv), "the command's own DELETE went through first")
 
 	err := run(1, gone, "", withCreate(1200, seen...)...).usable(context.Background())
 	require.Error(t, err)
