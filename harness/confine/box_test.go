@@ -443,13 +443,21 @@ func TestBoxGuardRecordsWhatItBroke(t *testing.T) {
 curl -s -m 5 http://127.0.0.1:%[1]d/whole; echo whole=$?
 curl -s -m 5 -X POST -d '{}' http://127.0.0.1:%[1]d/cut; echo cut=$?
 curl -s -m 5 -o /dev/null -w '%%{http_code}\n' http://127.0.0.1:%[2]d/down
+python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", %[1]d))
+s.sendall(b"POST /cut HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"half\":")
+s.shutdown(socket.SHUT_WR)
+print("half-sent", len(s.recv(4096)) >= 0)
+'
 `, sp, dp))
 	assert.Contains(t, r.stdout, "whole\nwhole=0\n", r.stderr)
 	assert.NotContains(t, r.stdout, "cut=0", "the command saw the cut answer as whole")
 	assert.Contains(t, r.stdout, "502\n")
+	assert.Contains(t, r.stdout, "half-sent", r.stderr)
 	st := r.box.Status()
 	assert.Equal(t, 0, st.RefusedCount, "nothing the command did was refused: %v", st.Refused)
-	require.Equal(t, 2, st.BrokenCount, "%v", st.Broken)
+	require.Equal(t, 2, st.BrokenCount, "the cut answer and the down upstream, never the body the command cut short: %v", st.Broken)
 	var got []string
 	for _, b := range st.Broken {
 		got = append(got, b.Addr+" "+b.Reason)

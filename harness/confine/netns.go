@@ -325,7 +325,9 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 			FlushInterval: -1,
 			ErrorLog:      log.New(io.Discard, "", 0),
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				if upstreamsFault(r, err) { // the command still waits: the upstream failed it
+				if upstreamsFault(r, err) {
+					// The command still waits, and sent its request whole:
+					// the upstream failed it.
 					n.broke(where(r), "the guard's upstream failed: "+err.Error())
 				}
 				w.WriteHeader(http.StatusBadGateway)
@@ -340,6 +342,11 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 				}
 				nt := &upstreamNote{}
 				r = r.WithContext(context.WithValue(r.Context(), upstreamNoteKey{}, nt))
+				if r.Body != nil && r.Body != http.NoBody {
+					// A body the command cut short fails the upstream
+					// request too: that is the command's doing.
+					r.Body = &notingBody{ReadCloser: r.Body, set: nt.setClient}
+				}
 				defer func() {
 					if p := recover(); p != nil {
 						// The proxy aborted the exchange: the command sees
@@ -373,17 +380,36 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 	}
 }
 
-// upstreamsFault: an error of the guard's upstream that is not the command
-// hanging up (which cancels the request's context).
+// upstreamsFault: an error of the guard's upstream that is not the command's
+// doing: not the command hanging up (which cancels the request's context),
+// not a request body it cut short.
 func upstreamsFault(r *http.Request, err error) bool {
+	if nt, ok := r.Context().Value(upstreamNoteKey{}).(*upstreamNote); ok && nt.client() != nil {
+		return false // the command cut its own request short
+	}
 	return r.Context().Err() == nil && !errors.Is(err, context.Canceled)
 }
 
 // upstreamNote keeps the first error reading an upstream answer's body (the
 // guard's request context carries it to notingTransport).
 type upstreamNote struct {
-	mu  sync.Mutex
-	err error
+	mu        sync.Mutex
+	err       error // reading the upstream's answer
+	clientErr error // reading the command's request body
+}
+
+func (u *upstreamNote) setClient(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.clientErr == nil {
+		u.clientErr = err
+	}
+}
+
+func (u *upstreamNote) client() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.clientErr
 }
 
 type upstreamNoteKey struct{}
@@ -409,20 +435,21 @@ type notingTransport struct{ http.RoundTripper }
 func (t notingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := t.RoundTripper.RoundTrip(req)
 	if nt, ok := req.Context().Value(upstreamNoteKey{}).(*upstreamNote); ok && res != nil && res.Body != nil {
-		res.Body = &notingBody{ReadCloser: res.Body, note: nt}
+		res.Body = &notingBody{ReadCloser: res.Body, set: nt.set}
 	}
 	return res, err
 }
 
+// notingBody passes a body's first read error (not EOF) to set.
 type notingBody struct {
 	io.ReadCloser
-	note *upstreamNote
+	set func(error)
 }
 
 func (b *notingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF {
-		b.note.set(err)
+		b.set(err)
 	}
 	return n, err
 }
