@@ -103,6 +103,9 @@ func (e *Env) invocationUsable(ctx context.Context, inv *invocation) error {
 	if err := inv.usable(); err != nil || inv.res.ExitCode == 0 {
 		return err
 	}
+	if why := brokenByGrader(inv.res); why != "" {
+		return harnessf("%s, and the submission's %s command then exited %d: a fault of the grader, not of the submission", why, inv.field, inv.res.ExitCode)
+	}
 	if e.loadInvocationAudit(ctx, inv) != nil {
 		return nil
 	}

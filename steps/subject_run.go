@@ -232,6 +232,9 @@ func (e *Env) usable(ctx context.Context, r *subjectRun) error {
 			// submission was measured (blame.go: the target's fault).
 			return harnessf("the target failed the subject's create (%s), and the subject then exited %d: a fault of the target, not of the submission", why, r.res.ExitCode)
 		}
+		if why := brokenByGrader(r.res); why != "" {
+			return harnessf("%s, and the subject then exited %d: a fault of the grader, not of the submission", why, r.res.ExitCode)
+		}
 		if why := r.unexplainedVanish(); why != "" {
 			// Removed by no one the grade can see: the target's or the
 			// machine's doing (vanish.go), never the submission's.
@@ -239,6 +242,19 @@ func (e *Env) usable(ctx context.Context, r *subjectRun) error {
 		}
 	}
 	return nil
+}
+
+// brokenByGrader names the exchanges of a command that the grader's own
+// confinement broke while the command waited for them (harness/confine
+// Status.Broken: a connection's destination unreadable, the guard's upstream
+// failing or its answer breaking off); "" when there were none.
+func brokenByGrader(res *subject.Result) string {
+	if res == nil || res.Confinement == nil || res.Confinement.BrokenCount == 0 {
+		return ""
+	}
+	first := res.Confinement.Broken[0]
+	return fmt.Sprintf("the grader's confinement broke %d of its exchanges (first at %s: %s %s)",
+		res.Confinement.BrokenCount, first.Time.Format("15:04:05.000"), first.Addr, first.Reason)
 }
 
 // targetFailure names a create of the run that the target answered with a

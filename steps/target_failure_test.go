@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
@@ -136,4 +137,43 @@ func TestInvocationCreateFailedByTheServer(t *testing.T) {
 		assert.NoError(t, e.invocationUsable(context.Background(), preloadedInvocation(t, e, "reap", 0, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)})),
 			"a command that coped (exit 0) is judged as usual")
 	}
+}
+
+// TestExchangeBrokenByTheGraderIsNotTheSubmissions: a subject run or a
+// command that exited non-zero after the grader's own confinement broke one
+// of its exchanges (CI, 2026-12-01: the reference's first create got a bare
+// EOF through the box) is a harness error naming the broken exchange; a run
+// that coped with it (exit 0) is judged as usual.
+func TestExchangeBrokenByTheGraderIsNotTheSubmissions(t *testing.T) {
+	e, res := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"})
+	broken := &confine.Status{Mode: "confined", BrokenCount: 1, Broken: []confine.Refusal{{
+		Time: time.Date(2026, 12, 1, 23, 30, 0, 0, time.UTC), Addr: "127.0.0.1:33331 POST /v1/sandboxes",
+		Reason: "the upstream's answer broke off under the guard: unexpected EOF"}}}
+
+	r := preloaded(t, e, "semicolon", 1, nil, nil)
+	r.res.Confinement = broken
+	err := e.usable(context.Background(), r)
+	require.Error(t, err)
+	assert.True(t, isHarnessFault(err), "%v", err)
+	assert.Contains(t, err.Error(), "the grader's confinement broke 1 of its exchanges (first at 23:30:00.000: 127.0.0.1:33331 POST /v1/sandboxes the upstream's answer broke off under the guard: unexpected EOF), and the subject then exited 1")
+
+	pk := pickleNamed(t, "Awkward inputs are read correctly: semicolon")
+	s := &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), runs: []*subjectRun{r}, run: r}
+	e.recordOutcome(s, err, nil)
+	o := outcomeOf(t, res, "accuracy")
+	assert.Equal(t, rubric.HarnessError, o.Verdict, o.Reason)
+
+	inv := preloadedInvocation(t, e, "contract", 2, nil)
+	inv.res.Confinement = broken
+	ierr := e.invocationUsable(context.Background(), inv)
+	require.Error(t, ierr)
+	assert.True(t, isHarnessFault(ierr), "%v", ierr)
+	assert.Contains(t, ierr.Error(), "and the submission's contract command then exited 2")
+
+	coped := preloaded(t, e, "semicolon-2", 0, nil, nil)
+	coped.res.Confinement = broken
+	assert.NoError(t, e.usable(context.Background(), coped), "a run that coped is judged as usual")
+	clean := preloaded(t, e, "semicolon-3", 1, nil, nil)
+	clean.res.Confinement = &confine.Status{Mode: "confined", RefusedCount: 3}
+	assert.NoError(t, e.usable(context.Background(), clean), "refusals of the command's own connections are not the grader's fault")
 }

@@ -150,6 +150,7 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 func (b *Box) Status() *Status {
 	if b.net != nil {
 		b.st.Refused, b.st.RefusedCount = b.net.refusals()
+		b.st.Broken, b.st.BrokenCount = b.net.broken()
 	}
 	return b.st
 }

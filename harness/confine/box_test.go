@@ -408,3 +408,61 @@ echo x >> /input/data.csv && echo WROTE-"INPUT"`)
 	}
 	assert.NotContains(t, r.stdout, "WROTE-INPUT", "the input is read-only")
 }
+
+// TestBoxGuardRecordsWhatItBroke: an exchange the guard in front of a port
+// breaks while the command still waits for it (the upstream's answer breaks
+// off mid-body: the command sees its connection close; the upstream is
+// down: 502) is recorded in Status.Broken, the grader's fault and not a
+// refusal of the command. An answer that arrives whole records nothing.
+func TestBoxGuardRecordsWhatItBroke(t *testing.T) {
+	cfg := needBoxes(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/cut" {
+			_, _ = w.Write([]byte("whole\n"))
+			return
+		}
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"id":`))
+		w.(http.Flusher).Flush()
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = c.Close()
+		}
+	}))
+	defer srv.Close()
+	sp := srv.Listener.Addr().(*net.TCPAddr).Port
+	down, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	dp := down.Addr().(*net.TCPAddr).Port
+	require.NoError(t, down.Close()) // nothing listens there any more
+	guard := func(port int) func(*http.Request) string {
+		return func(*http.Request) string { return "" }
+	}
+	r := run(t, cfg, Request{Allow: func(p int) bool { return p == sp || p == dp }, Guard: guard}, fmt.Sprintf(`
+curl -s -m 5 http://127.0.0.1:%[1]d/whole; echo whole=$?
+curl -s -m 5 -X POST -d '{}' http://127.0.0.1:%[1]d/cut; echo cut=$?
+curl -s -m 5 -o /dev/null -w '%%{http_code}\n' http://127.0.0.1:%[2]d/down
+python3 -c '
+import socket
+s = socket.create_connection(("127.0.0.1", %[1]d))
+s.sendall(b"POST /cut HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"half\":")
+s.shutdown(socket.SHUT_WR)
+print("half-sent", len(s.recv(4096)) >= 0)
+'
+`, sp, dp))
+	assert.Contains(t, r.stdout, "whole\nwhole=0\n", r.stderr)
+	assert.NotContains(t, r.stdout, "cut=0", "the command saw the cut answer as whole")
+	assert.Contains(t, r.stdout, "502\n")
+	assert.Contains(t, r.stdout, "half-sent", r.stderr)
+	st := r.box.Status()
+	assert.Equal(t, 0, st.RefusedCount, "nothing the command did was refused: %v", st.Refused)
+	require.Equal(t, 2, st.BrokenCount, "the cut answer and the down upstream, never the body the command cut short: %v", st.Broken)
+	var got []string
+	for _, b := range st.Broken {
+		got = append(got, b.Addr+" "+b.Reason)
+	}
+	all := strings.Join(got, "\n")
+	assert.Contains(t, all, fmt.Sprintf("127.0.0.1:%d POST /cut the upstream's answer broke off under the guard", sp))
+	assert.Contains(t, all, fmt.Sprintf("127.0.0.1:%d GET /down the guard's upstream failed", dp))
+}

@@ -145,6 +145,12 @@ type Status struct {
 	// Refused: connections the network did not let through (first MaxRefusals).
 	Refused      []Refusal `json:"refused,omitempty"`
 	RefusedCount int       `json:"refused_count,omitempty"`
+	// Broken: exchanges the grader's own forwarder or guard broke while the
+	// command was still there to get an answer (its destination unreadable,
+	// the upstream failing under the guard): the grader's fault, never the
+	// command's (first MaxRefusals).
+	Broken      []Refusal `json:"broken,omitempty"`
+	BrokenCount int       `json:"broken_count,omitempty"`
 	// CopyOut: files of {out} kept, and entries dropped with the reason.
 	Copied  []string `json:"copied,omitempty"`
 	Dropped []string `json:"dropped,omitempty"`

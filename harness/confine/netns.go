@@ -1,6 +1,7 @@
 package confine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,8 @@ type network struct {
 	mu           sync.Mutex
 	refused      []Refusal
 	refusedCount int
+	brokenList   []Refusal
+	brokenCount  int
 	conns        sync.WaitGroup
 	closing      chan struct{}
 }
@@ -139,7 +142,19 @@ func (n *network) serve() {
 	for {
 		c, err := n.ln.Accept()
 		if err != nil {
-			return
+			select {
+			case <-n.closing:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// A passing failure (out of file descriptors, an aborted
+			// handshake) must not stop the box's network for good.
+			n.broke("?", "the grader's forwarder could not accept a connection: "+err.Error())
+			time.Sleep(20 * time.Millisecond)
+			continue
 		}
 		n.conns.Add(1)
 		go func() {
@@ -177,7 +192,7 @@ func (n *network) handle(c net.Conn) {
 	defer c.Close()
 	ip, port, err := originalDst(c)
 	if err != nil {
-		n.refuse("?", "its destination could not be read: "+err.Error())
+		n.broke("?", "the grader's forwarder could not read the connection's destination: "+err.Error())
 		return
 	}
 	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
@@ -269,6 +284,22 @@ func (n *network) refuse(addr, why string) {
 	}
 }
 
+// broke records an exchange the grader's own forwarder or guard broke.
+func (n *network) broke(addr, why string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.brokenCount++
+	if len(n.brokenList) < MaxRefusals {
+		n.brokenList = append(n.brokenList, Refusal{Time: time.Now().UTC(), Addr: addr, Reason: why})
+	}
+}
+
+func (n *network) broken() ([]Refusal, int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]Refusal(nil), n.brokenList...), n.brokenCount
+}
+
 func (n *network) refusals() ([]Refusal, int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -285,18 +316,49 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 		ln = &chanListener{ch: make(chan net.Conn), done: make(chan struct{}), addr: c.LocalAddr()}
 		n.guarded[port] = ln
 		target := &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		where := func(r *http.Request) string {
+			return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + " " + r.Method + " " + clipPath(r.RequestURI)
+		}
 		rp := &httputil.ReverseProxy{
 			Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = r.In.Host },
+			Transport:     notingTransport{http.DefaultTransport},
 			FlushInterval: -1,
 			ErrorLog:      log.New(io.Discard, "", 0),
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				if upstreamsFault(r, err) {
+					// The command still waits, and sent its request whole:
+					// the upstream failed it.
+					n.broke(where(r), "the guard's upstream failed: "+err.Error())
+				}
+				w.WriteHeader(http.StatusBadGateway)
+			},
 		}
 		srv := &http.Server{
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if why := g(r); why != "" {
-					n.refuse(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))+" "+r.Method+" "+clipPath(r.RequestURI), why)
+					n.refuse(where(r), why)
 					http.Error(w, "refused by the grader's confinement: "+why, http.StatusForbidden)
 					return
 				}
+				nt := &upstreamNote{}
+				r = r.WithContext(context.WithValue(r.Context(), upstreamNoteKey{}, nt))
+				if r.Body != nil && r.Body != http.NoBody {
+					// A body the command cut short fails the upstream
+					// request too: that is the command's doing.
+					r.Body = &notingBody{ReadCloser: r.Body, set: nt.setClient}
+				}
+				defer func() {
+					if p := recover(); p != nil {
+						// The proxy aborted the exchange: the command sees
+						// its connection close, with no answer or half of
+						// one. The grader's fault only when the upstream's
+						// answer broke off (not the command hanging up).
+						if err := nt.get(); err != nil && upstreamsFault(r, err) {
+							n.broke(where(r), "the upstream's answer broke off under the guard: "+err.Error())
+						}
+						panic(p)
+					}
+				}()
 				rp.ServeHTTP(w, r)
 			}),
 			ReadHeaderTimeout: 30 * time.Second,
@@ -316,6 +378,80 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 	case <-wc.closed:
 	case <-n.closing:
 	}
+}
+
+// upstreamsFault: an error of the guard's upstream that is not the command's
+// doing: not the command hanging up (which cancels the request's context),
+// not a request body it cut short.
+func upstreamsFault(r *http.Request, err error) bool {
+	if nt, ok := r.Context().Value(upstreamNoteKey{}).(*upstreamNote); ok && nt.client() != nil {
+		return false // the command cut its own request short
+	}
+	return r.Context().Err() == nil && !errors.Is(err, context.Canceled)
+}
+
+// upstreamNote keeps the first error reading an upstream answer's body (the
+// guard's request context carries it to notingTransport).
+type upstreamNote struct {
+	mu        sync.Mutex
+	err       error // reading the upstream's answer
+	clientErr error // reading the command's request body
+}
+
+func (u *upstreamNote) setClient(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.clientErr == nil {
+		u.clientErr = err
+	}
+}
+
+func (u *upstreamNote) client() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.clientErr
+}
+
+type upstreamNoteKey struct{}
+
+func (u *upstreamNote) set(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.err == nil {
+		u.err = err
+	}
+}
+
+func (u *upstreamNote) get() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.err
+}
+
+// notingTransport notes a broken upstream answer body in the request's
+// upstreamNote.
+type notingTransport struct{ http.RoundTripper }
+
+func (t notingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := t.RoundTripper.RoundTrip(req)
+	if nt, ok := req.Context().Value(upstreamNoteKey{}).(*upstreamNote); ok && res != nil && res.Body != nil {
+		res.Body = &notingBody{ReadCloser: res.Body, set: nt.set}
+	}
+	return res, err
+}
+
+// notingBody passes a body's first read error (not EOF) to set.
+type notingBody struct {
+	io.ReadCloser
+	set func(error)
+}
+
+func (b *notingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.set(err)
+	}
+	return n, err
 }
 
 func clipPath(s string) string {
