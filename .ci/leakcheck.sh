@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Leak check: run after the test suite (and after `acceptance run`). Fails (exit 1,
 # listing every finding) if anything a sandbox or the bundled server owns is left:
-#   - network namespaces osb-* (sandboxes) and osbprobe-* (the runtime's isolation probe)
+#   - network namespaces osb-* (sandboxes), osbprobe-* (the runtime's isolation probe) and acc-* (the
+#     confinement's boxes)
 #   - live processes of a sandbox: the agent (`__osb_agent__`), bwrap/nsenter started by
 #     the runtime (their command lines name /.osb/agent or /run/netns/osb-*), and subjects
 #     or servers the suite started (`acceptance reference|serve-mock|run`, same for *.test)
@@ -39,7 +40,7 @@ scan() {
 
 	# 1. Network namespaces.
 	local ns
-	for ns in /run/netns/osb-* /run/netns/osbprobe-*; do
+	for ns in /run/netns/osb-* /run/netns/osbprobe-* /run/netns/acc-*; do
 		[[ -e "$ns" ]] && findings+=("netns ${ns##*/}")
 	done
 
