@@ -96,7 +96,7 @@ func Compare(oldDir, newDir string, o Options) (Comparison, error) {
 	if OverallRank(nd.Verdict) < OverallRank(od.Verdict) {
 		c.Regressions = append(c.Regressions, fmt.Sprintf("verdict %s → %s", od.Verdict, nd.Verdict))
 	}
-	if nd.Score.Earned < od.Score.Earned-0.005 {
+	if rubric.PointsBelow(nd.Score.Earned, od.Score.Earned) {
 		c.Regressions = append(c.Regressions, fmt.Sprintf("score %s → %s", rubric.Num(od.Score.Earned), rubric.Num(nd.Score.Earned)))
 	}
 	oldRows := map[rubric.ID]report.EntryRow{}
