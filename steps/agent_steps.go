@@ -8,15 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cucumber/godog"
-
 	"github.com/osb-capstone/acceptance/harness/model"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 // Steps of the agent drills (features/a1_agent.feature).
 
-func registerAgentSteps(sc *godog.ScenarioContext) {
+func registerAgentSteps(sc registrar) {
 	sc.Step(`^the agent is run on fixture "([^"]*)" with model script "([^"]*)"$`, runAgentOnFixture)
 	sc.Step(`^the agent called the model$`, agentCalledModel)
 	sc.Step(`^no planted secret appears in any request to the model$`, noSecretToModel)

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cucumber/godog"
-
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -17,7 +15,7 @@ import (
 // M2 accuracy and the evidence chain: the harness's own recomputation, and
 // (bundled server) the subject's claims checked against the audit trail.
 
-func registerAnalysisSteps(sc *godog.ScenarioContext) {
+func registerAnalysisSteps(sc registrar) {
 	sc.Step(`^the subject claims at least (\d+) key numbers$`, claimsAtLeast)
 	sc.Step(`^the claimed row count matches the host recomputation$`, rowCountMatches)
 	sc.Step(`^every number the subject claims matches the host recomputation$`, claimsMatch)

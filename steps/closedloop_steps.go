@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cucumber/godog"
-
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -18,7 +16,7 @@ import (
 // from each run's key (audit on the bundled server; the recording proxy's
 // lifecycle calls on a real one).
 
-func registerClosedLoopSteps(sc *godog.ScenarioContext) {
+func registerClosedLoopSteps(sc registrar) {
 	sc.Step(`^the subject is run (\d+) times in a row on fixture "([^"]*)"$`, runInARow)
 	sc.Step(`^each run created a sandbox, ran a command in it, wrote a file into it and read a file back$`, eachRunClosedLoop)
 	sc.Step(`^each run destroyed its sandbox and confirmed it gone with its own key$`, eachRunDestroyed)

@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/cucumber/godog"
 )
 
 // M0: the submission's own raw-HTTP contract check. Its record
@@ -21,7 +19,7 @@ import (
 // The harness's own contract check is the target preflight (harness/core),
 // never scored.
 
-func registerContractSteps(sc *godog.ScenarioContext) {
+func registerContractSteps(sc registrar) {
 	sc.Step(`^the submission's contract check is run$`, runContract)
 	sc.Step(`^its record holds create 202, endpoint 200 without a scheme, unauthorized 401, delete 204 and get after delete 404$`, contractRecordShape)
 	sc.Step(`^every exchange in its record is one the server saw from that invocation$`, contractMatchesServer)

@@ -2,13 +2,11 @@ package steps
 
 import (
 	"fmt"
-	"io"
 	"path"
 	"reflect"
 	"regexp"
 	"runtime"
 	"strings"
-	"unsafe"
 
 	"github.com/cucumber/godog"
 )
@@ -27,65 +25,78 @@ type Definition struct {
 // Match reports whether step text is implemented by this definition.
 func (d Definition) Match(text string) bool { return d.re.MatchString(text) }
 
-// Definitions lists every step definition InitializeScenario registers, in
-// registration order (godog uses the first that matches a step). It asks
-// godog to initialize a scenario context the way `godog -d` does (nothing
-// runs) and reads the definitions godog keeps for it.
-func Definitions() ([]Definition, error) {
-	var defs []Definition
-	var ferr error
-	suite := godog.TestSuite{
-		Name: "definitions",
-		ScenarioInitializer: func(sc *godog.ScenarioContext) {
-			(&Env{}).InitializeScenario(sc)
-			defs, ferr = readDefinitions(sc)
-		},
-		Options: &godog.Options{ShowStepDefinitions: true, Format: "progress", Output: io.Discard, NoColors: true},
-	}
-	suite.Run()
-	if ferr == nil && len(defs) == 0 {
-		ferr = fmt.Errorf("steps: godog registered no step definitions")
-	}
-	return defs, ferr
+// registrar is what every register…Steps function registers its steps with:
+// it hands each one to godog's scenario context (when there is one) and
+// records it as a Definition, so the rubric index reads the suite's step
+// definitions from the suite itself, never from godog's internals.
+type registrar struct {
+	sc   *godog.ScenarioContext // nil: record only (Definitions)
+	defs *[]Definition          // nil: register only
+	err  *error                 // the first definition that cannot be recorded
 }
 
-// readDefinitions reads the step definitions godog (the version pinned in
-// go.mod) keeps in the scenario context's unexported suite. A godog upgrade
-// that moves them makes this an error, which TestDefinitions reports.
-func readDefinitions(sc *godog.ScenarioContext) (out []Definition, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("steps: cannot read godog's step definitions (godog changed?): %v", r)
-		}
-	}()
-	s := reflect.ValueOf(sc).Elem().FieldByName("suite")
-	if !s.IsValid() || s.IsNil() {
-		return nil, fmt.Errorf("steps: godog's scenario context has no suite")
+// Step registers expr → fn, as godog's ScenarioContext.Step does.
+func (r registrar) Step(expr string, fn any) {
+	if r.sc != nil {
+		r.sc.Step(expr, fn)
 	}
-	f := s.Elem().FieldByName("steps")
-	if !f.IsValid() || f.Kind() != reflect.Slice {
-		return nil, fmt.Errorf("steps: godog's suite has no steps slice")
+	if r.defs == nil {
+		return
 	}
-	steps := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
-	root := moduleRoot()
-	for i := range steps.Len() {
-		d := steps.Index(i).Elem()
-		re, ok := d.FieldByName("Expr").Interface().(*regexp.Regexp)
-		if !ok || re == nil {
-			return nil, fmt.Errorf("steps: definition %d has no expression", i)
+	d, err := definitionOf(expr, fn)
+	if err != nil {
+		if *r.err == nil {
+			*r.err = err
 		}
-		hv, ok := d.FieldByName("HandlerValue").Interface().(reflect.Value)
-		if !ok || hv.Kind() != reflect.Func {
-			return nil, fmt.Errorf("steps: definition %s has no handler", re)
-		}
-		fn := runtime.FuncForPC(hv.Pointer())
-		if fn == nil {
-			return nil, fmt.Errorf("steps: definition %s: no function at its handler", re)
-		}
-		file, line := fn.FileLine(fn.Entry())
-		out = append(out, Definition{Expr: re.String(), Func: shortFunc(fn.Name()), File: relTo(root, file), Line: line, re: re})
+		return
 	}
-	return out, nil
+	*r.defs = append(*r.defs, d)
+}
+
+// registerSteps registers every step of the suite, in the order godog tries
+// them (the first definition that matches a step is used).
+func registerSteps(sc registrar) {
+	registerContractSteps(sc)
+	registerClosedLoopSteps(sc)
+	registerSubjectSteps(sc)
+	registerAnalysisSteps(sc)
+	registerSecuritySteps(sc)
+	registerDrillSteps(sc)
+	registerEngineeringSteps(sc)
+	registerAgentSteps(sc)
+}
+
+// Definitions lists every step definition InitializeScenario registers, in
+// registration order (godog uses the first that matches a step). Nothing is
+// registered with godog and nothing runs.
+func Definitions() ([]Definition, error) {
+	var defs []Definition
+	var err error
+	registerSteps(registrar{defs: &defs, err: &err})
+	if err == nil && len(defs) == 0 {
+		err = fmt.Errorf("steps: no step definitions registered")
+	}
+	return defs, err
+}
+
+// definitionOf records one registration: the expression compiled as godog
+// compiles it, and the function's name and source position (of our own
+// function value: runtime.FuncForPC on its entry).
+func definitionOf(expr string, fn any) (Definition, error) {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return Definition{}, fmt.Errorf("steps: step expression %q: %w", expr, err)
+	}
+	v := reflect.ValueOf(fn)
+	if v.Kind() != reflect.Func || v.IsNil() {
+		return Definition{}, fmt.Errorf("steps: step %q: handler is %T, not a function", expr, fn)
+	}
+	f := runtime.FuncForPC(v.Pointer())
+	if f == nil {
+		return Definition{}, fmt.Errorf("steps: step %q: no function at its handler", expr)
+	}
+	file, line := f.FileLine(f.Entry())
+	return Definition{Expr: re.String(), Func: shortFunc(f.Name()), File: relTo(moduleRoot(), file), Line: line, re: re}, nil
 }
 
 // moduleRoot is the directory above this package's source (a path, or the

@@ -31,3 +31,24 @@ func TestDefinitions(t *testing.T) {
 	}
 	assert.True(t, defs[0].Match("the submission's contract check is run"))
 }
+
+// The registrar records what godog would refuse as an error, never a
+// silent gap in the rubric index, and records a definition's own function.
+func TestRegistrarRecords(t *testing.T) {
+	t.Parallel()
+	var defs []Definition
+	var err error
+	r := registrar{defs: &defs, err: &err}
+	r.Step(`^a step$`, claimsAtLeast)
+	require.NoError(t, err)
+	require.Len(t, defs, 1)
+	assert.Equal(t, "steps.claimsAtLeast", defs[0].Func)
+	assert.Equal(t, "steps/analysis_steps.go", defs[0].File)
+	assert.True(t, defs[0].Match("a step"))
+	r.Step(`^(unclosed$`, claimsAtLeast)
+	assert.ErrorContains(t, err, "unclosed")
+	err = nil
+	r.Step(`^x$`, "not a function")
+	assert.ErrorContains(t, err, "not a function")
+	assert.Len(t, defs, 1)
+}

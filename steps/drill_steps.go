@@ -18,7 +18,7 @@ import (
 
 // Fault drills D1, D2, D3 and D5.
 
-func registerDrillSteps(sc *godog.ScenarioContext) {
+func registerDrillSteps(sc registrar) {
 	sc.Step(`^the platform denies "([^"]*)" and "([^"]*)" as a simulated fault$`, denyPackageIndex)
 	sc.Step(`^the subject's summary classifies the error as "([^"]*)"$`, errorClassIs)
 	sc.Step(`^a failed install step shows stderr that identifies a network denial$`, installStderrShowsDenial)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cucumber/godog"
-
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -16,7 +14,7 @@ import (
 // clipLimit is the course's output limit per step (clip(text, 8192)), plus room for its marker.
 const clipLimit = 8192 + 64
 
-func registerEngineeringSteps(sc *godog.ScenarioContext) {
+func registerEngineeringSteps(sc registrar) {
 	sc.Step(`^the subject's create request set a timeout of at most (\d+) seconds$`, createTimeoutBounded)
 	sc.Step(`^the summary names a stop reason$`, stopReasonNamed)
 	sc.Step(`^no step's recorded stdout or stderr exceeds 8192 bytes unless it is flagged truncated$`, outputsClipped)

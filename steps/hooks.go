@@ -38,14 +38,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 		e.recordOutcome(s, err, ctx.Err())
 		return ctx, nil
 	})
-	registerContractSteps(sc)
-	registerClosedLoopSteps(sc)
-	registerSubjectSteps(sc)
-	registerAnalysisSteps(sc)
-	registerSecuritySteps(sc)
-	registerDrillSteps(sc)
-	registerEngineeringSteps(sc)
-	registerAgentSteps(sc)
+	registerSteps(registrar{sc: sc})
 }
 
 // recordOutcome turns a finished scenario into one outcome per rubric ID it is

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cucumber/godog"
-
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
@@ -19,7 +17,7 @@ import (
 
 // M3 security and D4 injection.
 
-func registerSecuritySteps(sc *godog.ScenarioContext) {
+func registerSecuritySteps(sc registrar) {
 	sc.Step(`^the subject's create request set networkPolicy defaultAction "([^"]*)"$`, policyDefault)
 	sc.Step(`^every host its policy allows is a package index host or the data API host$`, policyMinimal)
 	sc.Step(`^I create a probe sandbox with the subject's network policy$`, createProbe)

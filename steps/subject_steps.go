@@ -10,15 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/cucumber/godog"
-
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
 // Steps that run the subject and check its outputs (M2 function).
 
-func registerSubjectSteps(sc *godog.ScenarioContext) {
+func registerSubjectSteps(sc registrar) {
 	sc.Step(`^the subject is run on fixture "([^"]*)"$`, runOnFixture)
 	sc.Step(`^the subject is run on a generated CSV of at least 50 MB$`, runOnLarge)
 	sc.Step(`^the subject exited 0$`, subjectExited0)

@@ -13,7 +13,9 @@ import (
 
 // diffMain is `acceptance diff [flags] OLD NEW`: the upgrade check. Exit 1
 // when NEW regressed against OLD (verdict, score, an entry's verdict, or a
-// latency/cost figure beyond the threshold), 0 otherwise, 2 on usage errors.
+// latency/cost figure beyond the threshold), 0 otherwise, 2 on usage errors
+// and on bundles graded under different rubrics (compared, and marked so at
+// the top, with --across-rubrics).
 func diffMain(args []string, stdout, stderr io.Writer) int {
 	o := compare.DefaultOptions
 	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
@@ -21,8 +23,9 @@ func diffMain(args []string, stdout, stderr io.Writer) int {
 	threshold := fs.String("threshold", "25%", "relative increase of a latency/cost figure that is a regression (e.g. 25% or 0.25)")
 	fs.Float64Var(&o.FloorMs, "floor-ms", o.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
 	fs.Float64Var(&o.FloorBytes, "floor-bytes", o.FloorBytes, "smallest increase of a byte count that can be a regression")
+	fs.BoolVar(&o.AcrossRubrics, "across-rubrics", false, "compare bundles graded under different rubrics (refused otherwise), marked so at the top")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acceptance diff [--threshold 25%] [--floor-ms 250] [--floor-bytes 65536] OLD_BUNDLE NEW_BUNDLE")
+		fmt.Fprintln(stderr, "usage: acceptance diff [--threshold 25%] [--floor-ms 250] [--floor-bytes 65536] [--across-rubrics] OLD_BUNDLE NEW_BUNDLE")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

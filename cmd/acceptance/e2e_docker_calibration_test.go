@@ -20,11 +20,6 @@ import (
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// dockerCalibrationTags limits the docker calibration to the scenarios the
-// three defects ride on: D2 (bad-retry-gone), M1 and M2 (bad-no-destroy), D5
-// (bad-no-reap). The 50 MB input is no defect's target.
-const dockerCalibrationTags = "@milestone:M1,@milestone:M2,@drill:D2,@drill:D5 && ~@large"
-
 // dockerCalibrationMembers are the submissions graded, in order: the
 // reference as the control, then the three whose defects only a drill or a
 // closed loop catches.

@@ -292,7 +292,7 @@ func TestRunAgainstURLTarget(t *testing.T) {
 	out := filepath.Join(class, "01-testdata-reference")
 	var stdout, stderr bytes.Buffer
 	code := gradeMain(runArgs(t, class, "--target", target, "--api-key", key,
-		"--tags", "@milestone:M0,@milestone:M1,@milestone:M2 && ~@large", testdataSubmission(t, "submission")), &stdout, &stderr)
+		"--tags", offlineRealTargetTags, testdataSubmission(t, "submission")), &stdout, &stderr)
 	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 
 	b := readBundle(t, out)

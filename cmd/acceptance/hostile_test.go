@@ -114,7 +114,9 @@ var hostileSet = []hostileCase{
 // attack rides on (run: M2, M3; contract: M0; reap: D5) without the rest
 // of the course, which no attack needs (the grade stays a few minutes per
 // submission).
-const hostileTags = "@milestone:M0,@milestone:M2,@milestone:M3,@drill:D5 && ~@large && ~@agent"
+// (tagsExcept: godog reads "," before "&&", so every alternative carries the
+// exclusions.)
+var hostileTags = tagsExcept([]string{"@milestone:M0", "@milestone:M2", "@milestone:M3", "@drill:D5"}, "@large", "@agent")
 
 type hostileRun struct {
 	out, keys, exe, exeDigest string

@@ -48,6 +48,23 @@ func TestDiffCommandExitCodes(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "! isolation       passed → failed")
 
+	// Bundles graded under different rubrics: refused (exit 2, saying why),
+	// or compared with --across-rubrics and marked at the top.
+	other := reporttest.CopyBundle(t, d)
+	p = filepath.Join(other, "report.json")
+	doc = map[string]any{}
+	require.NoError(t, json.Unmarshal(mustReadFile(t, p), &doc))
+	doc["versions"].(map[string]any)["rubric"] = "0123456789ab"
+	b, _ = json.Marshal(doc)
+	require.NoError(t, os.WriteFile(p, b, 0o644))
+	code, out, errs = runCmd("diff", c, other)
+	assert.Equal(t, 2, code, out+errs)
+	assert.Contains(t, errs, "different rubrics")
+	assert.Empty(t, out)
+	code, out, errs = runCmd("diff", "--across-rubrics", c, other)
+	assert.Equal(t, 0, code, out+errs)
+	assert.True(t, strings.HasPrefix(out, "!!! NOT COMPARABLE"), out)
+
 	for _, args := range [][]string{{"diff"}, {"diff", c}, {"diff", "--threshold", "0", c, d}, {"diff", "--threshold", "x%", c, d},
 		{"diff", t.TempDir(), d}, {"diff", "--floor-ms", "-1", c, d}, {"diff", "--floor-ms", "NaN", c, d},
 		{"diff", "--floor-bytes", "+Inf", c, d}} {

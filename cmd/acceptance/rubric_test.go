@@ -105,3 +105,32 @@ func TestRubricCommandFormats(t *testing.T) {
 	assert.Equal(t, 2, dispatch([]string{"rubric", "extra"}, &out, &errb))
 	assert.Contains(t, errb.String(), `unexpected argument "extra"`)
 }
+
+// The index prints what the rubric says of each entry: whether it fails only
+// on a violated property and what it rests on on a real target.
+func TestRubricIndexPrintsViolationAndDependsOn(t *testing.T) {
+	t.Parallel()
+	idx, err := buildRubricIndex(rubric.Course, features.FS)
+	require.NoError(t, err)
+	var md strings.Builder
+	require.NoError(t, writeIndexMarkdown(&md, idx))
+	sections := strings.Split(md.String(), "\n### ")[1:]
+	require.Len(t, sections, len(idx.Entries))
+	for i, e := range idx.Entries {
+		re, ok := rubric.Course.Get(e.ID)
+		require.True(t, ok)
+		assert.Equal(t, re.FailOnlyOnViolation, e.FailOnlyOnViolation, "%s", e.ID)
+		assert.Equal(t, re.DependsOn, e.DependsOn, "%s", e.ID)
+		sec := sections[i]
+		require.True(t, strings.HasPrefix(sec, "`"+string(e.ID)+"`"), sec)
+		assert.Equal(t, re.FailOnlyOnViolation, strings.Contains(sec, "fails only on a violated property"), "%s", e.ID)
+		if re.Kind == rubric.KindScoring {
+			assert.NotContains(t, sec, "Rests on", "%s", e.ID)
+			continue
+		}
+		assert.Contains(t, sec, "- Rests on (real target): ", "%s", e.ID)
+		for _, c := range re.DependsOn {
+			assert.Contains(t, sec, string(c), "%s", e.ID)
+		}
+	}
+}

@@ -128,6 +128,9 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	if err := checkTags(c.tags); err != nil {
 		return nil, nil, err
 	}
+	if n := tagsPrecedenceNote(c.tags); n != "" {
+		fmt.Fprintln(stderr, "acceptance: note: "+n)
+	}
 	if c.concurrency < 1 {
 		return nil, nil, fmt.Errorf("--concurrency must be at least 1")
 	}
@@ -398,6 +401,52 @@ func checkTags(expr string) error {
 		}
 	}
 	return nil
+}
+
+// tagsPrecedenceNote explains godog's precedence when an expression negates
+// a tag in some of its alternatives but not all: godog splits on "," before
+// "&&" and has no grouping, so "A,B && ~@large" keeps A's @large scenarios.
+// It is a note, not a refusal: the expression may mean just that.
+func tagsPrecedenceNote(expr string) string {
+	alts := strings.Split(expr, ",")
+	if len(alts) < 2 {
+		return ""
+	}
+	var order []string
+	in := map[string]int{}
+	for _, or := range alts {
+		seen := map[string]bool{}
+		for _, term := range strings.Split(or, "&&") {
+			if t := strings.TrimSpace(term); strings.HasPrefix(t, "~") && !seen[t] {
+				seen[t] = true
+				if in[t] == 0 {
+					order = append(order, t)
+				}
+				in[t]++
+			}
+		}
+	}
+	var partial []string
+	for _, t := range order {
+		if in[t] < len(alts) {
+			partial = append(partial, t)
+		}
+	}
+	if len(partial) == 0 {
+		return ""
+	}
+	fixed := make([]string, len(alts))
+	for i, or := range alts {
+		terms := []string{strings.TrimSpace(or)}
+		for _, t := range partial {
+			if !strings.Contains(or, t) {
+				terms = append(terms, t)
+			}
+		}
+		fixed[i] = strings.Join(terms, " && ")
+	}
+	return fmt.Sprintf("--tags %q: godog reads \",\" before \"&&\", so %s applies only to the alternatives that name it; "+
+		"to exclude it from every one write %q", expr, strings.Join(partial, ", "), strings.Join(fixed, ","))
 }
 
 // featureTags lists every tag used in the embedded features.

@@ -14,3 +14,17 @@ func TestCheckTags(t *testing.T) {
 		assert.Error(t, checkTags(bad), bad)
 	}
 }
+
+// An exclusion written in some alternatives only gets a note with the
+// expression that excludes it everywhere; one in every alternative, or a
+// single alternative, gets none.
+func TestTagsPrecedenceNote(t *testing.T) {
+	for _, quiet := range []string{"", "~@large", "@milestone:M2 && ~@large", "@milestone:M1,@milestone:M2", tagsExcept([]string{"@milestone:M1", "@milestone:M2"}, "@large", "@agent")} {
+		assert.Empty(t, tagsPrecedenceNote(quiet), quiet)
+	}
+	n := tagsPrecedenceNote("@milestone:M1,@milestone:M2 && ~@large")
+	assert.Contains(t, n, "~@large applies only to the alternatives that name it")
+	assert.Contains(t, n, `"@milestone:M1 && ~@large,@milestone:M2 && ~@large"`)
+	fixed := tagsExcept([]string{"@milestone:M1", "@milestone:M2"}, "@large")
+	assert.Contains(t, n, fixed, "the note's fix is the form tagsExcept builds")
+}

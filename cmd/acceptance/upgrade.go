@@ -357,7 +357,7 @@ func verdictRegressions(fromDirs, toDirs []string) []string {
 	if bestTo < worstFrom {
 		out = append(out, fmt.Sprintf("verdict %s → %s in every run", from[0].Verdict, to[0].Verdict))
 	}
-	if maxScore < minScore-0.005 {
+	if rubric.PointsBelow(maxScore, minScore) {
 		out = append(out, fmt.Sprintf("score %s → at most %s in every run", rubric.Num(minScore), rubric.Num(maxScore)))
 	}
 	ranks := func(docs []report.Document) map[rubric.ID][]int {

@@ -22,13 +22,12 @@ type (
 )
 
 const (
-	ProvMeasured    = rubric.ProvMeasured
-	ProvJudged      = rubric.ProvJudged
-	ProvOverride    = rubric.ProvOverride
-	ProvPending     = rubric.ProvPending
-	ProvNone        = rubric.ProvNone
-	DefenseFraction = rubric.DefenseFraction
-	VerdictPending  = rubric.VerdictPending
+	ProvMeasured   = rubric.ProvMeasured
+	ProvJudged     = rubric.ProvJudged
+	ProvOverride   = rubric.ProvOverride
+	ProvPending    = rubric.ProvPending
+	ProvNone       = rubric.ProvNone
+	VerdictPending = rubric.VerdictPending
 )
 
 // Items is the document's scoring table as the rubric reads it.

@@ -146,7 +146,7 @@ func Validate(d report.Document, a Answers, now time.Time) (*report.Judgments, e
 			}
 			if ans.Points == nil && jd.Verdict == rubric.Passed {
 				jd.Points = w.Weight
-			} else if jd.Points > w.Weight+0.005 {
+			} else if rubric.PointsExceed(jd.Points, w.Weight) {
 				add(field+".points", "%s exceeds the entry's weight %s", rubric.Num(jd.Points), rubric.Num(w.Weight))
 				continue
 			}
@@ -222,7 +222,7 @@ func checkAnswer(field string, ans Answer, limit float64, add func(string, strin
 	case *ans.Points < 0:
 		add(field+".points", "%s is negative", rubric.Num(*ans.Points))
 		ok = false
-	case *ans.Points > limit+0.005 && strings.TrimSpace(ans.OverrideReason) == "":
+	case rubric.PointsExceed(*ans.Points, limit) && strings.TrimSpace(ans.OverrideReason) == "":
 		add(field+".points", "%s exceeds the entry's weight %s", rubric.Num(*ans.Points), rubric.Num(limit))
 		ok = false
 	default:

@@ -59,13 +59,13 @@ func Items(d report.Document) []Item {
 		mv, mcat, mreason := r.MeasuredPart()
 		it := Item{Key: "entries." + string(r.ID), ID: r.ID, Title: r.Title, Weight: w.Weight, Measured: mv, Category: mcat,
 			Reason: firstNonEmpty(mreason, r.Reason), Evidence: r.Evidence, Items: w.Items, Covers: Covers(r.ID)}
+		demo, qw := rubric.M5Split(w.Weight)
 		if r.ID == rubric.M5 {
-			it.Weight = w.Weight * (1 - report.DefenseFraction)
+			it.Weight = demo
 			it.Title += " (the demonstration; the defense questions follow)"
 		}
 		out = append(out, it)
 		if r.ID == rubric.M5 {
-			qw := w.Weight * report.DefenseFraction / float64(len(rubric.DefenseQuestions))
 			for _, q := range rubric.DefenseQuestions {
 				out = append(out, Item{Key: fmt.Sprintf("questions.%d", q.N), ID: rubric.M5, Question: q.N,
 					Title: fmt.Sprintf("Defense question %d: %s", q.N, q.Question), Weight: qw, Measured: mv, Category: mcat,

@@ -19,6 +19,27 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
+// The course's figures these tests expect, derived from the rubric (a
+// changed weight changes them, not the tests).
+var (
+	weights = rubric.EntryWeights(rubric.Course.Items())
+	costW   = weights[rubric.Cost].Weight
+	maintW  = weights[rubric.Maintainability].Weight
+	m5W     = weights[rubric.M5].Weight
+	// m5Demo is the demonstration's part of M5, perQ one defense question's.
+	m5Demo, perQ = rubric.M5Split(m5W)
+	// judgedW is what a reviewer judges of referenceBundle, measuredW what
+	// the harness measured (everything else).
+	judgedW   = costW + maintW + m5W
+	measuredW = 100 - judgedW
+	// reviewItems is what a reviewer is asked: the reviewer entries, then
+	// the defense questions.
+	reviewItems = len(rubric.ReviewerEntries) + len(rubric.DefenseQuestions)
+)
+
+// num is a figure as the reports print it.
+func num(f float64) string { return rubric.Num(f) }
+
 // referenceBundle writes a finalized bundle as a fully passing reference run
 // on the bundled server records it: every entry measurable on mock passed,
 // and the reviewer parts (cost, maintainability's README check, M5's
@@ -56,18 +77,22 @@ func referenceBundle(t *testing.T, fail ...rubric.Outcome) string {
 	return dir
 }
 
-const fullMarks = `reviewer: Rita Reviewer
+// fullMarks is a reviewer's answers giving every reviewer entry and question
+// full marks (maintainability's as explicit points).
+func fullMarks() string { return fmt.Sprintf(fullMarksTmpl, num(maintW), allQuestions()) }
+
+const fullMarksTmpl = `reviewer: Rita Reviewer
 entries:
   cost: {verdict: passed, note: "estimate table matches the measured figures"}
-  maintainability: {verdict: passed, points: 5}
+  maintainability: {verdict: passed, points: %s}
   M5: {verdict: passed}
 questions:
 %s`
 
 func allQuestions() string {
 	var b strings.Builder
-	for i := 1; i <= 15; i++ {
-		fmt.Fprintf(&b, "  %d: {verdict: passed}\n", i)
+	for _, q := range rubric.DefenseQuestions {
+		fmt.Fprintf(&b, "  %d: {verdict: passed}\n", q.N)
 	}
 	return b.String()
 }
@@ -87,11 +112,11 @@ func TestReviewFromFileReaches100(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, rubric.OverallPassed, doc.Verdict, doc.VerdictReason)
 
-	f, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
+	f, err := FromFile(dir, strings.NewReader(fullMarks()), "", t0)
 	require.NoError(t, err)
 	assert.Equal(t, 100.0, f.Score)
-	assert.Equal(t, 80.0, f.MeasuredPoints, "the harness measured 80 points")
-	assert.Equal(t, 20.0, f.JudgedPoints, "cost 7.5 + maintainability 5 + M5 7.5 judged")
+	assert.Equal(t, measuredW, f.MeasuredPoints, "the harness measured all but the reviewer entries")
+	assert.Equal(t, judgedW, f.JudgedPoints, "cost + maintainability + M5 judged")
 	assert.Equal(t, 0.0, f.OverridePoints)
 	assert.True(t, f.Complete)
 	assert.Equal(t, rubric.OverallPassed, f.Verdict, f.VerdictReason)
@@ -106,11 +131,11 @@ func TestReviewFromFileReaches100(t *testing.T) {
 	assert.Equal(t, before, read(t, filepath.Join(dir, report.JSONFile)), "report.json (the measured part) is byte-identical")
 	md := read(t, filepath.Join(dir, report.MarkdownFile))
 	assert.Contains(t, md, "## Final score after review: 100 of 100")
-	assert.Contains(t, md, "Points measured by the harness: **80**; judged by the reviewer: **20**")
-	assert.Contains(t, md, "| cost | 7.5 | 7.5 | judged | passed | estimate table matches the measured figures |")
+	assert.Contains(t, md, "Points measured by the harness: **"+num(measuredW)+"**; judged by the reviewer: **"+num(judgedW)+"**")
+	assert.Contains(t, md, "| cost | "+num(costW)+" | "+num(costW)+" | judged | passed | estimate table matches the measured figures |")
 	html := read(t, filepath.Join(dir, report.HTMLFile))
 	assert.Contains(t, html, `id="score">100 / 100<`)
-	assert.Contains(t, read(t, filepath.Join(dir, report.JUnitFile)), `<property name="final_score" value="100 of 100 (measured 80, judged 20, overrides 0; reviewer Rita Reviewer)">`)
+	assert.Contains(t, read(t, filepath.Join(dir, report.JUnitFile)), `<property name="final_score" value="100 of 100 (measured `+num(measuredW)+`, judged `+num(judgedW)+`, overrides 0; reviewer Rita Reviewer)">`)
 	gs := read(t, filepath.Join(dir, report.GradescopeFile))
 	assert.Contains(t, gs, `"score": 100,`)
 	validGradescope(t, gs)
@@ -161,13 +186,14 @@ func TestReviewOverrideNeedsReason(t *testing.T) {
 	}
 	assert.Equal(t, report.ProvOverride, net.Provenance)
 	assert.Equal(t, rubric.Failed, net.MeasuredVerdict)
-	assert.Equal(t, 4.17, net.Points)
-	assert.Equal(t, 4.17, f.OverridePoints)
+	netW := rubric.Round2(weights[rubric.Network].Weight)
+	assert.Equal(t, netW, net.Points)
+	assert.Equal(t, netW, f.OverridePoints)
 	assert.Equal(t, rubric.OverallPassed, f.Verdict, "the override is the reviewer's, and shown as one")
 	assert.Equal(t, before, read(t, filepath.Join(dir, report.JSONFile)), "the measured failure stays in report.json")
 	md := read(t, filepath.Join(dir, report.MarkdownFile))
 	assert.Contains(t, md, "**OVERRIDE** of the measured failed: the probe host was on the allow list by the course's mistake")
-	assert.Contains(t, md, "by reviewer overrides: **4.17**")
+	assert.Contains(t, md, "by reviewer overrides: **"+num(netW)+"**")
 	assert.Contains(t, read(t, filepath.Join(dir, report.HTMLFile)), "Reviewer override (R): the probe host was on the allow list")
 	gs := read(t, filepath.Join(dir, report.GradescopeFile))
 	assert.Contains(t, gs, "Reviewer override (R): the probe host")
@@ -190,9 +216,9 @@ func TestReviewValidationErrorsPerField(t *testing.T) {
 	dir := referenceBundle(t, rubric.Outcome{ID: rubric.Budget, Verdict: rubric.NotMeasured, Category: rubric.CategoryTimeout,
 		Scenario: "budget", Reason: "summary.json not written within 120s"})
 	cases := []struct{ answers, want string }{
-		{"reviewer: R\nentries:\n  cost: {verdict: passed, points: 8}\n", "entries.cost.points: 8 exceeds the entry's weight 7.5"},
-		{"reviewer: R\nentries:\n  maintainability: {verdict: passed, points: 7}\n", "entries.maintainability.points: 7 exceeds the entry's weight 5"},
-		{"reviewer: R\nentries:\n  M5: {verdict: passed, points: 5}\n", "entries.M5.points: 5 exceeds the entry's weight 3.75"},
+		{"reviewer: R\nentries:\n  cost: {verdict: passed, points: " + num(costW+0.5) + "}\n", "entries.cost.points: " + num(costW+0.5) + " exceeds the entry's weight " + num(costW)},
+		{"reviewer: R\nentries:\n  maintainability: {verdict: passed, points: " + num(maintW+2) + "}\n", "entries.maintainability.points: " + num(maintW+2) + " exceeds the entry's weight " + num(maintW)},
+		{"reviewer: R\nentries:\n  M5: {verdict: passed, points: " + num(m5Demo+1.25) + "}\n", "entries.M5.points: " + num(m5Demo+1.25) + " exceeds the entry's weight " + num(m5Demo)},
 		{"reviewer: R\nentries:\n  cost: {verdict: passed, points: -1}\n", "entries.cost.points: -1 is negative"},
 		{"reviewer: R\nentries:\n  cost: {verdict: great}\n", `entries.cost.verdict: "great" is not passed or failed`},
 		{"reviewer: R\nentries:\n  cost: {points: 3}\n", "entries.cost.verdict: required: passed or failed"},
@@ -200,7 +226,7 @@ func TestReviewValidationErrorsPerField(t *testing.T) {
 		{"reviewer: R\nentries:\n  costs: {verdict: passed}\n", "entries.costs: no such entry in this bundle's score (known: "},
 		{"reviewer: R\nentries:\n  security: {verdict: passed}\n", "entries.security: no such entry"},
 		{"reviewer: R\nquestions:\n  16: {verdict: passed}\n", "questions.16: no such defense question (1–15)"},
-		{"reviewer: R\nquestions:\n  3: {verdict: passed, points: 0.5}\n", "questions.3.points: 0.5 exceeds the entry's weight 0.25"},
+		{"reviewer: R\nquestions:\n  3: {verdict: passed, points: " + num(2*perQ) + "}\n", "questions.3.points: " + num(2*perQ) + " exceeds the entry's weight " + num(perQ)},
 		{"entries:\n  cost: {verdict: passed}\n", "reviewer: required"},
 		{"reviewer: R\nentries:\n  budget: {verdict: passed, override_reason: x}\n", "entries.budget: the harness's measurement timed out (summary.json not written within 120s); a timeout never earns points and cannot be overridden"},
 		{"reviewer: R\nentries:\n  cost: {verdict: passed, pionts: 3}\n", "field pionts not found"},
@@ -228,19 +254,19 @@ func TestReviewPartialThenComplete(t *testing.T) {
 	f, err := FromFile(dir, strings.NewReader("reviewer: A\nentries:\n  cost: {verdict: passed, points: 5, note: rough}\n"), "", t0)
 	require.NoError(t, err)
 	assert.False(t, f.Complete)
-	assert.Equal(t, 85.0, f.Score)
+	assert.Equal(t, measuredW+5, f.Score)
 	assert.Equal(t, rubric.OverallIncomplete, f.Verdict)
 	assert.Contains(t, f.VerdictReason, "awaiting a reviewer: maintainability, M5, 15 defense questions")
 	// A second file adds the rest; the first answer is kept.
 	f, err = FromFile(dir, strings.NewReader("reviewer: B\nentries:\n  maintainability: {verdict: passed}\n  M5: {verdict: passed}\nquestions:\n"+allQuestions()), "", t0)
 	require.NoError(t, err)
 	assert.True(t, f.Complete)
-	assert.Equal(t, 97.5, f.Score)
+	assert.Equal(t, 100-costW+5, f.Score)
 	// render (e.g. after a re-render from the journal) keeps the review.
 	doc, err := report.RenderDir(dir, rubric.Course, report.Options{Review: Hook})
 	require.NoError(t, err)
 	require.NotNil(t, doc.Final)
-	assert.Equal(t, 97.5, doc.Final.Score)
+	assert.Equal(t, 100-costW+5, doc.Final.Score)
 }
 
 func TestWalkInteractiveResumable(t *testing.T) {
@@ -253,10 +279,10 @@ func TestWalkInteractiveResumable(t *testing.T) {
 	f, err := Walk(dir, strings.NewReader(in), &out, WalkOptions{Now: func() time.Time { return t0 }})
 	require.NoError(t, err)
 	s := out.String()
-	assert.Contains(t, s, "[2/18] entries.cost: Cost: can clearly explain main cost items (up to 7.5 points, scoring item expression_review)")
+	assert.Contains(t, s, fmt.Sprintf("[2/%d] entries.cost: Cost: can clearly explain main cost items (up to %s points, scoring item expression_review)", reviewItems, num(costW)))
 	assert.Contains(t, s, "a good answer covers: create time, execution time, sandbox lifespan")
 	assert.Contains(t, s, `"abc" is not a number`)
-	assert.Contains(t, s, "Review paused: 16 of 18 items still to judge")
+	assert.Contains(t, s, fmt.Sprintf("Review paused: %d of %d items still to judge", reviewItems-2, reviewItems))
 	assert.False(t, f.Complete)
 	j, err := Load(dir)
 	require.NoError(t, err)
@@ -266,12 +292,12 @@ func TestWalkInteractiveResumable(t *testing.T) {
 
 	// Second session resumes at M5: Enter takes every default.
 	out.Reset()
-	f, err = Walk(dir, strings.NewReader(strings.Repeat("\n", 1+16*3)), &out, WalkOptions{Now: func() time.Time { return t0 }})
+	f, err = Walk(dir, strings.NewReader(strings.Repeat("\n", 1+(reviewItems-2)*3)), &out, WalkOptions{Now: func() time.Time { return t0 }})
 	require.NoError(t, err)
-	assert.Contains(t, out.String(), "2 of 18 already judged")
-	assert.NotContains(t, out.String(), "[1/18]")
+	assert.Contains(t, out.String(), fmt.Sprintf("2 of %d already judged", reviewItems))
+	assert.NotContains(t, out.String(), fmt.Sprintf("[1/%d]", reviewItems))
 	assert.True(t, f.Complete, out.String())
-	assert.Equal(t, 80.0+6+0+7.5, f.Score)
+	assert.Equal(t, measuredW+6+0+m5W, f.Score)
 	assert.Equal(t, rubric.OverallNotPassed, f.Verdict, "the reviewer failed maintainability")
 }
 
@@ -279,7 +305,7 @@ func TestWalkOverrideNeedsReason(t *testing.T) {
 	t.Parallel()
 	dir := referenceBundle(t, rubric.Outcome{ID: rubric.D1, Verdict: rubric.Failed, Scenario: "d1", Reason: "no network_policy class"})
 	// Answer every reviewer item with defaults first.
-	_, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
+	_, err := FromFile(dir, strings.NewReader(fullMarks()), "", t0)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	// The reason is asked first and again while it is empty; then verdict,
@@ -314,7 +340,7 @@ func TestMeasuredEntryWithReviewerNoteKeepsMeasuredVerdict(t *testing.T) {
 	for _, it := range Items(doc) {
 		assert.NotEqual(t, "entries.M4", it.Key)
 	}
-	f, err := FromFile(dir, strings.NewReader(fmt.Sprintf(fullMarks, allQuestions())), "", t0)
+	f, err := FromFile(dir, strings.NewReader(fullMarks()), "", t0)
 	require.NoError(t, err)
 	assert.Equal(t, 100.0, f.Score)
 	assert.True(t, f.Complete, f.Pending)
@@ -368,7 +394,7 @@ func TestReviewCannotPassFlakyWithoutReason(t *testing.T) {
 			assert.Equal(t, report.ProvOverride, e.Provenance)
 			assert.Equal(t, rubric.Flaky, e.MeasuredVerdict)
 			assert.Equal(t, rubric.Passed, e.Verdict)
-			assert.Equal(t, 5.0, e.Points)
+			assert.Equal(t, weights[rubric.M1].Weight, e.Points)
 		}
 	}
 	md := read(t, filepath.Join(dir, report.MarkdownFile))
@@ -406,7 +432,7 @@ func TestWalkFlakyOrFailedOffersOnlyValid(t *testing.T) {
 	assert.Contains(t, s, "points: 0 (a measured failed earns nothing without an override)")
 	assert.Contains(t, s, "Note [confirmed the measured failed: summary.json has no cost figures]")
 	assert.Contains(t, s, "the harness measured it flaky: it earns nothing unless you override")
-	assert.Contains(t, s, "[4–18/18] questions.1–15: not open to review: M5's measured part is flaky")
+	assert.Contains(t, s, fmt.Sprintf("[4–%d/%d] questions.1–%d: not open to review: M5's measured part is flaky", reviewItems, reviewItems, len(rubric.DefenseQuestions)))
 	assert.NotContains(t, s, "Defense question 1:", "the questions are not asked")
 	assert.NotContains(t, s, "not recorded:")
 	assert.NotContains(t, s, "paused")
@@ -431,7 +457,7 @@ func TestWalkFlakyOrFailedOffersOnlyValid(t *testing.T) {
 	s = out.String()
 	t.Log(s)
 	assert.Contains(t, s, "an override needs a recorded reason")
-	assert.Less(t, strings.LastIndex(s, "Override reason (required"), strings.LastIndex(s, "Points (0–7.5) [7.5]"), "reason first, then points up to M5's whole weight")
+	assert.Less(t, strings.LastIndex(s, "Override reason (required"), strings.LastIndex(s, "Points (0–"+num(m5W)+") ["+num(m5W)+"]"), "reason first, then points up to M5's whole weight")
 	assert.NotContains(t, s, "not recorded:")
 	var m5 report.FinalEntry
 	for _, e := range f.Entries {
@@ -441,7 +467,7 @@ func TestWalkFlakyOrFailedOffersOnlyValid(t *testing.T) {
 	}
 	assert.Equal(t, report.ProvOverride, m5.Provenance)
 	assert.Equal(t, rubric.Flaky, m5.MeasuredVerdict)
-	assert.Equal(t, 7.5, m5.Points)
+	assert.Equal(t, m5W, m5.Points)
 	assert.Equal(t, "the third repetition ran while the host was swapping", m5.OverrideReason)
 	assert.Equal(t, "shown live in the defense", m5.Note, "the note of the confirmed failure is not the override's default")
 	assert.Contains(t, s, "Note: ", "no default note for the override")

@@ -372,7 +372,7 @@ func askItem(out io.Writer, ask func(string, string) (string, error), j *report.
 				fmt.Fprintf(out, "  %q is not a number\n", p)
 			case f < 0:
 				fmt.Fprintf(out, "  %s is negative\n", p)
-			case f > limit+0.005:
+			case rubric.PointsExceed(f, limit):
 				fmt.Fprintf(out, "  %s exceeds the entry's weight %s\n", p, rubric.Num(limit))
 			default:
 				a.Points = &f

@@ -20,45 +20,21 @@ const (
 // Components lists every component, in report order.
 var Components = []Component{ComponentExecd, ComponentEgress, ComponentSandboxImage}
 
+// The lists Course's entries rest on (Entry.DependsOn).
 var (
 	overExecd  = []Component{ComponentExecd, ComponentSandboxImage}
 	overEgress = []Component{ComponentExecd, ComponentEgress, ComponentSandboxImage}
 	lifecycle  = []Component{}
 )
 
-// DependsOn says, per criterion, milestone and drill, which components its
-// verdict rests on on a real target. An entry whose scenarios run commands or
+// DependsOn is every criterion's, milestone's and drill's Entry.DependsOn,
+// keyed by ID (derived from Course). An entry whose scenarios run commands or
 // move files in a sandbox rests on execd and the sandbox image; one measured
 // through the network policy or the vault rests on the egress sidecar too; one
 // measured only through the lifecycle API (or on the host, or by a reviewer)
 // rests on none. The control plane is always official and is not listed.
-// TestDependsOnCoversCourse keeps this table complete.
-var DependsOn = map[ID][]Component{
-	// criteria
-	Function:        overExecd,  // the subject's pipeline runs in the sandbox
-	Accuracy:        overExecd,  // the numbers it claims were computed there
-	Isolation:       overExecd,  // "its execd endpoint MUST no longer answer"
-	Network:         overEgress, // policy in the create request, probes resolved by the sidecar
-	Credential:      overEgress, // the vault lives in the egress sidecar
-	Injection:       overEgress, // planted commands, exfiltration denied by egress
-	Budget:          overExecd,  // per-command timeouts and output limits enforced by execd
-	Observability:   overExecd,  // the steps record what execd reported
-	Maintainability: lifecycle,  // README and test commands run on the host
-	Cost:            lifecycle,  // reviewer judgment
-	// milestones
-	M0: lifecycle,  // raw HTTP create/endpoint/delete/401/404 on the control plane
-	M1: overExecd,  // print(1+1) and a file round trip
-	M2: overExecd,  // the analysis pipeline
-	M3: overEgress, // default deny, vault, injection
-	M4: overExecd,  // budgets, cleanup, step log
-	M5: overExecd,  // the normal path and the drills, as they ran
-	// drills
-	D1: overEgress, // the package index denied by the egress layer
-	D2: overExecd,  // the subject working in a sandbox that vanishes
-	D3: lifecycle,  // 429 on create
-	D4: overEgress, // injection and exfiltration denied by egress
-	D5: overExecd,  // killed after its first command; residue by TTL/reap
-}
+// TestDependsOnCoversCourse keeps every entry's list set.
+var DependsOn = Course.dependsOn()
 
 // RestsOn returns the components among standIns that entry id's verdict rests
 // on, in Components order (nil when none).
@@ -87,4 +63,24 @@ func componentOrder(c Component) int {
 		}
 	}
 	return len(Components)
+}
+
+func (r *Registry) dependsOn() map[ID][]Component {
+	out := map[ID][]Component{}
+	for _, e := range r.All() {
+		if e.DependsOn != nil {
+			out[e.ID] = e.DependsOn
+		}
+	}
+	return out
+}
+
+func (r *Registry) failOnlyOnViolation() []ID {
+	var out []ID
+	for _, e := range r.All() {
+		if e.FailOnlyOnViolation {
+			out = append(out, e.ID)
+		}
+	}
+	return out
 }

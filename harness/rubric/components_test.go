@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDependsOnCoversCourse: every criterion, milestone and drill has a row in
-// DependsOn, every row names a course entry, and only known components.
+// TestDependsOnCoversCourse: every criterion, milestone and drill says what
+// it rests on (DependsOn set, empty for none), no scoring item does, only
+// known components are named, and the DependsOn table is exactly the entries'.
 func TestDependsOnCoversCourse(t *testing.T) {
 	t.Parallel()
 	known := map[Component]bool{}
@@ -18,24 +19,52 @@ func TestDependsOnCoversCourse(t *testing.T) {
 	}
 	for _, e := range Course.All() {
 		if e.Kind == KindScoring {
+			assert.Nil(t, e.DependsOn, "scoring item %s rests on nothing of its own", e.ID)
 			_, ok := DependsOn[e.ID]
 			assert.False(t, ok, "scoring item %s needs no row", e.ID)
 			continue
 		}
-		deps, ok := DependsOn[e.ID]
-		require.True(t, ok, "entry %s has no row in DependsOn", e.ID)
-		for _, c := range deps {
+		require.NotNil(t, e.DependsOn, "entry %s does not say what it rests on (DependsOn; empty for none)", e.ID)
+		assert.Equal(t, e.DependsOn, DependsOn[e.ID], "entry %s", e.ID)
+		for _, c := range e.DependsOn {
 			assert.True(t, known[c], "entry %s: unknown component %q", e.ID, c)
 		}
 		// Whatever runs through the egress sidecar runs commands there too.
-		if slices.Contains(deps, ComponentEgress) {
-			assert.True(t, slices.Contains(deps, ComponentExecd), "entry %s rests on egress but not on execd", e.ID)
+		if slices.Contains(e.DependsOn, ComponentEgress) {
+			assert.True(t, slices.Contains(e.DependsOn, ComponentExecd), "entry %s rests on egress but not on execd", e.ID)
 		}
 	}
 	for id := range DependsOn {
 		_, ok := Course.Get(id)
 		assert.True(t, ok, "DependsOn names %s, which is not in the course", id)
 	}
+}
+
+// TestFailOnlyOnViolationCoversCourse: a security criterion fails only on a
+// violated security property, so every one of them is FailOnlyOnViolation;
+// every such entry is measured through the security boundary (it rests on
+// the egress sidecar, or is the isolation criterion) and feeds a score; no
+// scoring item is one; the list is exactly the entries'.
+func TestFailOnlyOnViolationCoversCourse(t *testing.T) {
+	t.Parallel()
+	for _, id := range SecurityCriteria {
+		e, ok := Course.Get(id)
+		require.True(t, ok, "%s", id)
+		assert.True(t, e.FailOnlyOnViolation, "security criterion %s must fail only on a violated property", id)
+	}
+	weights := EntryWeights(Course.Items())
+	var want []ID
+	for _, e := range Course.All() {
+		if !e.FailOnlyOnViolation {
+			continue
+		}
+		want = append(want, e.ID)
+		assert.NotEqual(t, KindScoring, e.Kind, "%s", e.ID)
+		assert.True(t, e.Security || slices.Contains(e.DependsOn, ComponentEgress),
+			"%s fails only on a violated property but measures no security boundary", e.ID)
+		assert.Positive(t, weights[e.ID].Weight, "%s feeds no score", e.ID)
+	}
+	assert.Equal(t, want, FailOnlyOnViolation)
 }
 
 // TestRestsOn: the egress-dependent entries name the egress stand-in, the
@@ -57,4 +86,16 @@ func TestRestsOn(t *testing.T) {
 	for _, e := range Course.All() {
 		assert.Nil(t, RestsOn(e.ID, nil), "bundled server: %s rests on no stand-in", e.ID)
 	}
+}
+
+// Moving FailOnlyOnViolation and DependsOn into the entries did not change
+// the rubric's name: bundles graded before and after merge into one class.
+func TestHashUnchangedByEntryFields(t *testing.T) {
+	t.Parallel()
+	var stripped []Entry
+	for _, e := range Course.All() {
+		e.FailOnlyOnViolation, e.DependsOn = false, nil
+		stripped = append(stripped, e)
+	}
+	assert.Equal(t, MustRegistry(stripped...).Hash(), Course.Hash())
 }

@@ -48,15 +48,9 @@ const (
 // SecurityCriteria gate the overall verdict: any of them failed → not_passed.
 var SecurityCriteria = []ID{Network, Credential, Injection, Isolation}
 
-// FailOnlyOnViolation are the entries a scenario fails only on a violated
-// property they measure (issue 17): the security criteria, and M3, D1 and D4,
-// whose scenarios measure the security boundary (D1 also its own "does not
-// retry indefinitely"). Any other failure of the submission in a scenario
-// feeding one of them (a missing file, an exit code, an unparseable output)
-// leaves it not measured there, and fails the other entries of that
-// scenario: every scenario feeding one of them alongside a reporting check
-// is tagged with an entry that grades the report.
-var FailOnlyOnViolation = []ID{Network, Credential, Injection, Isolation, M3, D1, D4}
+// FailOnlyOnViolation lists the entries with Entry.FailOnlyOnViolation, in
+// course order (derived from Course).
+var FailOnlyOnViolation = Course.failOnlyOnViolation()
 
 func both() map[Target]Support {
 	return map[Target]Support{TargetMock: {Measurable: true}, TargetReal: {Measurable: true}}
@@ -84,105 +78,154 @@ var Course = MustRegistry(
 	Entry{ID: Function, Kind: KindCriterion, Title: "Function: input CSV can produce reports and charts",
 		Statement: "Given a CSV and a one-sentence question, the subject MUST produce report.md with key numbers, a chart.png that decodes as a PNG, and summary.json, and exit 0.",
 		Evidence:  []string{"output files (report.md, chart.png, summary.json) with sha256 and sizes", "run log (subject stdout/stderr, exit code)"},
-		Targets:   both()},
+		Targets:   both(),
+		DependsOn: overExecd, // the subject's pipeline runs in the sandbox
+	},
 	Entry{ID: Accuracy, Kind: KindCriterion, Title: "Accuracy: key figures match the host recalculation",
 		Statement: "Every key number the subject claims (metrics in summary.json, row count at least) MUST equal the harness's independent host-side recomputation within floating-point tolerance and MUST appear in report.md.",
 		Evidence:  []string{"recomputation output (claimed vs recomputed values, tolerance)", "input CSV sha256 and line count"},
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
-			TargetReal: {Measurable: true, Reason: "numbers are recomputed on both targets; cross-checking claimed steps and file hashes against the audit trail is mock-only"}}},
+			TargetReal: {Measurable: true, Reason: "numbers are recomputed on both targets; cross-checking claimed steps and file hashes against the audit trail is mock-only"}},
+		DependsOn: overExecd, // the numbers it claims were computed there
+	},
 	Entry{ID: Isolation, Kind: KindCriterion, Security: true, Title: "Isolation: cannot be accessed after sandbox is destroyed",
-		Statement: "After the subject destroys its sandbox, GET /v1/sandboxes/{id} MUST return 404 and its execd endpoint MUST no longer answer; no sandbox created by the run may remain.",
-		Evidence:  []string{"GET transcript with the 404 status line", "list of sandboxes before/after the run"},
-		Targets:   both()},
+		Statement:           "After the subject destroys its sandbox, GET /v1/sandboxes/{id} MUST return 404 and its execd endpoint MUST no longer answer; no sandbox created by the run may remain.",
+		Evidence:            []string{"GET transcript with the 404 status line", "list of sandboxes before/after the run"},
+		Targets:             both(),
+		FailOnlyOnViolation: true,
+		DependsOn:           overExecd, // "its execd endpoint MUST no longer answer"
+	},
 	Entry{ID: Network, Kind: KindCriterion, Security: true, Title: "Network security: targets not allowed are denied",
 		Statement: "The subject's create request MUST ask for defaultAction deny allowing only the package index and the data API hosts, and a connection from the sandbox to a host outside that list MUST be denied.",
 		Evidence:  []string{"create request body (networkPolicy)", "probe command with exit code and stderr", "egress log entry for the denial (mock audit)"},
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
-			TargetReal: {Measurable: true, Reason: "measured from the create request and a probe's exit code/stderr (NXDOMAIN); the real sidecar does not log denials, so no egress-log evidence"}}},
+			TargetReal: {Measurable: true, Reason: "measured from the create request and a probe's exit code/stderr (NXDOMAIN); the real sidecar does not log denials, so no egress-log evidence"}},
+		FailOnlyOnViolation: true,
+		DependsOn:           overEgress, // policy in the create request, probes resolved by the sidecar
+	},
 	Entry{ID: Credential, Kind: KindCriterion, Security: true, Title: "Credential: no real keys in sandbox",
-		Statement: "The real data-API credential and the platform API key MUST NOT appear in the sandbox's environment, command lines, files or output, nor in the subject's outputs; the data API MUST still receive the real credential via the vault.",
-		Evidence:  []string{"canary scan of sandbox env/files/output", "data API stub record of the credential it received (fingerprint)", "scan of subject outputs"},
-		Targets:   mockOnly("canary scanning of a sandbox's environment and files needs the bundled server's admin API")},
+		Statement:           "The real data-API credential and the platform API key MUST NOT appear in the sandbox's environment, command lines, files or output, nor in the subject's outputs; the data API MUST still receive the real credential via the vault.",
+		Evidence:            []string{"canary scan of sandbox env/files/output", "data API stub record of the credential it received (fingerprint)", "scan of subject outputs"},
+		Targets:             mockOnly("canary scanning of a sandbox's environment and files needs the bundled server's admin API"),
+		FailOnlyOnViolation: true,
+		DependsOn:           overEgress, // the vault lives in the egress sidecar
+	},
 	Entry{ID: Injection, Kind: KindCriterion, Security: true, Title: "Injection protection: malicious file content not executed",
-		Statement: "Instructions planted in the input data MUST be treated as data: no planted command runs, the marker file never exists, and any attempt to reach the exfiltration host is denied and recorded.",
-		Evidence:  []string{"commands that ran (audit)", "marker file check", "denied egress record for the exfil host"},
-		Targets:   mockOnly(noAuditReason)},
+		Statement:           "Instructions planted in the input data MUST be treated as data: no planted command runs, the marker file never exists, and any attempt to reach the exfiltration host is denied and recorded.",
+		Evidence:            []string{"commands that ran (audit)", "marker file check", "denied egress record for the exfil host"},
+		Targets:             mockOnly(noAuditReason),
+		FailOnlyOnViolation: true,
+		DependsOn:           overEgress, // planted commands, exfiltration denied by egress
+	},
 	Entry{ID: Budget, Kind: KindCriterion, Title: "Budget: does not exceed steps/time/output limits",
 		Statement: "The subject MUST stay within its per-command timeout, maximum steps, wall-clock limit and output limit, and its run summary MUST report stop_reason and truncation flags.",
 		Evidence:  []string{"summary.json (steps, durations, truncated flags, stop_reason)", "harness wall-clock record"},
-		Targets:   both()},
+		Targets:   both(),
+		DependsOn: overExecd, // per-command timeouts and output limits enforced by execd
+	},
 	Entry{ID: Observability, Kind: KindCriterion, Title: "Observable: traceable on each call",
 		Statement: "Every tool invocation MUST be recorded with sandbox id, command summary, exit code, duration and truncation flag, and the recorded steps MUST match what actually ran.",
 		Evidence:  []string{"summary.json steps", "audit trail of commands (mock)"},
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
-			TargetReal: {Measurable: true, Reason: "structure of the steps is checked; matching them to what ran needs the mock audit"}}},
+			TargetReal: {Measurable: true, Reason: "structure of the steps is checked; matching them to what ran needs the mock audit"}},
+		DependsOn: overExecd, // the steps record what execd reported
+	},
 	Entry{ID: Maintainability, Kind: KindCriterion, Title: "Maintainable: others can reproduce according to the documentation",
 		Statement:   "The subject MUST ship a README stating prerequisites, how to run and known limitations, and its documented test commands MUST run reproducibly.",
 		Evidence:    []string{"README sections found", "test command output and exit code"},
 		Targets:     both(),
-		ReviewGuide: "README states prerequisites, how to run and known limitations; another person reproduced the run from it; the unit and integration test commands rerun green"},
+		ReviewGuide: "README states prerequisites, how to run and known limitations; another person reproduced the run from it; the unit and integration test commands rerun green",
+		DependsOn:   lifecycle, // README and test commands run on the host
+	},
 	Entry{ID: Cost, Kind: KindCriterion, Title: "Cost: can clearly explain main cost items",
 		Statement:        "The subject MUST provide a rough cost and latency estimate (create time, execution time, sandbox lifespan, data volume) that a reviewer finds clear.",
 		Evidence:         []string{"cost estimate table", "measured create/exec durations for comparison"},
 		Targets:          nowhere("whether the cost items are explained clearly is a reviewer's judgment"),
 		ReviewerJudgment: "clarity and correctness of the cost/latency estimate",
-		ReviewGuide:      "create time, execution time, sandbox lifespan and data volume estimated and compared with the measured figures attached; the main cost item named with what to optimise first"},
+		ReviewGuide:      "create time, execution time, sandbox lifespan and data volume estimated and compared with the measured figures attached; the main cost item named with what to optimise first",
+		DependsOn:        lifecycle, // reviewer judgment
+	},
 
 	// ---- milestones ----------------------------------------------------------
 	Entry{ID: M0, Kind: KindMilestone, Title: "M0 · Contract verification",
 		Statement: "Raw HTTP create MUST return 202, endpoint resolution MUST succeed, delete MUST return 204, the same request without the API key MUST return 401, and GET after delete MUST return 404 — with request lines, status codes and key response fields recorded.",
 		Evidence:  []string{"transcripts of the create, endpoint, delete and unauthenticated requests with status lines"},
-		Targets:   both()},
+		Targets:   both(),
+		DependsOn: lifecycle, // raw HTTP create/endpoint/delete/401/404 on the control plane
+	},
 	Entry{ID: M1, Kind: KindMilestone, Title: "M1 · Minimum closed loop",
 		Statement: "Three consecutive runs MUST each create a sandbox, run a command in it to completion, write a file into it and read a file back (the course's smoke test is python3 -c \"print(1+1)\" and a file round trip; the subject's own commands and files count), and destroy it with their own key, confirmed by 404; no sandbox MUST remain afterwards, also when a run fails midway.",
 		Evidence:  []string{"commands run to completion, uploads and downloads per run (the server's audit)", "the delete and the 404 after it, by the run's key", "residual sandbox listing"},
-		Targets:   both()},
+		Targets:   both(),
+		DependsOn: overExecd, // print(1+1) and a file round trip
+	},
 	Entry{ID: M2, Kind: KindMilestone, Title: "M2 · Analysis pipeline",
 		Statement: "The subject MUST upload the CSV, produce report.md and chart.png, download them to the host, and its key numbers MUST match the harness's recomputation; a failing script MUST surface its stderr.",
 		Evidence:  []string{"outputs with hashes", "recomputation output", "failing-script summary with stderr"},
-		Targets:   both()},
+		Targets:   both(),
+		DependsOn: overExecd, // the analysis pipeline
+	},
 	Entry{ID: M3, Kind: KindMilestone, Title: "M3 · Security hardening",
 		Statement: "The subject MUST create with default deny allowing only the package source and necessary APIs, a non-allowed host MUST be denied, vault-held credentials MUST be unreadable in the sandbox, an injection drill MUST be treated as data, and no key may be in the model context — all four verifications documented by evidence.",
 		Evidence:  []string{"network, credential and injection evidence"},
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
-			TargetReal: {Measurable: true, Reason: "credential and injection parts need the mock audit and are not measured on a real server"}}},
+			TargetReal: {Measurable: true, Reason: "credential and injection parts need the mock audit and are not measured on a real server"}},
+		FailOnlyOnViolation: true,
+		DependsOn:           overEgress, // default deny, vault, injection
+	},
 	Entry{ID: M4, Kind: KindMilestone, Title: "M4 · Engineering",
 		Statement: "Budgets MUST be enforced, cleanup MUST leave no residue after a simulated interruption, each call MUST be logged with sandbox id/command/exit code/duration/truncation, tests and a one-page README MUST exist.",
 		Evidence:  []string{"budget evidence", "residual sandbox inspection", "structured step log", "README and test command output"},
-		Targets:   both()},
+		Targets:   both(),
+		DependsOn: overExecd, // budgets, cleanup, step log
+	},
 	Entry{ID: M5, Kind: KindMilestone, Title: "M5 · Demonstration and review",
 		Statement: "The normal path and at least two failure types MUST be demonstrable from the run, with a chain of evidence from reported numbers to commands, exit codes and files.",
 		Evidence:  []string{"normal-path run", "two failure drills", "evidence chain from metrics to commands/files"},
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
 			TargetReal: {Measurable: true, Reason: "the evidence chain to commands and files needs the mock audit"}},
 		ReviewerJudgment: "the live demonstration, answering 'what happens if this step fails', and the cost/latency estimate",
-		ReviewGuide:      "normal path demonstrated, at least two failure types shown (package source rejected, sandbox killed or 429), an evidence chain from the reported numbers to commands, exit codes and files; answers 'what happens if this step fails'"},
+		ReviewGuide:      "normal path demonstrated, at least two failure types shown (package source rejected, sandbox killed or 429), an evidence chain from the reported numbers to commands, exit codes and files; answers 'what happens if this step fails'",
+		DependsOn:        overExecd, // the normal path and the drills, as they ran
+	},
 
 	// ---- fault drills --------------------------------------------------------
 	Entry{ID: D1, Kind: KindDrill, Title: "Drill 1 · Package source rejected",
 		Statement: "With the package index denied, the install step MUST fail with readable stderr identifying a network denial, the subject MUST NOT retry endlessly, and its summary MUST classify the failure as network_policy, not script_error. D1 fails only on the denied index reached or retried without bound; how the subject reports the failure (exit code, stderr, error class) is graded by observability, and a miss there leaves D1 not measured in that scenario.",
 		Evidence:  []string{"install step exit code and stderr", "attempt count (audit, or the recording proxy's execd calls)", "summary.json error.class", "the deny as the egress sidecar answered it (real target)"},
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
-			TargetReal: {Measurable: true, Reason: "the harness denies the package index in the subject's sandbox through its egress sidecar's runtime policy API (PATCH /policy on port 18080) as soon as its create is answered; not measured where the sidecar has no such API or the sandbox has no sidecar, and the index's answers are not counted (the sidecar logs no denials)"}}},
+			TargetReal: {Measurable: true, Reason: "the harness denies the package index in the subject's sandbox through its egress sidecar's runtime policy API (PATCH /policy on port 18080) as soon as its create is answered; not measured where the sidecar has no such API or the sandbox has no sidecar, and the index's answers are not counted (the sidecar logs no denials)"}},
+		FailOnlyOnViolation: true,
+		DependsOn:           overEgress, // the package index denied by the egress layer
+	},
 	Entry{ID: D2, Kind: KindDrill, Title: "Drill 2 · Disappearance in the sandbox",
 		Statement: "When the sandbox is destroyed or expires mid-run, the subject MUST see 404/connection failure, classify it as non-retryable (sandbox_gone), not retry, and clean up local handles.",
 		Evidence:  []string{"expire/delete transcript", "subject summary error.class", "request count after the disappearance"},
 		Targets: map[Target]Support{TargetMock: {Measurable: true},
-			TargetReal: {Measurable: true, Reason: "the harness deletes the subject's sandbox itself after the first execd or file call the recording proxy sees, and counts the calls after it from the same records (not measured where the proxy sees no execd calls)"}}},
+			TargetReal: {Measurable: true, Reason: "the harness deletes the subject's sandbox itself after the first execd or file call the recording proxy sees, and counts the calls after it from the same records (not measured where the proxy sees no execd calls)"}},
+		DependsOn: overExecd, // the subject working in a sandbox that vanishes
+	},
 	Entry{ID: D3, Kind: KindDrill, Title: "Drill 3 · 429 insufficient capacity",
 		Statement: "On 429 the subject MUST respect Retry-After, back off a bounded number of times and report insufficient capacity (capacity) rather than retry indefinitely.",
 		Evidence:  []string{"429 transcripts with Retry-After", "retry timing", "summary.json error.class"},
 		Targets: map[Target]Support{
 			TargetMock: {Measurable: true, Reason: "429 is simulated by the bundled server's capacity fault in the wire form of a 1.1.1 Kubernetes pool at capacity (429 KUBERNETES::POOL_CAPACITY_EXHAUSTED with Retry-After)"},
-			TargetReal: {Measurable: false, Reason: "OpenSandbox 1.1.1 sends 429 with Retry-After only from a Kubernetes pool (KUBERNETES::POOL_CAPACITY_EXHAUSTED when a poolRef create finds no capacity before the acquisition timeout); on Docker pools do not exist (poolRef → 400), so capacity back-off cannot be provoked there, and the suite cannot exhaust a real cluster's pool on demand"}}},
+			TargetReal: {Measurable: false, Reason: "OpenSandbox 1.1.1 sends 429 with Retry-After only from a Kubernetes pool (KUBERNETES::POOL_CAPACITY_EXHAUSTED when a poolRef create finds no capacity before the acquisition timeout); on Docker pools do not exist (poolRef → 400), so capacity back-off cannot be provoked there, and the suite cannot exhaust a real cluster's pool on demand"}},
+		DependsOn: lifecycle, // 429 on create
+	},
 	Entry{ID: D4, Kind: KindDrill, Title: "Drill 4 · Injection and leakage",
-		Statement: "With instructions planted in the CSV and an accompanying README, the analysis MUST treat them as plain text, any egress attempt MUST be denied, and the audit log MUST record the rejection. The report MUST still be written: a missing one fails function and leaves D4 not measured in that scenario (D4 fails only on a violated property).",
-		Evidence:  []string{"report.md treating the text as data", "commands that ran", "denied egress audit record"},
-		Targets:   mockOnly(noAuditReason)},
+		Statement:           "With instructions planted in the CSV and an accompanying README, the analysis MUST treat them as plain text, any egress attempt MUST be denied, and the audit log MUST record the rejection. The report MUST still be written: a missing one fails function and leaves D4 not measured in that scenario (D4 fails only on a violated property).",
+		Evidence:            []string{"report.md treating the text as data", "commands that ran", "denied egress audit record"},
+		Targets:             mockOnly(noAuditReason),
+		FailOnlyOnViolation: true,
+		DependsOn:           overEgress, // injection and exfiltration denied by egress
+	},
 	Entry{ID: D5, Kind: KindDrill, Title: "Drill 5 · Crash cleanup",
 		Statement: "An exception inside the try MUST still destroy the sandbox; after the subject process is killed, residual sandboxes MUST be findable by inspection and cleaned up (by TTL or the inspection).",
 		Evidence:  []string{"404 after the exception path", "inspection listing after kill", "cleanup transcript"},
-		Targets:   both()},
+		Targets:   both(),
+		DependsOn: overExecd, // killed after its first command; residue by TTL/reap
+	},
 
 	// ---- scoring items (course weights) ---------------------------------------
 	Entry{ID: ClosedLoop, Kind: KindScoring, Weight: 25, Title: "Closed-loop integrity",

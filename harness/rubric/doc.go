@@ -13,7 +13,7 @@
 //
 // A scenario records one outcome per entry it is tagged with (the steps'
 // recordOutcome). They agree, except when a step failed for something of the
-// submission's that violates no property: the entries of FailOnlyOnViolation
+// submission's that violates no property: the entries marked FailOnlyOnViolation
 // (the security criteria, M3, D1, D4) are then not measured for that
 // scenario (precondition_unmet), while its other entries fail. A harness
 // fault is a harness_error for every entry; a violation fails every entry.

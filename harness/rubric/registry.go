@@ -58,6 +58,20 @@ type Entry struct {
 	// ReviewGuide, when non-empty, makes the entry reviewer-judged (Registry.ReviewerJudged,
 	// the final score after review) and says in one line what a good answer covers.
 	ReviewGuide string
+	// FailOnlyOnViolation: a scenario fails the entry only on a violated
+	// property it measures (the security criteria, M3, D1, D4); any other
+	// failure of the submission in such a scenario leaves the entry not
+	// measured there and fails the scenario's other entries (package doc).
+	//
+	// FailOnlyOnViolation and DependsOn are left out of Hash, as they were
+	// while they were tables beside the entries: a bundle graded before they
+	// moved here names the same rubric as one graded after.
+	FailOnlyOnViolation bool `json:"-"`
+	// DependsOn lists the components of a real target's stack, besides its
+	// control plane, that the entry's verdict rests on (components.go); empty,
+	// not nil, for an entry measured through the lifecycle API, on the host or
+	// by a reviewer. Criteria, milestones and drills only.
+	DependsOn []Component `json:"-"`
 
 	// Scoring items only.
 	Weight int

@@ -258,12 +258,13 @@ func TestScoringAllPassedMock(t *testing.T) {
 	assert.Equal(t, OverallPassed, s.Verdict, s.Why)
 	assert.Equal(t, 0, s.ExitCode())
 	// Everything but cost is measured: expression_review has M5 only (1 of 2 inputs).
-	assert.Equal(t, Score{Earned: 92.5, Measured: 92.5, Total: 100}, s.Score)
-	assert.Equal(t, "92.5/92.5 (measured 92.5 of 100)", s.Score.String())
+	cost := EntryWeights(Course.Items())[Cost].Weight
+	assert.Equal(t, Score{Earned: 100 - cost, Measured: 100 - cost, Total: 100}, s.Score)
+	assert.Equal(t, Num(100-cost)+"/"+Num(100-cost)+" (measured "+Num(100-cost)+" of 100)", s.Score.String())
 	for _, it := range s.Scoring {
 		if it.Item == ExpressionReview {
-			assert.Equal(t, 7.5, it.Measured)
-			assert.Equal(t, 7.5, it.Earned)
+			assert.Equal(t, float64(it.Weight)-cost, it.Measured)
+			assert.Equal(t, float64(it.Weight)-cost, it.Earned)
 		} else {
 			assert.Equal(t, float64(it.Weight), it.Measured, it.Item)
 		}

@@ -10,9 +10,44 @@ import (
 
 // This file is the one place the project's scores are computed: the measured
 // score of a run (score, called by Evaluate), every entry's share of the
-// scoring items (EntryWeights), the set of reviewer-judged entries
-// (Registry.ReviewerJudged) and the final score after review (ComputeFinal).
-// Renderers only print what these computed (internal/importrules checks it).
+// scoring items (EntryWeights), M5's split between its demonstration and the
+// defense questions (M5Split), the set of reviewer-judged entries
+// (Registry.ReviewerJudged), the final score after review (ComputeFinal) and
+// how two point figures compare (PointsExceed, PointsBelow,
+// FinalEntry.EarnedInFull). Renderers only print what these computed, and
+// nothing else of the module writes the split or the tolerance
+// (internal/importrules checks both).
+//
+// Points are summed unrounded and rounded once, at the end (Round2): a
+// perfect review scores exactly the total whatever the weights.
+
+// pointsTolerance is half a hundredth: points are shown and stored to two
+// decimals, so two figures within it are the same number of points.
+const pointsTolerance = 0.005
+
+// PointsExceed reports whether p is more than limit beyond rounding (a
+// reviewer typing the shown weight, 4.17 for 25/6, does not exceed it).
+func PointsExceed(p, limit float64) bool { return p > limit+pointsTolerance }
+
+// PointsBelow reports whether a is less than b beyond rounding.
+func PointsBelow(a, b float64) bool { return a < b-pointsTolerance }
+
+// EarnedInFull reports whether an entry passed and earned all its points.
+func (fe FinalEntry) EarnedInFull() bool {
+	return fe.Verdict == Passed && fe.Points > 0 && !PointsBelow(fe.Points, fe.Weight)
+}
+
+// judgedPoints is what a reviewer's figure for a part of weight w earns:
+// nothing below 0, at most w, and w itself when the figure is w as shown
+// (rounded to two decimals), so that full marks typed from the screen are
+// full marks.
+func judgedPoints(p, w float64) float64 {
+	p = clamp(p, w)
+	if !PointsBelow(p, w) {
+		return w
+	}
+	return p
+}
 
 // ItemScore is one scoring item's share of the score.
 type ItemScore struct {
@@ -55,12 +90,13 @@ func score(reg *Registry, results map[ID]Result) ([]ItemScore, Score) {
 		}
 		if is.InputsTotal > 0 {
 			w := float64(it.Weight)
-			is.Measured = Round2(w * float64(is.InputsMeasured) / float64(is.InputsTotal))
-			is.Earned = Round2(w * float64(is.InputsPassed) / float64(is.InputsTotal))
+			measured := w * float64(is.InputsMeasured) / float64(is.InputsTotal)
+			earned := w * float64(is.InputsPassed) / float64(is.InputsTotal)
+			is.Measured, is.Earned = Round2(measured), Round2(earned)
+			total.Earned += earned // unrounded: rounded once below
+			total.Measured += measured
 		}
 		items = append(items, is)
-		total.Earned += is.Earned
-		total.Measured += is.Measured
 		total.Total += float64(it.Weight)
 	}
 	total.Earned, total.Measured = Round2(total.Earned), Round2(total.Measured)
@@ -150,9 +186,15 @@ const (
 	ProvNone Provenance = "none"
 )
 
-// DefenseFraction is the share of M5's weight carried by the 15 defense
+// defenseFraction is the share of M5's weight carried by the defense
 // questions (the rest is the demonstration itself).
-const DefenseFraction = 0.5
+const defenseFraction = 0.5
+
+// M5Split divides M5's weight w between the demonstration and each of the
+// defense questions (DefenseQuestions, equal shares).
+func M5Split(w float64) (demonstration, perQuestion float64) {
+	return w * (1 - defenseFraction), w * defenseFraction / float64(len(DefenseQuestions))
+}
 
 // Judgment is a reviewer's decision on one entry or defense question.
 type Judgment struct {
@@ -186,7 +228,8 @@ type Final struct {
 	VerdictReason string   `json:"verdict_reason"`
 	Score         float64  `json:"score"`
 	Total         float64  `json:"total"`
-	// Points by provenance; they sum to Score.
+	// Points by provenance, each rounded to two decimals; unrounded they
+	// sum to Score.
 	MeasuredPoints float64         `json:"measured_points"`
 	JudgedPoints   float64         `json:"judged_points"`
 	OverridePoints float64         `json:"override_points"`
@@ -345,14 +388,14 @@ func ComputeFinal(s Sheet, j *Judgments) *Final {
 		}
 		jd, judged := j.Entries[r.ID]
 		mv, mcat, _ := r.MeasuredPart()
-		demoWeight := w.Weight
+		demoWeight, questionWeight := w.Weight, 0.0
 		if r.ID == M5 {
-			demoWeight = w.Weight * (1 - DefenseFraction)
+			demoWeight, questionWeight = M5Split(w.Weight)
 		}
 		switch {
 		case judged && jd.OverrideReason != "" && !(mv == NotMeasured && mcat == CategoryTimeout) && mv != HarnessError:
 			fe.Provenance, fe.Verdict = ProvOverride, jd.Verdict
-			fe.Points = clamp(jd.Points, w.Weight)
+			fe.Points = judgedPoints(jd.Points, w.Weight)
 			fe.OverrideReason, fe.Note, fe.Reviewer = jd.OverrideReason, jd.Note, firstNonEmpty(jd.Reviewer, j.Reviewer)
 			fe.Reviewable = false
 		case fe.Reviewable && (mv == Failed || mv == Flaky || mv == HarnessError || mcat == CategoryTimeout):
@@ -365,16 +408,19 @@ func ComputeFinal(s Sheet, j *Judgments) *Final {
 		case fe.Reviewable:
 			if judged {
 				fe.Provenance, fe.Verdict = ProvJudged, jd.Verdict
-				fe.Points = clamp(jd.Points, demoWeight)
+				fe.Points = judgedPoints(jd.Points, demoWeight)
 				fe.Note, fe.Reviewer = jd.Note, firstNonEmpty(jd.Reviewer, j.Reviewer)
 			} else {
 				fe.Provenance, fe.Verdict = ProvPending, VerdictPending
 				f.Pending = append(f.Pending, string(r.ID))
 			}
 			if r.ID == M5 {
-				qs, pts, pending := computeQuestions(w.Weight*DefenseFraction, j)
+				qs, pts, pending := computeQuestions(questionWeight, j)
 				f.Questions = qs
 				fe.Points += pts
+				if math.Abs(fe.Points-w.Weight) < 1e-9 { // the parts of M5 in full, up to float error
+					fe.Points = w.Weight
+				}
 				if pending > 0 {
 					f.Pending = append(f.Pending, pluralQ(pending))
 				}
@@ -423,17 +469,20 @@ func ComputeFinal(s Sheet, j *Judgments) *Final {
 	return f
 }
 
-func computeQuestions(total float64, j *Judgments) ([]FinalQuestion, float64, int) {
-	n := len(DefenseQuestions)
+// computeQuestions judges the defense questions, each of weight each. The
+// points it returns are the unrounded sum (each question's shown points are
+// rounded, their sum is not: 15 × 8/15 is 8, not 15 × 0.53).
+func computeQuestions(each float64, j *Judgments) ([]FinalQuestion, float64, int) {
 	var out []FinalQuestion
 	var pts float64
 	pending := 0
 	for _, q := range DefenseQuestions {
-		fq := FinalQuestion{N: q.N, Question: q.Question, Covers: q.Covers, Weight: Round2(total / float64(n)), Verdict: VerdictPending}
+		fq := FinalQuestion{N: q.N, Question: q.Question, Covers: q.Covers, Weight: Round2(each), Verdict: VerdictPending}
 		if a, ok := j.Questions[q.N]; ok {
 			fq.Verdict, fq.Note = a.Verdict, a.Note
-			fq.Points = Round2(clamp(a.Points, total/float64(n)))
-			pts += fq.Points
+			p := judgedPoints(a.Points, each)
+			fq.Points = Round2(p)
+			pts += p
 		} else {
 			pending++
 		}

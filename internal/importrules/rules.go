@@ -97,3 +97,24 @@ var (
 	scoringFiles = []string{"harness/rubric/evaluate.go", "harness/rubric/score.go", "harness/report/final.go"}
 	scoringFuncs = []string{"report.Build", "report.Scored"}
 )
+
+// ProjectValues are the value rules: M5's split between its demonstration and
+// the defense questions, and the tolerance within which two point figures are
+// equal, live in the score computation (harness/rubric/score.go) and nowhere
+// else; the review, the renderers, the comparison and the upgrade check call
+// its functions (rubric.M5Split, rubric.PointsExceed, rubric.PointsBelow,
+// FinalEntry.EarnedInFull).
+var ProjectValues = []ValueRule{
+	{
+		Name: "points-compare-only-in-score",
+		From: []string{"..."},
+		// The bundled server scores nothing; this package names the value it guards.
+		Except:   []string{"mock-server/...", "internal/importrules"},
+		Only:     []string{"harness/rubric/score.go"},
+		Pkg:      "harness/rubric",
+		Names:    []string{"defenseFraction", "pointsTolerance"},
+		Literals: []float64{0.005},
+		Why: "one place decides how points compare and how M5 is split: a second copy of the tolerance or the split " +
+			"(the review's limits, Gradescope's pass, the diff's regression) drifts from the score it judges",
+	},
+}

@@ -35,6 +35,30 @@ type Options struct {
 	FloorMs float64
 	// FloorBytes is the same for byte counts.
 	FloorBytes float64
+	// AcrossRubrics compares bundles graded under different rubrics (their
+	// recorded rubric hashes differ) instead of refusing to; the comparison
+	// then says so first (Comparison.RubricChange).
+	AcrossRubrics bool
+}
+
+// RubricMismatch is Compare's refusal: the bundles were graded under
+// different rubrics (as `acceptance class` refuses to merge such bundles),
+// so their verdicts and scores do not measure the same thing.
+type RubricMismatch struct {
+	Old, New string // the recorded rubric hashes ("(none recorded)" for none)
+}
+
+func (e *RubricMismatch) Error() string {
+	return fmt.Sprintf("the bundles were graded under different rubrics (rubric %s in the old bundle, %s in the new): "+
+		"their verdicts and scores are not comparable", e.Old, e.New)
+}
+
+// rubricOf is a bundle's recorded rubric hash.
+func rubricOf(d report.Document) string {
+	if v, ok := d.Versions["rubric"]; ok && v != "" {
+		return v
+	}
+	return "(none recorded)"
 }
 
 // DefaultOptions: 25 %, and at least 250 ms or 64 KiB.
@@ -43,15 +67,18 @@ var DefaultOptions = Options{Threshold: 0.25, FloorMs: 250, FloorBytes: 64 << 10
 // Comparison is what changed between two bundles of the same subject (e.g.
 // against OpenSandbox version A and version B).
 type Comparison struct {
-	Old, New        string
-	OldVerdict      rubric.Overall
-	NewVerdict      rubric.Overall
-	OldScore        rubric.Score
-	NewScore        rubric.Score
-	Entries         []EntryChange
-	Drift           []EvidenceDrift
-	Figures         []FigureChange
-	Regressions     []string
+	Old, New    string
+	OldVerdict  rubric.Overall
+	NewVerdict  rubric.Overall
+	OldScore    rubric.Score
+	NewScore    rubric.Score
+	Entries     []EntryChange
+	Drift       []EvidenceDrift
+	Figures     []FigureChange
+	Regressions []string
+	// RubricChange is set when the bundles were graded under different
+	// rubrics and Options.AcrossRubrics compared them anyway.
+	RubricChange    *RubricMismatch
 	OnlyInOld       []string // subject runs present in one bundle only
 	OnlyInNew       []string
 	FiguresCompared int
@@ -93,10 +120,17 @@ func Compare(oldDir, newDir string, o Options) (Comparison, error) {
 		return Comparison{}, fmt.Errorf("new bundle: %w", err)
 	}
 	c := Comparison{Old: oldDir, New: newDir, OldVerdict: od.Verdict, NewVerdict: nd.Verdict, OldScore: od.Score, NewScore: nd.Score}
+	if or, nr := rubricOf(od), rubricOf(nd); or != nr {
+		m := &RubricMismatch{Old: or, New: nr}
+		if !o.AcrossRubrics {
+			return Comparison{}, m
+		}
+		c.RubricChange = m
+	}
 	if OverallRank(nd.Verdict) < OverallRank(od.Verdict) {
 		c.Regressions = append(c.Regressions, fmt.Sprintf("verdict %s → %s", od.Verdict, nd.Verdict))
 	}
-	if nd.Score.Earned < od.Score.Earned-0.005 {
+	if rubric.PointsBelow(nd.Score.Earned, od.Score.Earned) {
 		c.Regressions = append(c.Regressions, fmt.Sprintf("score %s → %s", rubric.Num(od.Score.Earned), rubric.Num(nd.Score.Earned)))
 	}
 	oldRows := map[rubric.ID]report.EntryRow{}
@@ -265,6 +299,9 @@ func clipLines(s string, n int) string {
 
 // Write prints the comparison for people.
 func Write(w io.Writer, c Comparison, o Options) {
+	if c.RubricChange != nil {
+		fmt.Fprintf(w, "!!! NOT COMPARABLE: %s; compared anyway (--across-rubrics) !!!\n\n", c.RubricChange.Error())
+	}
 	fmt.Fprintf(w, "old: %s\nnew: %s\n\n", c.Old, c.New)
 	fmt.Fprintf(w, "verdict: %s → %s\n", c.OldVerdict, c.NewVerdict)
 	fmt.Fprintf(w, "score:   %s of %s measured → %s of %s measured\n", rubric.Num(c.OldScore.Earned), rubric.Num(c.OldScore.Measured),

@@ -159,3 +159,66 @@ func mustRead(t *testing.T, p string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// withRubric copies a bundle and records rubric hash h in its report.json
+// ("" records none).
+func withRubric(t *testing.T, src, h string) string {
+	t.Helper()
+	dir := reporttest.CopyBundle(t, src)
+	editJSON(t, filepath.Join(dir, "report.json"), func(m map[string]any) {
+		v, _ := m["versions"].(map[string]any)
+		if v == nil {
+			v = map[string]any{}
+		}
+		if h == "" {
+			delete(v, "rubric")
+		} else {
+			v["rubric"] = h
+		}
+		m["versions"] = v
+	})
+	return dir
+}
+
+// Bundles graded under different rubrics are refused, as a class merge
+// refuses them: by default with an error naming both hashes (a bundle that
+// records none differs from one that does); with AcrossRubrics compared, and
+// the output says so before anything else.
+func TestCompareRefusesDifferentRubrics(t *testing.T) {
+	t.Parallel()
+	same := rubric.Course.Hash()
+	oldDir := withRubric(t, "../testdata/bundles/m0m5-c", same)
+	for _, other := range []string{"0123456789ab", ""} {
+		newDir := withRubric(t, "../testdata/bundles/m0m5-d", other)
+		_, err := Compare(oldDir, newDir, DefaultOptions)
+		var m *RubricMismatch
+		require.ErrorAs(t, err, &m, "rubric %q", other)
+		assert.Equal(t, same, m.Old)
+		assert.Contains(t, err.Error(), same)
+		if other == "" {
+			assert.Equal(t, "(none recorded)", m.New)
+		} else {
+			assert.Contains(t, err.Error(), other)
+		}
+
+		o := DefaultOptions
+		o.AcrossRubrics = true
+		c, err := Compare(oldDir, newDir, o)
+		require.NoError(t, err)
+		require.NotNil(t, c.RubricChange)
+		var out bytes.Buffer
+		Write(&out, c, o)
+		first, _, _ := strings.Cut(out.String(), "\n")
+		assert.Contains(t, first, "NOT COMPARABLE")
+		assert.Contains(t, first, "different rubrics")
+	}
+
+	// The same rubric compares quietly, and nothing is marked.
+	c, err := Compare(oldDir, withRubric(t, "../testdata/bundles/m0m5-d", same), DefaultOptions)
+	require.NoError(t, err)
+	assert.Nil(t, c.RubricChange)
+	var out bytes.Buffer
+	Write(&out, c, DefaultOptions)
+	assert.NotContains(t, out.String(), "NOT COMPARABLE")
+	assert.False(t, c.Regressed(), out.String())
+}

@@ -64,7 +64,7 @@ func writeGradescope(w io.Writer, d report.Document, f *report.Final, reviewed b
 			t.Tags = append(t.Tags, "scoring:"+string(it))
 		}
 		t.Tags = append(t.Tags, "provenance:"+string(fe.Provenance))
-		if fe.Verdict == rubric.Passed && fe.Points >= fe.Weight-0.005 && fe.Points > 0 {
+		if fe.EarnedInFull() {
 			t.Status = "passed"
 		}
 		extra := map[string]any{"verdict": string(r.Verdict), "provenance": string(fe.Provenance), "final_verdict": string(fe.Verdict)}
