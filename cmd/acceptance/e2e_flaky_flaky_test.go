@@ -67,7 +67,7 @@ func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 	// --verbose puts the per-scenario lines on the output it checks.
 	code := gradeMain(runArgs(t, class, "--tags", "@milestone:M0", "--repeat", "2", "--seed", "3", "--parallel", "1", "--insecure-no-confinement", "--verbose", src, sub), &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	steady := filepath.Join(class, "01-testdata-reference")
+	steady := filepath.Join(class, "01-submission")
 	out := filepath.Join(class, "02-flaky")
 	assert.Equal(t, rubric.Passed, readBundle(t, steady).row(t, "M0").Verdict, "passed in both repetitions")
 	b := readBundle(t, out)
