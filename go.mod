@@ -23,7 +23,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 )
 
-require github.com/yuin/goldmark v1.7.8 // indirect
+require github.com/yuin/goldmark v1.7.8
 
 require (
 	dario.cat/mergo v1.0.0 // indirect

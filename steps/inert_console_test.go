@@ -51,7 +51,7 @@ func TestProgressLinesStayInert(t *testing.T) {
 	buf.Reset()
 	e := &Env{opt: core.SuiteInput{Progress: &buf, Results: rubric.NewResults(rubric.Course)}}
 	e.recordFor(&scenario{env: e, name: "x"}, []string{"@D4"}, []string{"D4"}, rubric.Outcome{Verdict: rubric.Failed, Reason: payloads["crlf"]})
-	assert.Contains(t, buf.String(), `line one\r\npassed        Instructions`, "the forged line is shown inside the reason, escaped")
+	assert.Contains(t, buf.String(), `line one\npassed        Instructions`, "the forged line is shown inside the reason, escaped")
 	buf.Reset()
 	e.recordFor(&scenario{env: e, name: "x"}, []string{"@D4"}, []string{"D4"}, rubric.Outcome{Verdict: rubric.Failed, Reason: payloads["esc/osc"]})
 	assert.Contains(t, buf.String(), `\x1b]52;c;Y3VybCB8IHNo\x07done`, "not dropped: shown")

@@ -2,7 +2,6 @@ package steps
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/osb-capstone/acceptance/harness/inert"
 )
@@ -17,20 +16,7 @@ import (
 // The newlines a stored reason keeps are made inert where it is printed:
 // on the console and in progress.log by consoleText (one line, \n shown),
 // in Markdown by render.Cell, in HTML by html/template.
-func printable(s string) string {
-	if inert.Clean(strings.NewReplacer("\n", "", "\t", "").Replace(s)) {
-		return s
-	}
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		cells := strings.Split(l, "\t")
-		for j, c := range cells {
-			cells[j] = inert.Line(c)
-		}
-		lines[i] = strings.Join(cells, "\t")
-	}
-	return strings.Join(lines, "\n")
-}
+func printable(s string) string { return inert.Text(s) }
 
 // consoleText is text a subject controls (a reason, an error, a name) made
 // one inert line for the console and progress.log: no control character,

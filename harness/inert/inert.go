@@ -68,6 +68,31 @@ func Line(s string) string {
 	return b.String()
 }
 
+// Text is Line for text that keeps its lines and tabs (a reason stored in
+// report.json, a page of report.html): newline and tab stay, a CRLF
+// becomes a newline, and everything else Line escapes is escaped. The
+// renderers that print it make its newlines inert in their own way.
+func Text(s string) string {
+	if Clean(strings.NewReplacer("\n", "", "\t", "").Replace(s)) {
+		return s
+	}
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		for j, cell := range strings.Split(line, "\t") {
+			if j > 0 {
+				b.WriteByte('\t')
+			}
+			write(&b, cell, false)
+		}
+	}
+	return b.String()
+}
+
 // Quote is s as a visible quote: in double quotes, with \ and " escaped as
 // well as everything Line escapes, so the quote cannot be closed or
 // continued by its content and reads the same on any terminal.
