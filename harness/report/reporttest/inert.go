@@ -162,3 +162,44 @@ func Shown(s string, line func(string) string) string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// CheckHTMLInert parses page and fails on an element or attribute a payload
+// could have made: an img but the grader's chart thumbnails (data: PNGs),
+// an iframe, an object, an event handler but the page's own ("return false"), a javascript: link, a script but
+// the page's own, or a raw control character.
+func CheckHTMLInert(t testing.TB, page string) {
+	t.Helper()
+	assert.Equal(t, rune(-1), RawControl(page), "a raw control character in the page")
+	doc, err := html.Parse(strings.NewReader(page))
+	require.NoError(t, err)
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			assert.NotContains(t, []string{"iframe", "object", "embed", "base", "frame", "svg-script"}, n.Data)
+			for _, a := range n.Attr {
+				if strings.HasPrefix(strings.ToLower(a.Key), "on") {
+					assert.Equal(t, "return false", a.Val, "event handler %s=%q on <%s>: only the grader's own", a.Key, a.Val, n.Data)
+				}
+				if a.Key == "href" || a.Key == "src" || a.Key == "action" || a.Key == "formaction" {
+					v := strings.ToLower(strings.TrimSpace(a.Val))
+					assert.False(t, strings.HasPrefix(v, "javascript:") || strings.HasPrefix(v, "http"), "%s=%q on <%s>", a.Key, a.Val, n.Data)
+					if n.Data == "img" {
+						assert.True(t, strings.HasPrefix(v, "data:image/png;base64,"), "an image the grader did not draw: %q", a.Val)
+					}
+				}
+			}
+			if n.Data == "script" {
+				for _, a := range n.Attr {
+					assert.NotEqual(t, "src", a.Key, "an external script")
+				}
+				if n.FirstChild != nil {
+					assert.NotContains(t, n.FirstChild.Data, PayloadEnd, "a payload inside a script")
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+}
