@@ -16,6 +16,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/report/classreport"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -100,7 +101,7 @@ func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, flakyLines, "results.jsonl has M0's flaky outcome")
-	assert.Contains(t, b.md, "| **M0** M0 · Contract verification | **FLAKY** | flaky: passed 1 of 2")
+	assert.Contains(t, b.md, "| **M0** M0 · Contract verification | **FLAKY** | "+render.Cell("flaky: passed 1 of 2"))
 	_, failure, _, _ := b.junitCase(t, "M0")
 	require.NotNil(t, failure, "flaky is a failure in junit.xml")
 	assert.Contains(t, failure.Message, "passed 1 of 2")
