@@ -24,6 +24,14 @@ func printable(s string) string { return inert.Text(s) }
 // forged "passed … [D4, injection]").
 func consoleText(s string) string { return inert.Line(s) }
 
+// quoted is an excerpt of what a subject wrote (the tail of its stderr,
+// its summary's error message) as it stands in a reason: visibly a quote,
+// in double quotes with its own quotes, backslashes, line breaks and
+// control characters escaped (harness/inert.Quote), so where it ends and
+// the grader's words resume is never in doubt, on the console, in
+// progress.log or in a report.
+func quoted(s string) string { return inert.Quote(s) }
+
 // graderText is a progress argument the grader wrote itself, line breaks
 // and all: progress prints it as it is.
 type graderText string
