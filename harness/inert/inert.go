@@ -1,7 +1,8 @@
-// Package inert makes text a submission controls safe to show on the
-// grader's terminal and in its logs (progress.log, the console of `grade`
-// and `run`): one function, Line, for every console and log writer, and
-// Quote for an excerpt that must read as a quote.
+// Package inert makes text a submission controls safe to show where people
+// read it: Line for every console and log writer (progress.log, the console
+// of `grade` and `run`), Quote for an excerpt that must read as a quote,
+// Text for stored text that keeps its lines, Markdown for report.md,
+// class.md and results.json.
 //
 // A submission controls much of what the grader prints: its manifest's keys
 // and values, its name, the reasons that quote its stderr or its summary's
@@ -10,8 +11,8 @@
 // title or writes its clipboard (OSC 52), and a newline starts a line the
 // grader never wrote ("passed … [D4, injection]"). Line escapes every such
 // character visibly, so what is printed is the submission's text, shown,
-// never obeyed. Markdown is escaped separately (harness/report/render.Cell),
-// HTML by html/template, CSV by its own guard.
+// never obeyed. HTML is escaped by html/template, CSV by its own guard
+// (harness/report/classreport).
 package inert
 
 import (
@@ -137,3 +138,41 @@ func write(b *strings.Builder, s string, quoted bool) {
 		i += n
 	}
 }
+
+// Markdown makes s inert Markdown (report.md, class.md, results.json's
+// output, a model dialogue), in a table cell or in running text: no text of
+// a submission becomes markup. Following CommonMark, every ASCII punctuation character (the ones
+// a backslash may escape) is backslash-escaped, and <, > and & are written
+// as HTML entities, so no link, image, emphasis, code span, autolink, raw
+// HTML, entity or table cell can start in it ("\|" stays text and never
+// ends a cell). Control characters are shown escaped (Line), and a line
+// break becomes the grader's <br>.
+func Markdown(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	var b strings.Builder
+	b.Grow(len(s) + len(s)/4)
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteString("<br>")
+		}
+		for _, r := range Line(line) {
+			switch {
+			case r == '&':
+				b.WriteString("&amp;")
+			case r == '<':
+				b.WriteString("&lt;")
+			case r == '>':
+				b.WriteString("&gt;")
+			case strings.ContainsRune(asciiPunct, r):
+				b.WriteByte('\\')
+				b.WriteRune(r)
+			default:
+				b.WriteRune(r)
+			}
+		}
+	}
+	return b.String()
+}
+
+// asciiPunct is CommonMark's ASCII punctuation: each may be backslash-escaped.
+const asciiPunct = "!\"#$%'()*+,-./:;=?@[\\]^_`{|}~" // & < > are written as entities

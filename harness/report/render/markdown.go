@@ -168,42 +168,8 @@ func linkPath(p string) string {
 }
 
 // Cell makes s inert Markdown (report.md, class.md, results.json's output),
-// in a table cell or in running text: no text of a submission becomes
-// markup. Following CommonMark, every ASCII punctuation character (the ones
-// a backslash may escape) is backslash-escaped, and <, > and & are written
-// as HTML entities, so no link, image, emphasis, code span, autolink, raw
-// HTML, entity or table cell can start in it ("\|" stays text and never
-// ends a cell). Control characters are shown escaped (harness/inert), and a
-// line break becomes the grader's <br>.
-func Cell(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	var b strings.Builder
-	b.Grow(len(s) + len(s)/4)
-	for i, line := range strings.Split(s, "\n") {
-		if i > 0 {
-			b.WriteString("<br>")
-		}
-		for _, r := range inert.Line(line) {
-			switch {
-			case r == '&':
-				b.WriteString("&amp;")
-			case r == '<':
-				b.WriteString("&lt;")
-			case r == '>':
-				b.WriteString("&gt;")
-			case strings.ContainsRune(asciiPunct, r):
-				b.WriteByte('\\')
-				b.WriteRune(r)
-			default:
-				b.WriteRune(r)
-			}
-		}
-	}
-	return b.String()
-}
-
-// asciiPunct is CommonMark's ASCII punctuation: each may be backslash-escaped.
-const asciiPunct = "!\"#$%'()*+,-./:;=?@[\\]^_`{|}~" // & < > are written as entities
+// in a table cell or in running text: harness/inert.Markdown.
+func Cell(s string) string { return inert.Markdown(s) }
 
 // fence is a code fence longer than any run of backticks in s, so s
 // cannot close it.
