@@ -132,3 +132,13 @@ func TestClassCSVSinkInert(t *testing.T) {
 	assert.Equal(t, `'+1`, csvText(`+1`))
 	assert.Equal(t, `a\nb`, csvText("a\nb"))
 }
+
+// class.md and class.csv of a hostile class as files to review (go test
+// -run TestGoldenHostileClass -update).
+func TestGoldenHostileClass(t *testing.T) {
+	t.Parallel()
+	dir, _ := hostileClass(t, reporttest.AllPayloads())
+	for _, f := range []string{ClassMarkdownFile, ClassCSVFile} {
+		reporttest.Golden(t, "hostile-"+f, reporttest.MustRead(t, filepath.Join(dir, f)))
+	}
+}

@@ -145,3 +145,19 @@ func TestJUnitSinkInert(t *testing.T) {
 		})
 	}
 }
+
+// The hostile outputs as files to review: every payload class in one
+// reason, subject, file name and command line (go test -run
+// TestGoldenHostile -update writes them; read them before committing).
+func TestGoldenHostile(t *testing.T) {
+	t.Parallel()
+	d := hostileDoc(t, reporttest.AllPayloads())
+	var md, gs, ju bytes.Buffer
+	require.NoError(t, WriteMarkdown(&md, d))
+	require.NoError(t, WriteGradescope(&gs, d))
+	require.NoError(t, WriteJUnit(&ju, d))
+	reporttest.Golden(t, "report-hostile.md", md.Bytes())
+	reporttest.Golden(t, "results-hostile.json", gs.Bytes())
+	reporttest.Golden(t, "junit-hostile.xml", ju.Bytes())
+	reporttest.CheckMarkdownInert(t, md.String(), evidenceLink)
+}

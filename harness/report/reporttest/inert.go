@@ -2,6 +2,7 @@ package reporttest
 
 import (
 	"bytes"
+	"sort"
 	"strings"
 	"testing"
 
@@ -202,4 +203,19 @@ func CheckHTMLInert(t testing.TB, page string) {
 		}
 	}
 	walk(doc)
+}
+
+// AllPayloads is every payload in one text, in a fixed order (the name of
+// each first), for golden files a person reviews.
+func AllPayloads() string {
+	names := make([]string, 0, len(Payloads))
+	for n := range Payloads {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		b.WriteString(n + ": " + Payloads[n] + "\n")
+	}
+	return b.String()
 }
