@@ -108,10 +108,16 @@ func fieldName(key string) string {
 	if plain {
 		return key
 	}
-	if r := []rune(key); len(r) > 60 {
+	return quoteCut(key)
+}
+
+// quoteCut is the submission's text quoted (harness/inert.Quote), cut to 60
+// characters.
+func quoteCut(s string) string {
+	if r := []rune(s); len(r) > 60 {
 		return inert.Quote(string(r[:60])) + "…"
 	}
-	return inert.Quote(key)
+	return inert.Quote(s)
 }
 
 // fields are the manifest's known keys and their kinds.
@@ -248,7 +254,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 		case strings.TrimSpace(r) == "":
 			add("readme", 0, "must name a file (default README.md)")
 		case filepath.IsAbs(r) || strings.HasPrefix(filepath.Clean(r), ".."):
-			add("readme", 0, "%q must be a path inside the submission directory", r)
+			add("readme", 0, "%s must be a path inside the submission directory", quoteCut(r))
 		}
 	}
 	if seen["name"] && !invalid["name"] && strings.TrimSpace(m.Name) == "" {
@@ -290,7 +296,7 @@ func describe(v *yaml.Node) string {
 		case "!!bool":
 			return v.Value
 		}
-		return fmt.Sprintf("%q", v.Value)
+		return quoteCut(v.Value)
 	}
 	return "an unsupported value"
 }
