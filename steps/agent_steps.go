@@ -164,7 +164,7 @@ func stopReasonIs(ctx context.Context, want string) error {
 	if r.sum.StopReason != want {
 		msg := ""
 		if r.sum.Error != nil {
-			msg = " (" + r.sum.Error.Class + ": " + clip(r.sum.Error.Message, 200) + ")"
+			msg = " (" + r.sum.Error.Class + ": " + quoted(clip(r.sum.Error.Message, 200)) + ")"
 		}
 		return failf("summary.json gives stop reason %q%s, the drill expects %q", r.sum.StopReason, msg, want)
 	}
@@ -188,7 +188,7 @@ func errorClassOneOf(ctx context.Context, list string) error {
 			return nil
 		}
 	}
-	return failf("summary.json classifies the error as %q (%s), the drill expects one of %s", r.sum.Error.Class, clip(r.sum.Error.Message, 200), list)
+	return failf("summary.json classifies the error as %q (%s), the drill expects one of %s", r.sum.Error.Class, quoted(clip(r.sum.Error.Message, 200)), list)
 }
 
 // modelAskedExfil is the D4 precondition: the vulnerable model's request

@@ -81,7 +81,7 @@ func errorClassIs(ctx context.Context, class string) error {
 		return failf("summary.json has error null; the drill expects class %q", class)
 	}
 	if r.sum.Error.Class != class {
-		return failf("summary.json classifies the error as %q (%s), the drill expects %q", r.sum.Error.Class, clip(r.sum.Error.Message, 200), class)
+		return failf("summary.json classifies the error as %q (%s), the drill expects %q", r.sum.Error.Class, quoted(clip(r.sum.Error.Message, 200)), class)
 	}
 	return nil
 }

@@ -164,7 +164,7 @@ func (e *Env) progress(format string, args ...any) {
 	}
 	e.progressMu.Lock()
 	defer e.progressMu.Unlock()
-	fmt.Fprintf(e.opt.Progress, format+"\n", args...)
+	fmt.Fprintf(e.opt.Progress, format+"\n", consoleArgs(args)...) // every text argument inert (printable.go)
 }
 
 func sanitize(s string) string {

@@ -129,7 +129,7 @@ func (e *Env) recordFor(s *scenario, tags, ids []string, o rubric.Outcome) {
 	if _, rerr := e.opt.Results.RecordTags(tags, o); rerr != nil {
 		e.progress("  ! could not record %s: %v", s.name, rerr)
 	}
-	e.progress("%-13s %s  [%s]%s", string(o.Verdict), s.name, strings.Join(ids, ", "), reasonSuffix(o))
+	e.progress("%-13s %s  [%s]%s", string(o.Verdict), s.name, strings.Join(ids, ", "), graderText(reasonSuffix(o)))
 }
 
 func reasonSuffix(o rubric.Outcome) string {
@@ -144,7 +144,7 @@ func reasonSuffix(o rubric.Outcome) string {
 		}
 		r = r[:cut] + "..."
 	}
-	return "\n              " + r
+	return "\n              " + consoleText(r) // one line: the reason may quote the subject
 }
 
 // failf is a step failure with a formatted message.

@@ -47,7 +47,8 @@ func TestPipInstallMatches(t *testing.T) {
 // the console.
 func TestPrintableReason(t *testing.T) {
 	assert.Equal(t, "plain\n\ttext é", printable("plain\n\ttext é"))
-	assert.Equal(t, `\x1b[2K\x0dverdict: passed \x00 `+"\ufffd", printable("\x1b[2K\rverdict: passed \x00 \xff"))
+	assert.Equal(t, `\x1b[2K\rverdict: passed \x00 \xff`, printable("\x1b[2K\rverdict: passed \x00 \xff"))
+	assert.Equal(t, `bidi \u202e and \u2066 shown`, printable("bidi \u202e and \u2066 shown"))
 	assert.Equal(t, `a\x7fb\x85c`, printable("a\x7fb\u0085c"))
 	for _, r := range printable(string([]byte{0, 1, 2, 27, 0x9b, 0xc3, 0x28, 'x'})) {
 		assert.False(t, r < 0x20 && r != '\n' && r != '\t', "control %q left", r)

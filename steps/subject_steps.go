@@ -168,7 +168,8 @@ func summaryValid(ctx context.Context) error {
 	return nil
 }
 
-// tailFile returns the last n bytes of a file, for failure messages.
+// tailFile returns the last n bytes of a file, for failure messages: an
+// excerpt of what the subject wrote, quoted (quoted).
 func tailFile(path string, n int64) string {
 	f, err := os.Open(path)
 	if err != nil {
@@ -185,7 +186,7 @@ func tailFile(path string, n int64) string {
 	}
 	b := make([]byte, st.Size()-off)
 	_, _ = f.ReadAt(b, off)
-	return strings.TrimSpace(string(b))
+	return quoted(strings.TrimSpace(string(b)))
 }
 
 var _ = fmt.Sprintf

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report/classreport"
 )
 
@@ -49,7 +50,7 @@ func classMain(args []string, stdout, stderr io.Writer) int {
 	}
 	m, err := classreport.MergeClass(out, runs)
 	if err != nil {
-		fmt.Fprintf(stderr, "acceptance class: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance class: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	fmt.Fprintf(stdout, "acceptance class: %d submission(s) from %d run(s)\n", len(m.Bundles), len(runs))
@@ -58,7 +59,7 @@ func classMain(args []string, stdout, stderr io.Writer) int {
 		for _, o := range tw.Others {
 			others = append(others, o.Run)
 		}
-		fmt.Fprintf(stdout, "  %s graded %d times: shown %s (the latest); also graded in %s\n", tw.Submission, 1+len(tw.Others), tw.Shown.Run, strings.Join(others, "; "))
+		fmt.Fprintf(stdout, "  %s graded %d times: shown %s (the latest); also graded in %s\n", inert.Line(tw.Submission), 1+len(tw.Others), inert.Line(tw.Shown.Run), inert.Line(strings.Join(others, "; ")))
 	}
 	fmt.Fprintf(stdout, "class summary: %s\n", filepath.Join(out, classreport.ClassMarkdownFile))
 	return 0

@@ -16,6 +16,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/report/classreport"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -67,7 +68,7 @@ func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 	// --verbose puts the per-scenario lines on the output it checks.
 	code := gradeMain(runArgs(t, class, "--tags", "@milestone:M0", "--repeat", "2", "--seed", "3", "--parallel", "1", "--insecure-no-confinement", "--verbose", src, sub), &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	steady := filepath.Join(class, "01-testdata-reference")
+	steady := filepath.Join(class, "01-submission")
 	out := filepath.Join(class, "02-flaky")
 	assert.Equal(t, rubric.Passed, readBundle(t, steady).row(t, "M0").Verdict, "passed in both repetitions")
 	b := readBundle(t, out)
@@ -100,7 +101,7 @@ func TestRepeatReportsFlakyEndToEnd(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, flakyLines, "results.jsonl has M0's flaky outcome")
-	assert.Contains(t, b.md, "| **M0** M0 · Contract verification | **FLAKY** | flaky: passed 1 of 2")
+	assert.Contains(t, b.md, "| **M0** M0 · Contract verification | **FLAKY** | "+render.Cell("flaky: passed 1 of 2"))
 	_, failure, _, _ := b.junitCase(t, "M0")
 	require.NotNil(t, failure, "flaky is a failure in junit.xml")
 	assert.Contains(t, failure.Message, "passed 1 of 2")

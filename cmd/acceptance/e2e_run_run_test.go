@@ -34,7 +34,7 @@ func TestRunM0M1EndToEnd(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := gradeMain(runArgs(t, class, "--tags", "@milestone:M0,@milestone:M1", "--seed", "7", testdataSubmission(t, "submission")), &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	out := filepath.Join(class, "01-testdata-reference")
+	out := filepath.Join(class, "01-submission")
 
 	// Only M0 and M1 ran: everything else the bundled server could measure was
 	// not, so the run is incomplete — not passed, not failed.
@@ -123,7 +123,7 @@ func TestRunFullSuiteReference(t *testing.T) {
 	requireSandboxes(t)
 	gradingEnv(t)
 	class := filepath.Join(t.TempDir(), "class")
-	out := filepath.Join(class, "01-testdata-reference")
+	out := filepath.Join(class, "01-submission")
 	state := shortStateDir(t)
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
@@ -289,7 +289,7 @@ func TestRunAgainstURLTarget(t *testing.T) {
 	// minute and nothing about the target's kind.
 	target := "http://" + srv.Server.Domain()
 	class := filepath.Join(t.TempDir(), "class")
-	out := filepath.Join(class, "01-testdata-reference")
+	out := filepath.Join(class, "01-submission")
 	var stdout, stderr bytes.Buffer
 	code := gradeMain(runArgs(t, class, "--target", target, "--api-key", key,
 		"--tags", offlineRealTargetTags, testdataSubmission(t, "submission")), &stdout, &stderr)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/core"
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/submission"
@@ -33,12 +34,12 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	dirs, err = expandDirs(dirs)
 	if err != nil {
-		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if len(dirs) == 0 {
@@ -68,7 +69,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 			// its --out exists, empty, for the merge to read.
 			if cfg.out != "" {
 				if err := os.MkdirAll(cfg.out, 0o755); err != nil {
-					fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+					fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 					return 2
 				}
 			}
@@ -84,7 +85,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		if subs[i], loadErrs[i] = submission.Load(d); loadErrs[i] == nil {
 			loaded++
 		} else {
-			fmt.Fprintf(stderr, "acceptance grade: %v\n", loadErrs[i])
+			fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(loadErrs[i].Error()))
 		}
 	}
 	if loaded == 0 {
@@ -96,11 +97,11 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := checkURLTarget(context.Background(), cfg); err != nil {
-		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if err := checkWheels(cfg); err != nil {
-		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	out := cfg.out
@@ -108,15 +109,15 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		out = filepath.Join("reports", time.Now().UTC().Format("20060102T150405Z")+"-"+randomHex(3))
 	}
 	if out, err = filepath.Abs(out); err != nil {
-		fmt.Fprintf(stderr, "acceptance grade: --out: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance grade: --out: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-		fmt.Fprintf(stderr, "acceptance grade: --out %s already holds files; a class run needs an empty or new directory\n", out)
+		fmt.Fprintf(stderr, "acceptance grade: --out %s already holds files; a class run needs an empty or new directory\n", inert.Line(out))
 		return 2
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "acceptance grade: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if cfg.out == "" {
@@ -144,10 +145,10 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		line := ""
 		switch {
 		case r.loadErr != nil:
-			line = fmt.Sprintf("%-40s not graded: %v", r.dir, r.loadErr)
+			line = fmt.Sprintf("%-40s not graded: %s", inert.Line(r.dir), inert.Line(r.loadErr.Error()))
 			worst = worseExit(worst, 2)
 		case r.g.Doc.RunID == "":
-			line = fmt.Sprintf("%-40s harness error: %v", r.dir, r.g.Err)
+			line = fmt.Sprintf("%-40s harness error: %s", inert.Line(r.dir), inert.Line(fmt.Sprint(r.g.Err)))
 			worst = worseExit(worst, 2)
 		default:
 			// A submission's escaped process may have rewritten its report
@@ -157,17 +158,17 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 				if err != nil {
 					note += " (" + err.Error() + ")"
 				}
-				fmt.Fprintf(stdout, "%s: %s changed after the grader wrote it; %s\n", r.g.Dir, strings.Join(changed, ", "), note)
+				fmt.Fprintf(stdout, "%s: %s changed after the grader wrote it; %s\n", inert.Line(r.g.Dir), inert.Line(strings.Join(changed, ", ")), inert.Line(note))
 			}
 			bundles = append(bundles, r.g.Dir)
-			line = fmt.Sprintf("%-40s %s", r.dir, report.SummaryLine(r.g.Doc))
+			line = fmt.Sprintf("%-40s %s", inert.Line(r.dir), report.SummaryLine(r.g.Doc))
 			worst = worseExit(worst, r.g.Doc.ExitCode)
 		}
 		fmt.Fprintln(stdout, line)
 	}
 	if len(results) > 1 {
 		if err := classreport.WriteClassSummary(out, bundles); err != nil {
-			fmt.Fprintf(stderr, "acceptance grade: class summary not written: %v\n", err)
+			fmt.Fprintf(stderr, "acceptance grade: class summary not written: %s\n", inert.Line(err.Error()))
 		} else {
 			fmt.Fprintf(stdout, "class summary: %s\n", filepath.Join(out, "class.md"))
 		}
@@ -205,7 +206,7 @@ func gradeAll(ctx context.Context, sess *core.Session, dirs []string, pos []int,
 		sub := subs[i]
 		if loadErrs[i] != nil {
 			results[i].loadErr = loadErrs[i]
-			prog.Finished(dir, fmt.Sprintf("%s not graded: %v", dir, loadErrs[i]), "", false)
+			prog.Finished(inert.Line(dir), fmt.Sprintf("%s not graded: %s", inert.Line(dir), inert.Line(loadErrs[i].Error())), "", false)
 			continue
 		}
 		wg.Add(1)
@@ -213,16 +214,17 @@ func gradeAll(ctx context.Context, sess *core.Session, dirs []string, pos []int,
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			bundle := filepath.Join(out, core.SubmissionLabel(sub, pos[i]))
+			label := core.SubmissionLabel(sub, pos[i])
+			bundle := filepath.Join(out, label)
 			log := &lazyLog{path: filepath.Join(bundle, ProgressLogFile)}
 			defer func() {
 				log.Close()
 				g := results[i].g
 				switch {
 				case g.Doc.RunID == "":
-					prog.Finished(sub.Name(), fmt.Sprintf("%s harness error: %v", sub.Name(), g.Err), "", false)
+					prog.Finished(label, fmt.Sprintf("%s harness error: %s", label, inert.Line(fmt.Sprint(g.Err))), "", false)
 				default:
-					prog.Finished(sub.Name(), fmt.Sprintf("%s %s", sub.Name(), report.SummaryLine(g.Doc)), g.Doc.Verdict, true)
+					prog.Finished(label, fmt.Sprintf("%s %s", label, report.SummaryLine(g.Doc)), g.Doc.Verdict, true)
 				}
 			}()
 			defer func() {
@@ -230,12 +232,25 @@ func gradeAll(ctx context.Context, sess *core.Session, dirs []string, pos []int,
 					results[i].g.Err = fmt.Errorf("grading panicked: %v", r)
 				}
 			}()
-			prog.Started(sub.Name(), bundle)
-			results[i].g = sess.Grade(ctx, sub, bundle, newSuite, prog.Scenarios(sub.Name(), log))
+			prog.Started(label, consoleName(sub, label), inert.Line(bundle))
+			results[i].g = sess.Grade(ctx, sub, bundle, newSuite, prog.Scenarios(label, log))
 		}(i, sub)
 	}
 	wg.Wait()
 	return results
+}
+
+// consoleName is how a submission is introduced on the console: its label
+// (its position in the class and its directory, core.SubmissionLabel), and
+// the name its manifest gives it, when that differs, as the student's text:
+// quoted and escaped (harness/inert). Two submissions never share a label,
+// whatever their manifests call them (a manifest may call itself
+// "reference").
+func consoleName(sub *submission.Submission, label string) string {
+	if n := sub.Manifest.Name; n != "" && n != submission.Identity(sub.Dir) {
+		return label + " (its manifest's name: " + inert.Quote(n) + ")"
+	}
+	return label
 }
 
 // expandDirs expands patterns (for shells that left them unexpanded), keeps

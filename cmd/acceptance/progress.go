@@ -196,15 +196,17 @@ func (p *gradeProgress) status() string {
 }
 
 // Started marks a submission as being graded now.
-func (p *gradeProgress) Started(name, bundle string) {
+// label names it in the status line (unique in the class), shown
+// introduces it in the "grading" line (the label and its manifest's name).
+func (p *gradeProgress) Started(label, shown, bundle string) {
 	p.mu.Lock()
-	p.running = append(p.running, name)
+	p.running = append(p.running, label)
 	p.mu.Unlock()
 	if p.terminal() && !p.verbose {
 		p.out.Refresh()
 		return
 	}
-	p.out.Print(fmt.Sprintf("grading %s → %s", name, bundle))
+	p.out.Print(fmt.Sprintf("grading %s → %s", shown, bundle))
 }
 
 // Finished prints the submission's line (its verdict and score, or why it

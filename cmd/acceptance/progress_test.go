@@ -33,8 +33,8 @@ func (c *fakeClock) add(d time.Duration) {
 // gradeSequence plays a class of three through p: alice passes after 1
 // minute, bob fails after 2 (both running at once), carol is not graded.
 func gradeSequence(p *gradeProgress, clock *fakeClock, scenarioLine string) {
-	p.Started("alice", "/class/01-alice")
-	p.Started("bob", "/class/02-bob")
+	p.Started("alice", "alice", "/class/01-alice")
+	p.Started("bob", "bob", "/class/02-bob")
 	if w := p.Scenarios("bob", io.Discard); w != nil {
 		io.WriteString(w, scenarioLine)
 	}

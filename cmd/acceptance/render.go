@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/review"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -59,17 +60,17 @@ func renderMain(args []string, stdout, stderr io.Writer) int {
 		doc, err := report.RenderDir(dir, rubric.Course, opts)
 		if je := (*report.JournalError)(nil); errors.As(err, &je) {
 			// Refused: nothing of the bundle is rewritten.
-			fmt.Fprintf(stderr, "acceptance render: %v\n", err)
+			fmt.Fprintf(stderr, "acceptance render: %s\n", inert.Line(err.Error()))
 			code = 2
 			continue
 		}
 		if note, cerr := report.RepairCucumber(dir); cerr != nil {
-			fmt.Fprintf(stderr, "acceptance render: %s: %v\n", dir, cerr)
+			fmt.Fprintf(stderr, "acceptance render: %s: %s\n", inert.Line(dir), inert.Line(cerr.Error()))
 		} else if note != "" {
-			fmt.Fprintf(stdout, "%s: %s\n", dir, note)
+			fmt.Fprintf(stdout, "%s: %s\n", inert.Line(dir), inert.Line(note))
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "acceptance render: %s: %v\n", dir, err)
+			fmt.Fprintf(stderr, "acceptance render: %s: %s\n", inert.Line(dir), inert.Line(err.Error()))
 			code = 2
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/review"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -57,7 +58,7 @@ func reviewMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		f, oerr := os.Open(*answers)
 		if oerr != nil {
-			fmt.Fprintf(stderr, "acceptance review: %v\n", oerr)
+			fmt.Fprintf(stderr, "acceptance review: %s\n", inert.Line(oerr.Error()))
 			return 2
 		}
 		defer f.Close()
@@ -79,7 +80,7 @@ func reviewMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "acceptance review: nothing recorded from the answers:\n  %s\n", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		fmt.Fprintf(stderr, "acceptance review: nothing recorded from the answers:\n  %s\n", inertLines(err.Error(), "\n  "))
 		return 2
 	}
 	fmt.Fprintf(stdout, "re-rendered %s (report.md, report.html, junit.xml, results.json); report.json is unchanged, the judgement is in review.json\n", dir)
@@ -87,9 +88,19 @@ func reviewMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// the final score from now on.
 	class := filepath.Dir(filepath.Clean(dir))
 	if ok, cerr := classreport.RefreshClassSummary(class, dir); cerr != nil {
-		fmt.Fprintf(stderr, "acceptance review: the class summary in %s was not updated: %v\n", class, cerr)
+		fmt.Fprintf(stderr, "acceptance review: the class summary in %s was not updated: %s\n", inert.Line(class), inert.Line(cerr.Error()))
 	} else if ok {
 		fmt.Fprintf(stdout, "updated the class summary %s\n", filepath.Join(class, classreport.ClassMarkdownFile))
 	}
 	return 0
+}
+
+// inertLines is an error of several lines (one per problem, each the
+// grader's) with each line made inert (harness/inert.Line), joined by sep.
+func inertLines(s, sep string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = inert.Line(l)
+	}
+	return strings.Join(lines, sep)
 }

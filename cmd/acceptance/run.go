@@ -21,6 +21,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/submission"
@@ -195,24 +196,24 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance run: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	sub, err := submission.FromCommand(cfg.subject)
 	if err != nil {
-		fmt.Fprintf(stderr, "acceptance run: --subject: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance run: --subject: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if err := checkProgram(sub); err != nil {
-		fmt.Fprintf(stderr, "acceptance run: --subject: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance run: --subject: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if err := checkURLTarget(context.Background(), cfg); err != nil {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance run: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if err := checkWheels(cfg); err != nil {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance run: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	out := cfg.out
@@ -221,11 +222,11 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	// Absolute: subjects run in their own working directory, and {csv}/{out} must still name the bundle's files.
 	if out, err = filepath.Abs(out); err != nil {
-		fmt.Fprintf(stderr, "acceptance run: --out: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance run: --out: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", err)
+		fmt.Fprintf(stderr, "acceptance run: %s\n", inert.Line(err.Error()))
 		return 2
 	}
 	if cfg.out == "" {
@@ -239,13 +240,13 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	}
 	defer sess.Close()
 	reportPreflight(stdout, sess)
-	fmt.Fprintf(stdout, "acceptance run: target %s, subject %s, seed %d, report %s\n", targetName(cfg), cfg.subject, cfg.seed, out)
+	fmt.Fprintf(stdout, "acceptance run: target %s, subject %s, seed %d, report %s\n", targetName(cfg), inert.Line(cfg.subject), cfg.seed, out)
 	rp := newRunProgress(stdout, countScenarios(cfg.tags)*max(cfg.repeat, 1))
 	rp.out.Start(time.Second)
 	g := sess.Grade(ctx, sub, out, newSuite, rp)
 	rp.out.Close()
 	if g.Err != nil && g.Doc.RunID == "" {
-		fmt.Fprintf(stderr, "acceptance run: %v\n", g.Err)
+		fmt.Fprintf(stderr, "acceptance run: %s\n", inert.Line(g.Err.Error()))
 		return 2
 	}
 	fmt.Fprintln(stdout, report.SummaryLine(g.Doc))

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -122,9 +123,7 @@ func lastLine(s string) string {
 }
 
 // mdEscape is how report.md escapes a table cell.
-func mdEscape(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
-}
+func mdEscape(s string) string { return render.Cell(s) }
 
 // TestBaselinesMustExist: a --baselines directory that does not exist (or is
 // a file) is a usage error for run and grade (exit 2, one line, no bundle),

@@ -414,9 +414,16 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// SubmissionLabel names a submission's bundle directory within a class run.
+// SubmissionLabel names a submission's bundle directory within a class run,
+// and labels it on the console: its position in the class and its identity
+// (its directory's name), never the name its manifest gives itself, which
+// is the student's text (a manifest may call itself "reference"). The
+// position makes two labels differ even for directories of one name.
 func SubmissionLabel(sub *submission.Submission, i int) string {
-	name := sub.Name()
+	name := submission.Identity(sub.Dir)
+	if name == "" {
+		name = sub.Name()
+	}
 	name = strings.Map(func(r rune) rune {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/inert"
 )
 
 // Secret is a value that must never reach the model (an API key, the data
@@ -202,23 +204,25 @@ func Dialogue(scriptName string, xs []Exchange) string {
 		return b.String()
 	}
 	for i, x := range xs {
-		fmt.Fprintf(&b, "%d. %s %s → %d", x.Seq, x.Method, x.Path, x.Status)
+		// The method, path and what the agent reported are the submission's
+		// text: inert Markdown (harness/inert), never a link or HTML.
+		fmt.Fprintf(&b, "%d. %s %s → %d", x.Seq, inert.Markdown(x.Method), inert.Markdown(x.Path), x.Status)
 		if x.Served != "" {
 			fmt.Fprintf(&b, ": the model %s", x.Served)
 		}
 		b.WriteString("\n")
 		for _, f := range x.Findings {
-			fmt.Fprintf(&b, "   - **secret in the request**: %s in %s\n", f.Label, f.Where)
+			fmt.Fprintf(&b, "   - **secret in the request**: %s in %s\n", inert.Markdown(f.Label), inert.Markdown(f.Where))
 		}
 		if len(x.EnvDump) >= EnvDumpThreshold {
-			fmt.Fprintf(&b, "   - **environment dump in the request**: %s\n", strings.Join(x.EnvDump, ", "))
+			fmt.Fprintf(&b, "   - **environment dump in the request**: %s\n", inert.Markdown(strings.Join(x.EnvDump, ", ")))
 		}
 		if x.ClientGone {
 			fmt.Fprintf(&b, "   - the agent hung up after %d ms\n", x.DurationMs)
 		}
 		if i+1 < len(xs) {
 			for _, r := range xs[i+1].ToolResults {
-				fmt.Fprintf(&b, "   - the agent reported back: %s\n", tail(oneLine(r), 400))
+				fmt.Fprintf(&b, "   - the agent reported back: %s\n", inert.Markdown(tail(oneLine(r), 400)))
 			}
 		}
 	}

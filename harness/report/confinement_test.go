@@ -57,7 +57,7 @@ func TestReadConfinementHeader(t *testing.T) {
 	require.NoError(t, render.WriteMarkdown(&md, d))
 	assert.Contains(t, md.String(), "> **Confinement OFF")
 	assert.Contains(t, md.String(), "| Confinement | off (3 commands, 2 connections refused) |")
-	assert.Contains(t, md.String(), "| Ran the bundled reference | evidence/subject-sales |")
+	assert.Contains(t, md.String(), "| Ran the bundled reference | "+render.Cell("evidence/subject-sales")+" |")
 	require.NoError(t, render.WriteHTML(&html, report.Scored(d)))
 	assert.Contains(t, html.String(), `id="confinement"`)
 	var js bytes.Buffer

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -168,7 +169,7 @@ func TestFinalizeUndoesAJournalWrittenDuringTheRun(t *testing.T) {
 	assert.Len(t, journalLines(t, dir), 2)
 	md, err := os.ReadFile(filepath.Join(dir, report.MarkdownFile))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "**Journal altered during the run:** results.jsonl was altered during the run")
+	assert.Contains(t, string(md), "**Journal altered during the run:** "+render.Cell("results.jsonl was altered during the run"))
 	require.NoError(t, report.VerifyJournal(dir, keys), "the restored journal verifies")
 	assert.True(t, bytes.Contains([]byte(journalLines(t, dir)[0]), []byte(`"verdict":"failed"`)))
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -53,9 +54,9 @@ func TestPanicMidwayLeavesReport(t *testing.T) {
 	assert.PanicsWithValue(t, "boom in step 3", run)
 
 	md, js, junit := reporttest.ReadAll(t, dir)
-	assert.Contains(t, md, "**Run aborted:** panic: boom in step 3")
+	assert.Contains(t, md, "**Run aborted:** "+render.Cell("panic: boom in step 3"))
 	assert.Contains(t, md, "| **M0** M0 · Contract verification | passed | contract ok |")
-	assert.Contains(t, md, "[transcript.txt](evidence/M0/transcript.txt)")
+	assert.Contains(t, md, "["+render.Cell("transcript.txt")+"](evidence/M0/transcript.txt)")
 	assert.Contains(t, junit, "GET after delete returned 200")
 	var doc report.Document
 	require.NoError(t, json.Unmarshal([]byte(js), &doc))

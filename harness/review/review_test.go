@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/report"
+	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -192,7 +193,7 @@ func TestReviewOverrideNeedsReason(t *testing.T) {
 	assert.Equal(t, rubric.OverallPassed, f.Verdict, "the override is the reviewer's, and shown as one")
 	assert.Equal(t, before, read(t, filepath.Join(dir, report.JSONFile)), "the measured failure stays in report.json")
 	md := read(t, filepath.Join(dir, report.MarkdownFile))
-	assert.Contains(t, md, "**OVERRIDE** of the measured failed: the probe host was on the allow list by the course's mistake")
+	assert.Contains(t, md, "**OVERRIDE** of the measured failed: "+render.Cell("the probe host was on the allow list by the course's mistake"))
 	assert.Contains(t, md, "by reviewer overrides: **"+num(netW)+"**")
 	assert.Contains(t, read(t, filepath.Join(dir, report.HTMLFile)), "Reviewer override (R): the probe host was on the allow list")
 	gs := read(t, filepath.Join(dir, report.GradescopeFile))
@@ -398,7 +399,7 @@ func TestReviewCannotPassFlakyWithoutReason(t *testing.T) {
 		}
 	}
 	md := read(t, filepath.Join(dir, report.MarkdownFile))
-	assert.Contains(t, md, "**OVERRIDE** of the measured flaky: the second repetition ran while the server was being restarted")
+	assert.Contains(t, md, "**OVERRIDE** of the measured flaky: "+render.Cell("the second repetition ran while the server was being restarted"))
 	assert.Equal(t, rubric.OverallNotPassed, f.Verdict, "M5 is still flaky")
 }
 

@@ -26,10 +26,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
@@ -63,11 +63,13 @@ type FieldError struct {
 	Message string
 }
 
+// Error is one line, inert on a terminal (harness/inert): a field's name
+// and its value are the submission's text.
 func (e FieldError) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("%s (line %d): %s", e.Field, e.Line, e.Message)
+		return inert.Line(fmt.Sprintf("%s (line %d): %s", e.Field, e.Line, e.Message))
 	}
-	return e.Field + ": " + e.Message
+	return inert.Line(e.Field + ": " + e.Message)
 }
 
 // ManifestError lists every problem of one manifest.
@@ -76,12 +78,46 @@ type ManifestError struct {
 	Fields []FieldError
 }
 
+// maxFieldErrors bounds the problems ManifestError prints (a manifest of a
+// thousand unknown keys is one error, not a screenful).
+const maxFieldErrors = 10
+
+// Error is one line, inert on a terminal: at most maxFieldErrors problems,
+// then how many more.
 func (e *ManifestError) Error() string {
-	parts := make([]string, len(e.Fields))
+	var parts []string
 	for i, f := range e.Fields {
-		parts[i] = f.Error()
+		if i == maxFieldErrors {
+			parts = append(parts, fmt.Sprintf("and %d more", len(e.Fields)-i))
+			break
+		}
+		parts = append(parts, f.Error())
 	}
-	return e.Path + ": " + strings.Join(parts, "; ")
+	return inert.Line(e.Path) + ": " + strings.Join(parts, "; ")
+}
+
+// fieldName is how a key of the manifest is named in an error: as it is
+// when it is a plain name, else quoted (harness/inert.Quote) and cut to 60
+// characters. An unknown key is the submission's text: printed raw, one
+// carried escape sequences and a forged "class summary" line to the
+// grader's console.
+func fieldName(key string) string {
+	plain := key != "" && len(key) <= 60 && strings.IndexFunc(key, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
+	}) < 0
+	if plain {
+		return key
+	}
+	return quoteCut(key)
+}
+
+// quoteCut is the submission's text quoted (harness/inert.Quote), cut to 60
+// characters.
+func quoteCut(s string) string {
+	if r := []rune(s); len(r) > 60 {
+		return inert.Quote(string(r[:60])) + "…"
+	}
+	return inert.Quote(s)
 }
 
 // fields are the manifest's known keys and their kinds.
@@ -143,7 +179,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 		kind, known := fields[key]
 		switch {
 		case !known:
-			add(key, k.Line, "unknown field (known: name, run, contract, reap, test, readme, model)")
+			add(fieldName(key), k.Line, "unknown field (known: name, run, contract, reap, test, readme, model)")
 			continue
 		case seen[key]:
 			add(key, k.Line, "given twice")
@@ -176,7 +212,7 @@ func Parse(path string, b []byte) (*Manifest, error) {
 				tk, tv := v.Content[j], v.Content[j+1]
 				f := "test." + tk.Value
 				if !testFields[tk.Value] {
-					add(f, tk.Line, "unknown field (known: test.unit, test.integration)")
+					add("test."+fieldName(tk.Value), tk.Line, "unknown field (known: test.unit, test.integration)")
 					continue
 				}
 				if tseen[tk.Value] {
@@ -218,14 +254,14 @@ func Parse(path string, b []byte) (*Manifest, error) {
 		case strings.TrimSpace(r) == "":
 			add("readme", 0, "must name a file (default README.md)")
 		case filepath.IsAbs(r) || strings.HasPrefix(filepath.Clean(r), ".."):
-			add("readme", 0, "%q must be a path inside the submission directory", r)
+			add("readme", 0, "%s must be a path inside the submission directory", quoteCut(r))
 		}
 	}
 	if seen["name"] && !invalid["name"] && strings.TrimSpace(m.Name) == "" {
 		add("name", 0, "must not be empty (leave it out to use the directory name)")
-	} else if strings.ContainsFunc(m.Name, unicode.IsControl) {
+	} else if strings.ContainsFunc(m.Name, inert.Dangerous) {
 		// the name is printed on the console and in every report
-		add("name", 0, "must not contain control characters (a newline, an escape sequence…)")
+		add("name", 0, "must not contain control characters (a newline, an escape sequence, a bidi override…)")
 	}
 	if len(merr.Fields) > 0 {
 		return nil, merr
@@ -260,7 +296,7 @@ func describe(v *yaml.Node) string {
 		case "!!bool":
 			return v.Value
 		}
-		return fmt.Sprintf("%q", v.Value)
+		return quoteCut(v.Value)
 	}
 	return "an unsupported value"
 }

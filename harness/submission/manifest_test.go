@@ -1,6 +1,7 @@
 package submission
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,36 @@ func TestParseMinimalManifestDefaults(t *testing.T) {
 	assert.Equal(t, "README.md", m.Readme)
 	assert.Empty(t, m.Contract)
 	assert.False(t, m.Model)
+}
+
+// An unknown key is the submission's text: its error names it quoted and
+// escaped (harness/inert), one line, never a raw control character, so a
+// key cannot clear the grader's screen, set its title, write its clipboard
+// (OSC 52) or print a forged line such as "class summary: all 2 passed".
+func TestManifestErrorsStayInert(t *testing.T) {
+	in := "run: x\n\"\\e[2J\\e]0;owned\\a\\e]52;c;Y3VybCB8IHNo\\a\\nclass summary: all 2 passed\\r\": 1\n" +
+		"\"<img src=x onerror=alert(1)>\": 2\n\"=HYPERLINK(\\\"http://x\\\")\": 3\n\"\\u202eevil\": 4\n" +
+		"test:\n  \"\\e[31mred\": pytest\nname: \"re\\u202eference\"\n"
+	_, err := Parse("sub/capstone.yaml", []byte(in))
+	require.Error(t, err)
+	msg := err.Error()
+	for _, r := range msg {
+		assert.False(t, r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || (r >= 0x202a && r <= 0x202e), "raw %U in %q", r, msg)
+	}
+	assert.Contains(t, msg, `"\x1b[2J\x1b]0;owned\x07\x1b]52;c;Y3VybCB8IHNo\x07\nclass summary: all 2 pass"… (line 2): unknown field`, "quoted, escaped, cut to 60 characters")
+	assert.Contains(t, msg, `test."\x1b[31mred" (line 7): unknown field`)
+	assert.Contains(t, msg, `"\u202eevil" (line 5): unknown field`)
+	assert.Contains(t, msg, "name: must not contain control characters")
+	// A thousand unknown keys are one bounded error.
+	var b strings.Builder
+	b.WriteString("run: x\n")
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&b, "k%d: 1\n", i)
+	}
+	_, err = Parse("capstone.yaml", []byte(b.String()))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "and 990 more")
+	assert.Less(t, len(err.Error()), 2000)
 }
 
 // Each bad field gets its own clear error, all reported at once.

@@ -348,7 +348,7 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 				final += " (review pending)"
 			}
 		}
-		fmt.Fprintf(&b, " %s | [%s](%s/%s) |\n", final, render.Cell(s.Bundle), s.Bundle, report.MarkdownFile)
+		fmt.Fprintf(&b, " %s | %s |\n", final, render.Link(s.Bundle, s.Bundle+"/"+report.MarkdownFile))
 	}
 	b.WriteString("\n## Per entry\n\nPass rate = passed / (passed + failed + flaky); flaky (passed only some repetitions of `--repeat`) is never a pass; not measured and harness errors are counted apart.\n\n")
 	b.WriteString("| Entry | Passed | Failed | Flaky | Not measured | Harness error | Pass rate |\n|---|---:|---:|---:|---:|---:|---:|\n")
@@ -388,7 +388,7 @@ func writeClassCSV(buf *bytes.Buffer, c Class) error {
 		return err
 	}
 	for _, s := range c.Students {
-		row := []string{s.Name, s.Bundle}
+		row := []string{csvText(s.Name), s.Bundle}
 		if s.Err != "" {
 			row = append(row, "unreadable", "", "", "", "")
 			for range c.Items {
@@ -398,7 +398,7 @@ func writeClassCSV(buf *bytes.Buffer, c Class) error {
 			for range c.Entries {
 				row = append(row, "")
 			}
-			if err := w.Write(append(row, s.Err)); err != nil {
+			if err := w.Write(append(row, csvText(s.Err))); err != nil {
 				return err
 			}
 			continue

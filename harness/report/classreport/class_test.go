@@ -105,11 +105,11 @@ func TestClassSummaryNumbersEqualBundles(t *testing.T) {
 	assert.Equal(t, 1, flaky[rubric.D2], "alice's D2 is flaky")
 	assert.Equal(t, 1, c.WithFlaky)
 	md := string(reporttest.MustRead(t, filepath.Join(dir, ClassMarkdownFile)))
-	assert.Contains(t, md, "| network | failed | exfil.invalid resolved and was reached")
-	assert.True(t, strings.Contains(md, "| **isolation** Isolation: cannot be accessed after sandbox is destroyed | 3 | 0 | 0 | 0 | 0 | 100% |"), md)
+	assert.Contains(t, md, "| network | failed | "+render.Cell("exfil.invalid resolved and was reached"))
+	assert.True(t, strings.Contains(md, "| **isolation** "+render.Cell("Isolation: cannot be accessed after sandbox is destroyed")+" | 3 | 0 | 0 | 0 | 0 | 100% |"), md)
 	// Flaky is counted apart, measured and never a pass.
 	assert.True(t, strings.Contains(md, "| **D2** Drill 2 · Disappearance in the sandbox | 0 | 0 | 1 | 2 | 0 | 0% |"), md)
-	assert.Contains(t, md, "| D2 | flaky | flaky: passed 1 of 2 repetitions")
+	assert.Contains(t, md, "| D2 | flaky | "+render.Cell("flaky: passed 1 of 2 repetitions"))
 	assert.Contains(t, md, "1 with a flaky entry")
 }
 

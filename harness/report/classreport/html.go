@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"io"
 	"strings"
 
 	_ "embed"
@@ -272,4 +273,6 @@ var classTmpl = template.Must(template.New("class").Funcs(template.FuncMap{
 	"sub":   func(a, b float64) float64 { return a - b },
 }).Parse(classHTMLTemplate))
 
-func writeClassHTML(buf *bytes.Buffer, c Class) error { return classTmpl.Execute(buf, newClassView(c)) }
+func writeClassHTML(buf *bytes.Buffer, c Class) error {
+	return render.InertPage(buf, func(w io.Writer) error { return classTmpl.Execute(w, newClassView(c)) })
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report/render"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -108,6 +109,19 @@ func writeClassMostFailed(b *strings.Builder, c Class) {
 	}
 }
 
+// csvText is a text cell of class.csv: one inert line (harness/inert: no
+// control character, a newline shown as \n), and, when it starts with a
+// character a spreadsheet reads as a formula (= + - @, a tab or a carriage
+// return), prefixed with ' so it is shown as text (OWASP's CSV injection
+// advice). encoding/csv quotes what needs quoting.
+func csvText(s string) string {
+	s = inert.Line(s)
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
 // ClassCSVFooterPrefix starts the student column of class.csv's rows that
 // are the class's figures, not a submission.
 const ClassCSVFooterPrefix = "(class) "
@@ -159,7 +173,7 @@ func writeClassCSVFooter(w *csv.Writer, c Class, head []string) error {
 	for _, f := range c.MostFailed {
 		if len(f.Groups) > 0 {
 			g := f.Groups[0]
-			top[entryCol[f.ID]] = fmt.Sprintf("%d× %s", g.Count, shortReason(g.Reason))
+			top[entryCol[f.ID]] = csvText(fmt.Sprintf("%d× %s", g.Count, shortReason(g.Reason)))
 		}
 	}
 	rows = append(rows, rate, top)

@@ -99,7 +99,7 @@ func writeGradescope(w io.Writer, d report.Document, f *report.Final, reviewed b
 	if f.OverridePoints > 0 {
 		fmt.Fprintf(&b, ", reviewer overrides %s", rubric.Num(f.OverridePoints))
 	}
-	fmt.Fprintf(&b, "). %s", f.VerdictReason)
+	fmt.Fprintf(&b, "). %s", Cell(f.VerdictReason))
 	if !reviewed {
 		b.WriteString("\n\nNot reviewed yet: reviewer-judgement entries score 0 until `acceptance review` records a judgement.")
 	}
@@ -137,17 +137,17 @@ func gsOutput(r report.EntryRow, fe report.FinalEntry) string {
 		b.WriteString("Passed in only some of the repetitions (`--repeat`) and failed in the others: a flaky entry is never passed and earns no points. ")
 	}
 	if r.Reason != "" {
-		b.WriteString(r.Reason)
+		b.WriteString(Cell(r.Reason)) // the submission's text, inert Markdown
 		b.WriteString("\n")
 	}
 	if len(r.StandIns) > 0 {
 		fmt.Fprintf(&b, "\n*Stand-in:* this verdict %s.\n", report.StandInNote(r.StandIns))
 	}
 	if fe.OverrideReason != "" {
-		fmt.Fprintf(&b, "\nReviewer override (%s): %s\n", fe.Reviewer, fe.OverrideReason)
+		fmt.Fprintf(&b, "\nReviewer override (%s): %s\n", Cell(fe.Reviewer), Cell(fe.OverrideReason))
 	}
 	if fe.Note != "" {
-		fmt.Fprintf(&b, "\nReviewer note (%s): %s\n", fe.Reviewer, fe.Note)
+		fmt.Fprintf(&b, "\nReviewer note (%s): %s\n", Cell(fe.Reviewer), Cell(fe.Note))
 	}
 	if len(r.Evidence) > 0 {
 		b.WriteString("\nEvidence: ")
@@ -155,12 +155,12 @@ func gsOutput(r report.EntryRow, fe report.FinalEntry) string {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("`" + e + "`")
+			b.WriteString(code(e))
 		}
 		b.WriteString("\n")
 	}
 	if r.Reproduce != "" {
-		fmt.Fprintf(&b, "\nReproduce: `%s`\n", r.Reproduce)
+		fmt.Fprintf(&b, "\nReproduce: %s\n", code(r.Reproduce))
 	}
 	return b.String()
 }

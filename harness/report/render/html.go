@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -102,6 +103,20 @@ type svgText struct {
 // scored), the rubric as a coloured table, each entry's reason and evidence
 // links, a timeline of every subject run and of every contract, reap and
 // test command the submission ran.
+// InertPage writes what write writes to w with every control character
+// but newline and tab (and every bidi override) shown as a visible escape
+// (harness/inert.Text): html/template and encoding/xml escape markup, not
+// an ESC or a bidi override a submission's text carries into report.html,
+// class.html or junit.xml.
+func InertPage(w io.Writer, write func(io.Writer) error) error {
+	var b strings.Builder
+	if err := write(&b); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, inert.Text(b.String()))
+	return err
+}
+
 func writeHTML(w io.Writer, d report.Document, f *report.Final, reviewed bool) error {
 	v := htmlView{D: d, F: f, Reviewed: reviewed, FinalByID: map[rubric.ID]report.FinalEntry{}}
 	for _, fe := range v.F.Entries {
@@ -143,7 +158,7 @@ func writeHTML(w io.Writer, d report.Document, f *report.Final, reviewed bool) e
 	for _, r := range d.Invocations {
 		v.Commands = append(v.Commands, layoutTimeline(r))
 	}
-	return htmlTmpl.Execute(w, v)
+	return InertPage(w, func(w io.Writer) error { return htmlTmpl.Execute(w, v) })
 }
 
 const (

@@ -117,16 +117,18 @@ func WriteJUnit(w io.Writer, d report.Document) error {
 		top.Suites = append(top.Suites, s)
 	}
 	top.clean()
-	if _, err := io.WriteString(w, xml.Header); err != nil {
+	return InertPage(w, func(w io.Writer) error {
+		if _, err := io.WriteString(w, xml.Header); err != nil {
+			return err
+		}
+		enc := xml.NewEncoder(w)
+		enc.Indent("", "  ")
+		if err := enc.Encode(top); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "\n")
 		return err
-	}
-	enc := xml.NewEncoder(w)
-	enc.Indent("", "  ")
-	if err := enc.Encode(top); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	})
 }
 
 // withStandIn appends the stand-in marker to a message, when the row has one.

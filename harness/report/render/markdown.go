@@ -3,10 +3,12 @@ package render
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -15,7 +17,7 @@ import (
 func WriteMarkdown(w io.Writer, d report.Document) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Acceptance report: %s\n\n", VerdictTitle(d.Verdict))
-	fmt.Fprintf(&b, "**Verdict: %s** (exit code %d): %s\n\n", VerdictTitle(d.Verdict), d.ExitCode, d.VerdictReason)
+	fmt.Fprintf(&b, "**Verdict: %s** (exit code %d): %s\n\n", VerdictTitle(d.Verdict), d.ExitCode, Cell(d.VerdictReason))
 	fmt.Fprintf(&b, "**Score: %s of %s measured (measured %s of %s)**\n\n",
 		rubric.Num(d.Score.Earned), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Total))
 	if d.Aborted != "" {
@@ -113,7 +115,9 @@ func WriteMarkdown(w io.Writer, d report.Document) error {
 			if dr.Diff == "" {
 				continue
 			}
-			fmt.Fprintf(&b, "\n<details><summary>%s: diff against the baseline</summary>\n\n```diff\n%s\n```\n\n</details>\n", dr.ID, strings.TrimRight(dr.Diff, "\n"))
+			diff := printableBlock(strings.TrimRight(dr.Diff, "\n"))
+			f := fence(diff)
+			fmt.Fprintf(&b, "\n<details><summary>%s: diff against the baseline</summary>\n\n%sdiff\n%s\n%s\n\n</details>\n", Cell(string(dr.ID)), f, diff, f)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -127,39 +131,84 @@ func plural(n int, one, many string) string {
 	return many
 }
 
+// evidenceLinks links a row's evidence files: the only links of report.md,
+// and the grader's (the paths are the bundle's own, evidence/<id>/<name>).
+// The text is escaped like any cell, the destination percent-encoded, so
+// neither can close the link or start another.
 func evidenceLinks(ev []string) string {
 	if len(ev) == 0 {
 		return ""
 	}
 	links := make([]string, len(ev))
 	for i, e := range ev {
-		links[i] = fmt.Sprintf("[%s](%s)", Cell(path.Base(e)), strings.ReplaceAll(e, " ", "%20"))
+		links[i] = fmt.Sprintf("[%s](%s)", Cell(inert.Line(path.Base(e))), linkPath(e))
 	}
 	return strings.Join(links, "<br>")
 }
 
-// Cell makes s safe inside a Markdown table cell (report.md, class.md).
-func Cell(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", "<br>")
+// Link is a Markdown link the grader makes to a relative path (a bundle's
+// report from class.md): its text escaped (Cell), its destination
+// percent-encoded (linkPath).
+func Link(text, relPath string) string {
+	return "[" + Cell(text) + "](" + linkPath(relPath) + ")"
 }
 
-// code renders s as inline code inside a table cell.
+// linkPath is a relative path as a Markdown link destination: every
+// segment percent-encoded (url.PathEscape), so no (, ), <, >, space or
+// scheme ("javascript:") survives as such.
+func linkPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+		if i == 0 && strings.Contains(segs[i], ":") {
+			segs[i] = "./" + segs[i] // never read as a scheme
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// Cell makes s inert Markdown (report.md, class.md, results.json's output),
+// in a table cell or in running text: harness/inert.Markdown.
+func Cell(s string) string { return inert.Markdown(s) }
+
+// fence is a code fence longer than any run of backticks in s, so s
+// cannot close it.
+func fence(s string) string {
+	n, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			n = max(n, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, n+1))
+}
+
+// printableBlock is a code block's text: each line inert (harness/inert),
+// the line breaks kept.
+func printableBlock(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = inert.Line(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// code renders s as inline code inside a table cell. A code span is used
+// only when s holds nothing a table or a code span could misread (no `|`,
+// no backslash, no backtick); anything else is shown as escaped text in
+// <code> (Cell), so a "\|" can never end the cell.
 func code(s string) string {
 	if s == "" {
 		return ""
 	}
-	s = strings.ReplaceAll(s, "\n", " ")
-	s = strings.ReplaceAll(s, "|", `\|`)
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
+	s = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+	if inert.Clean(s) && !strings.ContainsAny(s, "|\\`") {
+		return "`" + s + "`"
 	}
-	if fence != "`" {
-		return fence + " " + s + " " + fence
-	}
-	return fence + s + fence
+	return "<code>" + Cell(s) + "</code>"
 }
 
 // writePreflight renders the target preflight section (never scored).

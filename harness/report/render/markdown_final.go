@@ -20,20 +20,20 @@ func writeFinalMarkdown(b *strings.Builder, f *report.Final) {
 	}
 	b.WriteString(".")
 	if len(f.Pending) > 0 {
-		fmt.Fprintf(b, " Awaiting a reviewer: %s.", strings.Join(f.Pending, ", "))
+		fmt.Fprintf(b, " Awaiting a reviewer: %s.", Cell(strings.Join(f.Pending, ", ")))
 	}
 	b.WriteString(" report.json is unchanged: it holds only what the harness measured; the judgement is in review.json.\n\n")
 	b.WriteString("| Entry | Weight | Points | Provenance | Verdict | Reviewer's note or override |\n|---|---:|---:|---|---|---|\n")
 	for _, e := range f.Entries {
-		note := e.Note
+		note := Cell(e.Note)
 		if e.OverrideReason != "" {
-			note = "**OVERRIDE** of the measured " + string(e.MeasuredVerdict) + ": " + e.OverrideReason
+			note = "**OVERRIDE** of the measured " + string(e.MeasuredVerdict) + ": " + Cell(e.OverrideReason)
 			if e.Note != "" {
-				note += " (" + e.Note + ")"
+				note += " (" + Cell(e.Note) + ")"
 			}
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", e.ID, rubric.Num(e.Weight), rubric.Num(e.Points),
-			e.Provenance, verdictWords(e.Verdict, e.Category), Cell(note))
+			e.Provenance, verdictWords(e.Verdict, e.Category), note)
 	}
 	if len(f.Questions) > 0 {
 		b.WriteString("\n### Defense questions (M5)\n\n| # | Question | Verdict | Points | Note |\n|---:|---|---|---:|---|\n")

@@ -70,7 +70,7 @@ func TestNotMeasuredReasonInEveryOutput(t *testing.T) {
 	require.NoError(t, err)
 	md, js, junit := reporttest.ReadAll(t, dir)
 
-	assert.Contains(t, md, "| **D3** Drill 3 · 429 insufficient capacity | not measured (unsupported_by_target) | "+reason+" |")
+	assert.Contains(t, md, "| **D3** Drill 3 · 429 insufficient capacity | not measured (unsupported_by_target) | "+Cell(reason)+" |")
 
 	e := entryFromJSON(t, js, rubric.D3)
 	assert.Equal(t, "not_measured", e["verdict"])

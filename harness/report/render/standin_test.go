@@ -50,7 +50,7 @@ func TestStandInMarkedPerEntry(t *testing.T) {
 	var md strings.Builder
 	require.NoError(t, WriteMarkdown(&md, d))
 	assert.Contains(t, md.String(), "**Stand-ins:** this target's execd, egress, sandbox are built by this project")
-	assert.Contains(t, md.String(), "| **network** Network security: targets not allowed are denied | **FAILED** *(stand-in: execd, egress, sandbox)* |")
+	assert.Contains(t, md.String(), "| **network** "+Cell("Network security: targets not allowed are denied")+" | **FAILED** *(stand-in: execd, egress, sandbox)* |")
 	assert.Contains(t, md.String(), "| **M1** M1 · Minimum closed loop | passed *(stand-in: execd, sandbox)* |")
 	assert.Contains(t, md.String(), "| **M0** M0 · Contract verification | passed | ")
 
