@@ -118,7 +118,7 @@ func claimsInReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text, err := readSubmissionFile(filepath.Join(r.outDir, "report.md"), "{out}/report.md", capReportMD)
+	text, err := readSubmissionFile(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", capReportMD)
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -166,7 +166,7 @@ func audited(ctx context.Context) (*scenario, *subjectRun, error) {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return s, r, harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	return s, r, nil
 }
 
@@ -181,7 +181,7 @@ func lifecycleSeen(ctx context.Context) (*scenario, *subjectRun, error) {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return s, r, harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	return s, r, nil
 }
 
@@ -290,7 +290,7 @@ func failedOrZeroRows(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.res.ExitCode != 0 {
+	if r.Res.ExitCode != 0 {
 		return nil
 	}
 	if r.sum != nil {
@@ -325,7 +325,7 @@ func failureVisible(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.res.ExitCode == 0 {
+	if r.Res.ExitCode == 0 {
 		return nil
 	}
 	if r.sum == nil {

@@ -308,7 +308,7 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 		runs = append(runs, s.run)
 	}
 	for _, r := range runs {
-		if r == nil || r.res == nil || r.dir == "" {
+		if r == nil || r.Res == nil || r.Dir == "" {
 			continue
 		}
 		if _, done := e.egressChecked.LoadOrStore(r, true); done {
@@ -324,7 +324,7 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 			}
 			reqs := egressRequests(r)
 			if b, err := json.MarshalIndent(reqs, "", "  "); err == nil && len(reqs) > 0 {
-				_ = os.WriteFile(filepath.Join(r.dir, "egress-requests.json"), b, 0o644)
+				_ = os.WriteFile(filepath.Join(r.Dir, "egress-requests.json"), b, 0o644)
 			}
 			found = e.whatLeft(r)
 		}
@@ -370,14 +370,14 @@ func joinIDs(ids []rubric.ID) string {
 func (e *Env) keepStubLog(r *subjectRun) []string {
 	// In a class the stubs are shared: their logs hold other submissions'
 	// requests, which do not belong in this one's bundle.
-	if e.opt.Stubs.StubRequests == nil || e.opt.Stubs.Shared || r.started.IsZero() || r.dir == "" {
+	if e.opt.Stubs.StubRequests == nil || e.opt.Stubs.Shared || r.Started.IsZero() || r.Dir == "" {
 		return nil
 	}
-	end := r.ended
+	end := r.Ended
 	if end.IsZero() {
 		end = time.Now()
 	}
-	all := e.opt.Stubs.StubRequests(r.started)
+	all := e.opt.Stubs.StubRequests(r.Started)
 	kept := map[string][]stubs.Request{}
 	n := 0
 	names := make([]string, 0, len(all))
@@ -398,14 +398,14 @@ func (e *Env) keepStubLog(r *subjectRun) []string {
 	}
 	b, err := json.MarshalIndent(map[string]any{
 		"note":     "every request the stubs logged while this run ran, from any sandbox or local process: not attributed to this run (the gateway's egress_request events in audit.json are)",
-		"from":     r.started.UTC().Format(time.RFC3339Nano),
+		"from":     r.Started.UTC().Format(time.RFC3339Nano),
 		"to":       end.UTC().Format(time.RFC3339Nano),
 		"requests": kept,
 	}, "", "  ")
-	if err != nil || os.WriteFile(filepath.Join(r.dir, "stub-requests.json"), b, 0o644) != nil {
+	if err != nil || os.WriteFile(filepath.Join(r.Dir, "stub-requests.json"), b, 0o644) != nil {
 		return nil
 	}
-	return []string{filepath.Join(r.relDir, "stub-requests.json")}
+	return []string{filepath.Join(r.RelDir, "stub-requests.json")}
 }
 
 // markedStubs are the stubs a run's input marker must never reach: every
@@ -452,14 +452,14 @@ func (e *Env) stubsGotMarker(r *subjectRun) []leftFinding {
 // (The data API's are attributed by token, and never decide a verdict
 // without one.)
 func (e *Env) unattributed(r *subjectRun) map[string][]stubs.Request {
-	if e.opt.Stubs.StubRequests == nil || r.started.IsZero() {
+	if e.opt.Stubs.StubRequests == nil || r.Started.IsZero() {
 		return nil
 	}
-	end := r.ended
+	end := r.Ended
 	if end.IsZero() {
 		end = time.Now()
 	}
-	all := e.opt.Stubs.StubRequests(r.started)
+	all := e.opt.Stubs.StubRequests(r.Started)
 	out := map[string][]stubs.Request{}
 	for _, stub := range []string{"exfil", "index"} {
 		for _, q := range all[stub] {
@@ -483,7 +483,7 @@ func (e *Env) unattributed(r *subjectRun) map[string][]stubs.Request {
 // is anyone's) and returns the file's path relative to the bundle.
 func (e *Env) keepUnattributed(r *subjectRun) []string {
 	u := e.unattributed(r)
-	if len(u) == 0 || r.dir == "" {
+	if len(u) == 0 || r.Dir == "" {
 		return nil
 	}
 	b, err := json.MarshalIndent(map[string]any{
@@ -491,10 +491,10 @@ func (e *Env) keepUnattributed(r *subjectRun) []string {
 			e.unattributedBlame(),
 		"requests": u,
 	}, "", "  ")
-	if err != nil || os.WriteFile(filepath.Join(r.dir, "unattributable-requests.json"), b, 0o644) != nil {
+	if err != nil || os.WriteFile(filepath.Join(r.Dir, "unattributable-requests.json"), b, 0o644) != nil {
 		return nil
 	}
-	return []string{filepath.Join(r.relDir, "unattributable-requests.json")}
+	return []string{filepath.Join(r.RelDir, "unattributable-requests.json")}
 }
 
 // couldBeTheSubmissions says whether an unattributable request could have

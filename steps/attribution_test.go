@@ -81,8 +81,8 @@ func TestAttributionByIdentity(t *testing.T) {
 	}
 	e.opt.Confine = &confine.Config{} // the submissions' commands cannot reach the sink directly
 	mkRun := func(key, apiKey string) (*scenario, context.Context) {
-		r := &subjectRun{key: key, fixture: "sales", launch: launch{dir: t.TempDir(), relDir: "evidence/subject-" + key, apiKey: apiKey, keyFP: keyFingerprint(apiKey),
-			started: t0, ended: time.Now(), res: &subject.Result{ExitCode: 0}}}
+		r := &subjectRun{key: key, fixture: "sales", launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-" + key, APIKey: apiKey, KeyFP: keyFingerprint(apiKey),
+			Started: t0, Ended: time.Now(), Res: &subject.Result{ExitCode: 0}}}
 		tags := []string{"@drill:D4", "@criterion:injection"}
 		s := &scenario{env: e, name: "run " + key, tags: tags, ids: rubricIDs(tags), run: r}
 		return s, context.WithValue(context.Background(), scenarioKey{}, s)
@@ -281,8 +281,8 @@ func TestUnattributedNeverFails(t *testing.T) {
 			e.opt.Confine = &confine.Config{}
 		}
 		r := &subjectRun{key: "sales", fixture: "sales", marker: runMarker{label: "input_run_x_sales", value: "ORD-000101-cm0123456789abcdef"},
-			launch: launch{dir: t.TempDir(), relDir: "evidence/subject-sales", apiKey: key, keyFP: keyFingerprint(key),
-				started: t0, ended: t0.Add(10 * time.Second), res: &subject.Result{ExitCode: 0}}}
+			launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", APIKey: key, KeyFP: keyFingerprint(key),
+				Started: t0, Ended: t0.Add(10 * time.Second), Res: &subject.Result{ExitCode: 0}}}
 		tags := []string{"@drill:D4", "@criterion:injection"}
 		s := &scenario{env: e, name: "sales", tags: tags, ids: rubricIDs(tags), run: r}
 		return s, r, exfilUntouched(context.WithValue(context.Background(), scenarioKey{}, s))
@@ -298,7 +298,7 @@ func TestUnattributedNeverFails(t *testing.T) {
 		assert.Contains(t, note, "/legacy/")
 		assert.NotContains(t, note, "/simple/", "a download takes nothing out")
 		assert.NotContains(t, note, "from-another-sandbox", "the gateway forwarded it for a sandbox: attributed")
-		b, err := os.ReadFile(filepath.Join(r.dir, "unattributable-requests.json"))
+		b, err := os.ReadFile(filepath.Join(r.Dir, "unattributable-requests.json"))
 		require.NoError(t, err)
 		assert.Contains(t, string(b), "not this submission's")
 	})
@@ -368,7 +368,7 @@ func TestStubGotTheRunsMarker(t *testing.T) {
 	}}
 	mk := func(label string) (*scenario, context.Context) {
 		r := &subjectRun{key: "sales", fixture: "sales", marker: runMarker{label: label, value: "v"},
-			launch: launch{dir: t.TempDir(), relDir: "evidence/subject-sales", apiKey: key, keyFP: keyFingerprint(key), started: t0, ended: time.Now(), res: &subject.Result{}}}
+			launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", APIKey: key, KeyFP: keyFingerprint(key), Started: t0, Ended: time.Now(), Res: &subject.Result{}}}
 		s := &scenario{env: e, name: "sales", run: r}
 		return s, context.WithValue(context.Background(), scenarioKey{}, s)
 	}

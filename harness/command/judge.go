@@ -43,7 +43,10 @@ func (rec *Record) Judge(ctx context.Context) error {
 		return Harnessf("%s, and %s then exited %d: a fault of the grader, not of the submission", why, what, exit)
 	}
 	if why := rec.TargetFailure(ctx); why != "" {
-		return Harnessf("the target failed a create of %s (%s), and it then exited %d: a fault of the target, not of the submission", what, why, exit)
+		if rec.Field == "run" {
+			return Harnessf("the target failed the subject's create (%s), and the subject then exited %d: a fault of the target, not of the submission", why, exit)
+		}
+		return Harnessf("the target failed a create of %s (%s), and the command then exited %d: a fault of the target, not of the submission", what, why, exit)
 	}
 	if why := rec.UnexplainedVanish(ctx); why != "" {
 		return Harnessf("%s; %s then exited %d: a fault of the target or the machine, not of the submission", why, what, exit)
@@ -75,7 +78,7 @@ func (rec *Record) TargetFailure(ctx context.Context) string {
 			return fmt.Sprintf("%s %s → %d %s", c.Method, c.Path, c.Status, clip(c.Answer, 200))
 		}
 	}
-	if _, isProxy := rec.Witness.(ProxyWitness); rec.Witness == nil || isProxy {
+	if rec.Witness == nil {
 		return ""
 	}
 	saw, err := rec.Saw(ctx)

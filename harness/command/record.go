@@ -45,6 +45,9 @@ type Record struct {
 	// Boxed: the command ran in a box whose guard saw its requests to the
 	// lifecycle port (Keyless is the whole of its keyless requests).
 	Boxed bool
+	// unattributed: it was to run in a box but no box ran (its keyless
+	// requests cannot be told from anyone else's).
+	unattributed bool
 
 	// BudgetSpent: the submission's time was spent before this command,
 	// which did not start (its result says timed out).
@@ -58,6 +61,9 @@ type Record struct {
 	// saw of one sandbox (nil when it cannot say).
 	Witness Witness
 	Fate    func(ctx context.Context, sandboxID string) (SandboxFate, error)
+	// Keep, when set, is given what the target saw once it was read (its
+	// evidence), whoever read it first.
+	Keep func(Saw)
 
 	keylessMu sync.Mutex
 	keyless   []KeylessRequest
@@ -172,6 +178,12 @@ func (rec *Record) Saw(ctx context.Context) (Saw, error) {
 			return
 		}
 		rec.saw, rec.sawErr = rec.Witness.Saw(ctx, rec)
+		if rec.sawErr == nil && rec.WantKeyless && rec.unattributed {
+			rec.sawErr = errUnattributed
+		}
+		if rec.sawErr == nil && rec.Keep != nil {
+			rec.Keep(rec.saw)
+		}
 	})
 	return rec.saw, rec.sawErr
 }
@@ -241,3 +253,8 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// Ran says the command ran to an end of its own or its limit's making: it
+// was started, within the submission's time, and did not time out.
+func (rec *Record) Ran() bool {
+	return rec.Err == nil && rec.Res != nil && !rec.BudgetSpent && !rec.Res.TimedOut
+}

@@ -216,3 +216,22 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Recorded is a Witness over what was already read (a replay of evidence,
+// or a test): its Saw is the same for every record, and it shows no
+// progress.
+type Recorded struct{ What Saw }
+
+// Kind implements Witness.
+func (Recorded) Kind() string { return "recorded" }
+
+// Cursor implements Witness.
+func (Recorded) Cursor(context.Context) int64 { return 0 }
+
+// Saw implements Witness.
+func (w Recorded) Saw(context.Context, *Record) (Saw, error) { return w.What, nil }
+
+// Progress implements Witness.
+func (Recorded) Progress(*Record) ProgressSource {
+	return ProxyProgress(func() []observe.Call { return nil })
+}
