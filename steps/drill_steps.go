@@ -547,7 +547,9 @@ func runAndKill(ctx context.Context, fixture string) error {
 	s.run = s.env.runDrill(ctx, s, fixture)
 	s.addEvidence(s.run.evidence()...)
 	if s.run.Err != nil {
-		return failf("%v", s.run.Err)
+		// The grader could not start the run (out of descriptors, a fork
+		// that failed, a stub that did not answer): never the submission's.
+		return harnessf("the harness could not start the run: %v", s.run.Err)
 	}
 	if s.run.faultSandbox == "" {
 		_ = s.env.loadAudit(ctx, s.run)
