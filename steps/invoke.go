@@ -47,9 +47,9 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 	if field == "contract" && e.mock() && e.opt.Confine == nil {
 		// A keyless request carries no key to attribute it by. In a box, the
 		// box's guard sees each one the command sends (command.Record.Keyless);
-		// with confinement off (--insecure-no-isolation) nothing does, so the
-		// contract command runs alone on the server and every keyless
-		// request in its window is its own.
+		// with confinement off (--insecure-no-confinement, or a machine that
+		// cannot confine) nothing does, so the contract command runs alone on
+		// the server and every keyless request in its window is its own.
 		lock = command.LockExclusive
 	}
 	inv.model = e.launch(ctx, &inv.launch, launchOpts{cmd: cmd, timeout: timeout, lock: lock, keyless: field == "contract",

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/observe"
 )
 
 // Drills D2 and D5 strike "mid-run", once the subject has made progress in
@@ -25,10 +24,10 @@ func (e *Env) whenProgressed(ctx context.Context, r *subjectRun, act func(sandbo
 }
 
 // observedCalls is everything the run's recording proxy saw (so far).
-func observedCalls(r *subjectRun) []observe.Call { return r.ObservedCalls() }
+func observedCalls(r *subjectRun) []command.Call { return r.ObservedCalls() }
 
 // observedCall classifies one call the recording proxy saw.
-func observedCall(c observe.Call) command.ProgressCall { return command.ObservedCall(c) }
+func observedCall(c command.Call) command.ProgressCall { return command.ObservedCall(c) }
 
 // execdPath: is a recorded path a call to execd, and its execd path.
 func execdPath(p string) (string, bool) { return command.ExecdPath(p) }
@@ -40,6 +39,6 @@ func (e *Env) progressUnobserved(r *subjectRun) string {
 }
 
 // execdCallsAfter counts the calls to sandbox id's execd seen at or after t.
-func execdCallsAfter(calls []observe.Call, id string, t time.Time) (int, []string) {
+func execdCallsAfter(calls []command.Call, id string, t time.Time) (int, []string) {
 	return command.ExecdCallsAfter(calls, id, t)
 }

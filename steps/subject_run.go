@@ -14,7 +14,6 @@ import (
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/recompute"
-	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/harness/summary"
 )
 
@@ -128,7 +127,7 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 
 	lo := launchOpts{
 		cmd:      e.sub().Manifest.Run,
-		inputs:   subject.Inputs{CSV: csvPath, Question: question},
+		inputs:   command.Inputs{CSV: csvPath, Question: question},
 		progress: fmt.Sprintf("  … running the subject on %s", key),
 		model:    o.model,
 		canaries: true,

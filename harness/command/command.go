@@ -20,11 +20,13 @@
 //     takes this one, the contract command included: its keyless requests
 //     are attributed by its box (Record.Keyless), not by being alone.
 //   - LockExclusive: the command runs alone on the server. Only a contract
-//     command run with confinement off (--insecure-no-isolation) takes it,
-//     because no box records its keyless requests: every keyless request
-//     the server saw while it ran is then taken as its own. One such command
-//     that never ends holds every other command of the class back until its
-//     timeout; a confined one holds nobody.
+//     command run with confinement off (--insecure-no-confinement, or a
+//     machine that cannot confine) takes it, because no box records its
+//     keyless requests: every keyless request the server saw while it ran is
+//     then taken as its own. One such command that never ends holds every
+//     other command of the class back until its timeout; a confined one
+//     holds nobody. A contract command meant for a box whose box did not
+//     run cannot be judged on its keyless requests: a harness error.
 //
 // What the target saw of the command's key comes from one Witness: the
 // bundled server's audit (its admin API, through harness/osb), or, for a

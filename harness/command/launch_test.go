@@ -48,7 +48,9 @@ func TestNeverEndingContractHoldsNobody(t *testing.T) {
 			<-started
 			t0 := time.Now()
 			other := make(chan *Record, 1)
-			go func() { other <- Launch(context.Background(), spec(t, "reap", "true", time.Minute), Opts{Lock: LockShared, FaultLock: &mu}) }()
+			go func() {
+				other <- Launch(context.Background(), spec(t, "reap", "true", time.Minute), Opts{Lock: LockShared, FaultLock: &mu})
+			}()
 			select {
 			case r := <-other:
 				require.False(t, tc.blocked, "the other command ran while an exclusive contract command held the server")
