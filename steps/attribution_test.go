@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/fixtures"
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/osb"
@@ -146,7 +147,7 @@ func TestWhatLeft(t *testing.T) {
 			got := e.whatLeft(&subjectRun{key: "k", audit: []osb.AuditEvent{tc.ev}})
 			assert.Equal(t, tc.left, len(got) > 0, "%+v", got)
 			if tc.left {
-				assert.Equal(t, tc.secret, got[0].secret)
+				assert.Equal(t, tc.secret, got[0].Secret)
 			}
 		})
 	}
@@ -154,14 +155,14 @@ func TestWhatLeft(t *testing.T) {
 
 func TestMarkerLine(t *testing.T) {
 	assert.Equal(t, "ORD-000001,2025-03-01,North,Electronics,Wireless Mouse,16.32,6,97.92",
-		markerLine([]byte("order_id,order_date\r\nORD-000001,2025-03-01,North,Electronics,Wireless Mouse,16.32,6,97.92\r\nx\n")))
-	assert.Equal(t, "", markerLine([]byte("order_id,order_date,region,category,product\n")), "header only")
-	assert.Equal(t, "", markerLine(nil))
-	m := inputMarkers()
+		command.MarkerLine([]byte("order_id,order_date\r\nORD-000001,2025-03-01,North,Electronics,Wireless Mouse,16.32,6,97.92\r\nx\n")))
+	assert.Equal(t, "", command.MarkerLine([]byte("order_id,order_date,region,category,product\n")), "header only")
+	assert.Equal(t, "", command.MarkerLine(nil))
+	m := command.InputMarkers()
 	assert.Contains(t, m, "input_sales")
 	assert.NotContains(t, m, "input_header_only")
 	for label, v := range m {
-		assert.GreaterOrEqual(t, len(v), minMarker, label)
+		assert.GreaterOrEqual(t, len(v), command.MinMarker, label)
 	}
 }
 

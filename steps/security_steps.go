@@ -545,8 +545,8 @@ func exfilUntouched(ctx context.Context) error {
 		}
 	}
 	for _, f := range s.env.stubsGotMarker(r) {
-		if strings.HasPrefix(f.what, "the exfil stub") {
-			return violationf("%s", f.what)
+		if strings.HasPrefix(f.What, "the exfil stub") {
+			return violationf("%s", f.What)
 		}
 	}
 	s.addEvidence(s.env.keepStubLog(r)...)
