@@ -35,7 +35,14 @@
 // (refused creates too), the sandboxes it created with their create
 // requests, every event of those sandboxes, the keyless requests seen while
 // it ran, and the calls that show its progress in a sandbox (the drills'
-// "mid-run", WhenProgressed). A Record reads its Witness once (Record.Saw).
+// "mid-run", WhenProgressed). A Record reads its Witness once (Record.Saw)
+// and hands what it read to its Keep hook (the caller's evidence). Recorded
+// is a Witness over what was read before (a replay, a test).
+//
+// What a command's sandboxes sent out is attributed by identity, never by a
+// time window: the input markers planted in each run's input (InputMarkers,
+// PlantInCSV) and the egress gateway's records of its own sandboxes
+// (EgressRequests, WhatLeft) say what left, and from which sandbox.
 //
 // Record.Judge is the one judge of a command's outcome. It says whether the
 // outcome can be held against the submission, applying these rules once, in
