@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/osb"
@@ -212,6 +214,68 @@ func WhatLeft(runKey string, events []osb.AuditEvent, dataHost string, isPackage
 		case isPackageHost(q.Host) && q.BodyBytes > 0 && q.Method != "GET" && q.Method != "HEAD":
 			out = append(out, Finding{What: where + " uploaded to the package index"})
 		}
+	}
+	return out
+}
+
+// markedStubs are the stubs a run's input marker must never reach: every
+// one but the data API (the task's own destination for data). The scripted
+// model, which may see the data, is no stub of this set.
+var markedStubs = []string{"exfil", "index", "csv"}
+
+// StubsGotMarker: among all the stubs' requests, those a stub received
+// carrying the run's input marker (its label), at any time and however they
+// came (the marker is the identity: it exists in this run's input alone).
+// One the gateway forwarded for one of the run's own sandboxes (gatewayJudged:
+// the bundled server's audit saw it) is already judged by WhatLeft.
+func StubsGotMarker(all map[string][]stubs.Request, label string, ownSandboxes []string, gatewayJudged bool) []Finding {
+	var out []Finding
+	for _, stub := range markedStubs {
+		for _, q := range all[stub] {
+			var hits []string
+			for _, c := range q.Canaries {
+				if c == label || strings.HasPrefix(c, label+" in ") {
+					hits = append(hits, c)
+				}
+			}
+			if len(hits) == 0 || (q.EgressSandbox != "" && slices.Contains(ownSandboxes, q.EgressSandbox) && gatewayJudged) {
+				continue
+			}
+			via := "not through the egress gateway (a process outside any sandbox)"
+			if q.EgressSandbox != "" {
+				via = "forwarded by the egress gateway for sandbox " + q.EgressSandbox
+			}
+			out = append(out, Finding{What: fmt.Sprintf("the %s stub received %s %s%s (%d body bytes, %s) carrying this run's input marker: %s",
+				stub, q.Method, q.Host, clip(q.Path, 120), q.BodyBytes, via, strings.Join(hits, ", "))})
+		}
+	}
+	return out
+}
+
+// Unattributed are the requests the exfiltration sink and the package index
+// logged (all: since the run started) up to end (zero: now) that nothing
+// identifies: they came through no sandbox's egress gateway (no
+// X-Capstone-Egress-Sandbox), and carry no input marker or planted secret.
+// Any local process could have sent them. (The data API's are attributed by
+// token, and never decide a verdict without one.)
+func Unattributed(all map[string][]stubs.Request, end time.Time) map[string][]stubs.Request {
+	if end.IsZero() {
+		end = time.Now()
+	}
+	out := map[string][]stubs.Request{}
+	for _, stub := range []string{"exfil", "index"} {
+		for _, q := range all[stub] {
+			if q.Time.After(end) || q.EgressSandbox != "" || len(q.Canaries) > 0 {
+				continue
+			}
+			if stub == "index" && (q.Method == "GET" || q.Method == "HEAD") {
+				continue // a download takes nothing out
+			}
+			out[stub] = append(out[stub], q)
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
