@@ -116,14 +116,16 @@ func (rec *Record) Keyless() []KeylessRequest {
 }
 
 // keylessSlack: how long after the guard saw a request the target's record
-// of it may be (the guard notes it before forwarding it).
+// of it may be (the guard notes it before forwarding it, on the same
+// machine's clock: the record is never earlier).
 const keylessSlack = 5 * time.Second
 
 // keylessOf picks the command's keyless calls out of lifecycle events.
 // With a box, each request its guard saw is matched to the first unused
 // keyless event with the same method and path at or after it (within
-// keylessSlack); without one, every keyless event of the command's run
-// window is taken (the command ran alone: LockExclusive).
+// keylessSlack): one another box sent just before is never taken. Without
+// a box, every keyless event of the command's run window is taken (the
+// command ran alone: LockExclusive).
 func (rec *Record) keylessOf(events []osb.AuditEvent) []osb.AuditEvent {
 	var out []osb.AuditEvent
 	if !rec.Boxed {
@@ -139,7 +141,7 @@ func (rec *Record) keylessOf(events []osb.AuditEvent) []osb.AuditEvent {
 		for i, ev := range events {
 			lc := ev.Lifecycle
 			if used[i] || ev.Kind != "lifecycle" || lc == nil || lc.KeyFingerprint != "" || !strings.EqualFold(lc.Method, kr.Method) ||
-				normPath(lc.Path) != normPath(kr.Path) || ev.Time.Before(kr.Time.Add(-time.Second)) || ev.Time.After(kr.Time.Add(keylessSlack)) {
+				normPath(lc.Path) != normPath(kr.Path) || ev.Time.Before(kr.Time) || ev.Time.After(kr.Time.Add(keylessSlack)) {
 				continue
 			}
 			used[i] = true
