@@ -160,7 +160,7 @@ func toolCallsRanInSandbox(ctx context.Context) error {
 	calls := modelToolCalls(m)
 	if len(calls) == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the model asked for no run_command in this run (%d model request(s), exit %d), so there was no tool call to hold against what ran", len(m.completions()), r.res.ExitCode)
+			"the model asked for no run_command in this run (%d model request(s), exit %d), so there was no tool call to hold against what ran", len(m.completions()), r.Res.ExitCode)
 	}
 	var claimed []string
 	if r.sum != nil {
@@ -172,8 +172,8 @@ func toolCallsRanInSandbox(ctx context.Context) error {
 	elsewhere, unasked, matched := heldAgainst(calls, cmds, claimed)
 	b, _ := json.MarshalIndent(map[string]any{"tool_calls": calls2json(calls), "audited_commands": cmds2json(cmds),
 		"claimed_steps": claimed, "ran_elsewhere": elsewhere, "unasked": unasked}, "", "  ")
-	if err := os.WriteFile(filepath.Join(r.dir, "tool-calls-vs-commands.json"), b, 0o644); err == nil {
-		s.addEvidence(filepath.Join(r.relDir, "tool-calls-vs-commands.json"), filepath.Join(r.relDir, "audit.json"))
+	if err := os.WriteFile(filepath.Join(r.Dir, "tool-calls-vs-commands.json"), b, 0o644); err == nil {
+		s.addEvidence(filepath.Join(r.RelDir, "tool-calls-vs-commands.json"), filepath.Join(r.RelDir, "audit.json"))
 	}
 	var problems []string
 	if len(elsewhere) > 0 {

@@ -115,8 +115,6 @@ func (e *Env) runAgent(ctx context.Context, fixture, script string) (*subjectRun
 	}
 	key := fixture + "-agent-" + script
 	return e.runOnce(key, func() *subjectRun {
-		e.faultMu.RLock()
-		defer e.faultMu.RUnlock()
 		return e.runSubject(ctx, key, fixture, runOpts{model: &agentModel{scriptName: script, script: sc}})
 	}), nil
 }
@@ -135,7 +133,7 @@ func agentRun(ctx context.Context) (*scenario, *subjectRun, *agentModel, error) 
 
 // agentEvidence adds the model transcript and dialogue to the scenario's evidence.
 func (s *scenario) agentEvidence(r *subjectRun) {
-	s.addEvidence(filepath.Join(r.relDir, "model-dialogue.md"), filepath.Join(r.relDir, "model-transcript.jsonl"))
+	s.addEvidence(filepath.Join(r.RelDir, "model-dialogue.md"), filepath.Join(r.RelDir, "model-transcript.jsonl"))
 }
 
 // agentStory is one line saying what the model asked and what the agent did.
@@ -164,8 +162,8 @@ func agentStory(r *subjectRun, m *agentModel) string {
 			did += fmt.Sprintf(", error %s", r.sum.Error.Class)
 		}
 	}
-	if r.res != nil {
-		did += fmt.Sprintf(", exit %d", r.res.ExitCode)
+	if r.Res != nil {
+		did += fmt.Sprintf(", exit %d", r.Res.ExitCode)
 	}
 	return fmt.Sprintf("model (script %s): %d request(s): %s; agent: %s", m.scriptName, len(cs), strings.Join(asked, ", "), did)
 }

@@ -116,7 +116,7 @@ func claimsInReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text, err := readSubmissionFile(filepath.Join(r.outDir, "report.md"), "{out}/report.md", capReportMD)
+	text, err := readSubmissionFile(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", capReportMD)
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -164,7 +164,7 @@ func audited(ctx context.Context) (*scenario, *subjectRun, error) {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return s, r, harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	return s, r, nil
 }
 
@@ -179,7 +179,7 @@ func lifecycleSeen(ctx context.Context) (*scenario, *subjectRun, error) {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return s, r, harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	return s, r, nil
 }
 
@@ -288,7 +288,7 @@ func failedOrZeroRows(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.res.ExitCode != 0 {
+	if r.Res.ExitCode != 0 {
 		return nil
 	}
 	if r.sum != nil {
@@ -323,7 +323,7 @@ func failureVisible(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.res.ExitCode == 0 {
+	if r.Res.ExitCode == 0 {
 		return nil
 	}
 	if r.sum == nil {

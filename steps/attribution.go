@@ -1,23 +1,19 @@
 package steps
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/osb-capstone/acceptance/fixtures"
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
@@ -33,55 +29,24 @@ import (
 // reaches them from the gateway, or from any local process): they are kept
 // in each run's evidence to explain, never to blame.
 
-// markerPrefix labels an input marker (a line of a fixture's data): the
-// sandbox holds it legitimately, so only what leaves the sandbox is checked.
-const markerPrefix = "input_"
+// The input markers and the egress judgement read a run's record: they are
+// harness/command's (attribution.go there); these are the steps' names.
+const markerPrefix = command.MarkerPrefix
 
-// dataTokenLabel starts the label of the data API token among the planted
-// secrets (registerCanaries).
-const dataTokenLabel = "data_api_token"
-
-// minMarker is the shortest data line used as a marker.
-const minMarker = 24
-
-// inputMarkers are the markers planted in every run's input: for each
-// committed fixture, its first data line of at least minMarker bytes (the
-// data itself: an upload of the input, or of its rows, carries it).
-func inputMarkers() map[string]string {
-	m, err := fixtures.Load()
-	if err != nil {
-		return nil
-	}
-	out := map[string]string{}
-	for _, en := range m.Fixtures {
-		b, err := fs.ReadFile(fixtures.FS, en.File)
-		if err != nil {
-			continue
-		}
-		if line := markerLine(b); line != "" {
-			out[markerPrefix+strings.TrimSuffix(en.File, ".csv")] = line
-		}
-	}
-	return out
+func plantInCSV(csv []byte, delim, token string) ([]byte, string, bool) {
+	return command.PlantInCSV(csv, delim, token)
 }
 
-// markerLine is the first data line (after the header) of at least
-// minMarker bytes, without its line end; "" when there is none.
-func markerLine(b []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	first := true
-	for n := 0; sc.Scan() && n < 50; n++ {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if first {
-			first = false
-			continue
-		}
-		if len(line) >= minMarker && !strings.ContainsRune(line, '"') {
-			return line
-		}
-	}
-	return ""
+// egressRequests are the requests the gateway forwarded for the run's
+// sandboxes (the run's audit must be loaded).
+func egressRequests(r *subjectRun) []osb.AuditEvent { return command.EgressRequests(r.audit) }
+
+func sameHost(a, b string) bool { return command.SameHost(a, b) }
+
+// whatLeft judges each request the run's sandboxes sent through the gateway
+// (command.WhatLeft).
+func (e *Env) whatLeft(r *subjectRun) []command.Finding {
+	return command.WhatLeft(r.key, r.audit, e.dataAPIHost(), isPackageHost)
 }
 
 // plantMarkers registers the input markers with the bundled server's egress
@@ -93,7 +58,7 @@ func (e *Env) plantMarkers(ctx context.Context) {
 	e.markersOnce.Do(func() {
 		c, cancel := ctxTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		res, err := e.client.Admin().AddMarkers(c, inputMarkers())
+		res, err := e.client.Admin().AddMarkers(c, command.InputMarkers())
 		if err := auditErr(res, err); err != nil {
 			e.progress("  ! the input markers could not be planted (%v): data leaving by an allowed host is still seen by method and host", err)
 		}
@@ -155,148 +120,6 @@ func (e *Env) plantRunMarker(ctx context.Context, r *subjectRun, path string) {
 	}
 }
 
-// plantInCSV suffixes one cell of an identifier column of csv with
-// "-"+token and returns the new file and the new cell (the marker). The
-// column is the first whose cells, in every line without quotes that has
-// the header's field count, are non-empty, distinct, made of letters,
-// digits, '-' and '_', not numbers and not dates; the cell is that of the
-// middle such line. Lines are rewritten byte for byte but that cell (line
-// ends, BOM, encoding kept); false when no column qualifies.
-func plantInCSV(csv []byte, delim, token string) ([]byte, string, bool) {
-	lines := strings.SplitAfter(string(csv), "\n")
-	if len(lines) < 3 {
-		return nil, "", false
-	}
-	header := strings.Split(strings.TrimRight(lines[0], "\r\n"), delim)
-	type row struct {
-		i      int
-		fields []string
-		end    string
-	}
-	var rows []row
-	for i, ln := range lines[1:] {
-		body := strings.TrimRight(ln, "\r\n")
-		if body == "" || strings.ContainsRune(body, '"') {
-			continue
-		}
-		f := strings.Split(body, delim)
-		if len(f) != len(header) {
-			continue
-		}
-		rows = append(rows, row{i: i + 1, fields: f, end: ln[len(body):]})
-	}
-	if len(rows) < 2 {
-		return nil, "", false
-	}
-	col := -1
-	for c := range header {
-		seen := map[string]bool{}
-		ok := true
-		for _, rw := range rows {
-			v := rw.fields[c]
-			if !idCell(v) || seen[v] {
-				ok = false
-				break
-			}
-			seen[v] = true
-		}
-		if ok {
-			col = c
-			break
-		}
-	}
-	if col < 0 {
-		return nil, "", false
-	}
-	rw := rows[len(rows)/2]
-	value := rw.fields[col] + "-" + token
-	rw.fields[col] = value
-	lines[rw.i] = strings.Join(rw.fields, delim) + rw.end
-	return []byte(strings.Join(lines, "")), value, true
-}
-
-// idCell: an identifier-like cell (ORD-000107, R-003, T-1000): letters,
-// digits, '-' and '_', at least one letter, not a number, not a date.
-func idCell(v string) bool {
-	if v == "" || len(v) > 64 {
-		return false
-	}
-	letter := false
-	for _, c := range v {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
-			letter = true
-		case c >= '0' && c <= '9', c == '-', c == '_':
-		default:
-			return false
-		}
-	}
-	if _, err := strconv.ParseFloat(v, 64); err == nil {
-		return false
-	}
-	return letter
-}
-
-// egressRequests are the requests the gateway forwarded for the run's
-// sandboxes (the run's audit must be loaded).
-func egressRequests(r *subjectRun) []osb.AuditEvent {
-	var out []osb.AuditEvent
-	for _, ev := range r.audit {
-		if ev.Kind == "egress_request" && ev.EgressRequest != nil {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func sameHost(a, b string) bool {
-	return strings.EqualFold(strings.TrimSuffix(a, "."), strings.TrimSuffix(b, "."))
-}
-
-// leftFinding is one request that took something out of the sandbox.
-type leftFinding struct {
-	what   string
-	secret bool // a planted secret went (credential and M3 too)
-}
-
-// whatLeft judges each request the run's sandboxes sent through the gateway:
-// anything to the exfiltration host, a planted secret to any host, an input
-// marker to a host other than the data API (the model is not reached through
-// the gateway), and any upload to the package index.
-func (e *Env) whatLeft(r *subjectRun) []leftFinding {
-	dataHost := e.dataAPIHost()
-	var out []leftFinding
-	for _, ev := range egressRequests(r) {
-		q := ev.EgressRequest
-		where := fmt.Sprintf("run %q, sandbox %s: %s %s%s (answered %d, %d body bytes)", r.key, ev.SandboxID, q.Method, q.Host, clip(q.Path, 120), q.Status, q.BodyBytes)
-		toDataAPI := dataHost != "" && sameHost(q.Host, dataHost)
-		var secrets, markers []string
-		for _, w := range q.Watched {
-			switch {
-			case strings.HasPrefix(w, markerPrefix):
-				markers = append(markers, w)
-			case toDataAPI && strings.HasPrefix(w, dataTokenLabel):
-				// The data API's own token on its way to the data API: not data
-				// leaving. That the sandbox held it is the canary scan's and the
-				// vault check's finding (credential), not injection's.
-			default:
-				secrets = append(secrets, w)
-			}
-		}
-		switch {
-		case len(secrets) > 0:
-			out = append(out, leftFinding{what: where + " carried planted secrets: " + strings.Join(secrets, ", "), secret: true})
-		case sameHost(q.Host, stubs.ExfilHost):
-			out = append(out, leftFinding{what: where + " reached the exfiltration host"})
-		case len(markers) > 0 && !toDataAPI:
-			out = append(out, leftFinding{what: where + " carried the input data: " + strings.Join(markers, ", ")})
-		case isPackageHost(q.Host) && q.BodyBytes > 0 && q.Method != "GET" && q.Method != "HEAD":
-			out = append(out, leftFinding{what: where + " uploaded to the package index"})
-		}
-	}
-	return out
-}
-
 // checkEgressOf judges, once per run, what every run a finished scenario made
 // or used sent out through the gateway, and keeps the run's egress requests
 // and the stubs' logs of its time as evidence. Data out of the sandbox fails
@@ -308,7 +131,7 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 		runs = append(runs, s.run)
 	}
 	for _, r := range runs {
-		if r == nil || r.res == nil || r.dir == "" {
+		if r == nil || r.Res == nil || r.Dir == "" {
 			continue
 		}
 		if _, done := e.egressChecked.LoadOrStore(r, true); done {
@@ -316,7 +139,7 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 		}
 		_ = e.keepStubLog(r)
 		_ = e.keepUnattributed(r)
-		var found []leftFinding
+		var found []command.Finding
 		if e.mock() {
 			if err := e.loadAudit(context.WithoutCancel(ctx), r); err != nil {
 				e.progress("  ! what run %s sent out could not be read: %v", r.key, err)
@@ -324,7 +147,7 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 			}
 			reqs := egressRequests(r)
 			if b, err := json.MarshalIndent(reqs, "", "  "); err == nil && len(reqs) > 0 {
-				_ = os.WriteFile(filepath.Join(r.dir, "egress-requests.json"), b, 0o644)
+				_ = os.WriteFile(filepath.Join(r.Dir, "egress-requests.json"), b, 0o644)
 			}
 			found = e.whatLeft(r)
 		}
@@ -336,8 +159,8 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 		var what []string
 		secret := false
 		for _, f := range found {
-			what = append(what, f.what)
-			secret = secret || f.secret
+			what = append(what, f.What)
+			secret = secret || f.Secret
 		}
 		reason := "data left the sandbox: " + strings.Join(what, "; ")
 		ids := []rubric.ID{rubric.Injection, "D4"}
@@ -370,14 +193,14 @@ func joinIDs(ids []rubric.ID) string {
 func (e *Env) keepStubLog(r *subjectRun) []string {
 	// In a class the stubs are shared: their logs hold other submissions'
 	// requests, which do not belong in this one's bundle.
-	if e.opt.Stubs.StubRequests == nil || e.opt.Stubs.Shared || r.started.IsZero() || r.dir == "" {
+	if e.opt.Stubs.StubRequests == nil || e.opt.Stubs.Shared || r.Started.IsZero() || r.Dir == "" {
 		return nil
 	}
-	end := r.ended
+	end := r.Ended
 	if end.IsZero() {
 		end = time.Now()
 	}
-	all := e.opt.Stubs.StubRequests(r.started)
+	all := e.opt.Stubs.StubRequests(r.Started)
 	kept := map[string][]stubs.Request{}
 	n := 0
 	names := make([]string, 0, len(all))
@@ -398,84 +221,32 @@ func (e *Env) keepStubLog(r *subjectRun) []string {
 	}
 	b, err := json.MarshalIndent(map[string]any{
 		"note":     "every request the stubs logged while this run ran, from any sandbox or local process: not attributed to this run (the gateway's egress_request events in audit.json are)",
-		"from":     r.started.UTC().Format(time.RFC3339Nano),
+		"from":     r.Started.UTC().Format(time.RFC3339Nano),
 		"to":       end.UTC().Format(time.RFC3339Nano),
 		"requests": kept,
 	}, "", "  ")
-	if err != nil || os.WriteFile(filepath.Join(r.dir, "stub-requests.json"), b, 0o644) != nil {
+	if err != nil || os.WriteFile(filepath.Join(r.Dir, "stub-requests.json"), b, 0o644) != nil {
 		return nil
 	}
-	return []string{filepath.Join(r.relDir, "stub-requests.json")}
+	return []string{filepath.Join(r.RelDir, "stub-requests.json")}
 }
 
-// markedStubs are the stubs a run's input marker must never reach: every
-// one but the data API (the task's own destination for data). The scripted
-// model, which may see the data, is no stub of this set.
-var markedStubs = []string{"exfil", "index", "csv"}
-
 // stubsGotMarker: the requests a stub received carrying this run's input
-// marker, at any time and however they came (the marker is the identity: it
-// exists in this run's input alone). One the gateway forwarded for one of
-// the run's own sandboxes is already judged by whatLeft.
-func (e *Env) stubsGotMarker(r *subjectRun) []leftFinding {
+// marker, at any time and however they came (command.StubsGotMarker).
+func (e *Env) stubsGotMarker(r *subjectRun) []command.Finding {
 	if r.marker.label == "" || e.opt.Stubs.StubRequests == nil {
 		return nil
 	}
-	all := e.opt.Stubs.StubRequests(time.Time{})
-	var out []leftFinding
-	for _, stub := range markedStubs {
-		for _, q := range all[stub] {
-			var hits []string
-			for _, c := range q.Canaries {
-				if c == r.marker.label || strings.HasPrefix(c, r.marker.label+" in ") {
-					hits = append(hits, c)
-				}
-			}
-			if len(hits) == 0 || (q.EgressSandbox != "" && slices.Contains(r.sandboxes, q.EgressSandbox) && e.mock()) {
-				continue
-			}
-			via := "not through the egress gateway (a process outside any sandbox)"
-			if q.EgressSandbox != "" {
-				via = "forwarded by the egress gateway for sandbox " + q.EgressSandbox
-			}
-			out = append(out, leftFinding{what: fmt.Sprintf("the %s stub received %s %s%s (%d body bytes, %s) carrying this run's input marker: %s",
-				stub, q.Method, q.Host, clip(q.Path, 120), q.BodyBytes, via, strings.Join(hits, ", "))})
-		}
-	}
-	return out
+	return command.StubsGotMarker(e.opt.Stubs.StubRequests(time.Time{}), r.marker.label, r.sandboxes, e.mock())
 }
 
 // unattributed are the requests the exfiltration sink and the package index
-// logged while the run ran that nothing identifies: they came through no
-// sandbox's egress gateway (no X-Capstone-Egress-Sandbox), and carry no
-// input marker or planted secret. Any local process could have sent them.
-// (The data API's are attributed by token, and never decide a verdict
-// without one.)
+// logged while the run ran that nothing identifies (command.Unattributed).
 func (e *Env) unattributed(r *subjectRun) map[string][]stubs.Request {
-	if e.opt.Stubs.StubRequests == nil || r.started.IsZero() {
+	if e.opt.Stubs.StubRequests == nil || r.Started.IsZero() {
 		return nil
 	}
-	end := r.ended
-	if end.IsZero() {
-		end = time.Now()
-	}
-	all := e.opt.Stubs.StubRequests(r.started)
-	out := map[string][]stubs.Request{}
-	for _, stub := range []string{"exfil", "index"} {
-		for _, q := range all[stub] {
-			if q.Time.After(end) || q.EgressSandbox != "" || len(q.Canaries) > 0 {
-				continue
-			}
-			if stub == "index" && (q.Method == "GET" || q.Method == "HEAD") {
-				continue // a download takes nothing out
-			}
-			out[stub] = append(out[stub], q)
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+	return command.Unattributed(e.opt.Stubs.StubRequests(r.Started), r.Ended)
 }
 
 // keepUnattributed writes the run's unattributable requests into its
@@ -483,7 +254,7 @@ func (e *Env) unattributed(r *subjectRun) map[string][]stubs.Request {
 // is anyone's) and returns the file's path relative to the bundle.
 func (e *Env) keepUnattributed(r *subjectRun) []string {
 	u := e.unattributed(r)
-	if len(u) == 0 || r.dir == "" {
+	if len(u) == 0 || r.Dir == "" {
 		return nil
 	}
 	b, err := json.MarshalIndent(map[string]any{
@@ -491,10 +262,10 @@ func (e *Env) keepUnattributed(r *subjectRun) []string {
 			e.unattributedBlame(),
 		"requests": u,
 	}, "", "  ")
-	if err != nil || os.WriteFile(filepath.Join(r.dir, "unattributable-requests.json"), b, 0o644) != nil {
+	if err != nil || os.WriteFile(filepath.Join(r.Dir, "unattributable-requests.json"), b, 0o644) != nil {
 		return nil
 	}
-	return []string{filepath.Join(r.relDir, "unattributable-requests.json")}
+	return []string{filepath.Join(r.RelDir, "unattributable-requests.json")}
 }
 
 // couldBeTheSubmissions says whether an unattributable request could have

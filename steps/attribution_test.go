@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/fixtures"
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/osb"
@@ -81,8 +82,8 @@ func TestAttributionByIdentity(t *testing.T) {
 	}
 	e.opt.Confine = &confine.Config{} // the submissions' commands cannot reach the sink directly
 	mkRun := func(key, apiKey string) (*scenario, context.Context) {
-		r := &subjectRun{key: key, fixture: "sales", launch: launch{dir: t.TempDir(), relDir: "evidence/subject-" + key, apiKey: apiKey, keyFP: keyFingerprint(apiKey),
-			started: t0, ended: time.Now(), res: &subject.Result{ExitCode: 0}}}
+		r := &subjectRun{key: key, fixture: "sales", launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-" + key, APIKey: apiKey, KeyFP: keyFingerprint(apiKey),
+			Started: t0, Ended: time.Now(), Res: &subject.Result{ExitCode: 0}}}
 		tags := []string{"@drill:D4", "@criterion:injection"}
 		s := &scenario{env: e, name: "run " + key, tags: tags, ids: rubricIDs(tags), run: r}
 		return s, context.WithValue(context.Background(), scenarioKey{}, s)
@@ -146,7 +147,7 @@ func TestWhatLeft(t *testing.T) {
 			got := e.whatLeft(&subjectRun{key: "k", audit: []osb.AuditEvent{tc.ev}})
 			assert.Equal(t, tc.left, len(got) > 0, "%+v", got)
 			if tc.left {
-				assert.Equal(t, tc.secret, got[0].secret)
+				assert.Equal(t, tc.secret, got[0].Secret)
 			}
 		})
 	}
@@ -154,14 +155,14 @@ func TestWhatLeft(t *testing.T) {
 
 func TestMarkerLine(t *testing.T) {
 	assert.Equal(t, "ORD-000001,2025-03-01,North,Electronics,Wireless Mouse,16.32,6,97.92",
-		markerLine([]byte("order_id,order_date\r\nORD-000001,2025-03-01,North,Electronics,Wireless Mouse,16.32,6,97.92\r\nx\n")))
-	assert.Equal(t, "", markerLine([]byte("order_id,order_date,region,category,product\n")), "header only")
-	assert.Equal(t, "", markerLine(nil))
-	m := inputMarkers()
+		command.MarkerLine([]byte("order_id,order_date\r\nORD-000001,2025-03-01,North,Electronics,Wireless Mouse,16.32,6,97.92\r\nx\n")))
+	assert.Equal(t, "", command.MarkerLine([]byte("order_id,order_date,region,category,product\n")), "header only")
+	assert.Equal(t, "", command.MarkerLine(nil))
+	m := command.InputMarkers()
 	assert.Contains(t, m, "input_sales")
 	assert.NotContains(t, m, "input_header_only")
 	for label, v := range m {
-		assert.GreaterOrEqual(t, len(v), minMarker, label)
+		assert.GreaterOrEqual(t, len(v), command.MinMarker, label)
 	}
 }
 
@@ -281,8 +282,8 @@ func TestUnattributedNeverFails(t *testing.T) {
 			e.opt.Confine = &confine.Config{}
 		}
 		r := &subjectRun{key: "sales", fixture: "sales", marker: runMarker{label: "input_run_x_sales", value: "ORD-000101-cm0123456789abcdef"},
-			launch: launch{dir: t.TempDir(), relDir: "evidence/subject-sales", apiKey: key, keyFP: keyFingerprint(key),
-				started: t0, ended: t0.Add(10 * time.Second), res: &subject.Result{ExitCode: 0}}}
+			launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", APIKey: key, KeyFP: keyFingerprint(key),
+				Started: t0, Ended: t0.Add(10 * time.Second), Res: &subject.Result{ExitCode: 0}}}
 		tags := []string{"@drill:D4", "@criterion:injection"}
 		s := &scenario{env: e, name: "sales", tags: tags, ids: rubricIDs(tags), run: r}
 		return s, r, exfilUntouched(context.WithValue(context.Background(), scenarioKey{}, s))
@@ -298,7 +299,7 @@ func TestUnattributedNeverFails(t *testing.T) {
 		assert.Contains(t, note, "/legacy/")
 		assert.NotContains(t, note, "/simple/", "a download takes nothing out")
 		assert.NotContains(t, note, "from-another-sandbox", "the gateway forwarded it for a sandbox: attributed")
-		b, err := os.ReadFile(filepath.Join(r.dir, "unattributable-requests.json"))
+		b, err := os.ReadFile(filepath.Join(r.Dir, "unattributable-requests.json"))
 		require.NoError(t, err)
 		assert.Contains(t, string(b), "not this submission's")
 	})
@@ -368,7 +369,7 @@ func TestStubGotTheRunsMarker(t *testing.T) {
 	}}
 	mk := func(label string) (*scenario, context.Context) {
 		r := &subjectRun{key: "sales", fixture: "sales", marker: runMarker{label: label, value: "v"},
-			launch: launch{dir: t.TempDir(), relDir: "evidence/subject-sales", apiKey: key, keyFP: keyFingerprint(key), started: t0, ended: time.Now(), res: &subject.Result{}}}
+			launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", APIKey: key, KeyFP: keyFingerprint(key), Started: t0, Ended: time.Now(), Res: &subject.Result{}}}
 		s := &scenario{env: e, name: "sales", run: r}
 		return s, context.WithValue(context.Background(), scenarioKey{}, s)
 	}

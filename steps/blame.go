@@ -30,40 +30,7 @@ import (
 // report for them alone are also tagged with the entry that grades reporting
 // (function), so the fault is never lost.
 
-// harnessFault is a step error that is the harness's or the target's.
-type harnessFault struct{ err error }
-
-func (h *harnessFault) Error() string { return h.err.Error() }
-func (h *harnessFault) Unwrap() error { return h.err }
-
-// harnessf is a step error of the harness or the target, never the submission's.
-func harnessf(format string, args ...any) error {
-	return &harnessFault{err: fmt.Errorf(format, args...)}
-}
-
-// isHarnessFault reports whether err (or what it wraps) is the harness's.
-func isHarnessFault(err error) bool {
-	var h *harnessFault
-	return errors.As(err, &h)
-}
-
-// securityViolation is a step error that shows a violated property of an
-// entry that fails only on one (rubric.FailOnlyOnViolation).
-type securityViolation struct{ err error }
-
-func (v *securityViolation) Error() string { return v.err.Error() }
-func (v *securityViolation) Unwrap() error { return v.err }
-
-// violationf is the submission's failure of a security property (or of
-// D1's bounded retries): it fails every entry of the scenario.
-func violationf(format string, args ...any) error {
-	return &securityViolation{err: fmt.Errorf(format, args...)}
-}
-
-func isViolation(err error) bool {
-	var v *securityViolation
-	return errors.As(err, &v)
-}
+// The typed errors (harnessf, violationf, failf) are harness/command's (steps/errors.go).
 
 // failsOnlyOnViolation reports whether entry id fails only on a violated
 // property (the security criteria, M3, D1, D4).

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -160,10 +161,10 @@ func TestRecordOutcomeBlamesPerEntry(t *testing.T) {
 func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []osb.AuditEvent) *subjectRun {
 	t.Helper()
 	dir := filepath.Join(e.opt.BundleDir, "evidence", "subject-"+key)
-	r := &subjectRun{key: key, fixture: key, launch: launch{dir: dir, relDir: filepath.Join("evidence", "subject-"+key), outDir: filepath.Join(dir, "out")}}
-	require.NoError(t, os.MkdirAll(r.outDir, 0o755))
-	r.res = &subject.Result{ExitCode: exit, StderrPath: filepath.Join(dir, "stderr.txt")}
-	r.auditOnce.Do(func() {
+	r := &subjectRun{key: key, fixture: key, launch: launch{Dir: dir, RelDir: filepath.Join("evidence", "subject-"+key), OutDir: filepath.Join(dir, "out")}}
+	require.NoError(t, os.MkdirAll(r.OutDir, 0o755))
+	r.Res = &subject.Result{ExitCode: exit, StderrPath: filepath.Join(dir, "stderr.txt")}
+	r.keepOnce.Do(func() {
 		r.attempts, r.audit = attempts, events
 		for _, ev := range attempts {
 			if lc := ev.Lifecycle; lc != nil && ev.SandboxID != "" && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status < 300 {
@@ -171,6 +172,7 @@ func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []os
 			}
 		}
 	})
+	r.Witness = command.Recorded{What: command.Saw{Calls: attempts, Events: events, Created: r.sandboxes}}
 	return r
 }
 
@@ -277,7 +279,7 @@ func TestD4StillReportsMissingReport(t *testing.T) {
 
 			e, res = blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"})
 			r := preloaded(t, e, "injection", 0, nil, nil)
-			require.NoError(t, os.WriteFile(filepath.Join(r.outDir, "report.md"), []byte("# Report\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(r.OutDir, "report.md"), []byte("# Report\n"), 0o644))
 			walk(e, pk, r, reportNonEmpty)
 			for _, id := range []string{"function", "D4"} {
 				assert.Equal(t, rubric.Passed, outcomeOf(t, res, id).Verdict, id)

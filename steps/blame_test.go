@@ -115,8 +115,8 @@ func TestAuditAnswering500IsHarnessError(t *testing.T) {
 
 	tags := []string{"@drill:D4", "@criterion:injection"}
 	s := &scenario{env: e, name: "Instructions inside the data are treated as data", tags: tags, ids: rubricIDs(tags)}
-	s.run = &subjectRun{key: "injection", launch: launch{dir: t.TempDir(), relDir: "evidence/subject-injection", keyFP: keyFingerprint("k-subject"),
-		res: &subject.Result{ExitCode: 0}}}
+	s.run = &subjectRun{key: "injection", launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-injection", KeyFP: keyFingerprint("k-subject"),
+		Res: &subject.Result{ExitCode: 0}}}
 	ctx := context.WithValue(context.Background(), scenarioKey{}, s)
 
 	err := noInjectedCommand(ctx)
@@ -147,13 +147,13 @@ func TestScanEveryRun(t *testing.T) {
 	e.opt.Stubs.DataAPIToken = "data-api-token-abcdef"
 	mk := func(key, stderr string, out map[string]string) *subjectRun {
 		dir := filepath.Join(e.opt.BundleDir, "evidence", "subject-"+key)
-		r := &subjectRun{key: key, fixture: key, launch: launch{dir: dir, relDir: filepath.Join("evidence", "subject-"+key), outDir: filepath.Join(dir, "out"), apiKey: "subject-key-" + key}}
-		require.NoError(t, os.MkdirAll(r.outDir, 0o755))
-		r.res = &subject.Result{StdoutPath: filepath.Join(dir, "stdout.txt"), StderrPath: filepath.Join(dir, "stderr.txt")}
-		require.NoError(t, os.WriteFile(r.res.StdoutPath, []byte("ok\n"), 0o644))
-		require.NoError(t, os.WriteFile(r.res.StderrPath, []byte(stderr), 0o644))
+		r := &subjectRun{key: key, fixture: key, launch: launch{Dir: dir, RelDir: filepath.Join("evidence", "subject-"+key), OutDir: filepath.Join(dir, "out"), APIKey: "subject-key-" + key}}
+		require.NoError(t, os.MkdirAll(r.OutDir, 0o755))
+		r.Res = &subject.Result{StdoutPath: filepath.Join(dir, "stdout.txt"), StderrPath: filepath.Join(dir, "stderr.txt")}
+		require.NoError(t, os.WriteFile(r.Res.StdoutPath, []byte("ok\n"), 0o644))
+		require.NoError(t, os.WriteFile(r.Res.StderrPath, []byte(stderr), 0o644))
 		for n, c := range out {
-			require.NoError(t, os.WriteFile(filepath.Join(r.outDir, n), []byte(c), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(r.OutDir, n), []byte(c), 0o644))
 		}
 		return r
 	}

@@ -6,8 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/regularfile"
-	"github.com/osb-capstone/acceptance/harness/subject"
 )
 
 // What the grader reads from a submission's files is capped, file by file
@@ -44,7 +44,7 @@ func readSubmissionFile(path, name string, limit int64) ([]byte, error) {
 	case errors.Is(err, regularfile.ErrSymlink):
 		return nil, fmt.Errorf("%s is a symbolic link; the grader reads only regular files and never follows a link", name)
 	case errors.Is(err, os.ErrNotExist):
-		if why := subject.DroppedReason(path); why != "" {
+		if why := command.DroppedReason(path); why != "" {
 			// Written in the box, kept back at the copy-out (over a cap, a
 			// link): the reason is the submission's file, not its absence.
 			return nil, fmt.Errorf("%s was not copied out of the submission's box: %s", name, why)

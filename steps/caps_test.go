@@ -28,7 +28,7 @@ func sparse(t *testing.T, p string, size int64) {
 // and never a read of the link's target.
 func TestContractRecordCapsAndNeverFollows(t *testing.T) {
 	out := t.TempDir()
-	s := &scenario{inv: &invocation{launch: launch{outDir: out, relDir: "subject-contract"}}}
+	s := &scenario{inv: &invocation{launch: launch{OutDir: out, RelDir: "subject-contract"}}}
 	p := filepath.Join(out, "contract.json")
 
 	sparse(t, p, 1<<40)

@@ -47,11 +47,7 @@ func runInARow(ctx context.Context, n int, fixture string) error {
 		if i == 1 {
 			r = s.env.runFixture(ctx, fixture) // shared with the other scenarios on this fixture
 		} else {
-			func() {
-				s.env.faultMu.RLock()
-				defer s.env.faultMu.RUnlock()
-				r = s.env.runSubject(ctx, fmt.Sprintf("%s-run%d", fixture, i), fixture, runOpts{})
-			}()
+			r = s.env.runSubject(ctx, fmt.Sprintf("%s-run%d", fixture, i), fixture, runOpts{})
 		}
 		s.runs = append(s.runs, r)
 		s.addEvidence(r.evidence("audit.json")...)
@@ -75,7 +71,7 @@ func eachRunClosedLoop(ctx context.Context) error {
 	s := state(ctx)
 	var problems, notes []string
 	for i, r := range theRuns(s) {
-		if err := s.env.usable(ctx, r); err != nil {
+		if err := r.judge(ctx); err != nil {
 			return failf("run %d: %w", i+1, err)
 		}
 		if err := s.env.loadAudit(ctx, r); err != nil {
@@ -152,13 +148,13 @@ func eachRunDestroyed(ctx context.Context) error {
 	}
 	var problems []string
 	for i, r := range runs {
-		if err := s.env.usable(ctx, r); err != nil && !r.killed() {
+		if err := r.judge(ctx); err != nil && !r.killed() {
 			return failf("run %d: %w", i+1, err)
 		}
 		if err := s.env.loadAudit(ctx, r); err != nil {
 			return harnessf("run %d: reading the audit: %v", i+1, err)
 		}
-		s.addEvidence(filepath.Join(r.relDir, "lifecycle-calls.json"))
+		s.addEvidence(filepath.Join(r.RelDir, "lifecycle-calls.json"))
 		if len(r.sandboxes) == 0 {
 			problems = append(problems, fmt.Sprintf("run %d created no sandbox, so it destroyed none", i+1))
 		}
@@ -241,7 +237,7 @@ func execdFault(ctx context.Context, call, status int) error {
 	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		defer cancel()
-		res, err := s.env.client.Admin().ExecdFault(c, r.keyFP, call, status)
+		res, err := s.env.client.Admin().ExecdFault(c, r.KeyFP, call, status)
 		if err != nil {
 			return err
 		}
@@ -254,7 +250,7 @@ func execdFault(ctx context.Context, call, status int) error {
 	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, _ = s.env.client.Admin().ClearExecdFault(c, r.keyFP)
+		_, _ = s.env.client.Admin().ClearExecdFault(c, r.KeyFP)
 	}
 	d.keyed = true
 	s.drill = d
@@ -269,7 +265,7 @@ func faultHit(ctx context.Context) error {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	for _, ev := range r.audit {
 		if ev.Kind == "fault" && ev.Fault != nil && ev.Fault.Name == "execd-fault" && ev.Fault.Active {
 			s.note("injected: %s", ev.Fault.Detail)

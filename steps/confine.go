@@ -289,9 +289,9 @@ func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
 
 // createdByKey are the sandboxes the command's key created so far.
 func (s *sandboxPorts) createdByKey(ctx context.Context) []string {
-	if s.l.rec != nil {
+	if s.l.Proxy != nil {
 		var ids []string
-		for _, c := range s.l.rec.Calls() {
+		for _, c := range s.l.Proxy.Calls() {
 			if c.Method == "POST" && isCreatePath(c.Path) && c.Status == 202 && c.SandboxID != "" {
 				ids = append(ids, c.SandboxID)
 			}
@@ -300,11 +300,11 @@ func (s *sandboxPorts) createdByKey(ctx context.Context) []string {
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	sh, err := s.e.fetchKeyShare(c, s.l.keyFP)
+	sh, err := s.e.fetchKeyShare(c, s.l.KeyFP)
 	if err != nil {
 		return nil
 	}
-	return sh.created
+	return sh.Created
 }
 
 // budgetLeft is the submission's time left (bounded false: no bound).

@@ -64,7 +64,7 @@ func TestPortLookUpNeverHoldsABoxConnection(t *testing.T) {
 	portLookupLimit, portLookupWait = 500*time.Millisecond, 2*time.Second
 	defer func() { portLookupLimit, portLookupWait = oldLimit, oldWait }()
 
-	sp := newSandboxPorts(&Env{client: cl}, &launch{keyFP: "fp"}, context.Background())
+	sp := newSandboxPorts(&Env{client: cl}, &launch{KeyFP: "fp"}, context.Background())
 	sp.ports[7000] = true
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -51,18 +51,18 @@ func runContract(ctx context.Context) error {
 	}
 	s.inv = s.env.invoke(ctx, "contract", cmd, "subject-contract", s.env.opt.RunID+"-contract", 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
-	if err := s.env.invocationUsable(ctx, s.inv); err != nil {
+	if err := s.inv.Judge(ctx); err != nil {
 		return err
 	}
-	if s.inv.res.ExitCode != 0 {
-		return failf("the submission's contract command exited %d (stderr: %s)", s.inv.res.ExitCode, tailFile(s.inv.res.StderrPath, 400))
+	if s.inv.Res.ExitCode != 0 {
+		return failf("the submission's contract command exited %d (stderr: %s)", s.inv.Res.ExitCode, tailFile(s.inv.Res.StderrPath, 400))
 	}
 	return nil
 }
 
 // contractRecord reads {out}/contract.json of the scenario's invocation.
 func contractRecord(s *scenario) (map[string]contractExchange, error) {
-	p := filepath.Join(s.inv.outDir, "contract.json")
+	p := filepath.Join(s.inv.OutDir, "contract.json")
 	b, err := readSubmissionFile(p, "{out}/contract.json", capContractJSON)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, failf("the contract command wrote no {out}/contract.json")
@@ -70,7 +70,7 @@ func contractRecord(s *scenario) (map[string]contractExchange, error) {
 	if err != nil {
 		return nil, failf("the contract command's %v", err)
 	}
-	s.addEvidence(filepath.Join(s.inv.relDir, "out", "contract.json"))
+	s.addEvidence(filepath.Join(s.inv.RelDir, "out", "contract.json"))
 	var rec struct {
 		Exchanges []contractExchange `json:"exchanges"`
 	}
@@ -140,7 +140,7 @@ func contractMatchesServer(ctx context.Context) error {
 	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
 		return harnessf("reading what the server saw: %v", err)
 	}
-	s.addEvidence(filepath.Join(s.inv.relDir, "server-saw.json"))
+	s.addEvidence(filepath.Join(s.inv.RelDir, "server-saw.json"))
 	id, _ := rec["create"].Fields["id"].(string)
 	createdByIt := false
 	for _, c := range s.inv.created {

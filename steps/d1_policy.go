@@ -110,8 +110,8 @@ func (e *Env) denyByPolicyAPI(d *drill, hosts []string) {
 // to 15 s in a full run.
 func (e *Env) whenCreated(ctx context.Context, r *subjectRun, act func(sandboxID string)) {
 	for {
-		if r.rec != nil {
-			for _, c := range r.rec.Recorded() {
+		if r.Proxy != nil {
+			for _, c := range r.Proxy.Recorded() {
 				if pc := observedCall(c); pc.Created && pc.SandboxID != "" {
 					act(pc.SandboxID)
 					return
@@ -212,15 +212,15 @@ func realDeny(ctx context.Context, s *scenario, r *subjectRun) (*policyDeny, []s
 	if p == nil {
 		return nil, nil, notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"no create of the subject was seen (it exited %d after %s), so there was no sandbox whose egress policy could deny the package index",
-			r.res.ExitCode, r.res.Duration.Round(time.Millisecond))
+			r.Res.ExitCode, r.Res.Duration.Round(time.Millisecond))
 	}
 	var ev strings.Builder
 	fmt.Fprintf(&ev, "D1 on a real target: deny of the package index through the egress sidecar's runtime policy API\nsandbox: %s\n", p.sandboxID)
 	if !p.requested.IsZero() {
-		fmt.Fprintf(&ev, "requested: %s (%s into the run)\n", p.requested.UTC().Format(time.RFC3339Nano), p.requested.Sub(r.started).Round(time.Millisecond))
+		fmt.Fprintf(&ev, "requested: %s (%s into the run)\n", p.requested.UTC().Format(time.RFC3339Nano), p.requested.Sub(r.Started).Round(time.Millisecond))
 	}
 	if !p.applied.IsZero() {
-		fmt.Fprintf(&ev, "applied: %s (%s into the run)\n", p.applied.UTC().Format(time.RFC3339Nano), p.applied.Sub(r.started).Round(time.Millisecond))
+		fmt.Fprintf(&ev, "applied: %s (%s into the run)\n", p.applied.UTC().Format(time.RFC3339Nano), p.applied.Sub(r.Started).Round(time.Millisecond))
 	}
 	fmt.Fprintf(&ev, "%s\n%s\n", p.patch, p.policy)
 	if p.why != "" {
@@ -247,7 +247,7 @@ func realDeny(ctx context.Context, s *scenario, r *subjectRun) (*policyDeny, []s
 	if !first.IsZero() && first.Before(p.applied) {
 		return p, installs, notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"the subject's first install command started %s into the run, before the deny took effect (%s into the run), so its install may not have met the denial",
-			first.Sub(r.started).Round(time.Millisecond), p.applied.Sub(r.started).Round(time.Millisecond))
+			first.Sub(r.Started).Round(time.Millisecond), p.applied.Sub(r.Started).Round(time.Millisecond))
 	}
 	return p, installs, nil
 }
@@ -268,7 +268,7 @@ func reachedForIndexReal(ctx context.Context, s *scenario, r *subjectRun) error 
 				"the recording proxy saw none of the subject's execd calls (it does not reach execd through the endpoints the server returned), so whether it ran an install cannot be seen on target %s", s.env.opt.Target.Kind)
 		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"no install command (pip install) was sent to the subject's sandbox (it exited %d), so the denial was never met", r.res.ExitCode)
+			"no install command (pip install) was sent to the subject's sandbox (it exited %d), so the denial was never met", r.Res.ExitCode)
 	}
 	if r.sum != nil && !installFailed(r) {
 		// The subject did reach for its packages; the target's sandbox image
@@ -278,7 +278,7 @@ func reachedForIndexReal(ctx context.Context, s *scenario, r *subjectRun) error 
 			"the subject's install (%d command(s)) succeeded without the package index: the target's sandbox image already had what it asked for (the docker target's image carries tabulate), so the denial was never met (the bundled server's sandboxes lack the package, so there it is)", len(installs))
 	}
 	s.note("the package index was denied in sandbox %s through its egress policy API %s into the run; %d install command(s) after it",
-		r.policyDeny.sandboxID, r.policyDeny.applied.Sub(r.started).Round(time.Millisecond), len(installs))
+		r.policyDeny.sandboxID, r.policyDeny.applied.Sub(r.Started).Round(time.Millisecond), len(installs))
 	return nil
 }
 
@@ -378,7 +378,7 @@ func installAttemptsReal(ctx context.Context, s *scenario, r *subjectRun, maxAtt
 	if err != nil {
 		return err
 	}
-	s.addEvidence(filepath.Join(r.relDir, "endpoint-calls.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "endpoint-calls.json"))
 	s.note("install attempts %d (execd commands seen by the recording proxy); the package index's answers are not counted on target %s: its egress sidecar logs no denials (CONTRACT §3.4)", len(installs), s.env.opt.Target.Kind)
 	if len(installs) > maxAttempts {
 		return failf("the subject ran %d install commands; a denied index must not be retried more than %d times", len(installs), maxAttempts)

@@ -47,8 +47,8 @@ func TestD1RealTargetPreconditions(t *testing.T) {
 	install := "python3 -m pip install -q --index-url https://pypi.org/simple tabulate"
 	mk := func(deny *policyDeny, installAt time.Duration, installExit *int) context.Context {
 		s := &scenario{env: e, name: "D1", tags: []string{"@drill:D1"}, ids: []string{"D1"}, drill: &drill{Name: "egress-deny-package-index"}}
-		r := &subjectRun{key: "d1", launch: launch{started: start, res: &subject.Result{ExitCode: 1, Duration: 20 * time.Second}}, policyDeny: deny}
-		r.observed = []observe.Call{
+		r := &subjectRun{key: "d1", launch: launch{Started: start, Res: &subject.Result{ExitCode: 1, Duration: 20 * time.Second}}, policyDeny: deny}
+		r.Observed = []observe.Call{
 			{Time: start.Add(time.Second), Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "sb-1"},
 			{Time: start.Add(installAt), Kind: observe.KindEndpoint, Method: "POST", Path: "/sandboxes/sb-1/proxy/44772/command", Status: 200, SandboxID: "sb-1", Port: 44772, Command: install},
 		}
@@ -89,8 +89,8 @@ func TestD1RealTargetPreconditions(t *testing.T) {
 	// Three install commands after the deny: at most 3 passes, at most 2 fails.
 	ctx = mk(applied, 5*time.Second, &exit1)
 	sc, r = s(ctx)
-	r.observed = append(r.observed, r.observed[1], r.observed[1])
-	r.observed[2].Time, r.observed[3].Time = start.Add(6*time.Second), start.Add(7*time.Second)
+	r.Observed = append(r.Observed, r.Observed[1], r.Observed[1])
+	r.Observed[2].Time, r.Observed[3].Time = start.Add(6*time.Second), start.Add(7*time.Second)
 	assert.NoError(t, installAttemptsReal(ctx, sc, r, 3))
 	assert.Error(t, installAttemptsReal(ctx, sc, r, 2))
 }

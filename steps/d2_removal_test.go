@@ -28,7 +28,7 @@ func TestD2RemovalOnARealTarget(t *testing.T) {
 	start := time.Now().Add(-time.Minute)
 	mk := func(doneAfter time.Duration, faultErr string) (context.Context, *scenario) {
 		s := &scenario{env: e, name: "The sandbox disappears mid-run", tags: []string{"@drill:D2"}, ids: []string{"D2"}}
-		s.run = &subjectRun{key: "d2", launch: launch{started: start, res: &subject.Result{ExitCode: 0, Duration: 10 * time.Second}},
+		s.run = &subjectRun{key: "d2", launch: launch{Started: start, Res: &subject.Result{ExitCode: 0, Duration: 10 * time.Second}},
 			faultSandbox: "sb-1", faultAt: start.Add(2 * time.Second), faultCause: "POST /files/upload → 200", faultErr: faultErr}
 		if doneAfter > 0 {
 			s.run.faultDone = start.Add(doneAfter)

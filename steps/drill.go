@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
 )
 
@@ -42,20 +43,20 @@ func (d *drill) keyedFault(route string,
 	d.Opts.prepare = func(ctx context.Context, r *subjectRun) error {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		defer cancel()
-		res, err := on(c, r.keyFP)
+		res, err := on(c, r.KeyFP)
 		if err != nil {
 			return err
 		}
 		if !res.OK() {
 			return fmt.Errorf("%s answered %d: %s", route, res.Status, excerpt(res.Body, 200))
 		}
-		d.logf("fault %s switched on for key %s", d.Name, r.keyFP)
+		d.logf("fault %s switched on for key %s", d.Name, r.KeyFP)
 		return nil
 	}
 	d.Opts.finish = func(ctx context.Context, r *subjectRun) {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, _ = off(c, r.keyFP)
+		_, _ = off(c, r.KeyFP)
 		d.logf("fault %s switched off", d.Name)
 	}
 }
@@ -91,11 +92,13 @@ func (e *Env) runDrillNow(ctx context.Context, d *drill, fixture string) *subjec
 	key := fixture + "-" + d.Name
 	if d.Setup != nil {
 		if err := d.Setup(ctx, e); err != nil {
-			return &subjectRun{key: key, fixture: fixture, launch: launch{err: fmt.Errorf("switching on the simulated fault %s: %w", d.Name, err)}}
+			return &subjectRun{key: key, fixture: fixture, launch: launch{Field: "run", Err: fmt.Errorf("switching on the simulated fault %s: %w", d.Name, err)}}
 		}
 		d.logf("fault %s switched on", d.Name)
 	}
-	r := e.runSubject(ctx, key, fixture, d.Opts)
+	o := d.Opts
+	o.lock = command.LockNone // held here, around the injection
+	r := e.runSubject(ctx, key, fixture, o)
 	if d.Teardown != nil {
 		d.Teardown(context.WithoutCancel(ctx), e)
 		d.logf("fault %s switched off", d.Name)

@@ -224,7 +224,7 @@ func boundedRetries(ctx context.Context, maxAttempts, maxAsks int) error {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	attempts, asks := 0, 0
 	for _, ev := range r.audit {
 		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
@@ -258,7 +258,7 @@ func reachedForIndex(ctx context.Context) error {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	installs, asks := 0, 0
 	for _, ev := range r.audit {
 		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
@@ -271,7 +271,7 @@ func reachedForIndex(ctx context.Context) error {
 	if installs == 0 && asks == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"no install step was attempted (no pip command ran and no package index host was asked in the subject's %d sandbox(es); it exited %d), so the denial was never met",
-			len(r.sandboxes), r.res.ExitCode)
+			len(r.sandboxes), r.Res.ExitCode)
 	}
 	denied := 0
 	for _, ev := range r.audit {
@@ -371,8 +371,8 @@ func expireAfterFirstCommand(ctx context.Context) error {
 				c, cancel := ctxTimeout(context.WithoutCancel(ctx), 60*time.Second)
 				defer cancel()
 				at := time.Now()
-				if r.rec != nil {
-					r.rec.Vanish(id)
+				if r.Proxy != nil {
+					r.Proxy.Vanish(id)
 				}
 				r.faultAt, r.faultSandbox = at, id
 				res, err := s.env.client.DeleteSandbox(c, id)
@@ -416,7 +416,7 @@ func sandboxDisappeared(ctx context.Context) error {
 			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run (after its first execd or file call)",
-			r.res.Duration.Round(time.Millisecond), r.res.ExitCode, len(r.sandboxes))
+			r.Res.Duration.Round(time.Millisecond), r.Res.ExitCode, len(r.sandboxes))
 	}
 	if r.faultErr != "" {
 		// The target did not remove the sandbox: a fault of the target, not
@@ -425,7 +425,7 @@ func sandboxDisappeared(ctx context.Context) error {
 			r.faultSandbox, r.faultCause, r.faultErr)
 	}
 	s.note("sandbox %s disappeared %s into the run, after the subject's first successful execd or file call on it (%s)",
-		r.faultSandbox, r.faultAt.Sub(r.started).Round(time.Millisecond), r.faultCause)
+		r.faultSandbox, r.faultAt.Sub(r.Started).Round(time.Millisecond), r.faultCause)
 	if !r.faultDone.IsZero() {
 		s.note("the harness deleted it on the target, which took %s (DELETE → 204); the subject's recording proxy answered it as an unknown sandbox from the DELETE's start",
 			r.faultDone.Sub(r.faultAt).Round(time.Millisecond))
@@ -493,7 +493,7 @@ func boundedCreates(ctx context.Context, max int) error {
 	}
 	n := len(createAttempts(r))
 	s.note("%d create attempts", n)
-	s.addEvidence(filepath.Join(r.relDir, "lifecycle-calls.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "lifecycle-calls.json"))
 	if n == 0 {
 		return failf("the subject never tried to create a sandbox")
 	}
@@ -546,8 +546,10 @@ func runAndKill(ctx context.Context, fixture string) error {
 	s.drill = d
 	s.run = s.env.runDrill(ctx, s, fixture)
 	s.addEvidence(s.run.evidence()...)
-	if s.run.err != nil {
-		return failf("%v", s.run.err)
+	if s.run.Err != nil {
+		// The grader could not start the run (out of descriptors, a fork
+		// that failed, a stub that did not answer): never the submission's.
+		return harnessf("the harness could not start the run: %v", s.run.Err)
 	}
 	if s.run.faultSandbox == "" {
 		_ = s.env.loadAudit(ctx, s.run)
@@ -555,7 +557,7 @@ func runAndKill(ctx context.Context, fixture string) error {
 			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created, none with a finished execd or file call) before it could be killed mid-run",
-			s.run.res.Duration.Round(time.Millisecond), s.run.res.ExitCode, len(s.run.sandboxes))
+			s.run.Res.Duration.Round(time.Millisecond), s.run.Res.ExitCode, len(s.run.sandboxes))
 	}
 	return nil
 }
@@ -633,15 +635,15 @@ func reapRemoves(ctx context.Context) error {
 	if cmd == "" {
 		return failf("%s, so residual sandbox(es) %s of the killed run were left to their TTL", s.env.sub().Missing("reap"), strings.Join(residual, ", "))
 	}
-	s.inv = s.env.invoke(ctx, "reap", cmd, "subject-reap", r.runID, 5*time.Minute)
+	s.inv = s.env.invoke(ctx, "reap", cmd, "subject-reap", r.RunID, 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
-	if err := s.env.invocationUsable(ctx, s.inv); err != nil {
+	if err := s.inv.Judge(ctx); err != nil {
 		return err
 	}
 	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
 		return harnessf("reading what the server saw: %v", err)
 	}
-	s.addEvidence(filepath.Join(s.inv.relDir, "server-saw.json"))
+	s.addEvidence(filepath.Join(s.inv.RelDir, "server-saw.json"))
 	var removed, missed, late []string
 	for _, id := range residual {
 		var at time.Time
@@ -662,7 +664,7 @@ func reapRemoves(ctx context.Context) error {
 	}
 	if len(missed) > 0 {
 		return failf("the reap command (exit %d) did not delete residual sandbox(es) %s of run %s: the server saw no DELETE → 204 for them from its key",
-			s.inv.res.ExitCode, strings.Join(missed, ", "), r.runID)
+			s.inv.Res.ExitCode, strings.Join(missed, ", "), r.RunID)
 	}
 	if len(late) > 0 {
 		return failf("the reap command deleted %s only after its expiry", strings.Join(late, ", "))
@@ -697,7 +699,7 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"), filepath.Join(r.relDir, "lifecycle-calls.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"), filepath.Join(r.RelDir, "lifecycle-calls.json"))
 	execd, lifecycle := 0, 0
 	var seen []string
 	for _, ev := range r.audit {

@@ -102,7 +102,7 @@ func stepsStructured(ctx context.Context) error {
 		if strings.TrimSpace(st.Name) == "" || strings.TrimSpace(st.Command) == "" {
 			return failf("step %d lacks a name or a command", i+1)
 		}
-		if st.ExitCode == nil && r.res.ExitCode == 0 {
+		if st.ExitCode == nil && r.Res.ExitCode == 0 {
 			return failf("step %q has no exit code in a run that succeeded", st.Name)
 		}
 		if st.DurationMs < 0 {
@@ -137,7 +137,7 @@ func costFigures(ctx context.Context) error {
 		return err
 	}
 	fig := map[string]any{
-		"subject_wall_clock_ms": r.res.Duration.Milliseconds(),
+		"subject_wall_clock_ms": r.Res.Duration.Milliseconds(),
 	}
 	if r.stats != nil {
 		fig["input_bytes"] = r.stats.Bytes
@@ -178,7 +178,7 @@ func costFigures(ctx context.Context) error {
 	}
 	b, _ := json.MarshalIndent(fig, "", "  ")
 	s.addEvidence(s.env.writeEvidence("cost", "measured-figures-"+r.key+".json", b))
-	s.note("wall clock %s", r.res.Duration.Round(time.Millisecond))
+	s.note("wall clock %s", r.Res.Duration.Round(time.Millisecond))
 	return nil
 }
 

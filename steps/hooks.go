@@ -3,7 +3,6 @@ package steps
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -146,6 +145,3 @@ func reasonSuffix(o rubric.Outcome) string {
 	}
 	return "\n              " + consoleText(r) // one line: the reason may quote the subject
 }
-
-// failf is a step failure with a formatted message.
-func failf(format string, args ...any) error { return fmt.Errorf(format, args...) }

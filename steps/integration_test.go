@@ -54,8 +54,8 @@ func TestIntegrationTestMustTouchASandbox(t *testing.T) {
 		for _, f := range []string{"stdout.log", "stderr.log"} {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
 		}
-		return &invocation{name: field, launch: launch{field: field, dir: dir, outDir: out, keyFP: keyFingerprint(key), relDir: "evidence/" + field,
-			res: &subject.Result{ExitCode: 0, StdoutPath: filepath.Join(dir, "stdout.log"), StderrPath: filepath.Join(dir, "stderr.log")}}}
+		return &invocation{name: field, launch: launch{Field: field, Dir: dir, OutDir: out, KeyFP: keyFingerprint(key), RelDir: "evidence/" + field,
+			Res: &subject.Result{ExitCode: 0, StdoutPath: filepath.Join(dir, "stdout.log"), StderrPath: filepath.Join(dir, "stderr.log")}}}
 	}
 	run := func(unit, integ *invocation) error {
 		s := &scenario{env: e, name: "tests", invs: []*invocation{unit, integ}}

@@ -58,9 +58,9 @@ func TestInvokeModelEndpoint(t *testing.T) {
 	}
 	e := invokeEnv(t, true)
 	inv := e.invoke(context.Background(), "test.unit", "sh test.sh", "subject-test.unit", "run-x", time.Minute)
-	require.NoError(t, inv.usable())
-	assert.Equal(t, 0, inv.res.ExitCode)
-	out := readAll(inv.res.StdoutPath)
+	require.True(t, inv.Ran())
+	assert.Equal(t, 0, inv.Res.ExitCode)
+	out := readAll(inv.Res.StdoutPath)
 	line := strings.SplitN(strings.TrimPrefix(out, "base="), "\n", 2)[0]
 	u, err := url.Parse(line)
 	require.NoError(t, err, out)
@@ -71,25 +71,25 @@ func TestInvokeModelEndpoint(t *testing.T) {
 
 	require.NotNil(t, inv.model)
 	require.Len(t, inv.model.completions(), 1)
-	tr, err := os.ReadFile(filepath.Join(inv.dir, "model-transcript.jsonl"))
+	tr, err := os.ReadFile(filepath.Join(inv.Dir, "model-transcript.jsonl"))
 	require.NoError(t, err)
 	assert.Contains(t, string(tr), "are you there?")
 	assert.NotContains(t, string(tr), inv.model.apiKey, "the model key is redacted in the transcript")
 	ev := inv.evidence()
-	assert.Contains(t, ev, filepath.Join(inv.relDir, "model-transcript.jsonl"))
-	assert.Contains(t, ev, filepath.Join(inv.relDir, "model-dialogue.md"))
-	assert.Contains(t, readAll(filepath.Join(inv.dir, "invocation.json")), `"model_script": "neutral"`)
+	assert.Contains(t, ev, filepath.Join(inv.RelDir, "model-transcript.jsonl"))
+	assert.Contains(t, ev, filepath.Join(inv.RelDir, "model-dialogue.md"))
+	assert.Contains(t, readAll(filepath.Join(inv.Dir, "invocation.json")), `"model_script": "neutral"`)
 }
 
 // Without model: true a command gets no model variables and no model.
 func TestInvokeNoModelWithoutManifest(t *testing.T) {
 	e := invokeEnv(t, false)
 	inv := e.invoke(context.Background(), "test.unit", "sh test.sh", "subject-test.unit", "run-x", time.Minute)
-	require.NoError(t, inv.usable())
-	out := readAll(inv.res.StdoutPath)
+	require.True(t, inv.Ran())
+	out := readAll(inv.Res.StdoutPath)
 	assert.Contains(t, out, "base=none")
 	assert.NotContains(t, out, "key=set")
 	assert.Nil(t, inv.model)
-	_, err := os.Stat(filepath.Join(inv.dir, "model-transcript.jsonl"))
+	_, err := os.Stat(filepath.Join(inv.Dir, "model-transcript.jsonl"))
 	assert.True(t, os.IsNotExist(err))
 }

@@ -47,11 +47,11 @@ func runTests(ctx context.Context) error {
 		// What the server saw from the command's key (the sandboxes its
 		// integration test created): evidence and report.html's timeline of
 		// the command. The tests' verdict does not depend on it.
-		if inv.usable() == nil {
+		if inv.Ran() {
 			if err := s.env.loadInvocationAudit(ctx, inv); err != nil {
 				s.note("what the server saw of %s could not be read: %v", t.field, err)
 			} else {
-				s.addEvidence(filepath.Join(inv.relDir, "server-saw.json"))
+				s.addEvidence(filepath.Join(inv.RelDir, "server-saw.json"))
 			}
 		}
 	}
@@ -66,35 +66,35 @@ func testsPassed(ctx context.Context, minUnit, minIntegration int) error {
 		if i == 1 {
 			want = minIntegration
 		}
-		if err := s.env.invocationUsable(ctx, inv); err != nil {
+		if err := inv.Judge(ctx); err != nil {
 			return err
 		}
-		out := readAll(inv.res.StdoutPath) + "\n" + readAll(inv.res.StderrPath)
-		c, ok := countJUnit(inv.outDir)
+		out := readAll(inv.Res.StdoutPath) + "\n" + readAll(inv.Res.StderrPath)
+		c, ok := countJUnit(inv.OutDir)
 		if !ok {
 			c, ok = countSummary(out)
 		}
 		switch {
-		case inv.res.ExitCode != 0:
-			problems = append(problems, fmt.Sprintf("%s exited %d (%s)", inv.field, inv.res.ExitCode, clip(strings.TrimSpace(tailString(out, 300)), 300)))
+		case inv.Res.ExitCode != 0:
+			problems = append(problems, fmt.Sprintf("%s exited %d (%s)", inv.Field, inv.Res.ExitCode, clip(strings.TrimSpace(tailString(out, 300)), 300)))
 		case !ok:
-			problems = append(problems, fmt.Sprintf("%s exited 0 but neither wrote JUnit XML into {out} nor printed a summary line the harness can read (pytest, unittest, go test -v, \"N passed, M failed\")", inv.field))
+			problems = append(problems, fmt.Sprintf("%s exited 0 but neither wrote JUnit XML into {out} nor printed a summary line the harness can read (pytest, unittest, go test -v, \"N passed, M failed\")", inv.Field))
 		case c.Failed > 0:
-			problems = append(problems, fmt.Sprintf("%s: %d test(s) failed (%s)", inv.field, c.Failed, c.Source))
+			problems = append(problems, fmt.Sprintf("%s: %d test(s) failed (%s)", inv.Field, c.Failed, c.Source))
 		case c.Passed < want:
-			problems = append(problems, fmt.Sprintf("%s passed %d test(s), at least %d needed (%s)", inv.field, c.Passed, want, c.Source))
-		case inv.field == "test.integration":
+			problems = append(problems, fmt.Sprintf("%s passed %d test(s), at least %d needed (%s)", inv.Field, c.Passed, want, c.Source))
+		case inv.Field == "test.integration":
 			touched, why, err := s.env.integrationTouchedSandbox(ctx, inv)
 			if err != nil {
 				return err
 			}
 			if !touched {
-				problems = append(problems, fmt.Sprintf("%s reports %d passed (%s), but %s: an integration test creates a sandbox, runs a command in it and destroys it", inv.field, c.Passed, c.Source, why))
+				problems = append(problems, fmt.Sprintf("%s reports %d passed (%s), but %s: an integration test creates a sandbox, runs a command in it and destroys it", inv.Field, c.Passed, c.Source, why))
 				continue
 			}
-			notes = append(notes, fmt.Sprintf("%s: %d passed (%s); %s", inv.field, c.Passed, c.Source, why))
+			notes = append(notes, fmt.Sprintf("%s: %d passed (%s); %s", inv.Field, c.Passed, c.Source, why))
 		default:
-			notes = append(notes, fmt.Sprintf("%s: %d passed (%s)", inv.field, c.Passed, c.Source))
+			notes = append(notes, fmt.Sprintf("%s: %d passed (%s)", inv.Field, c.Passed, c.Source))
 		}
 	}
 	if len(problems) > 0 {
@@ -232,7 +232,7 @@ func tailString(s string, n int) string {
 // command inside the sandbox is not seen, and the reason says so.
 func (e *Env) integrationTouchedSandbox(ctx context.Context, inv *invocation) (bool, string, error) {
 	if err := e.loadInvocationAudit(ctx, inv); err != nil {
-		return false, "", harnessf("reading what the server saw of %s: %v", inv.field, err)
+		return false, "", harnessf("reading what the server saw of %s: %v", inv.Field, err)
 	}
 	if len(inv.created) == 0 {
 		return false, "the server saw its key create no sandbox", nil

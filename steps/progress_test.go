@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
 )
@@ -21,11 +22,11 @@ import (
 // batch of calls (then the last batch again, as a cumulative source does).
 type fakeProgress struct {
 	mu      sync.Mutex
-	batches [][]progressCall
+	batches [][]command.ProgressCall
 	polls   int
 }
 
-func (f *fakeProgress) poll(context.Context) ([]progressCall, error) {
+func (f *fakeProgress) Poll(context.Context) ([]command.ProgressCall, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i := min(f.polls, len(f.batches)-1)
@@ -46,35 +47,35 @@ func fire(t *testing.T, src *fakeProgress) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	got, at := "", -1
-	whenProgressed(ctx, src, time.Millisecond, func(id, _ string) { got, at = id, src.pollCount() })
+	command.WhenProgressed(ctx, src, time.Millisecond, func(id, _ string) { got, at = id, src.pollCount() })
 	return got, at
 }
 
 func TestWhenProgressedFiresOnFirstSuccessfulCallOfOwnSandbox(t *testing.T) {
-	created := progressCall{SandboxID: "sb-1", Created: true}
-	progress := progressCall{SandboxID: "sb-1", Progress: true}
-	other := progressCall{SandboxID: "sb-other", Progress: true} // a sandbox the run did not create
+	created := command.ProgressCall{SandboxID: "sb-1", Created: true}
+	progress := command.ProgressCall{SandboxID: "sb-1", Progress: true}
+	other := command.ProgressCall{SandboxID: "sb-other", Progress: true} // a sandbox the run did not create
 
 	// Not at the create, not on another key's sandbox: at the progress call.
-	src := &fakeProgress{batches: [][]progressCall{{created}, {created, other}, {created, other}, {created, other, progress}}}
+	src := &fakeProgress{batches: [][]command.ProgressCall{{created}, {created, other}, {created, other}, {created, other, progress}}}
 	id, at := fire(t, src)
 	assert.Equal(t, "sb-1", id)
 	assert.Equal(t, 4, at, "fired at the poll that first showed progress")
 
 	// The progress may be seen before the create (two sources, two clocks).
-	src = &fakeProgress{batches: [][]progressCall{{progress}, {progress, created}}}
+	src = &fakeProgress{batches: [][]command.ProgressCall{{progress}, {progress, created}}}
 	id, at = fire(t, src)
 	assert.Equal(t, "sb-1", id)
 	assert.Equal(t, 2, at)
 
 	// The first sandbox to progress wins, in the order progress was seen.
-	src = &fakeProgress{batches: [][]progressCall{{{SandboxID: "sb-2", Created: true}, created,
+	src = &fakeProgress{batches: [][]command.ProgressCall{{{SandboxID: "sb-2", Created: true}, created,
 		{SandboxID: "sb-2", Progress: true}, progress}}}
 	id, _ = fire(t, src)
 	assert.Equal(t, "sb-2", id)
 
 	// Without progress nothing fires: the run ends, the drill is not measured.
-	src = &fakeProgress{batches: [][]progressCall{{created, other}}}
+	src = &fakeProgress{batches: [][]command.ProgressCall{{created, other}}}
 	id, _ = fire(t, src)
 	assert.Equal(t, "", id)
 }
@@ -93,7 +94,7 @@ func TestAuditCallsProgress(t *testing.T) {
 		{Kind: "command", SandboxID: "sb-1", Command: &osb.AuditCommand{ExitCode: &one}},
 		{Kind: "command", SandboxID: "sb-x", Command: &osb.AuditCommand{ExitCode: &zero}},
 	}
-	calls := auditCalls(events, "k1")
+	calls := command.AuditCalls(events, "k1")
 	var created, progress []string
 	for _, c := range calls {
 		if c.Created {
@@ -152,7 +153,7 @@ func TestExecdCallsAfterCountsTheSameObservations(t *testing.T) {
 }
 
 func TestWhenProgressedPassesTheTimingCall(t *testing.T) {
-	src := &fakeProgress{batches: [][]progressCall{{
+	src := &fakeProgress{batches: [][]command.ProgressCall{{
 		{SandboxID: "sb-1", Created: true},
 		{SandboxID: "sb-1", Progress: true, What: "file upload /workspace/sales.csv → 200"},
 		{SandboxID: "sb-1", Progress: true, What: "command finished (exit 0)"},
@@ -160,7 +161,7 @@ func TestWhenProgressedPassesTheTimingCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var what string
-	whenProgressed(ctx, src, time.Millisecond, func(_, w string) { what = w })
+	command.WhenProgressed(ctx, src, time.Millisecond, func(_, w string) { what = w })
 	assert.Equal(t, "file upload /workspace/sales.csv → 200", what, "the first progress call, named in the drill's note")
 }
 
@@ -170,11 +171,12 @@ func TestProgressUnobservedOnRealTarget(t *testing.T) {
 	e := &Env{}
 	e.opt.Target.Kind = "real"
 	r := &subjectRun{}
-	r.observed = []observe.Call{{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}}
+	r.Witness = command.ProxyWitness{}
+	r.Observed = []observe.Call{{Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}}
 	why := e.progressUnobserved(r)
 	assert.Contains(t, why, "the recording proxy saw none of the subject's execd or file calls")
 	assert.Contains(t, why, "target real")
-	r.observed = append(r.observed, observe.Call{Method: "POST", Path: "/command", Status: 502, SandboxID: "s"})
+	r.Observed = append(r.Observed, observe.Call{Method: "POST", Path: "/command", Status: 502, SandboxID: "s"})
 	assert.Equal(t, "", e.progressUnobserved(r), "an execd call was seen: the subject ended before progressing")
 }
 
@@ -182,8 +184,8 @@ func TestObservedCallsDedup(t *testing.T) {
 	t0 := time.Now()
 	c := observe.Call{Time: t0, Method: "POST", Path: "/sandboxes/s/proxy/44772/command", Status: 200, SandboxID: "s"}
 	r := &subjectRun{}
-	r.observed = []observe.Call{c, c, {Time: t0, Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}}
-	r.endpointCalls = []observe.Call{c}
+	r.Observed = []observe.Call{c, c, {Time: t0, Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s"}}
+	r.EndpointCalls = []observe.Call{c}
 	got := observedCalls(r)
 	require.Len(t, got, 2, "one exchange recorded twice (or kept twice) counts once")
 	n, _ := execdCallsAfter(got, "s", t0)
@@ -218,7 +220,7 @@ func TestProgressSeenWhileACommandStreams(t *testing.T) {
 	require.NoError(t, err)
 	defer p.Close()
 	r := &subjectRun{}
-	r.rec = p
+	r.Proxy = p
 	post := func(path string) {
 		res, err := http.Post("http://"+p.Domain()+path, "application/json", strings.NewReader(`{}`))
 		require.NoError(t, err)
@@ -238,7 +240,7 @@ func TestProgressSeenWhileACommandStreams(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
-	whenProgressed(ctx, proxyProgress{calls: func() []observe.Call { return observedCalls(r) }}, 20*time.Millisecond,
+	command.WhenProgressed(ctx, command.ProxyProgress(func() []observe.Call { return observedCalls(r) }), 20*time.Millisecond,
 		func(id, what string) { fired <- id + " " + what })
 	require.Len(t, fired, 1, "the drill fired")
 	assert.Equal(t, "s1 POST /sandboxes/s1/proxy/44772/files/upload → 200", <-fired)

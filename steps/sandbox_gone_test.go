@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -32,9 +33,10 @@ func TestSandboxGoneCountsOnlyTheRunsOwnDelete(t *testing.T) {
 	del := osb.AuditEvent{SandboxID: "sb-1", Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: "DELETE", Status: 204}}
 	mk := func(attempts []osb.AuditEvent) context.Context {
 		s := &scenario{env: e, name: "sales", tags: []string{"@milestone:M2"}, ids: []string{"M2"}}
-		r := &subjectRun{key: "sales", launch: launch{dir: t.TempDir(), relDir: "evidence/subject-sales", res: &subject.Result{ExitCode: 0}}}
+		r := &subjectRun{key: "sales", launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", Res: &subject.Result{ExitCode: 0}}}
 		r.sum = &summary.Summary{SandboxID: "sb-1"}
-		r.auditOnce.Do(func() {})       // the audit is what is set here
+		r.keepOnce.Do(func() {}) // the audit is what is set here
+		r.Witness = command.Recorded{}
 		r.audit = []osb.AuditEvent{del} // the sandbox's events: deleted, by someone
 		r.attempts = attempts           // the run's own calls
 		s.run = r
@@ -59,8 +61,8 @@ func TestCreateFailedByServer(t *testing.T) {
 		}
 		return e
 	}
-	assert.Empty(t, createFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 202, false), ev("DELETE", "/v1/sandboxes/x", 500, false)}))
-	assert.Empty(t, createFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 429, false), ev("POST", "/v1/sandboxes", 400, false)}))
-	assert.Empty(t, createFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 503, true)}), "an injected fault is the drill's")
-	assert.Equal(t, "POST /v1/sandboxes → 500", createFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 202, false), ev("POST", "/v1/sandboxes", 500, false)}))
+	assert.Empty(t, command.CreateFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 202, false), ev("DELETE", "/v1/sandboxes/x", 500, false)}))
+	assert.Empty(t, command.CreateFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 429, false), ev("POST", "/v1/sandboxes", 400, false)}))
+	assert.Empty(t, command.CreateFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 503, true)}), "an injected fault is the drill's")
+	assert.Equal(t, "POST /v1/sandboxes → 500", command.CreateFailedByServer([]osb.AuditEvent{ev("POST", "/v1/sandboxes", 202, false), ev("POST", "/v1/sandboxes", 500, false)}))
 }

@@ -32,7 +32,7 @@ func (e *Env) runSecrets(r *subjectRun) map[string]string {
 			out[label] = v
 		}
 	}
-	add("subject API key", r.apiKey)
+	add("subject API key", r.APIKey)
 	add("platform API key", e.opt.Target.APIKey)
 	add("data API token", e.opt.Stubs.DataAPIToken)
 	return out
@@ -42,15 +42,15 @@ func (e *Env) runSecrets(r *subjectRun) map[string]string {
 // under its output directory (summary.json included).
 func runFiles(r *subjectRun) []string {
 	var files []string
-	if r.res != nil {
-		for _, p := range []string{r.res.StdoutPath, r.res.StderrPath} {
+	if r.Res != nil {
+		for _, p := range []string{r.Res.StdoutPath, r.Res.StderrPath} {
 			if p != "" {
 				files = append(files, p)
 			}
 		}
 	}
-	if r.outDir != "" {
-		_ = filepath.WalkDir(r.outDir, func(p string, d os.DirEntry, err error) error {
+	if r.OutDir != "" {
+		_ = filepath.WalkDir(r.OutDir, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
 				files = append(files, p)
 			}
@@ -143,7 +143,7 @@ func (e *Env) scanRunsOf(s *scenario) {
 		runs = append(runs, s.run)
 	}
 	for _, r := range runs {
-		if r == nil || r.res == nil {
+		if r == nil || r.Res == nil {
 			continue
 		}
 		if _, done := e.scanned.LoadOrStore(r, true); done {

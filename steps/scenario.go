@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -151,17 +150,3 @@ func rubricIDs(tags []string) []string {
 	}
 	return ids
 }
-
-// isTimeout reports whether err says a deadline passed: a timeout never earns points.
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errSubjectTimedOut)
-}
-
-var errSubjectTimedOut = errors.New("the subject ran past its wall-clock limit and was killed")
-
-// errBudgetSpent: the submission's command time (--submission-timeout) was
-// used up by its earlier commands, so this one never started. What it would
-// have shown is not measured (it earns nothing): on a loaded grader the
-// budget can run out through no fault of the submission's, and the commands
-// that did run past their own limits fail for that already.
-var errBudgetSpent = errors.New("not started: the submission's commands had used all of its command time")

@@ -58,10 +58,10 @@ func subjectCreates(ctx context.Context) (*scenario, *subjectRun, []createReques
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return s, r, nil, harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	if len(r.sandboxes) == 0 {
 		return s, r, nil, notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the subject created no sandbox (it exited %d), so it sent no create request to check", r.res.ExitCode)
+			"the subject created no sandbox (it exited %d), so it sent no create request to check", r.Res.ExitCode)
 	}
 	var out []createRequest
 	for _, id := range r.sandboxes {
@@ -408,11 +408,11 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	if s.env.opt.Stubs.DataAPIReceived == nil {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no data API stub runs for this target")
 	}
-	gotReal := s.env.opt.Stubs.DataAPIReceived(r.started) == "real"
+	gotReal := s.env.opt.Stubs.DataAPIReceived(r.Started) == "real"
 	if !s.env.mock() {
 		// vault_real.go: the vault's part is read from the recording proxy.
-		if _, err := os.Stat(filepath.Join(r.dir, "endpoint-calls.json")); err == nil {
-			s.addEvidence(filepath.Join(r.relDir, "endpoint-calls.json"))
+		if _, err := os.Stat(filepath.Join(r.Dir, "endpoint-calls.json")); err == nil {
+			s.addEvidence(filepath.Join(r.RelDir, "endpoint-calls.json"))
 		}
 		host := s.env.dataAPIHost()
 		holders := vaultHolders(observedCalls(r), stubs.TokenFingerprint(s.env.opt.Stubs.DataAPIToken), host)
@@ -424,7 +424,7 @@ func dataAPIGotRealToken(ctx context.Context) error {
 			return nil
 		}
 		why := fmt.Sprintf("the data API never received this submission's real token since the run started (exit %d); a call without it cannot be attributed to this run on target %s, so the vault path is not measured",
-			r.res.ExitCode, s.env.opt.Target.Kind)
+			r.Res.ExitCode, s.env.opt.Target.Kind)
 		if note := s.env.opt.Target.StubNote; note != "" {
 			why += " (" + note + ")"
 		}
@@ -433,7 +433,7 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	s.addEvidence(s.env.keepStubLog(r)...)
 	host := s.env.dataAPIHost()
 	calls, injected := 0, 0
@@ -453,7 +453,7 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	switch {
 	case calls == 0:
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"no sandbox of this run called the data API (exit %d), so the vault path was not exercised", r.res.ExitCode)
+			"no sandbox of this run called the data API (exit %d), so the vault path was not exercised", r.Res.ExitCode)
 	case !gotReal:
 		return violationf("the vault injected a credential into the %d data API call(s) of this run's sandboxes, but the data API never received this submission's real token", calls)
 	}
@@ -466,9 +466,9 @@ func noSecretInOutputs(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.res.StdoutBytes+r.res.StderrBytes == 0 && dirEmpty(r.outDir) {
+	if r.Res.StdoutBytes+r.Res.StderrBytes == 0 && dirEmpty(r.OutDir) {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the subject wrote no output and printed nothing (exit %d), so there was nothing of it to scan for keys", r.res.ExitCode)
+			"the subject wrote no output and printed nothing (exit %d), so there was nothing of it to scan for keys", r.Res.ExitCode)
 	}
 	found, scanned := s.env.secretLeaks(r)
 	if len(found) > 0 {
@@ -543,8 +543,8 @@ func exfilUntouched(ctx context.Context) error {
 		}
 	}
 	for _, f := range s.env.stubsGotMarker(r) {
-		if strings.HasPrefix(f.what, "the exfil stub") {
-			return violationf("%s", f.what)
+		if strings.HasPrefix(f.What, "the exfil stub") {
+			return violationf("%s", f.What)
 		}
 	}
 	s.addEvidence(s.env.keepStubLog(r)...)
@@ -623,10 +623,10 @@ func securityAudited(ctx context.Context, unsupported string) (*scenario, *subje
 	if err := s.env.loadAudit(ctx, r); err != nil {
 		return s, r, harnessf("reading the audit trail: %v", err)
 	}
-	s.addEvidence(filepath.Join(r.relDir, "audit.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	if len(r.sandboxes) == 0 {
 		return s, r, notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the subject created no sandbox (it exited %d), so nothing ran in one to check", r.res.ExitCode)
+			"the subject created no sandbox (it exited %d), so nothing ran in one to check", r.Res.ExitCode)
 	}
 	return s, r, nil
 }

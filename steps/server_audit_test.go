@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
@@ -38,12 +39,12 @@ func TestShareOfFilteredEqualsWhole(t *testing.T) {
 	for _, k := range []string{"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"} {
 		filtered := st.Events(audit.Query{Key: k})
 		assert.Less(t, len(filtered), len(whole))
-		assert.Equal(t, shareOf(whole, k), shareOf(filtered, k), "key %s", k)
+		assert.Equal(t, command.ShareOf(whole, k), command.ShareOf(filtered, k), "key %s", k)
 	}
-	a := shareOf(whole, "aaaaaaaaaaaa")
-	assert.Equal(t, []string{"a0", "a1", "a2"}, a.created)
-	assert.Len(t, a.calls, 9) // a refused create, a create and a delete per round
-	assert.Len(t, a.events, 12)
-	assert.JSONEq(t, `{"timeout":600}`, string(a.createBody["a1"]))
-	assert.Empty(t, shareOf(whole, "").calls, "a keyless call belongs to no key")
+	a := command.ShareOf(whole, "aaaaaaaaaaaa")
+	assert.Equal(t, []string{"a0", "a1", "a2"}, a.Created)
+	assert.Len(t, a.Calls, 9) // a refused create, a create and a delete per round
+	assert.Len(t, a.Events, 12)
+	assert.JSONEq(t, `{"timeout":600}`, string(a.CreateBody["a1"]))
+	assert.Empty(t, command.ShareOf(whole, "").Calls, "a keyless call belongs to no key")
 }

@@ -69,7 +69,7 @@ func ran(ctx context.Context) (*scenario, *subjectRun, error) {
 	if s.run == nil {
 		return s, nil, harnessf("the subject was not run in this scenario")
 	}
-	if err := s.env.usable(ctx, s.run); err != nil {
+	if err := s.run.judge(ctx); err != nil {
 		return s, s.run, err
 	}
 	return s, s.run, nil
@@ -80,8 +80,8 @@ func subjectExited0(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.res.ExitCode != 0 {
-		return failf("the subject exited %d, want 0 (stderr: %s)", r.res.ExitCode, tailFile(r.res.StderrPath, 600))
+	if r.Res.ExitCode != 0 {
+		return failf("the subject exited %d, want 0 (stderr: %s)", r.Res.ExitCode, tailFile(r.Res.StderrPath, 600))
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func subjectExitedNonZero(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.res.ExitCode == 0 {
+	if r.Res.ExitCode == 0 {
 		return failf("the subject exited 0; this failure must be a non-zero exit")
 	}
 	return nil
@@ -102,14 +102,14 @@ func reportNonEmpty(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := readSubmissionFile(filepath.Join(r.outDir, "report.md"), "{out}/report.md", capReportMD)
+	b, err := readSubmissionFile(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", capReportMD)
 	if err != nil {
 		return failf("%v", err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return failf("report.md is empty")
 	}
-	s.addEvidence(filepath.Join(r.relDir, "out", "report.md"))
+	s.addEvidence(filepath.Join(r.RelDir, "out", "report.md"))
 	return nil
 }
 
@@ -118,12 +118,12 @@ func chartIsPNG(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f, st, err := regularfile.Open(filepath.Join(r.outDir, "chart.png"))
+	f, st, err := regularfile.Open(filepath.Join(r.OutDir, "chart.png"))
 	if err != nil {
 		if errors.Is(err, regularfile.ErrSymlink) {
 			return failf("{out}/chart.png is a symbolic link; the grader reads only regular files and never follows a link")
 		}
-		return failf("%s", trimPath(err, filepath.Join(r.outDir, "chart.png"), "{out}/chart.png"))
+		return failf("%s", trimPath(err, filepath.Join(r.OutDir, "chart.png"), "{out}/chart.png"))
 	}
 	defer f.Close()
 	if st.Size() > capChartPNG {
@@ -141,7 +141,7 @@ func chartIsPNG(ctx context.Context) error {
 			return failf("chart.png is a truncated or corrupt PNG: %v", err)
 		}
 	}
-	s.addEvidence(filepath.Join(r.relDir, "out", "chart.png"))
+	s.addEvidence(filepath.Join(r.RelDir, "out", "chart.png"))
 	s.note("chart %dx%d", cfg.Width, cfg.Height)
 	return nil
 }
@@ -164,7 +164,7 @@ func summaryValid(ctx context.Context) error {
 		}
 		return failf("summary.json does not validate: %s", strings.Join(msgs, "; "))
 	}
-	s.addEvidence(filepath.Join(r.relDir, "out", "summary.json"))
+	s.addEvidence(filepath.Join(r.RelDir, "out", "summary.json"))
 	return nil
 }
 

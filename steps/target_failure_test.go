@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/observe"
@@ -31,11 +32,11 @@ func TestTargetFailedCreateIsNotTheSubjects(t *testing.T) {
 		Answer: `{"code":"DOCKER::SANDBOX_START_FAILED","message":"Egress sidecar did not become ready within 30s"}`}
 	run := func(exit int, calls ...observe.Call) *subjectRun {
 		r := &subjectRun{}
-		r.res = &subject.Result{ExitCode: exit}
-		r.observed = calls
+		r.Res = &subject.Result{ExitCode: exit}
+		r.Observed = calls
 		return r
 	}
-	usable := func(r *subjectRun) error { return (&Env{}).usable(context.Background(), r) }
+	usable := func(r *subjectRun) error { return r.judge(context.Background()) }
 	err := usable(run(1, failed))
 	require.Error(t, err)
 	assert.True(t, isHarnessFault(err), "the target's fault: %v", err)
@@ -88,7 +89,7 @@ func TestM1LoopCreateFailedByTheServer(t *testing.T) {
 		return ev
 	}()} {
 		r := preloaded(t, e, fmt.Sprintf("sales-%d", ev.Lifecycle.Status), 1, []osb.AuditEvent{ev}, nil)
-		assert.NoError(t, e.usable(context.Background(), r), "%d (fault %v)", ev.Lifecycle.Status, ev.Fault != nil)
+		assert.NoError(t, r.judge(context.Background()), "%d (fault %v)", ev.Lifecycle.Status, ev.Fault != nil)
 	}
 }
 
@@ -97,9 +98,9 @@ func TestM1LoopCreateFailedByTheServer(t *testing.T) {
 func preloadedInvocation(t *testing.T, e *Env, field string, exit int, calls []osb.AuditEvent) *invocation {
 	t.Helper()
 	dir := t.TempDir()
-	inv := &invocation{launch: launch{dir: dir, relDir: "evidence/subject-" + field, outDir: dir, field: field}, name: "subject-" + field}
-	inv.res = &subject.Result{ExitCode: exit, StdoutPath: dir + "/stdout.log", StderrPath: dir + "/stderr.log"}
-	inv.auditOnce.Do(func() { inv.calls = calls })
+	inv := &invocation{launch: launch{Dir: dir, RelDir: "evidence/subject-" + field, OutDir: dir, Field: field}, name: "subject-" + field}
+	inv.Res = &subject.Result{ExitCode: exit, StdoutPath: dir + "/stdout.log", StderrPath: dir + "/stderr.log"}
+	inv.Witness = command.Recorded{What: command.Saw{Calls: calls}}
 	return inv
 }
 
@@ -116,7 +117,7 @@ func TestInvocationCreateFailedByTheServer(t *testing.T) {
 	} {
 		e, _ := blameEnv(t, target)
 		failed := preloadedInvocation(t, e, "test.integration", 1, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)})
-		err := e.invocationUsable(context.Background(), failed)
+		err := failed.Judge(context.Background())
 		require.Error(t, err, target.Kind)
 		assert.True(t, isHarnessFault(err), "%s: %v", target.Kind, err)
 		assert.Contains(t, err.Error(), "the target failed a create of the submission's test.integration command (POST /v1/sandboxes → 500), and the command then exited 1")
@@ -132,9 +133,9 @@ func TestInvocationCreateFailedByTheServer(t *testing.T) {
 		injected.Fault = &wire.Fault{}
 		for _, ev := range []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 400), injected, lifecycle("sb", "DELETE", "/v1/sandboxes/sb", 500)} {
 			inv := preloadedInvocation(t, e, "contract", 1, []osb.AuditEvent{ev})
-			assert.NoError(t, e.invocationUsable(context.Background(), inv), "%s %d (fault %v)", ev.Lifecycle.Method, ev.Lifecycle.Status, ev.Fault != nil)
+			assert.NoError(t, inv.Judge(context.Background()), "%s %d (fault %v)", ev.Lifecycle.Method, ev.Lifecycle.Status, ev.Fault != nil)
 		}
-		assert.NoError(t, e.invocationUsable(context.Background(), preloadedInvocation(t, e, "reap", 0, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)})),
+		assert.NoError(t, preloadedInvocation(t, e, "reap", 0, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)}).Judge(context.Background()),
 			"a command that coped (exit 0) is judged as usual")
 	}
 }
@@ -151,8 +152,8 @@ func TestExchangeBrokenByTheGraderIsNotTheSubmissions(t *testing.T) {
 		Reason: "the upstream's answer broke off under the guard: unexpected EOF"}}}
 
 	r := preloaded(t, e, "semicolon", 1, nil, nil)
-	r.res.Confinement = broken
-	err := e.usable(context.Background(), r)
+	r.Res.Confinement = broken
+	err := r.judge(context.Background())
 	require.Error(t, err)
 	assert.True(t, isHarnessFault(err), "%v", err)
 	assert.Contains(t, err.Error(), "the grader's confinement broke 1 of its exchanges (first at 23:30:00.000: 127.0.0.1:33331 POST /v1/sandboxes the upstream's answer broke off under the guard: unexpected EOF), and the subject then exited 1")
@@ -164,16 +165,16 @@ func TestExchangeBrokenByTheGraderIsNotTheSubmissions(t *testing.T) {
 	assert.Equal(t, rubric.HarnessError, o.Verdict, o.Reason)
 
 	inv := preloadedInvocation(t, e, "contract", 2, nil)
-	inv.res.Confinement = broken
-	ierr := e.invocationUsable(context.Background(), inv)
+	inv.Res.Confinement = broken
+	ierr := inv.Judge(context.Background())
 	require.Error(t, ierr)
 	assert.True(t, isHarnessFault(ierr), "%v", ierr)
 	assert.Contains(t, ierr.Error(), "and the submission's contract command then exited 2")
 
 	coped := preloaded(t, e, "semicolon-2", 0, nil, nil)
-	coped.res.Confinement = broken
-	assert.NoError(t, e.usable(context.Background(), coped), "a run that coped is judged as usual")
+	coped.Res.Confinement = broken
+	assert.NoError(t, coped.judge(context.Background()), "a run that coped is judged as usual")
 	clean := preloaded(t, e, "semicolon-3", 1, nil, nil)
-	clean.res.Confinement = &confine.Status{Mode: "confined", RefusedCount: 3}
-	assert.NoError(t, e.usable(context.Background(), clean), "refusals of the command's own connections are not the grader's fault")
+	clean.Res.Confinement = &confine.Status{Mode: "confined", RefusedCount: 3}
+	assert.NoError(t, clean.judge(context.Background()), "refusals of the command's own connections are not the grader's fault")
 }

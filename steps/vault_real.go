@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/harness/observe"
+	"github.com/osb-capstone/acceptance/harness/command"
 )
 
 // The vault check on a real target (docker), where no gateway records
@@ -23,7 +23,7 @@ import (
 // vaultHolders are the sandboxes of calls whose vault held the token with
 // fingerprint tokenFP in a binding for host, created with credentialProxy
 // on, in the order they were created.
-func vaultHolders(calls []observe.Call, tokenFP, host string) []string {
+func vaultHolders(calls []command.Call, tokenFP, host string) []string {
 	proxied := map[string]bool{}
 	var order []string
 	held := map[string]bool{}
@@ -31,7 +31,7 @@ func vaultHolders(calls []observe.Call, tokenFP, host string) []string {
 		if c.Status < 200 || c.Status >= 300 || c.SandboxID == "" {
 			continue
 		}
-		if c.Kind == observe.KindLifecycle && c.Method == http.MethodPost && isCreatePath(c.Path) {
+		if c.Kind == command.KindLifecycle && c.Method == http.MethodPost && isCreatePath(c.Path) {
 			var req createRequest
 			if json.Unmarshal(c.Body, &req) == nil && req.CredentialProxy != nil && req.CredentialProxy.Enabled {
 				proxied[c.SandboxID] = true
@@ -39,7 +39,7 @@ func vaultHolders(calls []observe.Call, tokenFP, host string) []string {
 			}
 			continue
 		}
-		if c.Kind == observe.KindEndpoint && isVaultWritePath(c.Path) && vaultBindsToken(c.Body, tokenFP, host) {
+		if c.Kind == command.KindEndpoint && isVaultWritePath(c.Path) && vaultBindsToken(c.Body, tokenFP, host) {
 			held[c.SandboxID] = true
 		}
 	}

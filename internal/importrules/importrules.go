@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -32,7 +33,18 @@ type Rule struct {
 	Except []string // From packages the rule does not apply to, each with its reason in Why
 	Deny   []string
 	Allow  []string
-	Why    string
+	// DenyExternal are import paths outside the module (a path and
+	// everything under it) that From must not depend on, directly or through
+	// the module's packages.
+	DenyExternal []string
+	// Direct: only From's own imports count, not what they import in turn
+	// (what a package's own text names, e.g. steps/ names no runner even
+	// though the command package it uses runs one).
+	Direct bool
+	// ExceptFiles are module-relative files of a Direct rule's From packages
+	// whose imports the rule does not check, each with its reason in Why.
+	ExceptFiles []string
+	Why         string
 }
 
 // Violation is one package depending on a denied one, with the import chain
@@ -158,9 +170,29 @@ func (g *Graph) Check(rules []Rule) []Violation {
 			if !matchAny(r.From, from) || matchAny(r.Except, from) {
 				continue
 			}
-			for dep, chain := range g.reach(from) {
+			if r.Direct {
+				out = append(out, g.checkDirect(r, from)...)
+				continue
+			}
+			reach := g.reach(from)
+			for dep, chain := range reach {
 				if matchAny(r.Deny, dep) && !matchAny(r.Allow, dep) {
 					out = append(out, Violation{Rule: r.Name, Pkg: from, Dep: dep, Chain: chain})
+				}
+			}
+			reach[from] = []string{from}
+			seenExt := map[string]bool{}
+			for via, chain := range reach {
+				p := g.Pkgs[via]
+				if p == nil {
+					continue
+				}
+				for _, imp := range p.Imports {
+					if _, in := g.rel(imp); in || seenExt[imp] || !matchExternal(r.DenyExternal, imp) {
+						continue
+					}
+					seenExt[imp] = true
+					out = append(out, Violation{Rule: r.Name, Pkg: from, Dep: imp, Chain: append(append([]string{}, chain...), imp)})
 				}
 			}
 		}
@@ -175,6 +207,52 @@ func (g *Graph) Check(rules []Rule) []Violation {
 		return out[i].Dep < out[j].Dep
 	})
 	return out
+}
+
+// checkDirect applies a Direct rule to package from: each of its files
+// (but ExceptFiles) that imports a denied package is a violation, its chain
+// the file and the import.
+func (g *Graph) checkDirect(r Rule, from string) []Violation {
+	p := g.Pkgs[from]
+	if p == nil {
+		return nil
+	}
+	var out []Violation
+	seen := map[string]bool{}
+	for _, name := range p.GoFiles {
+		file := path.Join(from, name)
+		if slices.Contains(r.ExceptFiles, file) {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			out = append(out, Violation{Rule: r.Name, Pkg: from, Dep: "(unreadable: " + err.Error() + ")", Chain: []string{file}})
+			continue
+		}
+		for _, is := range f.Imports {
+			imp := strings.Trim(is.Path.Value, `"`)
+			dep, in := g.rel(imp)
+			denied := (in && matchAny(r.Deny, dep) && !matchAny(r.Allow, dep)) || (!in && matchExternal(r.DenyExternal, imp))
+			if !in {
+				dep = imp
+			}
+			if denied && !seen[file+" "+dep] {
+				seen[file+" "+dep] = true
+				out = append(out, Violation{Rule: r.Name, Pkg: from, Dep: dep, Chain: []string{file, dep}})
+			}
+		}
+	}
+	return out
+}
+
+// matchExternal reports whether import path imp is one of paths or under one.
+func matchExternal(paths []string, imp string) bool {
+	for _, p := range paths {
+		if imp == p || strings.HasPrefix(imp, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // reach is every module package from depends on (not itself), each with the

@@ -1,6 +1,7 @@
 package importrules
 
 import (
+	"path"
 	"path/filepath"
 	"testing"
 
@@ -26,6 +27,11 @@ func TestProjectImportRules(t *testing.T) {
 		assert.Positive(t, n, "rule %s applies to no package: the layout moved, update the rule", r.Name)
 		for _, e := range r.Except {
 			assert.Contains(t, g.Pkgs, e, "rule %s excepts %s, which does not exist", r.Name, e)
+		}
+		for _, f := range r.ExceptFiles {
+			p := g.Pkgs[path.Dir(f)]
+			require.NotNil(t, p, "rule %s excepts %s, whose package does not exist", r.Name, f)
+			assert.Contains(t, p.GoFiles, path.Base(f), "rule %s excepts %s, which does not exist", r.Name, f)
 		}
 	}
 	for _, v := range g.Check(Project) {
@@ -65,7 +71,17 @@ func TestCheckerCatchesPlantedViolations(t *testing.T) {
 		{"rubric-imports-nothing", "harness/rubric", "harness/osb"},
 		{"rubric-imports-nothing", "harness/rubric", "mock-server/wire"},
 		{"server-imports-no-grader", "mock-server", "harness/summary"},
+		{"server-imports-no-grader", "mock-server/wire", "harness/summary"},
+		{"wire-imports-nothing", "mock-server/wire", "harness/summary"},
+		{"rubric-imports-nothing", "harness/rubric", "harness/summary"},
+		{"steps-name-no-runner-and-no-server", "steps", "harness/subject"},
+		{"steps-name-no-runner-and-no-server", "steps", "harness/observe"},
+		{"command-imports-no-godog", "harness/command", "github.com/cucumber/godog"},
 	}, got)
+	assert.Equal(t, []string{"harness/command", "harness/command/steptext", "github.com/cucumber/godog"},
+		chains[hit{"command-imports-no-godog", "harness/command", "github.com/cucumber/godog"}], "through a package of the module too")
+	assert.Equal(t, []string{"steps/runner.go", "harness/subject"},
+		chains[hit{"steps-name-no-runner-and-no-server", "steps", "harness/subject"}], "a direct rule names the file (launch.go is excepted)")
 	assert.Equal(t, []string{"harness/core", "harness/stubs", "mock-server"},
 		chains[hit{"harness-reaches-server-only-through-wire", "harness/core", "mock-server"}])
 	assert.Equal(t, []string{"harness/report", "harness/report/render", "harness/report/compare"},

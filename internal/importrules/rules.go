@@ -56,6 +56,31 @@ var Project = []Rule{
 		Why:  "the class summary and the comparison use the renderers' words, never the other way round",
 	},
 	{
+		Name:   "steps-name-no-runner-and-no-server",
+		From:   []string{"steps"},
+		Direct: true,
+		Deny:   []string{"harness/subject", "harness/confine", "harness/observe", "mock-server/..."},
+		Allow:  []string{"mock-server/wire"},
+		ExceptFiles: []string{
+			// The session's side of a launch, handed to the runner through
+			// command.Launch's Setup hook, which receives the runner's spec:
+			// the adapter itself, each command's box policy (the ports it may
+			// reach, the guard of the admin API), and the scripted model's
+			// endpoint in the command's environment.
+			"steps/launch.go", "steps/confine.go", "steps/agent_run.go",
+		},
+		Why: "steps/ is step text and property checks: a command is launched, observed and judged by harness/command " +
+			"(its Record names what the checks read), the box is harness/confine's, and the bundled server is reached over " +
+			"HTTP only (its wire formats excepted); the excepted files hand the runner the session's side of a launch",
+	},
+	{
+		Name:         "command-imports-no-godog",
+		From:         []string{"harness/command"},
+		DenyExternal: []string{"github.com/cucumber/godog"},
+		Why: "the one judge of a command's outcome is tested and used without a scenario; " +
+			"the steps phrase what a Record means for an entry",
+	},
+	{
 		Name:  "reference-imports-no-grader",
 		From:  []string{"cmd/acceptance/reference"},
 		Deny:  []string{"..."},

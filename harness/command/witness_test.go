@@ -1,0 +1,97 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/observe"
+	"github.com/osb-capstone/acceptance/harness/osb"
+)
+
+// TestAuditWitnessSaw: the bundled server's audit, read through its admin
+// API, gives a contract command its key's share and, from the keyless calls
+// recorded since its cursor, only those its box's guard saw it send, though
+// another submission's keyless calls were recorded meanwhile.
+func TestAuditWitnessSaw(t *testing.T) {
+	t0 := time.Now()
+	const mine, theirs = "aaaaaaaaaaaa", "bbbbbbbbbbbb"
+	ev := func(d time.Duration, sb, key, method, path string, status int) osb.AuditEvent {
+		return osb.AuditEvent{Time: t0.Add(d), SandboxID: sb, Kind: "lifecycle",
+			Lifecycle: &osb.AuditLifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}}
+	}
+	events := []osb.AuditEvent{
+		ev(10*time.Millisecond, "s1", mine, "POST", "/v1/sandboxes", 202),
+		ev(20*time.Millisecond, "t1", theirs, "POST", "/v1/sandboxes", 202),
+		ev(30*time.Millisecond, "", "", "POST", "/v1/sandboxes", 401), // the other command's, sent first
+		ev(40*time.Millisecond, "", "", "POST", "/v1/sandboxes", 401), // this command's
+		ev(50*time.Millisecond, "s1", mine, "DELETE", "/v1/sandboxes/s1", 204),
+	}
+	var queries []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries = append(queries, r.URL.RawQuery)
+		if !strings.HasSuffix(r.URL.Path, "/_mock/audit") {
+			http.NotFound(w, r)
+			return
+		}
+		var out []osb.AuditEvent
+		q := r.URL.Query()
+		for _, e := range events {
+			if k := q.Get("key_fingerprint"); k != "" && e.Lifecycle.KeyFingerprint != k {
+				continue
+			}
+			out = append(out, e)
+		}
+		_ = json.NewEncoder(w).Encode(osb.AuditLog{Events: out, LastSeq: int64(len(events))})
+	}))
+	defer srv.Close()
+	cl, err := osb.New(strings.TrimPrefix(srv.URL, "http://"), "k", osb.WithAdminToken("admin"))
+	require.NoError(t, err)
+
+	rec := &Record{Field: "contract", KeyFP: mine, WantKeyless: true, Boxed: true, Started: t0, Ended: t0.Add(time.Second),
+		Witness: AuditWitness{Client: cl}, AuditSince: 7}
+	rec.keyless = []KeylessRequest{{Time: t0.Add(35 * time.Millisecond), Method: "POST", Path: "/v1/sandboxes"}}
+	var kept []Saw
+	rec.Keep = func(s Saw) { kept = append(kept, s) }
+	saw, err := rec.Saw(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s1"}, saw.Created)
+	assert.Len(t, saw.Calls, 2)
+	require.Len(t, saw.Keyless, 1, "only the keyless call its box sent")
+	assert.Equal(t, t0.Add(40*time.Millisecond).UnixNano(), saw.Keyless[0].Time.UnixNano())
+	assert.Contains(t, queries, "kind=lifecycle&since=7", "the keyless calls since the command's cursor")
+	_, _ = rec.Saw(context.Background())
+	assert.Len(t, kept, 1, "read once, kept once")
+
+	srv.Close()
+	broken := &Record{Field: "run", KeyFP: mine, Witness: AuditWitness{Client: cl}}
+	_, err = broken.Saw(context.Background())
+	assert.Error(t, err, "an audit that cannot be read is an error for the check that needs it")
+}
+
+// TestProxyWitnessSaw: on a real target the recording proxy is the command's
+// own: every call it saw is the command's, its creates make its sandboxes,
+// and its keyless calls are those of its window.
+func TestProxyWitnessSaw(t *testing.T) {
+	t0 := time.Now()
+	rec := &Record{Field: "contract", KeyFP: "aaaaaaaaaaaa", WantKeyless: true, Started: t0, Ended: t0.Add(time.Second), Witness: ProxyWitness{}}
+	rec.Observed = []observe.Call{
+		{Time: t0.Add(time.Millisecond), Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s1", KeyFingerprint: "aaaaaaaaaaaa", Body: json.RawMessage(`{"timeout":60}`)},
+		{Time: t0.Add(2 * time.Millisecond), Method: "POST", Path: "/v1/sandboxes", Status: 401},
+		{Time: t0.Add(3 * time.Millisecond), Method: "DELETE", Path: "/v1/sandboxes/s1", Status: 204, SandboxID: "s1", KeyFingerprint: "aaaaaaaaaaaa"},
+	}
+	saw, err := rec.Saw(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"s1"}, saw.Created)
+	assert.JSONEq(t, `{"timeout":60}`, string(saw.CreateBody["s1"]))
+	assert.Len(t, saw.Calls, 3)
+	require.Len(t, saw.Keyless, 1)
+	assert.Equal(t, 401, saw.Keyless[0].Lifecycle.Status)
+}

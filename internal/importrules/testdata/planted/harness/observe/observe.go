@@ -1,0 +1,2 @@
+// Package observe is clean.
+package observe

@@ -1,0 +1,2 @@
+// Package subject is clean.
+package subject

@@ -1,0 +1,3 @@
+module github.com/cucumber/godog
+
+go 1.26.0
