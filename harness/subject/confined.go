@@ -28,6 +28,8 @@ type Confinement struct {
 	Allow func(port int) bool
 	// Guard: see confine.Request.Guard (the bundled server's admin API).
 	Guard func(port int) func(*http.Request) string
+	// Owns: see confine.Request.Owns (sandbox routes of other submissions).
+	Owns func(sandboxID string) (bool, error)
 	// ShowSiblings binds Spec.Dir's parent read-only (commands with ../ paths).
 	ShowSiblings bool
 	// ReadOnly are host directories visible read-only at the same path.
@@ -66,7 +68,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	dir := spec.Dir // "" (a bare command): an empty directory of its own
 	box, err := confine.Open(spec.Confine.Config, confine.Request{
 		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
-		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard,
+		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard, Owns: spec.Confine.Owns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subject: confinement: %w", err)
