@@ -437,3 +437,59 @@ func softHardNoFile(t *testing.T) (uint64, uint64) {
 	t.Fatal("no Max open files in /proc/self/limits")
 	return 0, 0
 }
+
+// The guard closes a box's connection idle between requests (its
+// descriptors come back), and never cuts a streaming answer longer than
+// that: the idle timeout applies between requests only.
+func TestBoxGuardIdleTimeoutSparesStreams(t *testing.T) {
+	cfg := needBoxes(t)
+	old := guardIdle
+	guardIdle = time.Second
+	defer func() { guardIdle = old }()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/stream" {
+			_, _ = w.Write([]byte("ok\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 6; i++ { // 3 s of stream, three idle timeouts long
+			_, _ = fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+			time.Sleep(500 * time.Millisecond)
+		}
+	}))
+	defer srv.Close()
+	sp := srv.Listener.Addr().(*net.TCPAddr).Port
+	guard := func(p int) func(*http.Request) string {
+		if p != sp {
+			return nil
+		}
+		return func(*http.Request) string { return "" }
+	}
+	r := run(t, cfg, Request{Allow: func(p int) bool { return p == sp }, Guard: guard}, fmt.Sprintf(`python3 -c '
+import socket, time
+s = socket.create_connection(("127.0.0.1", %d), timeout=10)
+s.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+buf = b""
+while not buf.endswith(b"0\r\n\r\n"):
+    d = s.recv(4096)
+    if not d:
+        break
+    buf += d
+print("stream whole", b"data: 5" in buf, flush=True)
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+buf = b""
+while b"ok" not in buf:
+    d = s.recv(4096)
+    if not d:
+        break
+    buf += d
+print("keep-alive answered", b"ok" in buf, flush=True)
+t0 = time.time()
+d = s.recv(4096)
+print("idle closed", d == b"", round(time.time() - t0) <= 3, flush=True)
+'`, sp))
+	assert.Contains(t, r.stdout, "stream whole True", r.stderr)
+	assert.Contains(t, r.stdout, "keep-alive answered True", r.stderr)
+	assert.Contains(t, r.stdout, "idle closed True True", r.stderr)
+}

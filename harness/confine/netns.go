@@ -295,6 +295,9 @@ func (n *network) handle(c net.Conn) {
 	}
 }
 
+// guardIdle is the guard's IdleTimeout (tests shorten it).
+var guardIdle = IdleTimeout
+
 // allowWait bounds how long a connection waits for Allow: its answer may
 // need a read of the target (a sandbox created a moment ago), and a target
 // that never answers must not hold the connection, or the box's close that
@@ -413,7 +416,7 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 				rp.ServeHTTP(w, r)
 			}),
 			ReadHeaderTimeout: ReadHeaderTimeout,
-			IdleTimeout:       IdleTimeout,
+			IdleTimeout:       guardIdle,
 			ErrorLog:          log.New(io.Discard, "", 0),
 		}
 		go func() { _ = srv.Serve(ln) }()
