@@ -163,7 +163,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	if copyErr != nil {
 		return res, fmt.Errorf("subject: copying {out} out of the box: %w", copyErr)
 	}
-	if err := writeDropped(res.OutDir, res.Confinement.Dropped); err != nil {
+	if err := writeDropped(res.OutDir, res.Confinement.Dropped, res.Confinement.DroppedCount); err != nil {
 		return res, err
 	}
 	res.Defused = defuseOutputs(res.OutDir)
@@ -176,7 +176,11 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 // "it wrote no file").
 const droppedSuffix = ".dropped.json"
 
-func writeDropped(outDir string, dropped []string) error {
+// droppedRest is the record's key for the entries the bounded list left out
+// (no entry of {out} has an empty name).
+const droppedRest = ""
+
+func writeDropped(outDir string, dropped []string, count int) error {
 	if len(dropped) == 0 {
 		return nil
 	}
@@ -185,6 +189,9 @@ func writeDropped(outDir string, dropped []string) error {
 		if rel, why, ok := strings.Cut(d, ": "); ok {
 			m[rel] = why
 		}
+	}
+	if count > len(dropped) {
+		m[droppedRest] = fmt.Sprintf("maybe not copied out: the box dropped %d entries of {out} (over its caps; the first %d are listed in the command's record)", count, len(dropped))
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -212,7 +219,10 @@ func DroppedReason(path string) string {
 		if err != nil {
 			return ""
 		}
-		return m[filepath.ToSlash(rel)] // the nearest record is the command's own
+		if why := m[filepath.ToSlash(rel)]; why != "" {
+			return why // the nearest record is the command's own
+		}
+		return m[droppedRest]
 
 	}
 	return ""
