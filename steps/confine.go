@@ -72,6 +72,29 @@ type sandboxOwners struct {
 	mu      sync.Mutex
 	keys    map[string]bool
 	creator map[string]string
+	// unknown: ids the server held no sandbox for, and when that was read
+	// (briefly cached: a box asking for made-up ids in a loop must not turn
+	// each request into two reads of the shared server).
+	unknown map[string]time.Time
+}
+
+// unknownFor is how long "no such sandbox" is believed.
+const unknownFor = 2 * time.Second
+
+func (o *sandboxOwners) knownUnknown(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	at, ok := o.unknown[id]
+	return ok && time.Since(at) < unknownFor
+}
+
+func (o *sandboxOwners) rememberUnknown(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.unknown == nil || len(o.unknown) > 1000 {
+		o.unknown = map[string]time.Time{}
+	}
+	o.unknown[id] = time.Now()
 }
 
 func (o *sandboxOwners) addKey(fp string) {
@@ -117,15 +140,28 @@ func (e *Env) ownsSandbox(ctx context.Context, id string) (bool, error) {
 	if fp, ok := e.owners.cached(id); ok {
 		return e.owners.mine(fp), nil
 	}
-	log, err := e.auditQuery(ctx, osb.AuditQuery{SandboxID: id, Kind: "lifecycle"}, 10*time.Second)
+	if e.owners.knownUnknown(id) {
+		return true, nil
+	}
+	creator := func() (string, bool, error) {
+		log, err := e.auditQuery(ctx, osb.AuditQuery{SandboxID: id, Kind: "lifecycle"}, 10*time.Second)
+		if err != nil {
+			return "", false, err
+		}
+		for _, ev := range log.Events {
+			if lc := ev.Lifecycle; lc != nil && ev.SandboxID == id && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status == 202 {
+				return lc.KeyFingerprint, true, nil
+			}
+		}
+		return "", false, nil
+	}
+	fp, found, err := creator()
 	if err != nil {
 		return false, err
 	}
-	for _, ev := range log.Events {
-		if lc := ev.Lifecycle; lc != nil && ev.SandboxID == id && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status == 202 {
-			e.owners.remember(id, lc.KeyFingerprint)
-			return e.owners.mine(lc.KeyFingerprint), nil
-		}
+	if found {
+		e.owners.remember(id, fp)
+		return e.owners.mine(fp), nil
 	}
 	// No create with any key: a sandbox the server holds all the same is
 	// not the submission's; one it does not hold gets the server's own 404.
@@ -139,10 +175,27 @@ func (e *Env) ownsSandbox(ctx context.Context, id string) (bool, error) {
 		return false, fmt.Errorf("/_mock/sandboxes answered %d", res.Status)
 	}
 	for _, sb := range res.Value.Sandboxes {
-		if sb.ID == id {
-			return false, nil
+		if sb.ID != id {
+			continue
 		}
+		// The server records a create once it has answered it: a sandbox
+		// the command has just made may be held before its create is in the
+		// audit. Read it once more.
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		if fp, found, err = creator(); err != nil {
+			return false, err
+		}
+		if found {
+			e.owners.remember(id, fp)
+			return e.owners.mine(fp), nil
+		}
+		return false, nil
 	}
+	e.owners.rememberUnknown(id)
 	return true, nil
 }
 

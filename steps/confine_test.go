@@ -132,6 +132,7 @@ func TestRunIDTellsNoDrill(t *testing.T) {
 func TestOwnsSandbox(t *testing.T) {
 	var auditCalls atomic.Int32
 	var down atomic.Bool
+	var lateReads atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if down.Load() {
 			http.Error(w, "down", http.StatusServiceUnavailable)
@@ -143,6 +144,9 @@ func TestOwnsSandbox(t *testing.T) {
 			id := r.URL.Query().Get("sandbox_id")
 			assert.Equal(t, "lifecycle", r.URL.Query().Get("kind"))
 			creator := map[string]string{"sb-mine-run": "fp-run0000000", "sb-mine-reap": "fp-reap000000", "sb-theirs": "fp-classmate0"}[id]
+			if id == "sb-late" && lateReads.Add(1) > 1 { // its create recorded after its first read
+				creator = "fp-run0000000"
+			}
 			var evs []map[string]any
 			if creator != "" {
 				evs = append(evs,
@@ -151,7 +155,7 @@ func TestOwnsSandbox(t *testing.T) {
 			}
 			_ = json.NewEncoder(w).Encode(map[string]any{"events": evs, "last_seq": 2})
 		case "/_mock/sandboxes":
-			_ = json.NewEncoder(w).Encode(map[string]any{"sandboxes": []map[string]any{{"id": "sb-no-create"}}})
+			_ = json.NewEncoder(w).Encode(map[string]any{"sandboxes": []map[string]any{{"id": "sb-no-create"}, {"id": "sb-late"}}})
 		default:
 			http.NotFound(w, r)
 		}
@@ -162,7 +166,7 @@ func TestOwnsSandbox(t *testing.T) {
 	e.owners.addKey("fp-reap000000")
 	e.owners.addKey("")
 	ctx := context.Background()
-	for id, want := range map[string]bool{"sb-mine-run": true, "sb-mine-reap": true, "sb-theirs": false, "sb-never": true, "sb-no-create": false} {
+	for id, want := range map[string]bool{"sb-mine-run": true, "sb-mine-reap": true, "sb-theirs": false, "sb-never": true, "sb-no-create": false, "sb-late": true} {
 		got, err := e.ownsSandbox(ctx, id)
 		require.NoError(t, err, id)
 		assert.Equal(t, want, got, id)
@@ -170,7 +174,8 @@ func TestOwnsSandbox(t *testing.T) {
 	n := auditCalls.Load()
 	_, _ = e.ownsSandbox(ctx, "sb-theirs")
 	_, _ = e.ownsSandbox(ctx, "sb-mine-run")
-	assert.Equal(t, n, auditCalls.Load(), "a sandbox's creator is read once")
+	_, _ = e.ownsSandbox(ctx, "sb-never")
+	assert.Equal(t, n, auditCalls.Load(), "a sandbox's creator is read once; no such sandbox is believed a moment")
 	down.Store(true)
 	_, err := e.ownsSandbox(ctx, "sb-other")
 	assert.Error(t, err, "an audit the grader cannot read: the guard refuses")
