@@ -16,15 +16,17 @@
 //     all boxes of the process together stay under the grader's own limit
 //     minus a reserve (GraderNoFile; past it a connection is closed and
 //     recorded as the grader's break, never the box's refusal);
-//   - time: every HTTP server a box reaches through the guard closes a
-//     connection idle between requests after IdleTimeout and one whose
-//     request header is not read within ReadHeaderTimeout; a streaming
-//     answer is never cut (no write timeout); a raw (non-HTTP) forwarded
-//     connection whose upstream has hung up is closed HalfCloseGrace later;
+//   - time: the guard closes a connection idle between requests after
+//     IdleTimeout and one whose request header is not read within
+//     ReadHeaderTimeout (harness/stubs, the scripted model and the bundled
+//     server set the same on their own servers); a streaming answer is never
+//     cut (no write timeout); a raw (non-HTTP) forwarded connection whose
+//     upstream has hung up is closed HalfCloseGrace later;
 //   - copy-out: every entry of {out} (directories, links, files, anything)
 //     counts against MaxOutFiles; the walk stops there, the dropped list
 //     keeps the first MaxDropped entries and counts the rest, and its time
-//     is reported (Status.CopyOutMillis) to be charged to the submission.
+//     (Status.CopyOutMillis) is part of the command's own time, which the
+//     submission's budget is charged.
 //
 // Through the guard (Request.Guard) a box reaches only its own submission's
 // sandboxes: a request on a sandbox-scoped route (SandboxRoute: /sandboxes/
