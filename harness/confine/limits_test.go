@@ -493,3 +493,78 @@ print("idle closed", d == b"", round(time.time() - t0) <= 3, flush=True)
 	assert.Contains(t, r.stdout, "keep-alive answered True", r.stderr)
 	assert.Contains(t, r.stdout, "idle closed True True", r.stderr)
 }
+
+// A raw forwarded connection whose upstream hung up is closed soon after,
+// whatever the box does: it never holds the grader's descriptors for good.
+func TestBoxRawConnectionEndsAfterUpstreamHangsUp(t *testing.T) {
+	cfg := needBoxes(t)
+	old := halfCloseGrace
+	halfCloseGrace = time.Second
+	defer func() { halfCloseGrace = old }()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("bye\n"))
+			c.Close()
+		}
+	}()
+	lp := ln.Addr().(*net.TCPAddr).Port
+	b, err := Open(cfg, Request{Name: "halfclose", SubmissionDir: t.TempDir(), Allow: func(p int) bool { return p == lp }})
+	require.NoError(t, err)
+	defer b.Close()
+	cmd := b.Command([]string{"python3", "-c", fmt.Sprintf(`
+import socket, time
+s = socket.create_connection(("127.0.0.1", %d), timeout=10)
+print(s.recv(10).decode().strip(), s.recv(10) == b"", flush=True)
+time.sleep(1000)  # never closes its side
+`, lp)}, []string{"PATH=/usr/bin:/bin"}, "")
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	require.NoError(t, cmd.Start())
+	defer func() { b.Kill(); _ = cmd.Wait(); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "bye True\n", line)
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	assert.Eventually(t, func() bool { return b.net.active.Load() == 0 }, 5*time.Second, 50*time.Millisecond,
+		"the pair is closed HalfCloseGrace after the upstream hung up")
+}
+
+// Past the grader's descriptor bound (all boxes together), a connection is
+// closed and recorded as the grader's own break, never the box's refusal.
+func TestBoxGraderReserveIsTheGradersBreak(t *testing.T) {
+	cfg := needBoxes(t)
+	GraderNoFile()
+	old := fdBudget
+	fdBudget = fdInUse.Load() + 2
+	defer func() { fdBudget = old }()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	lp := ln.Addr().(*net.TCPAddr).Port
+	r := run(t, cfg, Request{Allow: func(p int) bool { return p == lp }}, fmt.Sprintf(`python3 -c '
+import socket, time
+held = [socket.create_connection(("127.0.0.1", %d)) for _ in range(5)]
+time.sleep(1)
+'`, lp))
+	st := r.box.Status()
+	assert.Zero(t, st.RefusedCount, st.Refused)
+	assert.Equal(t, 3, st.BrokenCount, st.Broken)
+	require.NotEmpty(t, st.Broken)
+	assert.Contains(t, st.Broken[0].Reason, "descriptors in reserve")
+}

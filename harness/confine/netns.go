@@ -286,7 +286,7 @@ func (n *network) handle(c net.Conn) {
 			// The upstream hung up (a server's idle timeout): the box gets
 			// HalfCloseGrace to finish; it never holds the pair for good.
 			upDone = nil
-			grace = time.After(HalfCloseGrace)
+			grace = time.After(halfCloseGrace)
 		case <-grace:
 			return
 		case <-n.closing:
@@ -295,8 +295,12 @@ func (n *network) handle(c net.Conn) {
 	}
 }
 
-// guardIdle is the guard's IdleTimeout (tests shorten it).
-var guardIdle = IdleTimeout
+// guardIdle and halfCloseGrace are IdleTimeout and HalfCloseGrace (tests
+// shorten them).
+var (
+	guardIdle      = IdleTimeout
+	halfCloseGrace = HalfCloseGrace
+)
 
 // allowWait bounds how long a connection waits for Allow: its answer may
 // need a read of the target (a sandbox created a moment ago), and a target
