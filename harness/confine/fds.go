@@ -16,8 +16,10 @@ import (
 // At the first box the grader raises its soft RLIMIT_NOFILE to its hard
 // limit (Go's runtime does the same at start since Go 1.19; this makes it
 // explicit). Then the boxes of the process hold at most
-// (limit - reserve) / 2 forwarded connections together (each costs the
-// grader up to two descriptors: the box's side and the upstream's), where
+// (limit - reserve) / 3 forwarded connections together (each costs the
+// grader up to three descriptors: the box's side, the dial upstream, and
+// the upstream's accepted side when that server lives in the grader: the
+// stubs, the scripted model, the bundled server), where
 // reserve is a quarter of the limit and at least MinGraderReserve. A
 // connection past that is closed and recorded in its box's Status.Broken:
 // the grader's limit, never the box's fault.
@@ -52,7 +54,7 @@ func GraderNoFile() (limit, reserve uint64) {
 		}
 		r := graderReserve(fdLimit)
 		if fdLimit > r {
-			fdBudget = int64((fdLimit - r) / 2)
+			fdBudget = int64((fdLimit - r) / 3)
 		}
 	})
 	return fdLimit, graderReserve(fdLimit)

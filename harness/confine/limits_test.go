@@ -82,7 +82,7 @@ func TestGraderNoFileRaisedWithReserve(t *testing.T) {
 	var rl struct{ cur, max uint64 }
 	rl.cur, rl.max = softHardNoFile(t)
 	assert.Equal(t, rl.max, rl.cur, "the grader's soft limit is raised to its hard limit")
-	assert.Equal(t, int64((limit-reserve)/2), fdBudget)
+	assert.Equal(t, int64((limit-reserve)/3), fdBudget)
 }
 
 // copyOutOf runs CopyOut over a tree made by fill under a plain scratch
