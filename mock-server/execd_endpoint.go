@@ -96,7 +96,7 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 			writeError(w, http.StatusBadGateway, "UNKNOWN", "execd of sandbox "+sb.id+" is unreachable: "+err.Error())
 		},
 	}
-	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second}
+	e.srv = &http.Server{Handler: e, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second} // idle: between requests only
 	go func() { _ = e.srv.Serve(ln) }()
 	return e, nil
 }

@@ -137,7 +137,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("mockserver: listen %s: %w", s.cfg.Listen, err)
 	}
 	s.ln = ln
-	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second}
+	// IdleTimeout: a client's idle keep-alive connections end (a confined
+	// box's cost the grader descriptors); it applies between requests only,
+	// so a long SSE stream is never cut. Same values as harness/confine's.
+	s.httpSrv = &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()

@@ -57,7 +57,146 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 			}
 			return refuseAdmin
 		}
+		// A sandbox-scoped route (the keyless server proxy included) only
+		// for the submission's own sandboxes.
+		e.owners.addKey(l.keyFP)
+		owned := context.WithoutCancel(ctx)
+		spec.Confine.Owns = func(id string) (bool, error) { return e.ownsSandbox(owned, id) }
 	}
+}
+
+// sandboxOwners are the key fingerprints of the submission's commands and,
+// per sandbox, the fingerprint of the key that created it (it never changes:
+// cached once known).
+type sandboxOwners struct {
+	mu      sync.Mutex
+	keys    map[string]bool
+	creator map[string]string
+	// unknown: ids the server held no sandbox for, and when that was read
+	// (briefly cached: a box asking for made-up ids in a loop must not turn
+	// each request into two reads of the shared server).
+	unknown map[string]time.Time
+}
+
+// unknownFor is how long "no such sandbox" is believed.
+const unknownFor = 2 * time.Second
+
+func (o *sandboxOwners) knownUnknown(id string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	at, ok := o.unknown[id]
+	return ok && time.Since(at) < unknownFor
+}
+
+func (o *sandboxOwners) rememberUnknown(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.unknown == nil || len(o.unknown) > 1000 {
+		o.unknown = map[string]time.Time{}
+	}
+	o.unknown[id] = time.Now()
+}
+
+func (o *sandboxOwners) addKey(fp string) {
+	if fp == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.keys == nil {
+		o.keys = map[string]bool{}
+	}
+	o.keys[fp] = true
+}
+
+// mine says whether the creator fingerprint is one of the submission's keys.
+func (o *sandboxOwners) mine(fp string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return fp != "" && o.keys[fp]
+}
+
+func (o *sandboxOwners) cached(id string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fp, ok := o.creator[id]
+	return fp, ok
+}
+
+func (o *sandboxOwners) remember(id, fp string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.creator == nil {
+		o.creator = map[string]string{}
+	}
+	o.creator[id] = fp
+}
+
+// ownsSandbox says whether the sandbox id was created with a key of this
+// submission, from the bundled server's audit (its create call's key
+// fingerprint). A sandbox the server never created goes through (it answers
+// 404); an audit that cannot be read is an error (the guard refuses).
+func (e *Env) ownsSandbox(ctx context.Context, id string) (bool, error) {
+	if fp, ok := e.owners.cached(id); ok {
+		return e.owners.mine(fp), nil
+	}
+	if e.owners.knownUnknown(id) {
+		return true, nil
+	}
+	creator := func() (string, bool, error) {
+		log, err := e.auditQuery(ctx, osb.AuditQuery{SandboxID: id, Kind: "lifecycle"}, 10*time.Second)
+		if err != nil {
+			return "", false, err
+		}
+		for _, ev := range log.Events {
+			if lc := ev.Lifecycle; lc != nil && ev.SandboxID == id && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status == 202 {
+				return lc.KeyFingerprint, true, nil
+			}
+		}
+		return "", false, nil
+	}
+	fp, found, err := creator()
+	if err != nil {
+		return false, err
+	}
+	if found {
+		e.owners.remember(id, fp)
+		return e.owners.mine(fp), nil
+	}
+	// No create with any key: a sandbox the server holds all the same is
+	// not the submission's; one it does not hold gets the server's own 404.
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := e.client.Admin().Sandboxes(c)
+	if err != nil {
+		return false, err
+	}
+	if !res.Decoded {
+		return false, fmt.Errorf("/_mock/sandboxes answered %d", res.Status)
+	}
+	for _, sb := range res.Value.Sandboxes {
+		if sb.ID != id {
+			continue
+		}
+		// The server records a create once it has answered it: a sandbox
+		// the command has just made may be held before its create is in the
+		// audit. Read it once more.
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		if fp, found, err = creator(); err != nil {
+			return false, err
+		}
+		if found {
+			e.owners.remember(id, fp)
+			return e.owners.mine(fp), nil
+		}
+		return false, nil
+	}
+	e.owners.rememberUnknown(id)
+	return true, nil
 }
 
 // refuseAdmin refuses a request for the bundled server's admin API, however

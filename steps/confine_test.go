@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 func TestRefuseAdmin(t *testing.T) {
@@ -117,4 +120,66 @@ func TestRunIDTellsNoDrill(t *testing.T) {
 		assert.False(t, seen[id], "distinct per key")
 		seen[id] = true
 	}
+}
+
+// TestOwnsSandbox: the guard's Owns asks the bundled server's audit who
+// created a sandbox and compares it with the submission's keys (every
+// confined command's): a classmate's sandbox is refused, the submission's
+// own (any of its commands' keys) goes through, an id the server never
+// created goes through (its 404 is the server's), one it holds without a
+// create is not the submission's; an unreadable audit is an error; a known
+// creator is asked once.
+func TestOwnsSandbox(t *testing.T) {
+	var auditCalls atomic.Int32
+	var down atomic.Bool
+	var lateReads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		switch r.URL.Path {
+		case "/_mock/audit":
+			auditCalls.Add(1)
+			id := r.URL.Query().Get("sandbox_id")
+			assert.Equal(t, "lifecycle", r.URL.Query().Get("kind"))
+			creator := map[string]string{"sb-mine-run": "fp-run0000000", "sb-mine-reap": "fp-reap000000", "sb-theirs": "fp-classmate0"}[id]
+			if id == "sb-late" && lateReads.Add(1) > 1 { // its create recorded after its first read
+				creator = "fp-run0000000"
+			}
+			var evs []map[string]any
+			if creator != "" {
+				evs = append(evs,
+					map[string]any{"seq": 1, "sandbox_id": id, "kind": "lifecycle", "lifecycle": map[string]any{"method": "GET", "path": "/v1/sandboxes/" + id, "status": 200, "key_fingerprint": "fp-run0000000"}},
+					map[string]any{"seq": 2, "sandbox_id": id, "kind": "lifecycle", "lifecycle": map[string]any{"method": "POST", "path": "/v1/sandboxes", "status": 202, "key_fingerprint": creator}})
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"events": evs, "last_seq": 2})
+		case "/_mock/sandboxes":
+			_ = json.NewEncoder(w).Encode(map[string]any{"sandboxes": []map[string]any{{"id": "sb-no-create"}, {"id": "sb-late"}}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	e, _ := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: strings.TrimPrefix(srv.URL, "http://"), APIKey: "k", AdminToken: "tok"})
+	e.owners.addKey("fp-run0000000")
+	e.owners.addKey("fp-reap000000")
+	e.owners.addKey("")
+	ctx := context.Background()
+	for id, want := range map[string]bool{"sb-mine-run": true, "sb-mine-reap": true, "sb-theirs": false, "sb-never": true, "sb-no-create": false, "sb-late": true} {
+		got, err := e.ownsSandbox(ctx, id)
+		require.NoError(t, err, id)
+		assert.Equal(t, want, got, id)
+	}
+	n := auditCalls.Load()
+	_, _ = e.ownsSandbox(ctx, "sb-theirs")
+	_, _ = e.ownsSandbox(ctx, "sb-mine-run")
+	_, _ = e.ownsSandbox(ctx, "sb-never")
+	assert.Equal(t, n, auditCalls.Load(), "a sandbox's creator is read once; no such sandbox is believed a moment")
+	down.Store(true)
+	_, err := e.ownsSandbox(ctx, "sb-other")
+	assert.Error(t, err, "an audit the grader cannot read: the guard refuses")
+	mine, err := e.ownsSandbox(ctx, "sb-theirs")
+	assert.NoError(t, err)
+	assert.False(t, mine, "cached")
 }

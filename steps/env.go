@@ -64,6 +64,7 @@ type Env struct {
 	scanned       sync.Map      // *subjectRun → true once its files were scanned for secrets (scan.go)
 	egressChecked sync.Map      // *subjectRun → true once what it sent out was judged (attribution.go)
 	markersOnce   sync.Once     // the input markers are planted in the bundled server (attribution.go)
+	owners        sandboxOwners // the submission's keys and who created which sandbox (confine.go)
 }
 
 // NewEnv checks the options and builds the harness client.

@@ -38,8 +38,8 @@ type Box struct {
 	net     *network
 	inside  string // the working directory inside
 
-	bwrap, setpriv string
-	closeOnce      sync.Once
+	bwrap, setpriv, prlimit string
+	closeOnce               sync.Once
 }
 
 // record is a box's state file: what the next grader start removes when
@@ -89,6 +89,7 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	reapOnce.Do(func() { _, _ = Reap(cfg.StateDir) })
+	GraderNoFile()
 	// Opaque: the name shows inside the box (bwrap's command line, the
 	// cgroup path), so it carries nothing of the request's name.
 	b = &Box{cfg: cfg, req: req, st: &Status{Mode: "confined", Enforced: []string{}, Limits: &cfg.Limits},
@@ -96,6 +97,7 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 	seq.Add(1)
 	b.bwrap, _ = exec.LookPath("bwrap")
 	b.setpriv, _ = exec.LookPath("setpriv")
+	b.prlimit, _ = exec.LookPath("prlimit")
 	defer func() {
 		if err != nil {
 			b.Close()
@@ -130,16 +132,25 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 	if err := b.saveRecord(); err != nil {
 		return b, err
 	}
-	n, err := newNetwork(b.name, b.uid, req.Allow, req.Guard)
+	n, err := newNetwork(b.name, b.uid, req, cfg.Limits.Conns)
 	if err != nil {
 		return b, fmt.Errorf("confine: network namespace: %w", err)
 	}
 	b.net = n
 	b.st.enforce("network namespace: only the allowed host ports")
+	b.st.enforce(fmt.Sprintf("at most %d connections at once through the grader", cfg.Limits.Conns))
+	if req.Owns != nil && req.Guard != nil {
+		b.st.enforce("sandbox routes: only this submission's sandboxes")
+	}
 	if err := b.saveRecord(); err != nil {
 		return b, err
 	}
 	b.st.enforce("pid, mount, ipc and uts namespaces; host system read-only")
+	if b.prlimit != "" {
+		b.st.enforce(fmt.Sprintf("at most %d open files per process (RLIMIT_NOFILE)", cfg.Limits.NoFile))
+	} else {
+		b.st.degrade(fmt.Sprintf("RLIMIT_NOFILE %d", cfg.Limits.NoFile), errors.New("prlimit (util-linux) is not installed"))
+	}
 	if len(b.st.Degraded) > 0 {
 		b.st.Mode = "partial"
 	}
@@ -433,6 +444,11 @@ func (b *Box) Command(argv, env []string, dir string) *exec.Cmd {
 			full = append([]string{nsenter, "--net=" + b.net.path(), "--"}, full...)
 		}
 	}
+	if b.prlimit != "" {
+		// Soft and hard: the command, without capabilities, cannot raise it.
+		nofile := strconv.FormatInt(b.cfg.Limits.NoFile, 10)
+		full = append([]string{b.prlimit, "--nofile=" + nofile + ":" + nofile, "--"}, full...)
+	}
 	if b.cg != nil {
 		// The first process writes itself into the cgroup, then execs the
 		// rest: every process of the box is in it from its first instruction.
@@ -455,77 +471,125 @@ func (b *Box) Kill() {
 
 // CopyOut copies the box's /out into dst (an empty or new directory of the
 // grader's): regular files only, opened with O_NOFOLLOW, each at most
-// MaxOutFileBytes, all together MaxOutTotalBytes, at most MaxOutFiles and
-// MaxOutDepth deep. Everything else is dropped and said in Status.Dropped.
-// Call it after the command's processes are gone (Kill).
+// MaxOutFileBytes, all together MaxOutTotalBytes, at most MaxOutDepth deep.
+// Every entry counts against MaxOutFiles (directories, links and anything
+// else too): past it the walk stops, and one dropped line says so. Everything
+// not kept is said in Status.Dropped (the first MaxDropped) and counted in
+// Status.DroppedCount; the time it took is Status.CopyOutMillis. Call it
+// after the command's processes are gone (Kill).
 func (b *Box) CopyOut(dst string) error {
-	src := filepath.Join(b.scratch, "out")
-	var total int64
-	n := 0
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+	start := time.Now()
+	defer func() { b.st.CopyOutMillis = time.Since(start).Milliseconds() }()
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	c := &copier{st: b.st, dst: dst}
+	return c.dir(filepath.Join(b.scratch, "out"), "", 0)
+}
+
+// copier is one copy-out's walk.
+type copier struct {
+	st      *Status
+	dst     string
+	entries int   // entries of {out} seen (every kind)
+	total   int64 // bytes copied
+	stopped bool  // MaxOutFiles reached: nothing more is walked
+}
+
+func (c *copier) drop(rel, why string) {
+	c.st.DroppedCount++
+	if len(c.st.Dropped) < MaxDropped {
+		c.st.Dropped = append(c.st.Dropped, rel+": "+why)
+	}
+}
+
+// dir copies the entries of the directory src ({out}/rel), depth levels
+// below {out}. Only a failure to write the grader's own side is an error.
+func (c *copier) dir(src, rel string, depth int) error {
+	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if rel != "" {
+			c.drop(rel, "not a directory the grader could read: "+err.Error())
+		}
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), src)
+	// Never more than the cap allows (+1 to know there is more): a
+	// directory of a million entries is not read whole.
+	ents, _ := f.ReadDir(MaxOutFiles - c.entries + 1)
+	f.Close()
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, d := range ents {
+		if c.stopped {
 			return nil
 		}
-		rel, _ := filepath.Rel(src, p)
-		if rel == "." {
+		r := filepath.Join(rel, d.Name())
+		if c.entries >= MaxOutFiles {
+			c.stopped = true
+			c.drop(r, fmt.Sprintf("over %d entries of {out} (files, directories and anything else): this and the rest were not walked", MaxOutFiles))
 			return nil
 		}
-		if strings.Count(rel, string(filepath.Separator)) >= MaxOutDepth {
-			b.st.Dropped = append(b.st.Dropped, rel+": deeper than "+strconv.Itoa(MaxOutDepth))
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
+		c.entries++
+		p := filepath.Join(src, d.Name())
+		if depth >= MaxOutDepth {
+			c.drop(r, "deeper than "+strconv.Itoa(MaxOutDepth))
+			continue
 		}
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+			if err := os.Mkdir(filepath.Join(c.dst, r), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			if err := c.dir(p, r, depth+1); err != nil {
+				return err
+			}
 		case d.Type()&fs.ModeSymlink != 0:
-			b.st.Dropped = append(b.st.Dropped, rel+": a symbolic link (never kept)")
-			return nil
+			c.drop(r, "a symbolic link (never kept)")
 		case !d.Type().IsRegular():
-			b.st.Dropped = append(b.st.Dropped, rel+": not a regular file ("+d.Type().String()+")")
-			return nil
+			c.drop(r, "not a regular file ("+d.Type().String()+")")
+		default:
+			if err := c.file(p, r); err != nil {
+				return err
+			}
 		}
-		if n >= MaxOutFiles {
-			b.st.Dropped = append(b.st.Dropped, rel+": over "+strconv.Itoa(MaxOutFiles)+" files")
-			return nil
-		}
-		in, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-		if err != nil {
-			b.st.Dropped = append(b.st.Dropped, rel+": "+err.Error())
-			return nil
-		}
-		defer in.Close()
-		fi, err := in.Stat()
-		if err != nil || !fi.Mode().IsRegular() {
-			b.st.Dropped = append(b.st.Dropped, rel+": not a regular file")
-			return nil
-		}
-		if fi.Size() > MaxOutFileBytes {
-			b.st.Dropped = append(b.st.Dropped, fmt.Sprintf("%s: %d bytes, over the %d MiB cap of a file", rel, fi.Size(), MaxOutFileBytes>>20))
-			return nil
-		}
-		if total+fi.Size() > MaxOutTotalBytes {
-			b.st.Dropped = append(b.st.Dropped, fmt.Sprintf("%s: over the %d MiB cap of all outputs", rel, MaxOutTotalBytes>>20))
-			return nil
-		}
-		out, err := os.OpenFile(filepath.Join(dst, rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o644)
-		if err != nil {
-			b.st.Dropped = append(b.st.Dropped, rel+": "+err.Error())
-			return nil
-		}
-		w, err := io.Copy(out, io.LimitReader(in, MaxOutFileBytes))
-		out.Close()
-		if err != nil {
-			return err
-		}
-		total += w
-		n++
-		b.st.Copied = append(b.st.Copied, rel)
+	}
+	return nil
+}
+
+// file copies one regular file, O_NOFOLLOW and size-capped.
+func (c *copier) file(p, rel string) error {
+	in, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		c.drop(rel, err.Error())
 		return nil
-	})
-	return err
+	}
+	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		c.drop(rel, "not a regular file")
+		return nil
+	}
+	if fi.Size() > MaxOutFileBytes {
+		c.drop(rel, fmt.Sprintf("%d bytes, over the %d MiB cap of a file", fi.Size(), MaxOutFileBytes>>20))
+		return nil
+	}
+	if c.total+fi.Size() > MaxOutTotalBytes {
+		c.drop(rel, fmt.Sprintf("over the %d MiB cap of all outputs", MaxOutTotalBytes>>20))
+		return nil
+	}
+	out, err := os.OpenFile(filepath.Join(c.dst, rel), os.O_CREATE|os.O_EXCL|os.O_WRONLY|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		c.drop(rel, err.Error())
+		return nil
+	}
+	w, err := io.Copy(out, io.LimitReader(in, MaxOutFileBytes))
+	out.Close()
+	if err != nil {
+		return err
+	}
+	c.total += w
+	c.st.Copied = append(c.st.Copied, rel)
+	return nil
 }
 
 // Close kills what is left, removes the cgroup, the namespace and the

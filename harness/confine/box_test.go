@@ -403,7 +403,8 @@ func TestBoxTellsNothingOfItsScenario(t *testing.T) {
 cat /input/data.csv; echo; tr '\0' ' ' </proc/1/cmdline; echo; cat /proc/self/mountinfo /proc/self/cgroup; ls /proc
 echo x >> /input/data.csv && echo WROTE-"INPUT"`)
 	assert.Contains(t, r.stdout, "region,revenue\nnorth,1", r.stderr)
-	for _, tell := range []string{"capacity", "429", "subject-sales", "evidence"} {
+	// Not "429" alone: the box's own random hex name may hold those digits.
+	for _, tell := range []string{"capacity", "capacity-429", "subject-sales", "evidence"} {
 		assert.NotContains(t, r.stdout, tell, "the box shows its scenario")
 	}
 	assert.NotContains(t, r.stdout, "WROTE-INPUT", "the input is read-only")

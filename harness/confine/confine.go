@@ -7,6 +7,33 @@
 // ports an allow-callback names (every other connection refused and
 // recorded). Its outputs are copied out after it exits (CopyOut).
 //
+// What a box costs the grader is bounded per box, so one box never runs the
+// grader out of anything the others need:
+//   - descriptors: the box's processes get RLIMIT_NOFILE Limits.NoFile
+//     (hard and soft); the grader's own forwarder and guard hold at most
+//     Limits.Conns connections of the box at once (a connection past that is
+//     closed at once and recorded as a refusal, reason RefusedConnCap), and
+//     all boxes of the process together stay under the grader's own limit
+//     minus a reserve (GraderNoFile; past it a connection is closed and
+//     recorded as the grader's break, never the box's refusal);
+//   - time: the guard closes a connection idle between requests after
+//     IdleTimeout and one whose request header is not read within
+//     ReadHeaderTimeout (harness/stubs, the scripted model and the bundled
+//     server set the same on their own servers); a streaming answer is never
+//     cut (no write timeout); a raw (non-HTTP) forwarded connection whose
+//     upstream has hung up is closed HalfCloseGrace later;
+//   - copy-out: every entry of {out} (directories, links, files, anything)
+//     counts against MaxOutFiles; the walk stops there, the dropped list
+//     keeps the first MaxDropped entries and counts the rest, and its time
+//     (Status.CopyOutMillis) is part of the command's own time, which the
+//     submission's budget is charged.
+//
+// Through the guard (Request.Guard) a box reaches only its own submission's
+// sandboxes: a request on a sandbox-scoped route (SandboxRoute: /sandboxes/
+// {id}/… and /v1/sandboxes/{id}/…, the server proxy routes included, with a
+// key or without one) whose sandbox Request.Owns does not own is refused with
+// 403 and recorded.
+//
 // Every box is recorded in a state file, so a grader that was SIGKILLed is
 // cleaned up by the next start (Reap). What could not be enforced on this
 // machine is said in Status.Degraded, never silently.
@@ -40,10 +67,15 @@ type Limits struct {
 	MemoryBytes int64 `json:"memory_bytes"`
 	CPUMilli    int64 `json:"cpu_milli"`  // 1000 = one core
 	DiskBytes   int64 `json:"disk_bytes"` // the tmpfs holding its copy, /tmp, $HOME and /out
+	// NoFile is RLIMIT_NOFILE (soft and hard) of every process of the box.
+	NoFile int64 `json:"nofile"`
+	// Conns bounds the box's connections the grader's forwarder and guard
+	// hold at once (each costs the grader's own descriptors).
+	Conns int64 `json:"conns"`
 }
 
 // DefaultLimits are documented in docs/confinement.md.
-var DefaultLimits = Limits{Pids: 512, MemoryBytes: 2 << 30, CPUMilli: 2000, DiskBytes: 1 << 30}
+var DefaultLimits = Limits{Pids: 512, MemoryBytes: 2 << 30, CPUMilli: 2000, DiskBytes: 1 << 30, NoFile: 1024, Conns: 256}
 
 func (l Limits) withDefaults() Limits {
 	if l.Pids <= 0 {
@@ -58,6 +90,12 @@ func (l Limits) withDefaults() Limits {
 	if l.DiskBytes <= 0 {
 		l.DiskBytes = DefaultLimits.DiskBytes
 	}
+	if l.NoFile <= 0 {
+		l.NoFile = DefaultLimits.NoFile
+	}
+	if l.Conns <= 0 {
+		l.Conns = DefaultLimits.Conns
+	}
 	return l
 }
 
@@ -65,7 +103,8 @@ func (l Limits) withDefaults() Limits {
 const (
 	MaxOutFileBytes  = 64 << 20  // one file of {out}
 	MaxOutTotalBytes = 256 << 20 // all of {out}
-	MaxOutFiles      = 1000
+	MaxOutFiles      = 1000      // entries of {out}: files, directories and everything else
+	MaxDropped       = 200       // dropped entries listed (the rest counted)
 	MaxOutDepth      = 8
 	MaxCopyInBytes   = 512 << 20 // the submission directory copied in
 )
@@ -124,7 +163,29 @@ type Request struct {
 	// bundled server's lifecycle port carries its admin API (/_mock/...),
 	// which a command never reaches.
 	Guard func(port int) func(r *http.Request) string
+	// Owns, when set, is asked on every guarded port about a request on a
+	// sandbox-scoped route (SandboxRoute): the request goes through only if
+	// the sandbox is this command's submission's (mine), else 403 and a
+	// refusal. An error (the grader could not tell) refuses it too. A
+	// sandbox no one created (unknown to the server) may be said to be mine:
+	// the server answers 404 for it.
+	Owns func(sandboxID string) (mine bool, err error)
 }
+
+// Timeouts of the servers a box reaches (the guard's; harness/stubs and the
+// bundled server set the same values). Idle applies between requests only:
+// a long streaming answer (an SSE command stream) is never cut.
+const (
+	IdleTimeout       = 30 * time.Second
+	ReadHeaderTimeout = 30 * time.Second
+	// HalfCloseGrace: a forwarded raw connection whose upstream hung up is
+	// closed this long after, whatever the box does.
+	HalfCloseGrace = 10 * time.Second
+)
+
+// RefusedConnCap is the reason of a connection refused because the box held
+// Limits.Conns already.
+const RefusedConnCap = "connection cap"
 
 // Refusal is a connection the box's network refused.
 type Refusal struct {
@@ -152,8 +213,14 @@ type Status struct {
 	Broken      []Refusal `json:"broken,omitempty"`
 	BrokenCount int       `json:"broken_count,omitempty"`
 	// CopyOut: files of {out} kept, and entries dropped with the reason.
-	Copied  []string `json:"copied,omitempty"`
-	Dropped []string `json:"dropped,omitempty"`
+	Copied []string `json:"copied,omitempty"`
+	// Dropped: the first MaxDropped entries dropped ("path: reason"),
+	// DroppedCount all of them (entries past the MaxOutFiles-th are not
+	// walked: one line says so and counts once).
+	Dropped      []string `json:"dropped,omitempty"`
+	DroppedCount int      `json:"dropped_count,omitempty"`
+	// CopyOutMillis is how long the copy-out took (the submission's time).
+	CopyOutMillis int64 `json:"copy_out_ms,omitempty"`
 	// Survivors: processes the end-of-command kill found still in the cgroup.
 	Survivors int `json:"survivors,omitempty"`
 	// Usage: the CPU and peak memory the box's cgroup counted (usage.go);

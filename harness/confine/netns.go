@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +44,10 @@ type network struct {
 
 	allow func(port int) bool
 	guard func(port int) func(*http.Request) string
+	owns  func(sandboxID string) (bool, error)
+
+	maxConns int64        // Limits.Conns
+	active   atomic.Int64 // connections held now
 
 	guardMu sync.Mutex
 	guarded map[int]*chanListener // port → the HTTP server's listener
@@ -60,7 +65,7 @@ func (n *network) path() string { return filepath.Join(netnsDir, n.name) }
 
 // newNetwork makes the namespace, brings lo up, opens the forwarder inside
 // it and installs the redirect for uid.
-func newNetwork(name string, uid int, allow func(int) bool, guard func(int) func(*http.Request) string) (*network, error) {
+func newNetwork(name string, uid int, req Request, maxConns int64) (*network, error) {
 	ip, err := exec.LookPath("ip")
 	if err != nil {
 		return nil, errors.New("ip (iproute2) is not installed")
@@ -69,7 +74,8 @@ func newNetwork(name string, uid int, allow func(int) bool, guard func(int) func
 	if err != nil {
 		return nil, errors.New("iptables is not installed")
 	}
-	n := &network{name: name, uid: uid, allow: allow, guard: guard, closing: make(chan struct{}), guarded: map[int]*chanListener{}}
+	n := &network{name: name, uid: uid, allow: req.Allow, guard: req.Guard, owns: req.Owns, maxConns: maxConns,
+		closing: make(chan struct{}), guarded: map[int]*chanListener{}}
 	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
@@ -156,12 +162,41 @@ func (n *network) serve() {
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
+		if !n.admit(c) {
+			continue
+		}
 		n.conns.Add(1)
 		go func() {
 			defer n.conns.Done()
+			defer releaseGraderFDs()
+			defer n.active.Add(-1)
 			n.handle(c)
 		}()
 	}
+}
+
+// admit takes a place for c under the box's connection cap and the
+// grader's descriptor reserve, or closes c and records why.
+func (n *network) admit(c net.Conn) bool {
+	refuse := func(record func(addr, why string), why string) bool {
+		addr := "?"
+		if ip, port, err := originalDst(c); err == nil {
+			addr = net.JoinHostPort(ip.String(), strconv.Itoa(port))
+		}
+		_ = c.Close()
+		record(addr, why)
+		return false
+	}
+	if n.active.Add(1) > n.maxConns {
+		n.active.Add(-1)
+		return refuse(n.refuse, RefusedConnCap)
+	}
+	if !takeGraderFDs() {
+		n.active.Add(-1)
+		_, reserve := GraderNoFile()
+		return refuse(n.broke, fmt.Sprintf("the grader keeps %d descriptors in reserve: every box's connections together are at their bound", reserve))
+	}
+	return true
 }
 
 // originalDst is where the redirected connection was going.
@@ -230,23 +265,42 @@ func (n *network) handle(c net.Conn) {
 	defer up.Close()
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		// Plain reads and writes, never splice(2): a splice holds a pipe
+		// (two more of the grader's descriptors) per direction for as long
+		// as the connection idles.
+		_, _ = io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, make([]byte, 32<<10))
 		if tc, ok := dst.(*net.TCPConn); ok {
 			_ = tc.CloseWrite()
 		}
 		done <- struct{}{}
 	}
+	upDone := make(chan struct{})
 	go pipe(up, c)
-	go pipe(c, up)
-	select {
-	case <-done:
+	go func() { pipe(c, up); close(upDone) }()
+	grace := make(<-chan time.Time)
+	for left := 2; left > 0; {
 		select {
 		case <-done:
+			left--
+		case <-upDone:
+			// The upstream hung up (a server's idle timeout): the box gets
+			// HalfCloseGrace to finish; it never holds the pair for good.
+			upDone = nil
+			grace = time.After(halfCloseGrace)
+		case <-grace:
+			return
 		case <-n.closing:
+			return
 		}
-	case <-n.closing:
 	}
 }
+
+// guardIdle and halfCloseGrace are IdleTimeout and HalfCloseGrace (tests
+// shorten them).
+var (
+	guardIdle      = IdleTimeout
+	halfCloseGrace = HalfCloseGrace
+)
 
 // allowWait bounds how long a connection waits for Allow: its answer may
 // need a read of the target (a sandbox created a moment ago), and a target
@@ -335,7 +389,11 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 		}
 		srv := &http.Server{
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if why := g(r); why != "" {
+				why := g(r)
+				if why == "" {
+					why = n.notOwned(r)
+				}
+				if why != "" {
 					n.refuse(where(r), why)
 					http.Error(w, "refused by the grader's confinement: "+why, http.StatusForbidden)
 					return
@@ -361,7 +419,8 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 				}()
 				rp.ServeHTTP(w, r)
 			}),
-			ReadHeaderTimeout: 30 * time.Second,
+			ReadHeaderTimeout: ReadHeaderTimeout,
+			IdleTimeout:       guardIdle,
 			ErrorLog:          log.New(io.Discard, "", 0),
 		}
 		go func() { _ = srv.Serve(ln) }()
@@ -378,6 +437,27 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 	case <-wc.closed:
 	case <-n.closing:
 	}
+}
+
+// notOwned says why r, on a sandbox-scoped route, is refused: its sandbox
+// is not the command's submission's, or the grader could not tell ("" when
+// it goes through).
+func (n *network) notOwned(r *http.Request) string {
+	if n.owns == nil {
+		return ""
+	}
+	id, ok := requestSandbox(r)
+	if !ok {
+		return ""
+	}
+	mine, err := n.owns(id)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the grader could not tell whether sandbox %q is this submission's: %v", clipPath(id), err)
+	case !mine:
+		return fmt.Sprintf("sandbox %q is not this submission's", clipPath(id))
+	}
+	return ""
 }
 
 // upstreamsFault: an error of the guard's upstream that is not the command's

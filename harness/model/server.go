@@ -84,7 +84,7 @@ func Start(cfg Config) (*Server, error) {
 		s.record(r, nil, http.StatusNotFound, Exchange{Error: "unknown route"})
 		writeJSON(w, http.StatusNotFound, newAPIError("invalid_request_error", "unknown_url", "Unknown request URL: "+r.Method+" "+r.URL.Path+"."))
 	})
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 30 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }

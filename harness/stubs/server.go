@@ -118,6 +118,9 @@ func startServer(h http.Handler) (*server, error) {
 	s.srv = &http.Server{
 		Handler:           s.logged(h),
 		ReadHeaderTimeout: 10 * time.Second,
+		// A box's idle keep-alive connections end (each costs the grader a
+		// descriptor); a slow answer is never cut (no write timeout).
+		IdleTimeout: 30 * time.Second, // harness/confine.IdleTimeout
 	}
 	go func() {
 		defer close(s.done)

@@ -28,6 +28,8 @@ type Confinement struct {
 	Allow func(port int) bool
 	// Guard: see confine.Request.Guard (the bundled server's admin API).
 	Guard func(port int) func(*http.Request) string
+	// Owns: see confine.Request.Owns (sandbox routes of other submissions).
+	Owns func(sandboxID string) (bool, error)
 	// ShowSiblings binds Spec.Dir's parent read-only (commands with ../ paths).
 	ShowSiblings bool
 	// ReadOnly are host directories visible read-only at the same path.
@@ -66,7 +68,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	dir := spec.Dir // "" (a bare command): an empty directory of its own
 	box, err := confine.Open(spec.Confine.Config, confine.Request{
 		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
-		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard,
+		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard, Owns: spec.Confine.Owns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subject: confinement: %w", err)
@@ -161,7 +163,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	if copyErr != nil {
 		return res, fmt.Errorf("subject: copying {out} out of the box: %w", copyErr)
 	}
-	if err := writeDropped(res.OutDir, res.Confinement.Dropped); err != nil {
+	if err := writeDropped(res.OutDir, res.Confinement.Dropped, res.Confinement.DroppedCount); err != nil {
 		return res, err
 	}
 	res.Defused = defuseOutputs(res.OutDir)
@@ -174,7 +176,11 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 // "it wrote no file").
 const droppedSuffix = ".dropped.json"
 
-func writeDropped(outDir string, dropped []string) error {
+// droppedRest is the record's key for the entries the bounded list left out
+// (no entry of {out} has an empty name).
+const droppedRest = ""
+
+func writeDropped(outDir string, dropped []string, count int) error {
 	if len(dropped) == 0 {
 		return nil
 	}
@@ -183,6 +189,9 @@ func writeDropped(outDir string, dropped []string) error {
 		if rel, why, ok := strings.Cut(d, ": "); ok {
 			m[rel] = why
 		}
+	}
+	if count > len(dropped) {
+		m[droppedRest] = fmt.Sprintf("maybe not copied out: the box dropped %d entries of {out} (over its caps; the first %d are listed in the command's record)", count, len(dropped))
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -210,7 +219,10 @@ func DroppedReason(path string) string {
 		if err != nil {
 			return ""
 		}
-		return m[filepath.ToSlash(rel)] // the nearest record is the command's own
+		if why := m[filepath.ToSlash(rel)]; why != "" {
+			return why // the nearest record is the command's own
+		}
+		return m[droppedRest]
 
 	}
 	return ""

@@ -95,3 +95,16 @@ func TestRunConfinedSeesTheReferenceRun(t *testing.T) {
 
 // TestSleepHelper is what TestRunConfinedSeesTheReferenceRun runs as {acceptance}.
 func TestSleepHelper(t *testing.T) { time.Sleep(600 * time.Millisecond) }
+
+// The dropped list is bounded: a file past it is said to be maybe dropped,
+// never "not written".
+func TestDroppedReasonPastTheBoundedList(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	require.NoError(t, os.Mkdir(out, 0o755))
+	require.NoError(t, writeDropped(out, []string{"a.lnk: a symbolic link (never kept)"}, 1))
+	assert.Equal(t, "a symbolic link (never kept)", DroppedReason(filepath.Join(out, "a.lnk")))
+	assert.Empty(t, DroppedReason(filepath.Join(out, "summary.json")), "the whole list: nothing else was dropped")
+	require.NoError(t, writeDropped(out, []string{"a.lnk: a symbolic link (never kept)"}, 5000))
+	assert.Equal(t, "a symbolic link (never kept)", DroppedReason(filepath.Join(out, "a.lnk")))
+	assert.Contains(t, DroppedReason(filepath.Join(out, "summary.json")), "maybe not copied out: the box dropped 5000 entries")
+}

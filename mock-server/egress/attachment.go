@@ -78,7 +78,7 @@ func (a *Attachment) start() error {
 		return fmt.Errorf("egress: gateway socket: %w", err)
 	}
 	a.ln = ln
-	a.srv = &http.Server{Handler: a.gatewayHandler(), ReadHeaderTimeout: 30 * time.Second}
+	a.srv = &http.Server{Handler: a.gatewayHandler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
 	go func() { _ = a.srv.Serve(ln) }()
 	return nil
 }
