@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/subject"
 )
@@ -59,7 +60,7 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 		}
 		// A sandbox-scoped route (the keyless server proxy included) only
 		// for the submission's own sandboxes.
-		e.owners.addKey(l.keyFP)
+		e.owners.addKey(l.KeyFP)
 		owned := context.WithoutCancel(ctx)
 		spec.Confine.Owns = func(id string) (bool, error) { return e.ownsSandbox(owned, id) }
 	}
@@ -144,7 +145,7 @@ func (e *Env) ownsSandbox(ctx context.Context, id string) (bool, error) {
 		return true, nil
 	}
 	creator := func() (string, bool, error) {
-		log, err := e.auditQuery(ctx, osb.AuditQuery{SandboxID: id, Kind: "lifecycle"}, 10*time.Second)
+		log, err := command.AuditWitness{Client: e.client}.Query(ctx, osb.AuditQuery{SandboxID: id, Kind: "lifecycle"}, 10*time.Second)
 		if err != nil {
 			return "", false, err
 		}
