@@ -130,7 +130,7 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 	if err := b.saveRecord(); err != nil {
 		return b, err
 	}
-	n, err := newNetwork(b.name, b.uid, req.Allow, req.Guard)
+	n, err := newNetwork(b.name, b.uid, req.Allow, req.Guard, req.Unsure)
 	if err != nil {
 		return b, fmt.Errorf("confine: network namespace: %w", err)
 	}

@@ -383,10 +383,11 @@ curl -s -m 1 http://127.0.0.1:10/ & sleep 0.3; echo second-left-open`)
 	assert.Less(t, closed, 15*time.Second, "the box's close waited on a connection stuck in Allow")
 	st := r.box.Status()
 	var why []string
-	for _, x := range st.Refused {
+	for _, x := range st.Broken {
 		why = append(why, x.Addr+" "+x.Reason)
 	}
-	assert.Contains(t, strings.Join(why, "\n"), "127.0.0.1:9 the grader could not tell within 2s")
+	assert.Contains(t, strings.Join(why, "\n"), "127.0.0.1:9 the grader could not tell within 2s", "the grader's break")
+	assert.Zero(t, st.RefusedCount, "never the command's refused connection")
 }
 
 // TestBoxTellsNothingOfItsScenario: a run's input lives under

@@ -41,8 +41,9 @@ type network struct {
 	port int
 	uid  int
 
-	allow func(port int) bool
-	guard func(port int) func(*http.Request) string
+	allow  func(port int) bool
+	unsure func(port int) string // see Request.Unsure
+	guard  func(port int) func(*http.Request) string
 
 	guardMu sync.Mutex
 	guarded map[int]*chanListener // port → the HTTP server's listener
@@ -60,7 +61,7 @@ func (n *network) path() string { return filepath.Join(netnsDir, n.name) }
 
 // newNetwork makes the namespace, brings lo up, opens the forwarder inside
 // it and installs the redirect for uid.
-func newNetwork(name string, uid int, allow func(int) bool, guard func(int) func(*http.Request) string) (*network, error) {
+func newNetwork(name string, uid int, allow func(int) bool, guard func(int) func(*http.Request) string, unsure func(int) string) (*network, error) {
 	ip, err := exec.LookPath("ip")
 	if err != nil {
 		return nil, errors.New("ip (iproute2) is not installed")
@@ -69,7 +70,7 @@ func newNetwork(name string, uid int, allow func(int) bool, guard func(int) func
 	if err != nil {
 		return nil, errors.New("iptables is not installed")
 	}
-	n := &network{name: name, uid: uid, allow: allow, guard: guard, closing: make(chan struct{}), guarded: map[int]*chanListener{}}
+	n := &network{name: name, uid: uid, allow: allow, unsure: unsure, guard: guard, closing: make(chan struct{}), guarded: map[int]*chanListener{}}
 	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
@@ -203,7 +204,7 @@ func (n *network) handle(c net.Conn) {
 	}
 	switch {
 	case !decided:
-		return // refused and recorded by allowed
+		return // recorded by allowed
 	case port == n.port:
 		n.refuse(addr, "the forwarder itself")
 		return
@@ -255,20 +256,32 @@ func (n *network) handle(c net.Conn) {
 var allowWait = 30 * time.Second
 
 // allowed asks Allow in a goroutine of its own and waits for it at most
-// allowWait, or until the box closes: no answer is a refusal (decided false).
+// allowWait, or until the box closes. No answer, or a no the grader was not
+// sure of (Unsure), is the grader's break, never the command's refusal:
+// the connection is closed and recorded as broken (decided false).
 func (n *network) allowed(addr string, port int) (ok, decided bool) {
 	if n.allow == nil {
 		return false, true
 	}
 	ch := make(chan bool, 1)
-	go func() { ch <- n.allow(port) }()
+	go func() {
+		ok := n.allow(port)
+		if !ok && n.unsure != nil {
+			if why := n.unsure(port); why != "" {
+				n.broke(addr, "the grader could not tell whether the port is this submission's: "+why)
+				close(ch)
+				return
+			}
+		}
+		ch <- ok
+	}()
 	t := time.NewTimer(allowWait)
 	defer t.Stop()
 	select {
-	case ok := <-ch:
-		return ok, true
+	case ok, sure := <-ch:
+		return ok, sure
 	case <-t.C:
-		n.refuse(addr, fmt.Sprintf("the grader could not tell within %s whether the port is this submission's", allowWait))
+		n.broke(addr, fmt.Sprintf("the grader could not tell within %s whether the port is this submission's", allowWait))
 		return false, false
 	case <-n.closing:
 		return false, false
