@@ -48,6 +48,7 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 		Allow: func(port int) bool {
 			return static[port] || sp.allowed(port)
 		},
+		Unsure: sp.unsure,
 	}
 	if admin := loopbackPort(e.opt.Target.Domain); e.mock() && admin > 0 {
 		// The bundled server's admin API (/_mock/...) shares its lifecycle
@@ -301,23 +302,35 @@ func loopbackPort(s string) int {
 //
 // No lock is held across network I/O: one look-up runs at a time (in a
 // goroutine of its own, every read bounded), and a connection waits for it
-// at most portLookupWait, then is refused. A look-up that never returned
-// (an audit read the server never answered) once held a hostile
-// calibration grade for ten minutes: every connection of the box waited on
-// the lock, and the box's close waited on its connections.
+// at most portLookupWait. A look-up that never returned (an audit read the
+// server never answered) once held a hostile calibration grade for ten
+// minutes: every connection of the box waited on the lock, and the box's
+// close waited on its connections.
+//
+// A connection is judged only by a look-up that began after it arrived: one
+// already running may have read the key's sandboxes before the command's
+// newest create was recorded. A port is refused as not the command's only
+// when such a look-up read everything and did not find it; when it failed
+// or did not finish, unsure says why, and the box records the connection
+// as the grader's break (a harness error), never as the command's refusal.
 type sandboxPorts struct {
 	e   *Env
 	l   *launch
 	ctx context.Context
 
-	mu       sync.Mutex
-	ports    map[int]bool
-	seen     map[string]bool // sandboxes whose endpoints were read
-	lastAt   time.Time
-	inflight chan struct{} // closed when the running look-up is done
+	mu        sync.Mutex
+	ports     map[int]bool
+	seen      map[string]bool // sandboxes whose endpoints were read
+	lastAt    time.Time
+	inflight  chan struct{} // closed when the running look-up is done
+	startedAt time.Time     // when the running look-up began
+	lastErr   string        // why the last look-up did not read everything ("" it did)
 	// created, endpoint: the reads a look-up makes (tests stub them).
-	created  func(ctx context.Context) []string
+	created  func(ctx context.Context) ([]string, error)
 	endpoint func(ctx context.Context, id string, port int) (string, error)
+	// waiting, when set, is told that a connection waits on a look-up
+	// (fresh: one that began after it arrived); tests only.
+	waiting func(fresh bool)
 }
 
 // The bounds of a look-up: the whole of it, and a connection's wait for it.
@@ -345,31 +358,58 @@ func newSandboxPorts(e *Env, l *launch, ctx context.Context) *sandboxPorts {
 }
 
 func (s *sandboxPorts) allowed(port int) bool {
-	s.mu.Lock()
-	if s.ports[port] {
-		s.mu.Unlock()
-		return true
-	}
-	ch := s.inflight
-	if ch == nil {
-		ch = make(chan struct{})
-		s.inflight = ch
-		// At most ten look-ups a second: a command scanning ports waits on
-		// itself; a fresh sandbox of its own is still found.
-		wait := 100*time.Millisecond - time.Since(s.lastAt)
-		go s.lookUp(ch, wait)
-	}
-	s.mu.Unlock()
+	asked := time.Now()
 	t := time.NewTimer(portLookupWait)
 	defer t.Stop()
-	select {
-	case <-ch:
-	case <-t.C:
-		return false
+	for {
+		s.mu.Lock()
+		if s.ports[port] {
+			s.mu.Unlock()
+			return true
+		}
+		ch, fresh := s.inflight, !s.startedAt.Before(asked)
+		if ch == nil {
+			ch, fresh = make(chan struct{}), true
+			s.inflight, s.startedAt = ch, time.Now()
+			// At most ten look-ups a second: a command scanning ports waits on
+			// itself; a fresh sandbox of its own is still found.
+			wait := 100*time.Millisecond - time.Since(s.lastAt)
+			go s.lookUp(ch, wait)
+		}
+		hook := s.waiting
+		s.mu.Unlock()
+		if hook != nil {
+			hook(fresh)
+		}
+		select {
+		case <-ch:
+		case <-t.C:
+			return false // unsure: the look-up did not finish
+		}
+		if fresh {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.ports[port]
+		}
+		// That look-up began before this connection: ask again.
 	}
+}
+
+// unsure is why a port allowed refused may still be the command's: the
+// last look-up failed, or one is still running (the connection stopped
+// waiting for it); "" when the refusal is sure.
+func (s *sandboxPorts) unsure(port int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ports[port]
+	switch {
+	case s.ports[port]:
+		return ""
+	case s.inflight != nil:
+		return fmt.Sprintf("the look-up of the command's sandboxes' ports did not finish within %s", portLookupWait)
+	case s.lastErr != "":
+		return "the look-up of the command's sandboxes' ports failed: " + s.lastErr
+	}
+	return ""
 }
 
 // lookUp reads the endpoints of the key's sandboxes not read yet, with no
@@ -377,6 +417,7 @@ func (s *sandboxPorts) allowed(port int) bool {
 func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
 	found := map[int]bool{}
 	read := map[string]bool{}
+	var failed error
 	defer func() {
 		s.mu.Lock()
 		for p := range found {
@@ -384,6 +425,10 @@ func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
 		}
 		for id := range read {
 			s.seen[id] = true
+		}
+		s.lastErr = ""
+		if failed != nil {
+			s.lastErr = failed.Error()
 		}
 		s.lastAt = time.Now()
 		s.inflight = nil
@@ -395,7 +440,11 @@ func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, portLookupLimit)
 	defer cancel()
-	ids := s.created(ctx)
+	ids, err := s.created(ctx)
+	if err != nil {
+		failed = fmt.Errorf("reading the sandboxes the command's key created: %w", err)
+		return
+	}
 	s.mu.Lock()
 	var fresh []string
 	for _, id := range ids {
@@ -412,6 +461,9 @@ func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
 			cancel()
 			if err != nil {
 				ok = false // read again at the next look-up
+				if failed == nil {
+					failed = fmt.Errorf("reading the endpoint of sandbox %s port %d: %w", id, p, err)
+				}
 				continue
 			}
 			if hp := loopbackPort(ep); hp > 0 {
@@ -422,13 +474,16 @@ func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
 			read[id] = true
 		}
 		if ctx.Err() != nil {
+			if failed == nil {
+				failed = ctx.Err()
+			}
 			return
 		}
 	}
 }
 
 // createdByKey are the sandboxes the command's key created so far.
-func (s *sandboxPorts) createdByKey(ctx context.Context) []string {
+func (s *sandboxPorts) createdByKey(ctx context.Context) ([]string, error) {
 	if s.l.Proxy != nil {
 		var ids []string
 		for _, c := range s.l.Proxy.Calls() {
@@ -436,15 +491,15 @@ func (s *sandboxPorts) createdByKey(ctx context.Context) []string {
 				ids = append(ids, c.SandboxID)
 			}
 		}
-		return ids
+		return ids, nil
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	sh, err := s.e.fetchKeyShare(c, s.l.KeyFP)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	return sh.Created
+	return sh.Created, nil
 }
 
 // budgetLeft is the submission's time left (bounded false: no bound).

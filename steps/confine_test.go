@@ -64,7 +64,7 @@ func TestPortLookUpNeverHoldsABoxConnection(t *testing.T) {
 	cl, err := osb.New(strings.TrimPrefix(srv.URL, "http://"), "k", osb.WithAdminToken("admin"))
 	require.NoError(t, err)
 	oldLimit, oldWait := portLookupLimit, portLookupWait
-	portLookupLimit, portLookupWait = 500*time.Millisecond, 2*time.Second
+	portLookupLimit, portLookupWait = time.Second, 3*time.Second
 	defer func() { portLookupLimit, portLookupWait = oldLimit, oldWait }()
 
 	sp := newSandboxPorts(&Env{client: cl}, &launch{KeyFP: "fp"}, context.Background())
@@ -81,15 +81,16 @@ func TestPortLookUpNeverHoldsABoxConnection(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	known := time.Now()
 	assert.True(t, sp.allowed(7000))
-	assert.Less(t, time.Since(known), 100*time.Millisecond, "a known port waited on the look-up")
+	assert.Less(t, time.Since(known), portLookupLimit, "a known port waited on the look-up")
 	wg.Wait()
-	assert.Less(t, time.Since(start), 5*time.Second, "connections waited past the look-up's bound")
+	assert.Less(t, time.Since(start), 2*portLookupWait, "connections waited past the look-up's bound")
 	assert.Positive(t, audits.Load(), "the audit was asked")
+	assert.Contains(t, sp.unsure(40000), "the look-up of the command's sandboxes' ports failed", "the grader's failure, not a sure refusal")
 
 	// The server answers again: a sandbox of the command's key is found,
 	// and one whose endpoint could not be read is read again next time.
 	fail := true
-	sp.created = func(context.Context) []string { return []string{"sb1"} }
+	sp.created = func(context.Context) ([]string, error) { return []string{"sb1"}, nil }
 	sp.endpoint = func(_ context.Context, id string, port int) (string, error) {
 		if fail {
 			return "", errors.New("not running yet")
@@ -98,8 +99,57 @@ func TestPortLookUpNeverHoldsABoxConnection(t *testing.T) {
 	}
 	execd := 50000 + osb.DefaultExecdPort%100
 	assert.False(t, sp.allowed(execd))
+	assert.Contains(t, sp.unsure(execd), "reading the endpoint of sandbox sb1 port 44772: not running yet")
 	fail = false
 	assert.True(t, sp.allowed(execd), "a sandbox whose endpoint failed once is read again")
+	assert.False(t, sp.allowed(12345))
+	assert.Empty(t, sp.unsure(12345), "a look-up that read everything is sure")
+}
+
+// TestPortLookUpBeganAfterTheConnection: a connection is judged by a
+// look-up that began after it arrived. One already running read the key's
+// sandboxes before the command's newest create; before, the connection to
+// that sandbox's execd waited on it and was refused (the SDK's health
+// check after a create, refused under load).
+func TestPortLookUpBeganAfterTheConnection(t *testing.T) {
+	sp := newSandboxPorts(&Env{}, &launch{}, context.Background())
+	entered, release := make(chan struct{}), make(chan struct{})
+	var created atomic.Bool
+	var reads atomic.Int32
+	sp.created = func(context.Context) ([]string, error) {
+		if reads.Add(1) == 1 {
+			close(entered)
+			<-release // the first look-up read the key's sandboxes before the create
+			return nil, nil
+		}
+		if created.Load() {
+			return []string{"sb1"}, nil
+		}
+		return nil, nil
+	}
+	sp.endpoint = func(_ context.Context, id string, port int) (string, error) {
+		return fmt.Sprintf("127.0.0.1:%d", 50000+port%100), nil
+	}
+	stale := make(chan struct{}, 1)
+	sp.waiting = func(fresh bool) {
+		if !fresh {
+			select {
+			case stale <- struct{}{}:
+			default:
+			}
+		}
+	}
+	first := make(chan bool)
+	go func() { first <- sp.allowed(40001) }() // another port: starts the first look-up
+	<-entered
+	created.Store(true) // the create is answered, its execd asked for
+	execd := make(chan bool)
+	go func() { execd <- sp.allowed(50000 + osb.DefaultExecdPort%100) }()
+	<-stale // the execd connection waits on the look-up that began before it
+	close(release)
+	assert.False(t, <-first)
+	assert.True(t, <-execd, "judged by a look-up that began after it")
+	assert.GreaterOrEqual(t, reads.Load(), int32(2))
 }
 
 // TestRunIDTellsNoDrill: CAPSTONE_RUN_ID once ended in the run's key

@@ -99,7 +99,9 @@ func TestHostileCalibration(t *testing.T) {
 	baselines := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(baselines, "sentinel.snap"), []byte("untouched\n"), 0o644))
 	baselinesBefore := digestTree(t, baselines)
-	stateDir := t.TempDir()
+	// A grade that hangs is killed (SIGQUIT) and leaves its sandboxes:
+	// shortStateDir reaps them by this state dir's records at the end.
+	stateDir := shortStateDir(t)
 
 	cmd := exec.Command(exe, "grade", "--out", h.out, "--state-dir", stateDir, "--wheels", e.wheels,
 		"--baselines", baselines, "--subject-timeout", "3m", "--parallel", "2", "--tags", hostileTags)

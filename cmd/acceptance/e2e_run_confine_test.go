@@ -64,8 +64,10 @@ func TestConfinedOfficialJSSDK(t *testing.T) {
 	var rec struct {
 		Result struct {
 			Confinement struct {
-				Mode         string `json:"mode"`
-				RefusedCount int    `json:"refused_count"`
+				Mode         string            `json:"mode"`
+				RefusedCount int               `json:"refused_count"`
+				Refused      []json.RawMessage `json:"refused"`
+				Broken       []json.RawMessage `json:"broken"`
 			} `json:"confinement"`
 		} `json:"result"`
 	}
@@ -73,7 +75,8 @@ func TestConfinedOfficialJSSDK(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &rec))
 	assert.Equal(t, "confined", rec.Result.Confinement.Mode)
-	assert.Zero(t, rec.Result.Confinement.RefusedCount, "no SDK call was refused")
+	assert.Zero(t, rec.Result.Confinement.RefusedCount, "no SDK call was refused: %s (the grader's breaks: %s)",
+		rec.Result.Confinement.Refused, rec.Result.Confinement.Broken)
 }
 
 // TestGradeRefusesUnconfinedClass: on a machine that cannot confine, grade

@@ -151,7 +151,10 @@ func TestRenderRefusesAForgedJournal(t *testing.T) {
 	root := t.TempDir()
 	grade := func(name string, pass bool) string {
 		dir := filepath.Join(root, name)
-		b, err := report.Open(dir, rubric.Course, report.Meta{RunID: "run-" + name + "-" + filepath.Base(root), Target: "mock",
+		// The run id is this run's alone: t.TempDir's own base is 001 in
+		// every run, and the key directory is the test binary's, so a second
+		// run of the test (-count) found the first one's key (O_EXCL).
+		b, err := report.Open(dir, rubric.Course, report.Meta{RunID: "run-" + name + "-" + filepath.Base(filepath.Dir(root)), Target: "mock",
 			TargetKind: rubric.TargetMock, Subject: name}, report.Options{JournalKeys: keys})
 		require.NoError(t, err)
 		rec := b.Results().Fail

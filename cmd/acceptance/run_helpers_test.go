@@ -16,8 +16,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	osbruntime "github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
 // Helpers shared by the run command's integration tests (run_test.go).
@@ -333,7 +335,20 @@ func shortStateDir(t testing.TB) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", "osbt-")
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	t.Cleanup(func() {
+		// A server the test could not stop (a child it killed when it
+		// failed) leaves its sandboxes: their processes, cgroups and osb-*
+		// namespaces are known only by this state dir's records, so they are
+		// reaped before it goes, and a dead grader's confinement boxes too.
+		// The leak check stays clean after a red run.
+		if removed, err := osbruntime.ReapStateDir(d); len(removed) > 0 || err != nil {
+			t.Logf("reaped what a stopped server left in %s: %v (%v)", d, removed, err)
+		}
+		if n, err := confine.Reap(""); n > 0 || err != nil {
+			t.Logf("reaped %d boxes of a dead grader (%v)", n, err)
+		}
+		_ = os.RemoveAll(d)
+	})
 	return d
 }
 

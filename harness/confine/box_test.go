@@ -383,10 +383,40 @@ curl -s -m 1 http://127.0.0.1:10/ & sleep 0.3; echo second-left-open`)
 	assert.Less(t, closed, 15*time.Second, "the box's close waited on a connection stuck in Allow")
 	st := r.box.Status()
 	var why []string
-	for _, x := range st.Refused {
+	for _, x := range st.Broken {
 		why = append(why, x.Addr+" "+x.Reason)
 	}
-	assert.Contains(t, strings.Join(why, "\n"), "127.0.0.1:9 the grader could not tell within 2s")
+	assert.Contains(t, strings.Join(why, "\n"), "127.0.0.1:9 the grader could not tell within 2s", "the grader's break")
+	assert.Zero(t, st.RefusedCount, "never the command's refused connection")
+}
+
+// TestBoxUnsureRefusalIsTheGradersBreak: a port Allow refused while the
+// grader was not sure (Unsure: its look-up of the command's sandboxes
+// failed) is closed and recorded as the grader's break, never as the
+// command's refused connection; a sure refusal stays a refusal.
+func TestBoxUnsureRefusalIsTheGradersBreak(t *testing.T) {
+	cfg := needBoxes(t)
+	r := run(t, cfg, Request{
+		Allow: func(int) bool { return false },
+		Unsure: func(p int) string {
+			if p == 9 {
+				return "the look-up failed: audit unreachable"
+			}
+			return ""
+		},
+	}, `curl -s -m 5 http://127.0.0.1:9/ ; echo unsure=$?; curl -s -m 5 http://127.0.0.1:10/ ; echo sure=$?`)
+	assert.Contains(t, r.stdout, "unsure=", r.stderr)
+	st := r.box.Status()
+	var broken, refused []string
+	for _, x := range st.Broken {
+		broken = append(broken, x.Addr+" "+x.Reason)
+	}
+	for _, x := range st.Refused {
+		refused = append(refused, x.Addr+" "+x.Reason)
+	}
+	assert.Equal(t, []string{"127.0.0.1:9 the grader could not tell whether the port is this submission's: the look-up failed: audit unreachable"}, broken)
+	assert.Len(t, refused, 1, "the sure refusal: %v", refused)
+	assert.Contains(t, strings.Join(refused, "\n"), "127.0.0.1:10 ")
 }
 
 // TestBoxTellsNothingOfItsScenario: a run's input lives under

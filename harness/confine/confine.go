@@ -157,6 +157,12 @@ type Request struct {
 	// Allow says whether a TCP connection to 127.0.0.1:port on the host is
 	// this command's to make. Nil: nothing on the host is reachable.
 	Allow func(port int) bool
+	// Unsure, when set, is asked when Allow said no: a non-empty answer is
+	// why the grader could not tell whether the port is the command's (its
+	// look-up failed or did not finish). Such a connection is closed and
+	// recorded as the grader's break (Status.Broken: a harness error if the
+	// command then fails), never as the command's refused connection.
+	Unsure func(port int) string
 	// Guard, when it returns a function for an allowed port, makes the
 	// forwarder speak HTTP on that port: each request goes through only if
 	// the function returns "" (else 403 and a refusal with its reason). The

@@ -42,9 +42,10 @@ type network struct {
 	port int
 	uid  int
 
-	allow func(port int) bool
-	guard func(port int) func(*http.Request) string
-	owns  func(sandboxID string) (bool, error)
+	allow  func(port int) bool
+	guard  func(port int) func(*http.Request) string
+	unsure func(port int) string // see Request.Unsure
+	owns   func(sandboxID string) (bool, error)
 
 	maxConns int64        // Limits.Conns
 	active   atomic.Int64 // connections held now
@@ -74,7 +75,7 @@ func newNetwork(name string, uid int, req Request, maxConns int64) (*network, er
 	if err != nil {
 		return nil, errors.New("iptables is not installed")
 	}
-	n := &network{name: name, uid: uid, allow: req.Allow, guard: req.Guard, owns: req.Owns, maxConns: maxConns,
+	n := &network{name: name, uid: uid, allow: req.Allow, unsure: req.Unsure, guard: req.Guard, owns: req.Owns, maxConns: maxConns,
 		closing: make(chan struct{}), guarded: map[int]*chanListener{}}
 	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
@@ -238,7 +239,7 @@ func (n *network) handle(c net.Conn) {
 	}
 	switch {
 	case !decided:
-		return // refused and recorded by allowed
+		return // recorded by allowed
 	case port == n.port:
 		n.refuse(addr, "the forwarder itself")
 		return
@@ -309,20 +310,32 @@ var (
 var allowWait = 30 * time.Second
 
 // allowed asks Allow in a goroutine of its own and waits for it at most
-// allowWait, or until the box closes: no answer is a refusal (decided false).
+// allowWait, or until the box closes. No answer, or a no the grader was not
+// sure of (Unsure), is the grader's break, never the command's refusal:
+// the connection is closed and recorded as broken (decided false).
 func (n *network) allowed(addr string, port int) (ok, decided bool) {
 	if n.allow == nil {
 		return false, true
 	}
 	ch := make(chan bool, 1)
-	go func() { ch <- n.allow(port) }()
+	go func() {
+		ok := n.allow(port)
+		if !ok && n.unsure != nil {
+			if why := n.unsure(port); why != "" {
+				n.broke(addr, "the grader could not tell whether the port is this submission's: "+why)
+				close(ch)
+				return
+			}
+		}
+		ch <- ok
+	}()
 	t := time.NewTimer(allowWait)
 	defer t.Stop()
 	select {
-	case ok := <-ch:
-		return ok, true
+	case ok, sure := <-ch:
+		return ok, sure
 	case <-t.C:
-		n.refuse(addr, fmt.Sprintf("the grader could not tell within %s whether the port is this submission's", allowWait))
+		n.broke(addr, fmt.Sprintf("the grader could not tell within %s whether the port is this submission's", allowWait))
 		return false, false
 	case <-n.closing:
 		return false, false

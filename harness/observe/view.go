@@ -3,6 +3,7 @@ package observe
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -269,23 +270,29 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 	if r.Method == http.MethodPost && strings.HasSuffix(strings.SplitN(serverProxyRest(r.URL.EscapedPath()), "?", 2)[0], "/command") && r.Body != nil {
 		// The command line is read from the body as it is forwarded, never
 		// ahead of it: execd may answer before the body is complete (full duplex).
-		cmd = &bodyTee{r: r.Body}
+		cmd = newBodyTee(r.Body)
 		r.Body = cmd
 	}
 	var vault *bodyTee
 	if isVaultWrite(r) && r.Body != nil {
 		// A Credential Vault write: kept with its secret values replaced by
 		// fingerprints (VaultWrite), read as it is forwarded.
-		vault = &bodyTee{r: r.Body}
+		vault = newBodyTee(r.Body)
 		r.Body = vault
 	}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
 	defer func() { // recorded even when aborted (http.ErrAbortHandler: the stream broke off)
+		// A call is recorded (and visible to Calls, EndpointCalls and
+		// CallsSoFar) only once its body is: the exchange may end before
+		// the transport has read it (see bodyTee).
 		if cmd != nil {
-			c.Command = commandIn(cmd.buf.Bytes(), cmd.over)
+			b, whole := cmd.finish(unblockBody(w))
+			c.Command = commandIn(b, !whole)
 		}
-		if vault != nil && !vault.over {
-			c.Body = redactVault(vault.buf.Bytes())
+		if vault != nil {
+			if b, whole := vault.finish(unblockBody(w)); whole {
+				c.Body = redactVault(b)
+			}
 		}
 		c.Status = rec.status
 		c.Ended = time.Now().UTC()
@@ -376,25 +383,117 @@ func commandIn(body []byte, over bool) string {
 }
 
 // bodyTee passes a request body through and keeps its first maxBody bytes.
+//
+// What it keeps is what the client sent, not only what the upstream took:
+// the transport sends a body in its own goroutine, after the request's
+// header, and a server that answers without reading the body (or before it
+// has all of it) ends the exchange while that goroutine has read nothing or
+// part of it; the reverse proxy then closes the body and the rest is never
+// read. Before a call is recorded, finish stops the transport's reads (after
+// the one in flight, if any) and reads what is left of the client's body
+// itself, so a recorded call always has its body (a Credential Vault write
+// whose server answered first was recorded empty: the recording race of
+// TestVaultWriteRecordedWithoutItsSecret).
 type bodyTee struct {
-	r    io.ReadCloser
-	buf  bytes.Buffer
-	over bool
+	r io.ReadCloser
+
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when a Read ends
+	reading  bool
+	finished bool // finish was called: the transport reads no more
+	eof      bool // the client's body was read to its end
+	buf      bytes.Buffer
+	over     bool
 }
 
+func newBodyTee(r io.ReadCloser) *bodyTee {
+	t := &bodyTee{r: r}
+	t.cond = sync.NewCond(&t.mu)
+	return t
+}
+
+// errTeeFinished is what a Read after finish gets: the exchange is over.
+var errTeeFinished = errors.New("observe: request body read after its exchange ended")
+
 func (t *bodyTee) Read(b []byte) (int, error) {
-	n, err := t.r.Read(b)
-	if room := maxBody - t.buf.Len(); n > 0 && !t.over {
-		if n > room {
-			t.over = true
-		} else {
-			t.buf.Write(b[:n])
-		}
+	t.mu.Lock()
+	if t.finished {
+		t.mu.Unlock()
+		return 0, errTeeFinished
 	}
+	t.reading = true
+	t.mu.Unlock()
+	n, err := t.r.Read(b)
+	t.mu.Lock()
+	t.keep(b[:n], err)
+	t.reading = false
+	t.cond.Broadcast()
+	t.mu.Unlock()
 	return n, err
 }
 
-func (t *bodyTee) Close() error { return t.r.Close() }
+// keep records what one read of the client's body gave (under mu).
+func (t *bodyTee) keep(b []byte, err error) {
+	if room := maxBody - t.buf.Len(); len(b) > 0 && !t.over {
+		if len(b) > room {
+			t.over = true
+		} else {
+			t.buf.Write(b)
+		}
+	}
+	if err == io.EOF {
+		t.eof = true
+	}
+}
+
+// Close ends the transport's use of the body; the client's body itself is
+// closed by the server once the handler returns (closing it here would wait
+// on a read blocked on the client).
+func (t *bodyTee) Close() error { return nil }
+
+// finish stops the transport's reads, waiting for the one in flight (unblock
+// names what makes a read blocked on the client return: the connection's
+// read deadline), and reads the rest of the client's body, up to maxBody+1
+// bytes. It returns what was kept and whether it was over maxBody or cut
+// short (the client never sent the rest).
+func (t *bodyTee) finish(unblock func() (reset func())) (body []byte, whole bool) {
+	t.mu.Lock()
+	if !(t.eof && !t.reading) {
+		t.mu.Unlock()
+		defer unblock()()
+		t.mu.Lock()
+	}
+	for t.reading {
+		t.cond.Wait()
+	}
+	t.finished = true
+	t.mu.Unlock()
+	// Only this goroutine reads from here on.
+	chunk := make([]byte, 32<<10)
+	for !t.eof && !t.over {
+		n, err := t.r.Read(chunk)
+		t.keep(chunk[:n], err)
+		if err != nil {
+			break
+		}
+	}
+	return t.buf.Bytes(), t.eof && !t.over
+}
+
+// bodyGrace is how long a recorded call waits for the rest of a request
+// body its client has not sent by the time the exchange ended.
+const bodyGrace = 5 * time.Second
+
+// unblockBody makes a read of the request body that waits on the client
+// return within bodyGrace (the client sent a partial body and stopped); the
+// function it returns lifts that deadline again.
+func unblockBody(w http.ResponseWriter) func() (reset func()) {
+	return func() func() {
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(bodyGrace))
+		return func() { _ = rc.SetReadDeadline(time.Time{}) }
+	}
+}
 
 func (p *Proxy) endpointOf(id string, port int) (*url.URL, bool) {
 	if p.view == nil {

@@ -1,9 +1,11 @@
 package observe
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -12,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -391,21 +394,32 @@ func TestVanishIsInstantForTheSubject(t *testing.T) {
 // body as it is forwarded, and leaves the body whole.
 func TestCommandOf(t *testing.T) {
 	body := `{"command":"python3 -m pip install tabulate","envs":{"TOKEN":"secret"}}`
-	tee := &bodyTee{r: io.NopCloser(strings.NewReader(body))}
+	tee := newBodyTee(io.NopCloser(strings.NewReader(body)))
 	rest, _ := io.ReadAll(tee)
 	if string(rest) != body {
 		t.Errorf("body through the tee = %q", rest)
 	}
-	if got := commandIn(tee.buf.Bytes(), tee.over); got != "python3 -m pip install tabulate" {
+	kept, whole := tee.finish(func() func() { t.Error("a body read to its end needs no deadline"); return func() {} })
+	if got := commandIn(kept, !whole); got != "python3 -m pip install tabulate" {
 		t.Errorf("commandIn = %q", got)
+	}
+	// A body the transport never read (the server answered first) is read
+	// by finish, and the transport reads no more after it.
+	unread := newBodyTee(io.NopCloser(strings.NewReader(body)))
+	kept, whole = unread.finish(func() func() { return func() {} })
+	if got := commandIn(kept, !whole); got != "python3 -m pip install tabulate" || !whole {
+		t.Errorf("an unread body gave %q (whole %v)", got, whole)
+	}
+	if n, err := unread.Read(make([]byte, 8)); n != 0 || err == nil {
+		t.Errorf("a read after finish gave %d, %v", n, err)
 	}
 	if got := commandIn([]byte("not json"), false); got != "" {
 		t.Errorf("commandIn(not json) = %q", got)
 	}
-	big := &bodyTee{r: io.NopCloser(strings.NewReader(`{"command":"` + strings.Repeat("x", maxBody) + `"}`))}
+	big := newBodyTee(io.NopCloser(strings.NewReader(`{"command":"` + strings.Repeat("x", maxBody) + `"}`)))
 	_, _ = io.ReadAll(big)
-	if got := commandIn(big.buf.Bytes(), big.over); got != "" || !big.over {
-		t.Errorf("an over-long body gave %q (over %v)", got, big.over)
+	if kept, whole := big.finish(func() func() { return func() {} }); commandIn(kept, !whole) != "" || whole || !big.over {
+		t.Errorf("an over-long body gave %q (over %v)", commandIn(kept, !whole), big.over)
 	}
 }
 
@@ -445,4 +459,40 @@ func TestVaultWriteRecordedWithoutItsSecret(t *testing.T) {
 	require.NotNil(t, policy)
 	assert.Empty(t, policy.Body, "only vault writes keep their body")
 	assert.Nil(t, redactVault([]byte("not json")))
+}
+
+// TestVaultWriteRecordedWhenTheServerAnswersFirst: a vault write whose
+// server answers before reading its body (the transport sends a body after
+// the header, in its own goroutine) is recorded with its whole body, and is
+// not visible before it is. The client here sends its body only once it has
+// the answer, so the transport cannot have read it: before the fix the
+// call was recorded with no body (TestVaultWriteRecordedWithoutItsSecret
+// failed that way about 2 runs in 30 on a loaded machine).
+func TestVaultWriteRecordedWhenTheServerAnswersFirst(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "ok")
+	}))
+	defer func() { up.CloseClientConnections(); up.Close() }()
+	p, err := Start(up.URL)
+	require.NoError(t, err)
+	defer p.Close()
+
+	body := `{"credentials":[{"name":"data-api","source":{"type":"inline","value":"capstone-data-secret-0123"}}]}`
+	c, err := net.Dial("tcp", p.Domain())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	fmt.Fprintf(c, "POST /sandboxes/sb-1/proxy/18080/credential-vault HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
+	require.NoError(t, err, "the server answers before the body is sent")
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "ok", string(b))
+	assert.Empty(t, p.CallsSoFar(), "not visible before its body is recorded")
+	fmt.Fprint(c, body)
+	calls := p.EndpointCalls()
+	require.Len(t, calls, 1)
+	assert.Equal(t, `{"credentials":[{"name":"data-api","source":{"type":"inline","value":"fingerprint:`+Fingerprint("capstone-data-secret-0123")+`"}}]}`, string(calls[0].Body))
 }

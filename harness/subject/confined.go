@@ -26,6 +26,8 @@ type Confinement struct {
 	// Allow says whether a connection to 127.0.0.1:port on the host is the
 	// command's to make (its target, its sandboxes, its model, the stubs).
 	Allow func(port int) bool
+	// Unsure: see confine.Request.Unsure (a look-up of the grader's failed).
+	Unsure func(port int) string
 	// Guard: see confine.Request.Guard (the bundled server's admin API).
 	Guard func(port int) func(*http.Request) string
 	// Owns: see confine.Request.Owns (sandbox routes of other submissions).
@@ -68,7 +70,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	dir := spec.Dir // "" (a bare command): an empty directory of its own
 	box, err := confine.Open(spec.Confine.Config, confine.Request{
 		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
-		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Guard: spec.Confine.Guard, Owns: spec.Confine.Owns,
+		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Unsure: spec.Confine.Unsure, Guard: spec.Confine.Guard, Owns: spec.Confine.Owns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subject: confinement: %w", err)

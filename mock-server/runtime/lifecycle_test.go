@@ -399,3 +399,46 @@ except Exception:
 		t.Fatalf("destroying a broke b's network: %s", r.Raw)
 	}
 }
+
+// TestCloseDuringCreateLeavesNothing: a runtime closed while a sandbox is
+// still starting (a server stopped mid-provision) leaves no namespace, no
+// cgroup and no directory of it. Close's Destroy used to run alongside the
+// start: it found no namespace yet and removed the directory being filled;
+// the start then made the namespace, failed, and its own Destroy found the
+// sandbox already gone, so the osb-* namespace stayed on the machine.
+func TestCloseDuringCreateLeavesNothing(t *testing.T) {
+	rt := newRuntime(t)
+	prof, err := runtime.ProfileFor("python:3.11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.NewString()
+	dir := filepath.Join(rt.StateDir(), "sandboxes", id)
+	done := make(chan error, 1)
+	go func() {
+		sb, err := rt.Create(context.Background(), runtime.Spec{ID: id, Profile: prof, Entrypoint: []string{"tail", "-f", "/dev/null"}})
+		if err == nil {
+			_ = sb.Destroy()
+			err = errors.New("no error")
+		}
+		done <- err
+	}()
+	// Close once the start has begun (its directory exists).
+	if !eventually(30*time.Second, func() bool { _, err := os.Stat(dir); return err == nil }) {
+		t.Fatal("the sandbox's start never began (30s)")
+	}
+	if err := rt.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	select {
+	case err := <-done:
+		if !strings.Contains(err.Error(), "closed") {
+			t.Errorf("a create the close overtook: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("create never returned after close (60s)")
+	}
+	if left := leftovers(id, dir, nil); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

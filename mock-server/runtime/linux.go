@@ -247,9 +247,25 @@ func (l *Linux) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 	l.live[spec.ID] = s
 	l.mu.Unlock()
 
-	if err := s.start(ctx, spec); err != nil {
+	// Destroy (a Close of the runtime, a delete) waits until start is done:
+	// run alongside it, it found no namespace yet and removed the directory
+	// start was filling, start then made the namespace, failed on the
+	// missing directory and its own Destroy found the sandbox gone, so the
+	// namespace was left with nothing to say whose it was (the osb-* netns
+	// the CI leak check found).
+	s.destroyM.Lock()
+	err := s.start(ctx, spec)
+	s.destroyM.Unlock()
+	if err != nil {
 		_ = s.Destroy()
 		return nil, err
+	}
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed { // its Close destroys it, or has
+		_ = s.Destroy()
+		return nil, errors.New("runtime: closed while the sandbox started")
 	}
 	return s, nil
 }

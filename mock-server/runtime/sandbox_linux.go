@@ -722,9 +722,11 @@ func (s *sandbox) Destroy() error {
 			errs = append(errs, err)
 		}
 	}
+	keepRecord := false
 	if s.netns != "" {
 		if err := deleteNetns(s.rt.ip, s.netns); err != nil {
 			errs = append(errs, err)
+			keepRecord = true
 		}
 	}
 	if s.client != nil {
@@ -742,12 +744,18 @@ func (s *sandbox) Destroy() error {
 	if err := unmountDir(filepath.Join(s.dir, "dev")); err != nil {
 		errs = append(errs, err)
 	}
-	if s.mounted {
+	if s.mounted && !keepRecord { // the record is in the tmpfs
 		if err := unmountDir(s.dir); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if s.ownsDir {
+	switch {
+	case s.ownsDir && keepRecord:
+		// The namespace outlived its removal: its record (meta.json) stays,
+		// so the next Reap of this state dir removes it (never a namespace
+		// no one knows is a sandbox's).
+		errs = append(errs, fmt.Errorf("sandbox %s: directory %s kept for Reap", s.id, s.dir))
+	case s.ownsDir:
 		if err := os.RemoveAll(s.dir); err != nil {
 			errs = append(errs, err)
 		}
