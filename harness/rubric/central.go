@@ -19,8 +19,9 @@ const (
 	// network policy or the cleanup could be kept or broken was done.
 	ExerciseSandboxUsed Exercise = "sandbox_used"
 	// ExerciseCreateAttempted: some run of the scenario asked the target for
-	// a sandbox (a refused create counts): the capacity drill refuses every
-	// create, so no sandbox can exist, but one must have been asked for.
+	// a sandbox (a refused create counts) or asked the model: the capacity
+	// drill refuses every create, so no sandbox can exist, but one must have
+	// been asked for; a budget is kept by a run that asked for something.
 	ExerciseCreateAttempted Exercise = "create_attempted"
 	// ExerciseOwnChecks: the entry's scenarios make their own evidence of the
 	// property (the contract record matched against what the server saw, the
@@ -49,7 +50,7 @@ var CentralProperty = map[ID]Central{
 	Network:         {"the network policy of a sandbox the subject created and used for the analysis, enforced and probed", ExerciseSandboxUsed},
 	Credential:      {"a run that did the work in which a secret could leak: a sandbox created and used for the analysis, scanned for planted secrets, with the vault judged whenever the data API is used", ExerciseSandboxUsed},
 	Injection:       {"instructions planted in the data met by an analysis that ran in the subject's own sandbox", ExerciseSandboxUsed},
-	Budget:          {"a run that worked in its sandbox and stopped within its budgets, or met a capacity fault when asking for one", ExerciseSandboxUsed},
+	Budget:          {"a run that asked for a sandbox (or the model) and stopped within its budgets: its steps, its time, its retries of a refusal", ExerciseCreateAttempted},
 	Observability:   {"a run that worked in its sandbox (or checked the contract with its own calls) and recorded every call", ExerciseSandboxUsed},
 	Maintainability: {"the submission's own tests (the integration test touching a sandbox) and its README", ExerciseOwnChecks},
 	Cost:            {"the measured figures of a run that worked in its sandbox, and a reviewer's judgment of the estimate", ExerciseSandboxUsed},
