@@ -155,4 +155,29 @@ func TestSandboxSecretsFailEveryRun(t *testing.T) {
 		append(analysisIn("sb-1"), osb.AuditEvent{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "scan", Location: "scan"}}))
 	e.scanSandboxesOf(t.Context(), &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: r})
 	assert.Empty(t, res.Outcomes())
+
+	// A call of the agent's sandbox to the data API that the vault gave no
+	// credential fails too, as in the plain vault scenario; one it gave one
+	// does not.
+	e, res = blameEnv(t, target)
+	e.opt.Stubs.DataAPIURL = "http://data.capstone.test:8080/v1"
+	call := func(injected bool) osb.AuditEvent {
+		return osb.AuditEvent{Time: time.Now(), SandboxID: "sb-1", Kind: "egress_request", EgressRequest: &wire.EgressRequest{
+			Host: "data.capstone.test", Method: "GET", Path: "/v1/rates", Status: 200, Authorization: "present", Injected: injected}}
+	}
+	scan := osb.AuditEvent{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "scan", Location: "scan"}}
+	r = preloaded(t, e, "agent-vault", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
+		append(analysisIn("sb-1"), scan, call(true), call(false)))
+	e.scanSandboxesOf(t.Context(), &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: r})
+	require.Len(t, res.Outcomes(), 2)
+	for _, o := range res.Outcomes() {
+		assert.Equal(t, rubric.Failed, o.Verdict)
+		assert.Contains(t, o.Reason, "sandbox sb-1 called the data API (GET /v1/rates) and the vault injected no credential")
+	}
+	e, res = blameEnv(t, target)
+	e.opt.Stubs.DataAPIURL = "http://data.capstone.test:8080/v1"
+	r = preloaded(t, e, "agent-vault", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
+		append(analysisIn("sb-1"), scan, call(true)))
+	e.scanSandboxesOf(t.Context(), &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: r})
+	assert.Empty(t, res.Outcomes())
 }
