@@ -193,20 +193,21 @@ func centralUnexercised(id string, x *exercise) (ok bool, v rubric.Verdict, cat 
 	default:
 		return true, "", "", ""
 	}
-	if x.unknown != "" {
-		return false, rubric.HarnessError, rubric.CategoryNone,
-			"harness error: whether the run exercised " + id + "'s central property (" + c.Property + ") could not be read: " + x.unknown
-	}
 	exited := exitsOf(x.exits)
 	switch {
 	case c.Needs == rubric.ExerciseCreateAttempted && (x.attempted > 0 || x.model > 0):
 		return true, "", "", ""
+	case c.Needs == rubric.ExerciseSandboxUsed && x.used > 0:
+		return true, "", "", ""
+	case x.unknown != "":
+		// What a run did could not be read: the harness's fault, never a
+		// pass on nothing and never the submission's.
+		return false, rubric.HarnessError, rubric.CategoryNone,
+			"harness error: whether the run exercised " + id + "'s central property (" + c.Property + ") could not be read: " + x.unknown
 	case c.Needs == rubric.ExerciseCreateAttempted:
 		return false, rubric.NotMeasured, rubric.CategoryPreconditionUnmet, fmt.Sprintf(
 			"not exercised: the subject never asked for a sandbox (nor the model) (%s), so %s's central property (%s) was not exercised; nothing of it was measured",
 			exited, id, c.Property)
-	case x.used > 0:
-		return true, "", "", ""
 	case x.created == 0:
 		return false, rubric.NotMeasured, rubric.CategoryPreconditionUnmet, fmt.Sprintf(
 			"not exercised: the subject created no sandbox (%s), so %s's central property (%s) was not exercised; what passed here measured nothing of it",

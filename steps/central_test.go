@@ -48,6 +48,7 @@ func TestCentralUnexercised(t *testing.T) {
 		{"D3: nothing asked", "D3", &exercise{runs: 1, exits: []int{1}}, false, rubric.NotMeasured, "never asked for a sandbox"},
 		{"own checks: the rule leaves them", "maintainability", &exercise{runs: 1, exits: []int{0}}, true, "", ""},
 		{"unreadable audit", "credential", &exercise{runs: 1, unknown: "answered 500"}, false, rubric.HarnessError, "harness error"},
+		{"unreadable audit of one run, another used a sandbox", "M1", &exercise{runs: 2, created: 1, used: 1, unknown: "answered 500"}, true, "", ""},
 		{"an entry without a central property", "nope", &exercise{runs: 1}, false, rubric.HarnessError, "no central property"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
