@@ -37,3 +37,21 @@ func TestEveryEntryHasACentralProperty(t *testing.T) {
 		assert.True(t, slices.Contains([]Exercise{ExerciseSandboxUsed, ExerciseCreateAttempted}, CentralProperty[id].Needs), id)
 	}
 }
+
+// TestEveryPartNotMeasuredIsNeverPassed: an entry whose outcomes are all
+// not measured (the passes the steps turned into "not exercised" among them)
+// is not measured, never passed; one exercised pass makes it passed, with
+// the rest named as partly not measured.
+func TestEveryPartNotMeasuredIsNeverPassed(t *testing.T) {
+	nm := []Outcome{
+		{ID: Credential, Seq: 1, Verdict: NotMeasured, Category: CategoryPreconditionUnmet, Reason: "not exercised: the subject created no sandbox (it exited 1)"},
+		{ID: Credential, Seq: 2, Verdict: NotMeasured, Category: CategoryPreconditionUnmet, Reason: "no sandbox of this run called the data API"},
+	}
+	v, cat, reason := Fold(nm)
+	assert.Equal(t, NotMeasured, v)
+	assert.Equal(t, CategoryPreconditionUnmet, cat)
+	assert.Contains(t, reason, "not exercised")
+	v, _, reason = Fold(append(nm, Outcome{ID: Credential, Seq: 3, Verdict: Passed, Reason: "no planted secret in the sandbox"}))
+	assert.Equal(t, Passed, v)
+	assert.Contains(t, reason, "partly not measured: not exercised")
+}
