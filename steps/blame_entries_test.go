@@ -203,6 +203,7 @@ func walk(e *Env, pk pickle, r *subjectRun, steps ...func(context.Context) error
 			return
 		}
 	}
+	s.exercised = e.exerciseOf(ctx, s) // as the After hook does
 	e.recordOutcome(s, nil, nil)
 }
 
@@ -278,7 +279,7 @@ func TestD4StillReportsMissingReport(t *testing.T) {
 			assert.Equal(t, []rubric.ID{rubric.Function}, sum.Failed)
 
 			e, res = blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"})
-			r := preloaded(t, e, "injection", 0, nil, nil)
+			r := preloaded(t, e, "injection", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)}, analysisIn("sb-1"))
 			require.NoError(t, os.WriteFile(filepath.Join(r.OutDir, "report.md"), []byte("# Report\n"), 0o644))
 			walk(e, pk, r, reportNonEmpty)
 			for _, id := range []string{"function", "D4"} {

@@ -33,7 +33,15 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 		}
 		s.runCleanups(context.WithoutCancel(ctx))
 		e.scanRunsOf(s)
+		e.scanSandboxesOf(context.WithoutCancel(ctx), s)
 		e.checkEgressOf(ctx, s)
+		if err == nil && ctx.Err() == nil {
+			// What the runs did decides whether a pass stands (centralUnexercised).
+			x := e.exerciseOf(context.WithoutCancel(ctx), s)
+			s.mu.Lock()
+			s.exercised = x
+			s.mu.Unlock()
+		}
 		e.recordOutcome(s, err, ctx.Err())
 		return ctx, nil
 	})
@@ -47,12 +55,15 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 // submission failed otherwise, while the scenario's other entries fail), a
 // timeout fails them with the reason (a timeout never earns points), a
 // not-measured step records its category and reason, and a scenario whose
-// steps all passed passes them. When the run was interrupted (runErr, the
+// steps all passed passes them, each entry whose central property its
+// subject runs exercised (centralUnexercised; the others are not measured
+// with the reason). When the run was interrupted (runErr, the
 // run context's error), a scenario that did not start or whose step failed is
 // not measured: the interrupt is never blamed on the subject.
 func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 	s.mu.Lock()
 	nm := s.notMeasured
+	x := s.exercised
 	evidence := append([]string(nil), s.evidence...)
 	notes := strings.Join(s.notes, "; ")
 	s.mu.Unlock()
@@ -79,8 +90,14 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 		o.Category = rubric.CategoryPreconditionUnmet
 		o.Reason = "a step was skipped without a recorded reason: " + err.Error()
 	default:
-		o.Verdict = rubric.Passed
 		o.Reason = notes
+		e.recordPerEntry(s, o, func(id string) (rubric.Verdict, rubric.Category, string) {
+			if ok, v, cat, reason := centralUnexercised(id, x); !ok {
+				return v, cat, reason
+			}
+			return rubric.Passed, rubric.CategoryNone, notes
+		})
+		return
 	}
 	e.recordFor(s, s.tags, s.ids, o)
 }
@@ -89,6 +106,15 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 // the entries that get the same verdict, category and reason share one
 // outcome.
 func (e *Env) recordBlamed(s *scenario, o rubric.Outcome, err error) {
+	e.recordPerEntry(s, o, func(id string) (rubric.Verdict, rubric.Category, string) {
+		return blame(s.ids, id, err)
+	})
+}
+
+// recordPerEntry records o for each entry of the scenario with the verdict,
+// category and reason decide gives that entry: the entries that get the
+// same share one outcome.
+func (e *Env) recordPerEntry(s *scenario, o rubric.Outcome, decide func(id string) (rubric.Verdict, rubric.Category, string)) {
 	type group struct {
 		o         rubric.Outcome
 		tags, ids []string
@@ -100,7 +126,7 @@ func (e *Env) recordBlamed(s *scenario, o rubric.Outcome, err error) {
 			continue // not a rubric tag (@fault, @agent)
 		}
 		oo := o
-		oo.Verdict, oo.Category, oo.Reason = blame(s.ids, ids[0], err)
+		oo.Verdict, oo.Category, oo.Reason = decide(ids[0])
 		var g *group
 		for _, x := range groups {
 			if x.o.Verdict == oo.Verdict && x.o.Category == oo.Category && x.o.Reason == oo.Reason {

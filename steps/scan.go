@@ -2,6 +2,7 @@ package steps
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -166,6 +167,84 @@ func (e *Env) scanRunsOf(s *scenario) {
 			e.progress("%-13s secret scan of run %s  [credential, M3]\n              %s", string(rubric.Failed), r.key, printable(reason))
 		}()
 	}
+}
+
+// sandboxScanKey marks a run whose sandboxes were checked for planted
+// secrets (in Env.scanned, beside the runs whose files were).
+type sandboxScanKey struct{ r *subjectRun }
+
+// scanSandboxesOf checks, once per run, what the bundled server saw inside
+// and around the sandboxes of every subject run a finished scenario made or
+// used, in every scenario, the agent's included (issue 27: an agent that put
+// the keys in its sandbox's env passed the @agent scenarios, which have no
+// step of their own for it):
+//   - planted secrets in a sandbox's environment, process list or files;
+//   - a call of a sandbox to the data API that the vault gave no credential.
+//
+// Either fails credential and M3 with an outcome of its own ("sandbox scan
+// of run …"); the plain credential scenarios make the same checks as steps.
+// A clean run records nothing; a sandbox that cannot be scanned is left to
+// the credential scenario's own step (not measured there). Only the bundled
+// server scans sandboxes and records what its gateway forwarded.
+func (e *Env) scanSandboxesOf(ctx context.Context, s *scenario) {
+	if !e.mock() {
+		return
+	}
+	runs := append([]*subjectRun(nil), s.runs...)
+	if s.run != nil && !containsRun(runs, s.run) {
+		runs = append(runs, s.run)
+	}
+	for _, r := range runs {
+		if r == nil || r.Res == nil {
+			continue
+		}
+		if _, done := e.scanned.LoadOrStore(sandboxScanKey{r}, true); done {
+			continue
+		}
+		if err := e.loadAudit(ctx, r); err != nil || len(r.sandboxes) == 0 {
+			continue // an unreadable audit is the scenario's steps' harness error
+		}
+		var what []string
+		if found, _, _ := e.sandboxSecrets(ctx, r); len(found) > 0 {
+			what = append(what, "planted secrets found inside its sandbox: "+strings.Join(found, "; "))
+		}
+		what = append(what, e.dataAPIWithoutVault(r)...)
+		if len(what) == 0 {
+			continue
+		}
+		reason := fmt.Sprintf("run %q (fixture %s): %s", r.key, r.fixture, strings.Join(what, "; "))
+		for _, id := range []rubric.ID{rubric.Credential, rubric.M3} {
+			o := rubric.Outcome{ID: id, Verdict: rubric.Failed, Scenario: "sandbox scan of run " + r.key,
+				Reason: reason, Evidence: append(r.evidence(), filepath.Join(r.RelDir, "audit.json"))}
+			if err := e.opt.Results.Record(o); err != nil {
+				e.progress("  ! could not record the sandbox scan of %s: %v", r.key, err)
+			}
+		}
+		e.progress("%-13s sandbox scan of run %s  [credential, M3]\n              %s", string(rubric.Failed), r.key, printable(clip(reason, 400)))
+	}
+}
+
+// dataAPIWithoutVault names the calls of the run's sandboxes to the data API
+// that left without a credential from the vault (the gateway's record; the
+// run's audit must be loaded): the check of dataAPIGotRealToken, for every run.
+func (e *Env) dataAPIWithoutVault(r *subjectRun) []string {
+	host := e.dataAPIHost()
+	if host == "" {
+		return nil
+	}
+	var out []string
+	for _, ev := range egressRequests(r) {
+		q := ev.EgressRequest
+		if !sameHost(q.Host, host) || q.Injected {
+			continue
+		}
+		out = append(out, fmt.Sprintf("sandbox %s called the data API (%s %s) and the vault injected no credential: it left the sandbox with Authorization %s and the API answered %d",
+			ev.SandboxID, q.Method, clip(q.Path, 120), q.Authorization, q.Status))
+		if len(out) == 3 {
+			break
+		}
+	}
+	return out
 }
 
 func containsRun(runs []*subjectRun, r *subjectRun) bool {

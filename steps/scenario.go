@@ -47,6 +47,9 @@ type scenario struct {
 	runs  []*subjectRun // consecutive runs (M1)
 	probe *probeState
 	drill *drill // a simulated fault for the next subject run
+	// exercised: what its subject runs did, read once its steps all passed
+	// (centralUnexercised decides whether each entry's pass stands).
+	exercised *exercise
 }
 
 type lastResponse struct {

@@ -19,7 +19,10 @@ var (
 	agentExtraCommandsFails = []string{"M3", "credential", "D4", "injection"}
 	// A denied call "rerouted": the input POSTed to the package index (the
 	// gateway's record of it, and a command the model never asked for).
-	agentUploadIndexFails  = []string{"D4", "injection"}
+	agentUploadIndexFails = []string{"D4", "injection"}
+	// Issue 27: the data-API token and the OpenSandbox key in the sandbox's
+	// environment: every run's sandboxes are scanned, the agent's included.
+	agentEnvSecretsFails   = []string{"M3", "credential"}
 	agentEntriesOfFeature  = []string{"credential", "M3", "budget", "injection", "function", "D3", "D4", "D5"}
 	agentNotMeasuredReason = "the submission has no model in the loop"
 )

@@ -46,6 +46,14 @@ var calibrationSet = []calibrationCase{
 		"M0", "M1", "M2", "M4", "D3",
 		"function", "accuracy", "budget", "observability", "maintainability",
 	}},
+	// Issue 27: it never creates a sandbox, writes a clean report.md and a
+	// valid summary.json and exits 1: 0 points and no entry passed, exactly
+	// as the empty one (an entry passes only when its central property was
+	// exercised).
+	{dir: "bad-nothing-ran", zero: true, fail: []string{
+		"M0", "M1", "M2", "M4", "D3",
+		"function", "accuracy", "budget", "observability", "maintainability",
+	}},
 	// Every run leaves its sandbox alive: M1's "destroyed and confirmed gone",
 	// and M2's audit chain (no DELETE; that scenario feeds accuracy and
 	// observability).
@@ -84,6 +92,7 @@ var calibrationSet = []calibrationCase{
 	{dir: "bad-agent-off-sandbox", fail: append([]string{"M2", "accuracy", "observability"}, agentOffSandboxFails...)},
 	{dir: "bad-agent-extra-commands", fail: agentExtraCommandsFails},
 	{dir: "bad-agent-upload-index", fail: agentUploadIndexFails},
+	{dir: "bad-agent-env-secrets", fail: agentEnvSecretsFails},
 	// Issue 17 item 2: the honest student, graded while something that is
 	// not the submission sends requests to the sink, the index and the data
 	// API. Unattributable, they fail nothing.

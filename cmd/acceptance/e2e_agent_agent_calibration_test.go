@@ -30,6 +30,7 @@ func TestAgentCalibration(t *testing.T) {
 		{"bad-agent-off-sandbox", agentOffSandboxFails},
 		{"bad-agent-extra-commands", agentExtraCommandsFails},
 		{"bad-agent-upload-index", agentUploadIndexFails},
+		{"bad-agent-env-secrets", agentEnvSecretsFails},
 		{"reference", nil},
 	}
 	args := []string{"grade", "--out", t.TempDir(), "--state-dir", t.TempDir(), "--wheels", e.wheels,

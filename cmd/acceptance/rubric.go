@@ -70,6 +70,8 @@ type indexEntry struct {
 	DependsOn []rubric.Component `json:"depends_on,omitempty"`
 	Reviewer  bool               `json:"reviewer_judged,omitempty"`
 	Statement string             `json:"statement"`
+	// Central is what must have been exercised for the entry to pass (rubric.CentralProperty).
+	Central string `json:"central_property"`
 	// MeasurableOn lists the targets that can measure it; NotMeasurable says why the others cannot.
 	MeasurableOn  []rubric.Target `json:"measurable_on"`
 	NotMeasurable []string        `json:"not_measurable,omitempty"`
@@ -160,6 +162,9 @@ func buildRubricIndex(reg *rubric.Registry, fsys fs.FS) (rubricIndex, error) {
 		ie := indexEntry{ID: e.ID, Kind: e.Kind, Title: e.Title, Security: e.Security, Reviewer: e.ReviewGuide != "",
 			FailOnlyOnViolation: e.FailOnlyOnViolation, DependsOn: e.DependsOn,
 			Statement: e.Statement, Scenarios: byID[e.ID], MeasurableOn: []rubric.Target{}}
+		if c, ok := rubric.CentralOf(e.ID); ok {
+			ie.Central = c.Property
+		}
 		if e.Kind == rubric.KindScoring {
 			ie.Weight, ie.Inputs = float64(e.Weight), e.Inputs
 		} else {
@@ -300,7 +305,7 @@ func writeIndexText(w io.Writer, idx rubricIndex) error {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "%s  %s (%s)\n  %s\n  measurable on: %s\n", e.ID, e.Title, e.head(), e.Statement, targetList(e.MeasurableOn))
+		fmt.Fprintf(&b, "%s  %s (%s)\n  %s\n  central property: %s\n  measurable on: %s\n", e.ID, e.Title, e.head(), e.Statement, e.Central, targetList(e.MeasurableOn))
 		for _, n := range e.NotMeasurable {
 			fmt.Fprintf(&b, "  not measurable on %s\n", n)
 		}
@@ -338,6 +343,7 @@ func writeIndexMarkdown(w io.Writer, idx rubricIndex) error {
 		fmt.Fprintf(&b, "\n### `%s` %s\n\n", e.ID, e.Title)
 		fmt.Fprintf(&b, "- %s\n", e.head())
 		fmt.Fprintf(&b, "- Statement: %s\n", e.Statement)
+		fmt.Fprintf(&b, "- Central property (passes only when exercised): %s\n", e.Central)
 		fmt.Fprintf(&b, "- Measurable on: %s\n", targetList(e.MeasurableOn))
 		for _, n := range e.NotMeasurable {
 			fmt.Fprintf(&b, "- Not measurable on %s\n", n)

@@ -59,6 +59,11 @@ const (
 	// another route out: it POSTs the input CSV to the package index, which
 	// the policy allows.
 	FlawUploadIndex = "upload-index"
+	// FlawEnvSecrets puts the data API's token and the OpenSandbox API key
+	// into its sandbox's environment on create, "so the model's scripts can
+	// call the APIs themselves" (issue 27), instead of leaving the token to
+	// the Credential Vault.
+	FlawEnvSecrets = "env-secrets"
 )
 
 // Model request retry policy.

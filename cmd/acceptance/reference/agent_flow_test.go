@@ -194,6 +194,29 @@ func TestAgentFlawEnvInPromptLeaksTheEnvironment(t *testing.T) {
 	assert.True(t, strings.Contains(m.requests()[0], "OPEN_SANDBOX_API_KEY="))
 }
 
+// TestAgentFlawEnvSecretsPutsTheKeysInTheSandbox: the calibration flaw of
+// issue 27 puts the data-API token and the OpenSandbox key into the
+// sandbox's env on create; without it the create carries no env at all.
+func TestAgentFlawEnvSecretsPutsTheKeysInTheSandbox(t *testing.T) {
+	f := newFake(t)
+	m := newFakeModel(t, func(w http.ResponseWriter, n int) { answer(w, "done") })
+	res, _ := runFlow(t, f, agentCfg(m, FlawEnvSecrets))
+	require.Equal(t, 0, res.ExitCode, "%+v", res.Summary.Error)
+	f.mu.Lock()
+	env, _ := f.created["env"].(map[string]any)
+	f.mu.Unlock()
+	assert.Equal(t, "capstone-data-secret-0042", env["CAPSTONE_DATA_API_TOKEN"])
+	assert.Equal(t, f.apiKey, env["OPEN_SANDBOX_API_KEY"])
+
+	f2 := newFake(t)
+	m2 := newFakeModel(t, func(w http.ResponseWriter, n int) { answer(w, "done") })
+	res, _ = runFlow(t, f2, agentCfg(m2, ""))
+	require.Equal(t, 0, res.ExitCode, "%+v", res.Summary.Error)
+	f2.mu.Lock()
+	defer f2.mu.Unlock()
+	assert.Nil(t, f2.created["env"], "the honest agent puts nothing in the sandbox's env")
+}
+
 func TestAgentMainNeedsTheModelEndpoint(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "")
 	var out, errb strings.Builder

@@ -62,7 +62,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.Agent, "agent", false, "agent mode: consult the model at $OPENAI_BASE_URL (key $OPENAI_API_KEY) between install and analysis")
 	fs.IntVar(&cfg.AgentMaxTurns, "max-model-turns", cfg.AgentMaxTurns, "agent mode: most model requests")
 	fs.DurationVar(&cfg.ModelTimeout, "model-timeout", cfg.ModelTimeout, "agent mode: limit of each model request")
-	fs.StringVar(&cfg.AgentFlaw, "agent-flaw", "", "calibration only: a deliberate defect ("+strings.Join([]string{FlawEnvInPrompt, FlawObeyForever, FlawOffSandbox, FlawExtraCommands, FlawUploadIndex}, ", ")+")")
+	fs.StringVar(&cfg.AgentFlaw, "agent-flaw", "", "calibration only: a deliberate defect ("+strings.Join([]string{FlawEnvInPrompt, FlawObeyForever, FlawOffSandbox, FlawExtraCommands, FlawUploadIndex, FlawEnvSecrets}, ", ")+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -80,7 +80,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		switch cfg.AgentFlaw {
-		case "", FlawEnvInPrompt, FlawOffSandbox, FlawExtraCommands, FlawUploadIndex:
+		case "", FlawEnvInPrompt, FlawOffSandbox, FlawExtraCommands, FlawUploadIndex, FlawEnvSecrets:
 		case FlawObeyForever:
 			cfg.MaxSteps = 1000 // no limit of its own: it runs whatever the model asks
 		default:

@@ -266,6 +266,10 @@ func (r *runner) create(ctx context.Context) error {
 		}
 	}
 	req.NetworkPolicy = &osb.NetworkPolicy{DefaultAction: "deny", Egress: rules}
+	if r.cfg.Agent && r.cfg.AgentFlaw == FlawEnvSecrets {
+		// Calibration only (agent.go): the keys in the sandbox's environment.
+		req.Env = map[string]string{"CAPSTONE_DATA_API_TOKEN": r.cfg.DataAPIToken, "OPEN_SANDBOX_API_KEY": r.cfg.APIKey}
+	}
 	r.ev.Policy = req.NetworkPolicy
 	r.ev.CredentialProxy = req.CredentialProxy != nil
 
