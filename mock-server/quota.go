@@ -1,0 +1,168 @@
+package mockserver
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	osbruntime "github.com/osb-capstone/acceptance/mock-server/runtime"
+)
+
+// Default limits and per-tenant quotas (a deviation from OpenSandbox 1.1.1,
+// whose Docker runtime starts a container without a limit a create's
+// resourceLimits leaves out, and has no quota at all).
+//
+// Every sandbox gets a CPU, memory and pids limit: the value its create's
+// resourceLimits gives (cpu, memory, pids), else the server's default
+// (Config.DefaultLimits; DefaultSandboxLimits). A value that does not parse
+// counts as left out (the real server ignores it).
+//
+// The sandboxes of one tenant (tenancy.go: the keys of one graded
+// submission) are bounded together (Config.TenantQuota; DefaultTenantQuota):
+// how many are live at once, and the sum of their CPU, memory and pids
+// limits. A create that would go over answers 400 SANDBOX::INVALID_PARAMETER
+// ("Quota exceeded: …"), the code the real server gives a create whose
+// limits the host cannot satisfy (more CPUs than it has); it never starts
+// anything. Untenanted keys (the server's own --api-key) have no quota.
+
+// DefaultSandboxLimits are the limits of a sandbox whose create omits them.
+var DefaultSandboxLimits = osbruntime.Limits{CPUMilli: 1000, MemoryBytes: 1 << 30, Pids: 256}
+
+// Quota bounds what one tenant's live sandboxes hold at once. A zero field
+// takes DefaultTenantQuota's value; a negative one means unbounded.
+type Quota struct {
+	Sandboxes   int64 // live (or starting) sandboxes
+	CPUMilli    int64 // the sum of their CPU limits (1000 = one CPU)
+	MemoryBytes int64 // the sum of their memory limits
+	Pids        int64 // the sum of their pids limits
+}
+
+// DefaultTenantQuota is the quota of a tenant when Config.TenantQuota leaves
+// a field zero: 16 sandboxes, 16 CPUs, 32 GiB, 4096 pids (16 sandboxes at
+// the default limits, 8 at the 2 GiB the SDKs default to).
+var DefaultTenantQuota = Quota{Sandboxes: 16, CPUMilli: 16000, MemoryBytes: 32 << 30, Pids: 4096}
+
+// usage is what sandboxes hold against a quota.
+type usage struct{ sandboxes, cpu, mem, pids int64 }
+
+func (u *usage) add(l osbruntime.Limits, sign int64) {
+	u.sandboxes += sign
+	u.cpu += sign * l.CPUMilli
+	u.mem += sign * l.MemoryBytes
+	u.pids += sign * l.Pids
+}
+
+func orDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// limitsFor are the limits a sandbox of req runs with: the request's, and
+// the server's defaults for what it leaves out (or gives unparseable).
+func (s *Server) limitsFor(req *createRequest) osbruntime.Limits {
+	def := osbruntime.Limits{
+		CPUMilli:    orDefault(s.cfg.DefaultLimits.CPUMilli, DefaultSandboxLimits.CPUMilli),
+		MemoryBytes: orDefault(s.cfg.DefaultLimits.MemoryBytes, DefaultSandboxLimits.MemoryBytes),
+		Pids:        orDefault(s.cfg.DefaultLimits.Pids, DefaultSandboxLimits.Pids),
+	}
+	l := osbruntime.Limits{
+		CPUMilli:    parseCPU(req.ResourceLimits["cpu"]),
+		MemoryBytes: parseMemory(req.ResourceLimits["memory"]),
+	}
+	if p, err := strconv.ParseInt(req.ResourceLimits["pids"], 10, 64); err == nil && p > 0 {
+		l.Pids = p
+	}
+	pick := func(v, d int64) int64 {
+		switch {
+		case v > 0:
+			return v
+		case d > 0:
+			return d
+		}
+		return 0 // a negative default: no limit of this kind
+	}
+	return osbruntime.Limits{CPUMilli: pick(l.CPUMilli, def.CPUMilli), MemoryBytes: pick(l.MemoryBytes, def.MemoryBytes), Pids: pick(l.Pids, def.Pids)}
+}
+
+// tenantQuota is the effective quota (negative fields: unbounded).
+func (s *Server) tenantQuota() Quota {
+	q := s.cfg.TenantQuota
+	return Quota{
+		Sandboxes:   orDefault(q.Sandboxes, DefaultTenantQuota.Sandboxes),
+		CPUMilli:    orDefault(q.CPUMilli, DefaultTenantQuota.CPUMilli),
+		MemoryBytes: orDefault(q.MemoryBytes, DefaultTenantQuota.MemoryBytes),
+		Pids:        orDefault(q.Pids, DefaultTenantQuota.Pids),
+	}
+}
+
+// reserveQuota counts a create of tenant with limits l against the tenant's
+// quota: its live sandboxes plus the creates still starting. On success the
+// reservation is held until unreserveLocked (the sandbox is in the table, or
+// its create failed); otherwise it answers the refusal's message. Untenanted
+// creates are never refused. A released tenant's creates are refused.
+func (s *Server) reserveQuota(tenant string, l osbruntime.Limits) (ok bool, msg string) {
+	if tenant == "" {
+		return true, ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released[tenant] {
+		return false, "Quota exceeded: the API key's tenant has been released; it can create nothing more."
+	}
+	var u usage
+	for _, sb := range s.sandboxes {
+		if sb.tenant == tenant {
+			u.add(sb.limits, 1)
+		}
+	}
+	if p := s.pending[tenant]; p != nil {
+		u.sandboxes += p.sandboxes
+		u.cpu += p.cpu
+		u.mem += p.mem
+		u.pids += p.pids
+	}
+	u.add(l, 1)
+	q := s.tenantQuota()
+	over := func(what string, have, limit int64, unit func(int64) string) string {
+		return fmt.Sprintf("Quota exceeded: this create would make the %s of the API key's tenant %s, over its quota of %s. "+
+			"Delete sandboxes you no longer need, or ask for smaller resourceLimits.", what, unit(have), unit(limit))
+	}
+	count := func(n int64) string { return strconv.FormatInt(n, 10) }
+	switch {
+	case q.Sandboxes > 0 && u.sandboxes > q.Sandboxes:
+		return false, over("live sandboxes", u.sandboxes, q.Sandboxes, count)
+	case q.CPUMilli > 0 && u.cpu > q.CPUMilli:
+		return false, over("total CPU limit", u.cpu, q.CPUMilli, func(n int64) string { return fmt.Sprintf("%gCPU", float64(n)/1000) })
+	case q.MemoryBytes > 0 && u.mem > q.MemoryBytes:
+		return false, over("total memory limit", u.mem, q.MemoryBytes, func(n int64) string { return fmt.Sprintf("%dMi", n>>20) })
+	case q.Pids > 0 && u.pids > q.Pids:
+		return false, over("total pids limit", u.pids, q.Pids, count)
+	}
+	if s.pending == nil {
+		s.pending = map[string]*usage{}
+	}
+	if s.pending[tenant] == nil {
+		s.pending[tenant] = &usage{}
+	}
+	s.pending[tenant].add(l, 1)
+	return true, ""
+}
+
+// unreserveLocked drops a create's reservation. Caller holds s.mu.
+func (s *Server) unreserveLocked(tenant string, l osbruntime.Limits) {
+	p := s.pending[tenant]
+	if tenant == "" || p == nil {
+		return
+	}
+	p.add(l, -1)
+	if p.sandboxes <= 0 {
+		delete(s.pending, tenant)
+	}
+}
+
+// refuseQuota answers a create refused by the quota.
+func refuseQuota(w http.ResponseWriter, msg string) {
+	writeError(w, http.StatusBadRequest, "SANDBOX::INVALID_PARAMETER", msg)
+}
