@@ -3,7 +3,9 @@ package mockserver
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
+	"strings"
 
 	osbruntime "github.com/osb-capstone/acceptance/mock-server/runtime"
 )
@@ -165,4 +167,78 @@ func (s *Server) unreserveLocked(tenant string, l osbruntime.Limits) {
 // refuseQuota answers a create refused by the quota.
 func refuseQuota(w http.ResponseWriter, msg string) {
 	writeError(w, http.StatusBadRequest, "SANDBOX::INVALID_PARAMETER", msg)
+}
+
+// parseLimitsFlag reads "cpu=1,memory=1Gi,pids=256" (any subset; a value
+// "none": no such limit, as a negative field). Fields left out stay zero
+// (the built-in default).
+func parseLimitsFlag(v string) (osbruntime.Limits, error) {
+	var l osbruntime.Limits
+	err := parseFields(v, map[string]func(string) error{
+		"cpu":    func(x string) error { return quantity(x, parseCPU, &l.CPUMilli) },
+		"memory": func(x string) error { return quantity(x, parseMemory, &l.MemoryBytes) },
+		"pids":   func(x string) error { return quantity(x, parseCount, &l.Pids) },
+	})
+	return l, err
+}
+
+// parseQuotaFlag reads "sandboxes=16,cpu=16,memory=32Gi,pids=4096" (any subset; "none": unbounded).
+func parseQuotaFlag(v string) (Quota, error) {
+	var q Quota
+	err := parseFields(v, map[string]func(string) error{
+		"sandboxes": func(x string) error { return quantity(x, parseCount, &q.Sandboxes) },
+		"cpu":       func(x string) error { return quantity(x, parseCPU, &q.CPUMilli) },
+		"memory":    func(x string) error { return quantity(x, parseMemory, &q.MemoryBytes) },
+		"pids":      func(x string) error { return quantity(x, parseCount, &q.Pids) },
+	})
+	return q, err
+}
+
+func parseCount(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+func quantity(x string, parse func(string) int64, dst *int64) error {
+	if x == "none" {
+		*dst = -1
+		return nil
+	}
+	n := parse(x)
+	if n <= 0 || n > 1<<50 {
+		return fmt.Errorf("%q is not a positive quantity", x)
+	}
+	*dst = n
+	return nil
+}
+
+func parseFields(v string, fields map[string]func(string) error) error {
+	seen := map[string]bool{}
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, x, ok := strings.Cut(part, "=")
+		set := fields[k]
+		if !ok || set == nil {
+			names := make([]string, 0, len(fields))
+			for n := range fields {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("%q: want name=value with a name among %s", part, strings.Join(names, ", "))
+		}
+		if seen[k] {
+			return fmt.Errorf("%s given twice", k)
+		}
+		seen[k] = true
+		if err := set(strings.TrimSpace(x)); err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return nil
 }
