@@ -198,6 +198,7 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		Mounts:     req.mounts,
 		Limits:     req.limits, // limitsFor: the request's, else the defaults
 	}
+	spec.Group, spec.GroupLimits = s.tenantGroup(req.tenant) // what the tenant's sandboxes use together (quota.go)
 	for k, v := range req.Env {
 		spec.Env[k] = v
 	}

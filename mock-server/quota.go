@@ -1,6 +1,8 @@
 package mockserver
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"sort"
@@ -21,28 +23,36 @@ import (
 //
 // The sandboxes of one tenant (tenancy.go: the keys of one graded
 // submission) are bounded together (Config.TenantQuota; DefaultTenantQuota):
-// how many are live at once, and the sum of their CPU, memory and pids
-// limits. A create that would go over answers 400 SANDBOX::INVALID_PARAMETER
-// ("Quota exceeded: …"), the code the real server gives a create whose
-// limits the host cannot satisfy (more CPUs than it has); it never starts
-// anything. Untenanted keys (the server's own --api-key) have no quota.
+//   - how many are live (or starting) at once: a create over it answers 400
+//     SANDBOX::INVALID_PARAMETER ("Quota exceeded: …"), the code the real
+//     server gives a create whose limits the host cannot satisfy (more CPUs
+//     than it has), and starts nothing;
+//   - what they use together, whatever each one's own limits: their cgroups
+//     live in one parent group per tenant (runtime Spec.Group) limited to the
+//     quota's CPU, memory and pids. Past it a fork fails (EAGAIN), memory is
+//     reclaimed or a process of the tenant is OOM-killed, CPU is throttled.
+//     A sandbox left behind idle costs its tenant little; one tenant cannot
+//     take the machine's pids or memory from the others.
+//
+// Untenanted keys (the server's own --api-key) have no quota.
 
 // DefaultSandboxLimits are the limits of a sandbox whose create omits them.
 var DefaultSandboxLimits = osbruntime.Limits{CPUMilli: 1000, MemoryBytes: 1 << 30, Pids: 256}
 
-// Quota bounds what one tenant's live sandboxes hold at once. A zero field
-// takes DefaultTenantQuota's value; a negative one means unbounded.
+// Quota bounds one tenant's sandboxes together. A zero field takes
+// DefaultTenantQuota's value; a negative one means unbounded.
 type Quota struct {
-	Sandboxes   int64 // live (or starting) sandboxes
-	CPUMilli    int64 // the sum of their CPU limits (1000 = one CPU)
-	MemoryBytes int64 // the sum of their memory limits
-	Pids        int64 // the sum of their pids limits
+	Sandboxes   int64 // live (or starting) sandboxes: a create over it is refused
+	CPUMilli    int64 // CPU they use at once (1000 = one CPU): throttled past it
+	MemoryBytes int64 // memory they use at once (their disks' tmpfs included)
+	Pids        int64 // processes they run at once: a fork past it fails
 }
 
 // DefaultTenantQuota is the quota of a tenant when Config.TenantQuota leaves
-// a field zero: 16 sandboxes, 16 CPUs, 32 GiB, 4096 pids (16 sandboxes at
-// the default limits, 8 at the 2 GiB the SDKs default to).
-var DefaultTenantQuota = Quota{Sandboxes: 16, CPUMilli: 16000, MemoryBytes: 32 << 30, Pids: 4096}
+// a field zero: 64 live sandboxes (a submission that never deletes its
+// sandboxes leaves one per run of a grade until their TTL), and together at
+// most 2 CPUs, 6 GiB of memory and 2048 processes in use.
+var DefaultTenantQuota = Quota{Sandboxes: 64, CPUMilli: 2000, MemoryBytes: 6 << 30, Pids: 2048}
 
 // usage is what sandboxes hold against a quota.
 type usage struct{ sandboxes, cpu, mem, pids int64 }
@@ -99,8 +109,8 @@ func (s *Server) tenantQuota() Quota {
 	}
 }
 
-// reserveQuota counts a create of tenant with limits l against the tenant's
-// quota: its live sandboxes plus the creates still starting. On success the
+// reserveQuota counts a create of tenant against the tenant's quota of live
+// sandboxes: its live sandboxes plus the creates still starting. On success the
 // reservation is held until unreserveLocked (the sandbox is in the table, or
 // its create failed); otherwise it answers the refusal's message. Untenanted
 // creates are never refused. A released tenant's creates are refused.
@@ -121,26 +131,11 @@ func (s *Server) reserveQuota(tenant string, l osbruntime.Limits) (ok bool, msg 
 	}
 	if p := s.pending[tenant]; p != nil {
 		u.sandboxes += p.sandboxes
-		u.cpu += p.cpu
-		u.mem += p.mem
-		u.pids += p.pids
 	}
 	u.add(l, 1)
-	q := s.tenantQuota()
-	over := func(what string, have, limit int64, unit func(int64) string) string {
-		return fmt.Sprintf("Quota exceeded: this create would make the %s of the API key's tenant %s, over its quota of %s. "+
-			"Delete sandboxes you no longer need, or ask for smaller resourceLimits.", what, unit(have), unit(limit))
-	}
-	count := func(n int64) string { return strconv.FormatInt(n, 10) }
-	switch {
-	case q.Sandboxes > 0 && u.sandboxes > q.Sandboxes:
-		return false, over("live sandboxes", u.sandboxes, q.Sandboxes, count)
-	case q.CPUMilli > 0 && u.cpu > q.CPUMilli:
-		return false, over("total CPU limit", u.cpu, q.CPUMilli, func(n int64) string { return fmt.Sprintf("%gCPU", float64(n)/1000) })
-	case q.MemoryBytes > 0 && u.mem > q.MemoryBytes:
-		return false, over("total memory limit", u.mem, q.MemoryBytes, func(n int64) string { return fmt.Sprintf("%dMi", n>>20) })
-	case q.Pids > 0 && u.pids > q.Pids:
-		return false, over("total pids limit", u.pids, q.Pids, count)
+	if q := s.tenantQuota(); q.Sandboxes > 0 && u.sandboxes > q.Sandboxes {
+		return false, fmt.Sprintf("Quota exceeded: this create would make the live sandboxes of the API key's tenant %d, over its quota of %d. "+
+			"Delete sandboxes you no longer need.", u.sandboxes, q.Sandboxes)
 	}
 	if s.pending == nil {
 		s.pending = map[string]*usage{}
@@ -162,6 +157,20 @@ func (s *Server) unreserveLocked(tenant string, l osbruntime.Limits) {
 	if p.sandboxes <= 0 {
 		delete(s.pending, tenant)
 	}
+}
+
+// tenantGroup is the runtime's parent group of tenant's sandboxes and its
+// limits (none for untenanted creates). The name carries this server's
+// token: two servers on one host never share a group.
+func (s *Server) tenantGroup(tenant string) (string, osbruntime.Limits) {
+	if tenant == "" {
+		return "", osbruntime.Limits{}
+	}
+	h := sha256.Sum256([]byte(tenant))
+	q := s.tenantQuota()
+	pos := func(v int64) int64 { return max(v, 0) }
+	return "t-" + s.serverToken() + "-" + hex.EncodeToString(h[:8]),
+		osbruntime.Limits{CPUMilli: pos(q.CPUMilli), MemoryBytes: pos(q.MemoryBytes), Pids: pos(q.Pids)}
 }
 
 // refuseQuota answers a create refused by the quota.

@@ -5,6 +5,7 @@ package mockserver
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -223,4 +224,68 @@ func TestTenantVolumesQuotaNosuidIsolationAndRelease(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "a tenant's volumes end with the server")
 	assert.False(t, mountedAt(bRoot))
 	assert.Empty(t, cgroupDirs(b))
+}
+
+const forkLoop = `python3 -c '
+import os, sys, time
+n = 0
+for i in range(%d):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(120)
+        os._exit(0)
+    n += 1
+print(n)'`
+
+func forked(t *testing.T, base string, want int) int {
+	t.Helper()
+	out, _ := runCommand(t, base, fmt.Sprintf(forkLoop, want))
+	require.NotEmpty(t, out)
+	n, err := strconv.Atoi(out[len(out)-1])
+	require.NoError(t, err, "%q", out)
+	return n
+}
+
+// The processes of one tenant's sandboxes are bounded together (the
+// tenant's cgroup parent), whatever each sandbox's own limit; another
+// tenant is not charged; releasing the tenant removes its group.
+func TestTenantGroupBoundsWhatItsSandboxesUseTogether(t *testing.T) {
+	srv := isolatedEnv(t)
+	srv.cfg.TenantQuota = Quota{Pids: 300}
+	require.NoError(t, srv.AddAPIKeyTenant("key-a", "submission:1"))
+	require.NoError(t, srv.AddAPIKeyTenant("key-b", "submission:2"))
+	body := validCreate()
+	body["resourceLimits"] = map[string]string{"pids": "250"}
+	a1, a1Base := createWithKey(t, srv, "key-a", body)
+	_, a2Base := createWithKey(t, srv, "key-a", body)
+	_, bBase := createWithKey(t, srv, "key-b", body)
+	group, _ := srv.tenantGroup("submission:1")
+	groupDirs, _ := filepath.Glob("/sys/fs/cgroup/pids/osb/" + group)
+	if _, err := os.Stat("/sys/fs/cgroup/pids"); err == nil {
+		require.Len(t, groupDirs, 1, "the tenant's pids group (cgroup v1)")
+		b, err := os.ReadFile(filepath.Join(groupDirs[0], "pids.max"))
+		require.NoError(t, err)
+		assert.Equal(t, "300", strings.TrimSpace(string(b)))
+		assert.DirExists(t, filepath.Join(groupDirs[0], a1), "the sandbox's group is inside its tenant's")
+	}
+
+	first := forked(t, a1Base, 200)
+	assert.Equal(t, 200, first, "within its own limit and the tenant's")
+	second := forked(t, a2Base, 200)
+	assert.Less(t, second, 100, "a second sandbox of the tenant gets only what the first left of the tenant's 300")
+	assert.Greater(t, second, 10, "it did fork (the test measures something)")
+	assert.Equal(t, 200, forked(t, bBase, 200), "another tenant is not charged for it")
+
+	_, err := srv.ReleaseTenant("submission:1")
+	require.NoError(t, err)
+	for _, d := range groupDirs {
+		assert.NoDirExists(t, d, "the tenant's group goes with its last sandbox")
+	}
+	for _, pat := range []string{"/sys/fs/cgroup/*/osb/" + group} {
+		m, _ := filepath.Glob(pat)
+		assert.Empty(t, m)
+	}
 }

@@ -44,6 +44,7 @@ func TestDefaultLimitsApplyToWhatACreateLeavesOut(t *testing.T) {
 func TestTenantQuotaRefusesCleanly(t *testing.T) {
 	e := newEnv(t)
 	e.srv.cfg.TenantQuota = Quota{Sandboxes: 2, MemoryBytes: 3 << 30, Pids: -1, CPUMilli: -1}
+	assert.Equal(t, Quota{Sandboxes: 64, CPUMilli: 2000, MemoryBytes: 6 << 30, Pids: 2048}, DefaultTenantQuota, "the documented defaults")
 	require.NoError(t, e.srv.AddAPIKeyTenant("key-a", "submission:1"))
 	require.NoError(t, e.srv.AddAPIKeyTenant("key-b", "submission:2"))
 	create := func(key string, rl map[string]string) resp {
@@ -73,10 +74,12 @@ func TestTenantQuotaRefusesCleanly(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, create(testKey, nil).Status, "untenanted keys have no quota")
 	}
 
-	// memory: the sum of the limits (defaults included) is bounded
-	r = create("key-b", map[string]string{"memory": "3Gi"})
-	assert.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
-	assert.Contains(t, r.JSON(t)["message"], "memory")
+	// what they use together is the runtime's: one parent group per tenant, with the quota's limits
+	specA, specB := e.specOf(a1.JSON(t)["id"].(string)), e.rt.sandboxes[len(e.rt.sandboxes)-4].spec
+	assert.NotEmpty(t, specA.Group)
+	assert.Equal(t, runtime.Limits{MemoryBytes: 3 << 30}, specA.GroupLimits, "the tenant's memory; cpu and pids unbounded (negative)")
+	assert.NotEqual(t, specA.Group, specB.Group, "another tenant, another group")
+	assert.Empty(t, e.rt.sandboxes[len(e.rt.sandboxes)-1].spec.Group, "untenanted: no group")
 
 	// a sandbox gone gives its share back
 	id := a1.JSON(t)["id"].(string)

@@ -107,7 +107,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
 	volumeRoot := fs.String("volume-root", "", "directory holding named volumes (pvc volumes: <dir>/<claimName>, the real Docker runtime's Docker named volumes; kept across runs); default <state root>/volumes")
 	defaultLimits := fs.String("default-limits", "cpu=1,memory=1Gi,pids=256", "limits of a sandbox whose create's resourceLimits leaves cpu, memory or pids out (or unparseable); a field \"none\": no such limit")
-	tenantQuota := fs.String("tenant-quota", "sandboxes=16,cpu=16,memory=32Gi,pids=4096", "per tenant (the keys of one graded submission): live sandboxes and the sums of their cpu, memory and pids limits; a create over it answers 400; a field \"none\": unbounded")
+	tenantQuota := fs.String("tenant-quota", "sandboxes=64,cpu=2,memory=6Gi,pids=2048", "per tenant (the keys of one graded submission): live sandboxes (a create over it answers 400), and the cpu, memory and pids its sandboxes use together (one cgroup parent); a field \"none\": unbounded")
 	volumeQuota := fs.String("tenant-volume-quota", "256Mi", "per tenant: the disk its named volumes may hold together (a tmpfs mounted nosuid,nodev, removed with the tenant); \"none\": a plain directory, no quota")
 	privateVolumes := fs.Bool("private-volumes", false, "keep named volumes under this instance's state directory (removed with it) instead of --volume-root")
 	var allowHost hostPathsFlag
