@@ -263,6 +263,10 @@ func TestSIGKILLedServersTenantVolumesAreReaped(t *testing.T) {
 	tenantRoots, _ := filepath.Glob(filepath.Join(dir, volumesDirName, tenantVolumesDir, "*"))
 	require.Len(t, tenantRoots, 1, "the tenant's volume root is in the instance's state dir (precondition)")
 	require.True(t, mountedAt(tenantRoots[0]), "its quota is mounted (precondition)")
+	groups, _ := filepath.Glob("/sys/fs/cgroup/*/osb/t-*/" + f[2]) // the sandbox's groups inside its tenant's
+	for i := range groups {
+		groups[i] = filepath.Dir(groups[i])
+	}
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	require.True(t, mountedAt(tenantRoots[0]), "SIGKILL leaves the mount (precondition)")
@@ -273,6 +277,12 @@ func TestSIGKILLedServersTenantVolumesAreReaped(t *testing.T) {
 	t.Logf("reaped: %v", next.Reaped)
 	assert.False(t, mountedAt(tenantRoots[0]), "the dead server's tenant volumes are unmounted")
 	assert.Contains(t, next.Reaped, "named volumes "+tenantRoots[0])
+	if _, err := os.Stat("/sys/fs/cgroup/pids"); err == nil {
+		assert.NotEmpty(t, groups, "the sandbox's cgroups were in its tenant's group (precondition)")
+	}
+	for _, g := range groups {
+		assert.NoDirExists(t, g, "the dead server's tenant cgroup is removed")
+	}
 	assert.Eventually(t, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }, 5*time.Second, 50*time.Millisecond,
 		"the dead instance, volumes included, is removed")
 }
