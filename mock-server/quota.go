@@ -191,7 +191,7 @@ func parseLimitsFlag(v string) (osbruntime.Limits, error) {
 	return l, err
 }
 
-// parseQuotaFlag reads "sandboxes=16,cpu=16,memory=32Gi,pids=4096" (any subset; "none": unbounded).
+// parseQuotaFlag reads "sandboxes=64,cpu=2,memory=6Gi,pids=2048" (any subset; "none": unbounded).
 func parseQuotaFlag(v string) (Quota, error) {
 	var q Quota
 	err := parseFields(v, map[string]func(string) error{

@@ -60,7 +60,7 @@ func createWithKey(t *testing.T, srv *Server, key string, body map[string]any) (
 // cgroupDirs are the cgroup directories a sandbox has on the host.
 func cgroupDirs(id string) []string {
 	var out []string
-	for _, pat := range []string{"/sys/fs/cgroup/*/osb/" + id, "/sys/fs/cgroup/osb/" + id} {
+	for _, pat := range []string{"/sys/fs/cgroup/*/osb/" + id, "/sys/fs/cgroup/*/osb/*/" + id, "/sys/fs/cgroup/osb/" + id, "/sys/fs/cgroup/osb/*/" + id} {
 		m, _ := filepath.Glob(pat)
 		out = append(out, m...)
 	}
@@ -193,6 +193,7 @@ func TestTenantVolumesQuotaNosuidIsolationAndRelease(t *testing.T) {
 	// releasing tenant a leaves nothing of it: sandboxes, processes, cgroups, volumes
 	pids := srv.lookup(a).rt.Pids()
 	require.NotEmpty(t, pids)
+	require.NotEmpty(t, cgroupDirs(a), "the sandbox has cgroups (precondition)")
 	sbDir := srv.lookup(a).rt.Dir()
 	rel, err := srv.ReleaseTenant("submission:1")
 	require.NoError(t, err)
@@ -287,5 +288,26 @@ func TestTenantGroupBoundsWhatItsSandboxesUseTogether(t *testing.T) {
 	for _, pat := range []string{"/sys/fs/cgroup/*/osb/" + group} {
 		m, _ := filepath.Glob(pat)
 		assert.Empty(t, m)
+	}
+}
+
+// A sandbox asking for more CPU than its tenant may use together starts (its
+// CPU is the tenant's at most), and what it does not say gets the defaults.
+func TestTenantSandboxAskingMoreCPUThanItsTenantStarts(t *testing.T) {
+	srv := isolatedEnv(t)
+	srv.cfg.TenantQuota = Quota{CPUMilli: 500}
+	require.NoError(t, srv.AddAPIKeyTenant("key-a", "submission:1"))
+	body := validCreate()
+	body["resourceLimits"] = map[string]string{"cpu": "1"}
+	id, base := createWithKey(t, srv, "key-a", body)
+	out, _ := runCommand(t, base, "echo up")
+	assert.Equal(t, []string{"up"}, out)
+	if _, err := os.Stat("/sys/fs/cgroup/cpu"); err == nil {
+		require.NotEmpty(t, cgroupDirs(id), "the sandbox's cgroups (cgroup v1)")
+	}
+	for _, d := range cgroupDirs(id) {
+		if b, err := os.ReadFile(filepath.Join(d, "cpu.cfs_quota_us")); err == nil {
+			assert.Equal(t, "50000", strings.TrimSpace(string(b)), "clamped to the tenant's 0.5 CPU")
+		}
 	}
 }

@@ -94,6 +94,9 @@ func (c *cgroups) create(id string, l Limits) (*sandboxCgroup, error) {
 // it does not exist yet; gl is applied again each time: one tenant, one quota).
 func (c *cgroups) createIn(group string, gl Limits, id string, l Limits) (*sandboxCgroup, error) {
 	sc := &sandboxCgroup{v2: c.v2, id: id, dirs: c.dirsIn(group, id), owner: c, group: group}
+	if group != "" && gl.CPUMilli > 0 && l.CPUMilli > gl.CPUMilli {
+		l.CPUMilli = gl.CPUMilli // cgroup v1 refuses a child's CFS quota above its parent's (EINVAL)
+	}
 	want := []string{}
 	for _, ctrl := range []string{"memory", "pids", "cpu"} {
 		if _, ok := c.ctrls[ctrl]; ok {
