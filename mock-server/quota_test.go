@@ -2,6 +2,7 @@ package mockserver
 
 import (
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -186,4 +187,25 @@ func TestLimitAndQuotaFlags(t *testing.T) {
 	}
 	_, err = parseQuotaFlag("sandboxes=0")
 	assert.Error(t, err)
+}
+
+// The grader's server keeps named volumes in its own instance directory
+// (gone with it), and passes the limits and quotas on to the server.
+func TestPrivateVolumesLiveInTheInstance(t *testing.T) {
+	withFakeWiring(t)
+	root := t.TempDir()
+	b, err := StartBundled(t.Context(), BundledConfig{APIKey: testKey, StateRoot: root, PrivateVolumes: true,
+		TenantQuota: Quota{Sandboxes: 3}, DefaultLimits: runtime.Limits{Pids: 99}, VolumeQuotaBytes: 1 << 20})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(b.StateDir, volumesDirName), b.VolumeRoot)
+	assert.Equal(t, b.VolumeRoot, b.Server.cfg.VolumeRoot)
+	assert.Equal(t, int64(3), b.Server.tenantQuota().Sandboxes)
+	assert.Equal(t, int64(99), b.Server.cfg.DefaultLimits.Pids)
+	assert.Equal(t, int64(1<<20), b.Server.cfg.VolumeQuotaBytes)
+	dir := b.StateDir
+	require.NoError(t, b.Close())
+	assert.NoDirExists(t, dir, "the volumes go with the instance")
+
+	_, err = StartBundled(t.Context(), BundledConfig{APIKey: testKey, StateRoot: root, PrivateVolumes: true, VolumeRoot: t.TempDir()})
+	assert.Error(t, err, "private volumes and a volume root are exclusive")
 }
