@@ -311,3 +311,32 @@ func TestTenantSandboxAskingMoreCPUThanItsTenantStarts(t *testing.T) {
 		}
 	}
 }
+
+// Memory: two sandboxes of one tenant, each within its own limit, cannot
+// hold more than the tenant's memory together.
+func TestTenantGroupBoundsMemoryTogether(t *testing.T) {
+	srv := isolatedEnv(t)
+	srv.cfg.TenantQuota = Quota{MemoryBytes: 1 << 30}
+	require.NoError(t, srv.AddAPIKeyTenant("key-a", "submission:1"))
+	body := validCreate()
+	body["resourceLimits"] = map[string]string{"memory": "1Gi"}
+	_, aBase := createWithKey(t, srv, "key-a", body)
+	_, bBase := createWithKey(t, srv, "key-a", body)
+	type result struct {
+		out  []string
+		code *int
+	}
+	aDone := make(chan result, 1)
+	go func() { // a holds 700 MiB for 12 s
+		out, code := runCommand(t, aBase, `python3 -c 'import time; x = b"a" * (700 << 20); print("held", flush=True); time.sleep(12); print("released")'`)
+		aDone <- result{out, code}
+	}()
+	time.Sleep(5 * time.Second) // a has allocated long since (well under a second)
+	bOut, bCode := runCommand(t, bBase, `python3 -c 'x = b"a" * (700 << 20); print("allocated")'`)
+	a := <-aDone
+	aHeld := a.code != nil && *a.code == 0 && strings.Contains(strings.Join(a.out, "\n"), "released")
+	bGot := bCode != nil && *bCode == 0 && strings.Contains(strings.Join(bOut, "\n"), "allocated")
+	require.Contains(t, a.out, "held", "the first sandbox allocated (precondition)")
+	t.Logf("a held to the end: %v (%q); b allocated: %v (%q)", aHeld, a.out, bGot, bOut)
+	assert.False(t, aHeld && bGot, "the tenant's sandboxes held 1.4 GiB together")
+}
