@@ -328,8 +328,9 @@ func TestTenantGroupBoundsMemoryTogether(t *testing.T) {
 	}
 	aDone := make(chan result, 1)
 	go func() { // a holds 700 MiB for 12 s
-		out, code := runCommand(t, aBase, `python3 -c 'import time; x = b"a" * (700 << 20); print("held", flush=True); time.sleep(12); print("released")'`)
-		aDone <- result{out, code}
+		var r result
+		defer func() { aDone <- r }() // sent even if runCommand's require ends the goroutine
+		r.out, r.code = runCommand(t, aBase, `python3 -c 'import time; x = b"a" * (700 << 20); print("held", flush=True); time.sleep(12); print("released")'`)
 	}()
 	time.Sleep(5 * time.Second) // a has allocated long since (well under a second)
 	bOut, bCode := runCommand(t, bBase, `python3 -c 'x = b"a" * (700 << 20); print("allocated")'`)
