@@ -117,39 +117,45 @@ func (c *cgroups) createIn(group string, gl Limits, id string, l Limits) (*sandb
 		if !idRE.MatchString(group) {
 			return nil, fmt.Errorf("cgroup: bad group name %q", group)
 		}
+		// The group and the sandbox's group in it are made under groupMu:
+		// this server never removes the group in between.
 		c.groupMu.Lock()
-		defer c.groupMu.Unlock()
-		pg := &sandboxCgroup{v2: c.v2, id: group, dirs: c.dirsFor(group)}
-		seen := map[string]bool{}
-		for _, d := range pg.dirs {
-			if seen[d] {
-				continue
+		err := func() error {
+			pg := &sandboxCgroup{v2: c.v2, id: group, dirs: c.dirsFor(group)}
+			seen := map[string]bool{}
+			for _, d := range pg.dirs {
+				if seen[d] {
+					continue
+				}
+				seen[d] = true
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return fmt.Errorf("create cgroup %s: %w", d, err)
+				}
 			}
-			seen[d] = true
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return nil, fmt.Errorf("create cgroup %s: %w", d, err)
+			if !c.v2 {
+				_ = pg.write("memory", "memory.use_hierarchy", "1") // children count against it (already so on current kernels)
+			} else if len(want) > 0 {
+				_ = os.WriteFile(filepath.Join(pg.dirs["memory"], "cgroup.subtree_control"), []byte(strings.Join(want, " ")), 0o644)
 			}
-		}
-		if !c.v2 {
-			_ = pg.write("memory", "memory.use_hierarchy", "1") // children count against it (already so on current kernels)
-		} else if len(want) > 0 {
-			_ = os.WriteFile(filepath.Join(pg.dirs["memory"], "cgroup.subtree_control"), []byte(strings.Join(want, " ")), 0o644)
-		}
-		if err := pg.apply(gl); err != nil {
-			c.removeGroupLocked(group)
+			if err := pg.apply(gl); err != nil {
+				return err
+			}
+			if err := sc.mkdirs(); err != nil {
+				return err
+			}
+			// Applied again now that the group holds a sandbox (it can no
+			// longer be removed): had another server's sweep removed the
+			// empty group meanwhile, MkdirAll made it again without limits.
+			return pg.apply(gl)
+		}()
+		c.groupMu.Unlock()
+		if err != nil {
+			_ = sc.remove() // the sandbox's group, and the tenant's when empty
 			return nil, err
 		}
-	}
-	seen := map[string]bool{}
-	for _, d := range sc.dirs {
-		if seen[d] {
-			continue
-		}
-		seen[d] = true
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			sc.remove()
-			return nil, fmt.Errorf("create cgroup %s: %w", d, err)
-		}
+	} else if err := sc.mkdirs(); err != nil {
+		_ = sc.remove()
+		return nil, err
 	}
 	if err := sc.apply(l); err != nil {
 		sc.remove()
@@ -160,6 +166,51 @@ func (c *cgroups) createIn(group string, gl Limits, id string, l Limits) (*sandb
 		return nil, err
 	}
 	return sc, nil
+}
+
+// mkdirs makes the sandbox's group directories.
+func (sc *sandboxCgroup) mkdirs() error {
+	seen := map[string]bool{}
+	for _, d := range sc.dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// sweepEmptyGroups removes the tenant groups (Spec.Group) that hold no
+// sandbox and were made more than a minute ago: what a server that died
+// between a sandbox's removal and its group's left. A group in use is kept
+// (rmdir refuses it).
+func (c *cgroups) sweepEmptyGroups() []string {
+	if c == nil {
+		return nil
+	}
+	c.groupMu.Lock()
+	defer c.groupMu.Unlock()
+	var removed []string
+	seen := map[string]bool{}
+	for ctrl, mount := range c.ctrls {
+		dirs, _ := filepath.Glob(filepath.Join(mount, cgroupParent, "t-*"))
+		for _, d := range dirs {
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			if st, err := os.Stat(d); err != nil || !st.IsDir() || time.Since(st.ModTime()) < time.Minute {
+				continue
+			}
+			if syscall.Rmdir(d) == nil {
+				removed = append(removed, fmt.Sprintf("cgroup %s:%s", ctrl, d))
+			}
+		}
+	}
+	return removed
 }
 
 func (sc *sandboxCgroup) write(ctrl, file, value string) error {

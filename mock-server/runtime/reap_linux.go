@@ -98,6 +98,9 @@ func (l *Linux) Reap() ([]string, error) {
 			removed = append(removed, "dir "+dir)
 		}
 	}
+	if l.cg != nil {
+		removed = append(removed, l.cg.sweepEmptyGroups()...)
+	}
 	return removed, firstErr
 }
 
