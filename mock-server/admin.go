@@ -40,6 +40,7 @@ func (s *Server) adminHandler() http.Handler {
 	mux.HandleFunc("POST /_mock/faults/execd", s.adminExecdFault)
 	mux.HandleFunc("DELETE /_mock/faults/execd", s.adminExecdFault)
 	mux.HandleFunc("POST /_mock/api-keys", s.adminAPIKeys)
+	mux.HandleFunc("POST /_mock/tenants/release", s.adminReleaseTenant)
 	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
 	mux.HandleFunc("POST /_mock/canaries", s.adminCanaries)
 	mux.HandleFunc("POST /_mock/markers", s.adminMarkers)

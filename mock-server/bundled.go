@@ -50,6 +50,15 @@ type BundledConfig struct {
 	// RenewIntent: renew-on-access through the server proxy (off by default,
 	// as the real server's [renew_intent]).
 	RenewIntent RenewIntentConfig
+	// PrivateVolumes puts named volumes under this server's own state
+	// directory (<state dir>/volumes) instead of VolumeRoot: nothing is
+	// shared with another server, and they end with it. The grader sets it.
+	PrivateVolumes bool
+	// DefaultLimits, TenantQuota and VolumeQuotaBytes: see Config (zero
+	// fields: the documented defaults; negative: none).
+	DefaultLimits    runtime.Limits
+	TenantQuota      Quota
+	VolumeQuotaBytes int64
 }
 
 // Bundled is a running bundled server.
@@ -108,7 +117,12 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 	}
 	b.StateDir = dir
 	volRoot := cfg.VolumeRoot
-	if volRoot == "" && root != "" {
+	if cfg.PrivateVolumes {
+		if cfg.VolumeRoot != "" {
+			return fail(errors.New("mockserver: PrivateVolumes and VolumeRoot both set"))
+		}
+		volRoot = filepath.Join(dir, volumesDirName)
+	} else if volRoot == "" && root != "" {
 		volRoot = filepath.Join(root, volumesDirName)
 	}
 	b.VolumeRoot = volRoot
@@ -161,7 +175,8 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 		pf = runtime.ProfileFor
 	}
 	srv, err = New(Config{Listen: cfg.Listen, APIKey: cfg.APIKey, AdminToken: cfg.AdminToken, StateDir: dir,
-		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, VolumeRoot: volRoot, RenewIntent: cfg.RenewIntent, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
+		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, VolumeRoot: volRoot, RenewIntent: cfg.RenewIntent,
+		DefaultLimits: cfg.DefaultLimits, TenantQuota: cfg.TenantQuota, VolumeQuotaBytes: cfg.VolumeQuotaBytes, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
 	if err != nil {
 		return fail(err)
 	}

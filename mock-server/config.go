@@ -55,6 +55,18 @@ type Config struct {
 	// RenewIntent is renew-on-access through the server proxy (the real
 	// server's [renew_intent]; off by default). See renew_access.go.
 	RenewIntent RenewIntentConfig
+	// DefaultLimits are the limits of a sandbox whose create's
+	// resourceLimits leaves cpu, memory or pids out (quota.go). A zero field
+	// takes DefaultSandboxLimits' value; a negative one: no such limit.
+	DefaultLimits runtime.Limits
+	// TenantQuota bounds each tenant's live sandboxes and the sums of their
+	// limits (quota.go). Zero fields: DefaultTenantQuota; negative: unbounded.
+	TenantQuota Quota
+	// VolumeQuotaBytes is each tenant's disk quota for its named volumes
+	// (tenantvolumes.go): they live in a tmpfs of this size, mounted
+	// nosuid,nodev. 0: DefaultVolumeQuota; negative: a plain directory
+	// without a quota.
+	VolumeQuotaBytes int64
 }
 
 // Clock is the server's source of time; tests substitute a fake one.

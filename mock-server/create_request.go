@@ -31,6 +31,11 @@ type createRequest struct {
 	mounts []osbruntime.Mount // checked volumes (checkVolumes), each with an open File
 	claims []*volumeClaim     // named volumes held (released when the sandbox is gone)
 	keyFP  string             // the fingerprint of the API key it was made with ("" without one)
+	// tenant is the key's tenant ("" untenanted); limits what the sandbox
+	// runs with; reserved: the create holds a quota reservation (quota.go).
+	tenant   string
+	limits   osbruntime.Limits
+	reserved bool
 }
 
 // decodeObject parses a JSON request body into its top-level members, or

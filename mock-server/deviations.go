@@ -58,6 +58,13 @@ var Deviations = []Deviation{
 			"ossfs answers 400 VOLUME::UNSUPPORTED_BACKEND: there is no OSSFS here", Source: "§1.4"},
 	{ID: "key-tenancy", Spec: "every API key sees every sandbox",
 		Server: "the same, unless the admin adds a key with a tenant (POST /_mock/api-keys {\"key\",\"tenant\"}, or AddAPIKeyTenant): such a key's list shows only sandboxes created by keys of its tenant, and any other sandbox is answered as one that does not exist (404 DOCKER::SANDBOX_NOT_FOUND) by get, delete, pause, resume, renew, metadata, endpoints, diagnostics and the server proxy; keys without a tenant see everything. `acceptance grade` gives each submission's keys their own tenant on the bundled server", Source: "mock extension"},
+	{ID: "default-limits-quota", Spec: "resourceLimits (cpu, memory, …) are applied as given; a key left out is not limited; no quota",
+		Server: "a sandbox whose resourceLimits leaves cpu, memory or pids out (or gives a value that does not parse, or 0) gets the server's default for it (1 CPU, 1Gi, 256 pids; serve-mock --default-limits); " +
+			"the sandboxes of one tenant are bounded together: at most 64 live (a create over it answers 400 SANDBOX::INVALID_PARAMETER \"Quota exceeded: …\" and starts nothing), and using at most 2 CPUs, 6Gi and 2048 processes at once (one cgroup parent per tenant; serve-mock --tenant-quota); untenanted keys have no quota. " +
+			"1.1.1 on Docker starts the container without the limits left out, and has no quota", Source: "mock extension; §1.4 (resourceLimits)"},
+	{ID: "tenant-volumes", Spec: "a pvc claimName names one volume of the server",
+		Server: "for a key with a tenant, a claimName names a volume of its tenant only: the tenant's volumes live in <volume root>/.tenants/<server>-<tenant>, a tmpfs of 256Mi (serve-mock --tenant-volume-quota) mounted nosuid,nodev, removed when the tenant is released (POST /_mock/tenants/release) or the server stops; " +
+			"a write past the quota fails with ENOSPC. Untenanted keys use the shared volume root, as before", Source: "mock extension; §1.4"},
 	{ID: "undocumented-routes", Spec: "not in the spec",
 		Server: "server proxy, diagnostics (logs and events: the stable JSON descriptor with scope, as 1.1.1 on Docker, deprecated text without; inspect and summary text), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
 

@@ -66,8 +66,10 @@
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
 //	POST   /_mock/api-keys {"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key
 //	       tenancy, off unless asked for; tenancy.go) its lifecycle calls see only the sandboxes created by keys of
-//	       that tenant, any other answers 404 as unknown; 400 for an empty key, a bad tenant or a key already
-//	       in another tenant
+//	       that tenant, any other answers 404 as unknown; 400 for an empty key, a bad tenant, a key already
+//	       in another tenant or a released tenant
+//	POST   /_mock/tenants/release {"tenant":"…"}  200 wire.TenantRelease: the tenant's keys revoked, its sandboxes
+//	       (processes, cgroups, mounts), snapshots and named volumes removed (release.go); 400 for a bad body
 //
 // # Audit
 //

@@ -118,15 +118,16 @@ func reapDeadInstances(root, self string) []string {
 		if b, err := os.ReadFile(filepath.Join(dir, volumeRootRec)); err == nil {
 			volRoot = strings.TrimSpace(string(b))
 		}
+		// the volume root it used (it may not be this server's, or lie in
+		// its dir): its owned volumes that no live server uses, its tenant
+		// roots (unmounted before the dir goes)
+		if filepath.IsAbs(volRoot) {
+			removed = append(removed, SweepNamedVolumes(volRoot)...)
+		}
 		if err := os.RemoveAll(dir); err == nil {
 			removed = append(removed, "instance "+dir)
 		}
 		lock.Close()
-		// the volume root it used (it may not be this server's): its owned
-		// volumes that no live server uses
-		if filepath.IsAbs(volRoot) {
-			removed = append(removed, SweepNamedVolumes(volRoot)...)
-		}
 	}
 	return removed
 }

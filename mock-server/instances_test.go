@@ -21,17 +21,27 @@ import (
 const (
 	bundledChildEnv        = "OSB_TEST_BUNDLED_CHILD_ROOT"
 	bundledChildVolumesEnv = "OSB_TEST_BUNDLED_CHILD_VOLUMES"
+	bundledChildTenantEnv  = "OSB_TEST_BUNDLED_CHILD_TENANT" // private volumes, a tenant's key and volume
 )
 
 // bundledChild is a bundled server in a child process: it creates one
 // sandbox, prints "ready <state dir> <sandbox id>" and waits to be killed.
 func bundledChild(root string) int {
-	b, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root})
+	tenanted := os.Getenv(bundledChildTenantEnv) != ""
+	b, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root, PrivateVolumes: tenanted})
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
 	}
-	vols := ""
+	key, vols := testKey, ""
+	if tenanted {
+		key = "child-tenant-key"
+		if err := b.Server.AddAPIKeyTenant(key, "submission:1"); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		vols = `,"volumes":[{"name":"a","pvc":{"claimName":"data"},"mountPath":"/a"}]`
+	}
 	if os.Getenv(bundledChildVolumesEnv) != "" {
 		// two volumes it auto-creates, to be deleted once unused
 		vols = `,"volumes":[{"name":"a","pvc":{"claimName":"scratch","deleteOnSandboxTermination":true},"mountPath":"/a"},` +
@@ -39,7 +49,7 @@ func bundledChild(root string) int {
 	}
 	req, _ := http.NewRequest("POST", b.Server.URL()+"/v1/sandboxes", strings.NewReader(
 		`{"image":{"uri":"python:3.11"},"entrypoint":["sleep","infinity"],"resourceLimits":{"memory":"256Mi"}`+vols+`}`))
-	req.Header.Set(headerAPIKey, testKey)
+	req.Header.Set(headerAPIKey, key)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil || res.StatusCode != http.StatusAccepted {
@@ -226,4 +236,53 @@ func TestSIGKILLedServersOwnedVolumesAreReaped(t *testing.T) {
 	owned, err := os.ReadDir(filepath.Join(vols, volumeRegDir, "owned"))
 	require.NoError(t, err)
 	assert.Empty(t, owned, "no deletion pending")
+}
+
+// TestSIGKILLedServersTenantVolumesAreReaped: a grader's bundled server
+// (private volumes) killed with SIGKILL leaves a tenant's volume quota
+// mounted in its instance directory; the next start unmounts and removes it
+// with the instance.
+func TestSIGKILLedServersTenantVolumesAreReaped(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("not measured: needs root and the real runtime")
+	}
+	root := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), bundledChildEnv+"="+root, bundledChildTenantEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if len(f) > 0 && f[0] == "error" && strings.Contains(line, "isolat") {
+		_ = cmd.Wait()
+		t.Skipf("not measured: %s", line)
+	}
+	require.Len(t, f, 3, "child said %q", line)
+	dir := f[1]
+	tenantRoots, _ := filepath.Glob(filepath.Join(dir, volumesDirName, tenantVolumesDir, "*"))
+	require.Len(t, tenantRoots, 1, "the tenant's volume root is in the instance's state dir (precondition)")
+	require.True(t, mountedAt(tenantRoots[0]), "its quota is mounted (precondition)")
+	groups, _ := filepath.Glob("/sys/fs/cgroup/*/osb/t-*/" + f[2]) // the sandbox's groups inside its tenant's
+	for i := range groups {
+		groups[i] = filepath.Dir(groups[i])
+	}
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.True(t, mountedAt(tenantRoots[0]), "SIGKILL leaves the mount (precondition)")
+
+	next, err := StartBundled(context.Background(), BundledConfig{APIKey: testKey, StateRoot: root, PrivateVolumes: true})
+	require.NoError(t, err)
+	defer next.Close()
+	t.Logf("reaped: %v", next.Reaped)
+	assert.False(t, mountedAt(tenantRoots[0]), "the dead server's tenant volumes are unmounted")
+	assert.Contains(t, next.Reaped, "named volumes "+tenantRoots[0])
+	if _, err := os.Stat("/sys/fs/cgroup/pids"); err == nil {
+		assert.NotEmpty(t, groups, "the sandbox's cgroups were in its tenant's group (precondition)")
+	}
+	for _, g := range groups {
+		assert.NoDirExists(t, g, "the dead server's tenant cgroup is removed")
+	}
+	assert.Eventually(t, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }, 5*time.Second, 50*time.Millisecond,
+		"the dead instance, volumes included, is removed")
 }

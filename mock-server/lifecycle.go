@@ -54,6 +54,21 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, code, msg)
 		return
 	}
+	// Limits (the request's, else the defaults) and the tenant's quota (quota.go).
+	req.tenant, req.limits = s.requestTenant(r), s.limitsFor(req)
+	if ok, msg := s.reserveQuota(req.tenant, req.limits); !ok {
+		refuseQuota(w, msg)
+		return
+	}
+	req.reserved = true
+	defer func() {
+		s.mu.Lock()
+		if req.reserved {
+			s.unreserveLocked(req.tenant, req.limits)
+			req.reserved = false
+		}
+		s.mu.Unlock()
+	}()
 	mounts, claims, vstatus, vcode, vmsg := s.checkVolumes(req)
 	if vcode == "" && len(mounts) > 0 {
 		if ok, _ := s.cfg.Runtime.Isolation(); !ok {
@@ -181,20 +196,15 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		Entrypoint: req.Entrypoint,
 		Env:        map[string]string{},
 		Mounts:     req.mounts,
-		Limits: osbruntime.Limits{
-			CPUMilli:    parseCPU(req.ResourceLimits["cpu"]),
-			MemoryBytes: parseMemory(req.ResourceLimits["memory"]),
-		},
+		Limits:     req.limits, // limitsFor: the request's, else the defaults
 	}
-	if p, err := strconv.ParseInt(req.ResourceLimits["pids"], 10, 64); err == nil && p > 0 {
-		spec.Limits.Pids = p
-	}
+	spec.Group, spec.GroupLimits = s.tenantGroup(req.tenant) // what the tenant's sandboxes use together (quota.go)
 	for k, v := range req.Env {
 		spec.Env[k] = v
 	}
 	sb := &sandbox{id: id, image: req.Image, entrypoint: req.Entrypoint, platform: req.Platform,
 		metadata: req.Metadata, output: newOutputLog(outputLogLimit), renewExtend: accessRenewExtend(req.Extensions),
-		volumeClaims: req.claims, keyFP: req.keyFP}
+		volumeClaims: req.claims, keyFP: req.keyFP, tenant: req.tenant, limits: req.limits}
 	if req.snapshot != nil {
 		spec.Seed = req.snapshot.seed()
 		sb.snapshotID, sb.restoredProfile = req.snapshot.id, req.snapshot.profile
@@ -260,6 +270,15 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 		s.mu.Unlock()
 		_ = sb.destroy()
 		return nil, "DOCKER::SANDBOX_START_FAILED", errors.New("server is shutting down")
+	}
+	if req.tenant != "" && s.released[req.tenant] { // released while it started (ReleaseTenant)
+		s.mu.Unlock()
+		_ = sb.destroy()
+		return nil, "SANDBOX::INVALID_PARAMETER", errors.New("Quota exceeded: the API key's tenant has been released; it can create nothing more.")
+	}
+	if req.reserved { // the sandbox now counts as live instead
+		s.unreserveLocked(req.tenant, req.limits)
+		req.reserved = false
 	}
 	if req.Timeout != nil {
 		exp := now.Add(time.Duration(*req.Timeout) * time.Second)

@@ -33,6 +33,10 @@ type volumeStore struct {
 	mu   sync.Mutex
 	regs map[string]*volumeRegistry // volume root → this server's registry handle
 	refs map[string]map[string]int  // volume root → claimName → mounts held by live (or starting) sandboxes
+	// tenants: each tenant's own volume root on this server (tenantvolumes.go)
+	tenants   map[string]*tenantVolume
+	token     string // names this server's tenant roots
+	tokenOnce sync.Once
 }
 
 // volumeClaim is one reference a sandbox holds (released when it is removed).
@@ -47,7 +51,11 @@ func (s *Server) registry(root string) (*volumeRegistry, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, err
 	}
-	r, err := openVolumeRegistry(root, s.cfg.StateDir)
+	stateDir := ""
+	if root == s.cfg.VolumeRoot { // the reaper's record names the shared root (tenant roots are beneath it)
+		stateDir = s.cfg.StateDir
+	}
+	r, err := openVolumeRegistry(root, stateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +81,7 @@ func (s *Server) closeVolumeRegistries() {
 // acquirePVC resolves one pvc volume: the volume directory (created when
 // allowed), subPath beneath it, and an open descriptor to bind. The claim
 // must be released (releaseVolumes) when the sandbox is gone or its create fails.
-func (s *Server) acquirePVC(v volumeSpec, p pvcSpec, sub string) (*os.File, *volumeClaim, int, string, string) {
+func (s *Server) acquirePVC(tenant string, v volumeSpec, p pvcSpec, sub string) (*os.File, *volumeClaim, int, string, string) {
 	const bad = http.StatusBadRequest
 	root := s.cfg.VolumeRoot
 	if root == "" {
@@ -87,10 +95,14 @@ func (s *Server) acquirePVC(v volumeSpec, p pvcSpec, sub string) (*os.File, *vol
 		return nil, nil, http.StatusInternalServerError, "VOLUME::PVC_INSPECT_FAILED",
 			fmt.Sprintf("Volume '%s': failed to inspect named volume '%s'.", v.Name, p.ClaimName)
 	}
-	dir := filepath.Join(root, p.ClaimName)
 	st := &s.volumes
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	root, err := s.volumeRootFor(tenant) // the tenant's own (tenantvolumes.go)
+	if err != nil {
+		return inspectFailed(fmt.Errorf("the tenant's volume root: %w", err))
+	}
+	dir := filepath.Join(root, p.ClaimName)
 	reg, err := s.registry(root)
 	if err != nil {
 		return inspectFailed(fmt.Errorf("volume registry: %w", err))

@@ -23,7 +23,9 @@ type sandbox struct {
 	egress     EgressAttachment
 	output     *outputLog
 	record     *SandboxInfo
-	keyFP      string // the fingerprint of the key it was created with (its tenant's, tenancy.go)
+	keyFP      string         // the fingerprint of the key it was created with (its tenant's, tenancy.go)
+	tenant     string         // the tenant of that key when it was created ("" untenanted)
+	limits     runtime.Limits // the limits it runs with (quota.go)
 
 	metadata  map[string]string
 	expiresAt *time.Time

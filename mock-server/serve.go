@@ -106,6 +106,10 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout (> 0)")
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
 	volumeRoot := fs.String("volume-root", "", "directory holding named volumes (pvc volumes: <dir>/<claimName>, the real Docker runtime's Docker named volumes; kept across runs); default <state root>/volumes")
+	defaultLimits := fs.String("default-limits", "cpu=1,memory=1Gi,pids=256", "limits of a sandbox whose create's resourceLimits leaves cpu, memory or pids out (or unparseable); a field \"none\": no such limit")
+	tenantQuota := fs.String("tenant-quota", "sandboxes=64,cpu=2,memory=6Gi,pids=2048", "per tenant (the keys of one graded submission): live sandboxes (a create over it answers 400), and the cpu, memory and pids its sandboxes use together (one cgroup parent); a field \"none\": unbounded")
+	volumeQuota := fs.String("tenant-volume-quota", "256Mi", "per tenant: the disk its named volumes may hold together (a tmpfs mounted nosuid,nodev, removed with the tenant); \"none\": a plain directory, no quota")
+	privateVolumes := fs.Bool("private-volumes", false, "keep named volumes under this instance's state directory (removed with it) instead of --volume-root")
 	var allowHost hostPathsFlag
 	fs.Var(&allowHost, "allow-host-path", "host directory that host-path volumes may use (repeatable; the real server's storage.allowed_host_paths; default none)")
 	renewIntent := fs.Bool("renew-intent", false, "renew a sandbox's expiry on traffic through the server proxy when it was created with extensions[\"access.renew.extend.seconds\"] (the real server's [renew_intent] enabled; default off, as there)")
@@ -172,6 +176,23 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return bad("--deny-webhook %q: want an http:// or https:// URL", *denyWebhook)
 		}
 	}
+	defLimits, err := parseLimitsFlag(*defaultLimits)
+	if err != nil {
+		return bad("--default-limits %q: %v", *defaultLimits, err)
+	}
+	quota, err := parseQuotaFlag(*tenantQuota)
+	if err != nil {
+		return bad("--tenant-quota %q: %v", *tenantQuota, err)
+	}
+	var volQuota int64 = -1
+	if v := strings.TrimSpace(*volumeQuota); v != "none" {
+		if volQuota, err = runtime.ParseBytes(v); err != nil || volQuota <= 0 {
+			return bad("--tenant-volume-quota %q: want a positive quantity such as 256Mi, or none", *volumeQuota)
+		}
+	}
+	if *privateVolumes && *volumeRoot != "" {
+		return bad("--private-volumes and --volume-root both given: use one")
+	}
 	if *volumeRoot != "" && (!filepath.IsAbs(*volumeRoot) || filepath.Clean(*volumeRoot) == "/") {
 		return bad("--volume-root %q: want an absolute directory other than /", *volumeRoot)
 	}
@@ -184,7 +205,8 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	b, err := StartBundled(context.Background(), BundledConfig{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken,
 		StateDir: *stateDir, StateRoot: *stateRootF, AllowedHostPaths: allowHost, DiskLimitBytes: diskBytes, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger,
 		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough,
-		VolumeRoot:  *volumeRoot,
+		VolumeRoot: *volumeRoot, PrivateVolumes: *privateVolumes,
+		DefaultLimits: defLimits, TenantQuota: quota, VolumeQuotaBytes: volQuota,
 		RenewIntent: RenewIntentConfig{Enabled: *renewIntent, MinInterval: *renewMin}})
 	if err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)

@@ -173,6 +173,13 @@ func TestServeMainBadFlags(t *testing.T) {
 		{"--api-key", "k", "--volume-root", "/etc/hostname"},
 		{"--api-key", "k", "--renew-min-interval", "0s"},
 		{"--api-key", "k", "--renew-min-interval", "500ms"},
+		{"--api-key", "k", "--default-limits", "gpu=1"},
+		{"--api-key", "k", "--default-limits", "memory=lots"},
+		{"--api-key", "k", "--tenant-quota", "sandboxes=0"},
+		{"--api-key", "k", "--tenant-quota", "pids=-5"},
+		{"--api-key", "k", "--tenant-volume-quota", "0"},
+		{"--api-key", "k", "--tenant-volume-quota", "big"},
+		{"--api-key", "k", "--private-volumes", "--volume-root", "/tmp"},
 	} {
 		var out, errb bytes.Buffer
 		code := serveMain(context.Background(), args, &out, &errb)

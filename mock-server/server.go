@@ -47,6 +47,9 @@ type Server struct {
 	execdFaults execdFaults
 	apiKeys     [][]byte          // accepted keys: cfg.APIKey plus AddAPIKey
 	tenants     map[string]string // key fingerprint → tenant (tenancy.go; a mock extension, empty unless asked for)
+	pending     map[string]*usage // tenant → creates still starting, held against its quota (quota.go)
+	released    map[string]bool   // tenants released (ReleaseTenant): their keys are revoked
+	revoked     bool              // some key was revoked: no key left never means auth is off
 	closed      bool
 	stopWatch   chan struct{}
 	wg          sync.WaitGroup
@@ -113,9 +116,9 @@ func (s *Server) AddAPIKey(key string) error {
 // key configured at all, auth is off (as the real server with no api_key).
 func (s *Server) keyOK(key string) (authOff, ok bool) {
 	s.mu.Lock()
-	keys := s.apiKeys
+	keys, revoked := s.apiKeys, s.revoked
 	s.mu.Unlock()
-	if len(keys) == 0 {
+	if len(keys) == 0 && !revoked {
 		return true, true
 	}
 	match := 0
@@ -208,6 +211,7 @@ func (s *Server) Close() error {
 	s.lingers.closeAll()
 	s.closeSnapshots()
 	s.wg.Wait()
+	s.releaseAllTenantVolumes() // every tenant's volumes end with the server (tenantvolumes.go)
 	s.closeVolumeRegistries()
 	if err := s.audit.Close(); err != nil {
 		errs = append(errs, err)

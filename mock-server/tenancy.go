@@ -60,6 +60,9 @@ func (s *Server) AddAPIKeyTenant(key, tenant string) error {
 	fp := Fingerprint(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.released[tenant] {
+		return fmt.Errorf("mockserver: tenant %q was released", tenant)
+	}
 	if t, ok := s.tenants[fp]; ok {
 		if t != tenant {
 			return fmt.Errorf("mockserver: the key is already in tenant %q", t)

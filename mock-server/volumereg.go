@@ -185,7 +185,8 @@ func readVolumeUser(p string) (bool, map[string]int, error) {
 }
 
 // SweepNamedVolumes removes the owned volumes of root that no live server
-// uses (a server that died left them); a root without a registry is left
+// uses (a server that died left them) and the tenant volume roots of dead
+// servers (tenantvolumes.go); a root without a registry is left
 // alone (nothing is created). Returns what it removed.
 func SweepNamedVolumes(root string) []string {
 	if root == "" {
@@ -199,5 +200,6 @@ func SweepNamedVolumes(root string) []string {
 		return nil
 	}
 	defer unlock()
-	return sweepVolumes(root, nil)
+	// tenant roots of dead servers (tenantvolumes.go), then owned volumes
+	return append(sweepTenantRoots(root), sweepVolumes(root, nil)...)
 }

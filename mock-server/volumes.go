@@ -111,7 +111,7 @@ func (s *Server) checkVolumes(req *createRequest) (mounts []osbruntime.Mount, cl
 			}
 			mounts = append(mounts, osbruntime.Mount{Host: f.Name(), Path: mp, ReadOnly: v.ReadOnly, File: f})
 		case v.PVC != nil:
-			f, claim, st, c, m := s.acquirePVC(v, *v.PVC, sub)
+			f, claim, st, c, m := s.acquirePVC(req.tenant, v, *v.PVC, sub)
 			if c != "" {
 				return mounts, claims, st, c, m
 			}

@@ -245,11 +245,16 @@ func assertNoSandboxLeft(t *testing.T, stateDir string) {
 			}
 		}
 	}
-	// Their cgroups (cgroup v1: <ctrl>/osb/<id>) and state directories are gone too.
+	// Their cgroups (cgroup v1: <ctrl>/osb/<id>, or <ctrl>/osb/<tenant group>/<id>
+	// for a submission's keys) and state directories are gone too.
 	for id := range ids {
 		for _, ctrl := range []string{"memory", "pids", "cpu", "freezer"} {
 			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", ctrl, "osb", id)); err == nil {
 				left = append(left, "cgroup "+ctrl+"/osb/"+id)
+			}
+			grouped, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", ctrl, "osb", "*", id))
+			for _, g := range grouped {
+				left = append(left, "cgroup "+g)
 			}
 		}
 	}

@@ -39,6 +39,9 @@ func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]strin
 		Upstreams:           upstreams,
 		InsecureNoIsolation: cfg.insecure,
 		Logger:              logger,
+		// named volumes under this grade's own state dir, per submission
+		// (tenant), quota'd, nosuid,nodev, removed when its grading ends
+		PrivateVolumes: true,
 	})
 	if err != nil {
 		return core.StartedTarget{}, fmt.Errorf("starting the bundled server: %w", err)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,6 +207,9 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 		}
 		ends = append(ends, len(bundle.Results().Outcomes()))
 	}
+	// Every suite of this submission has ended (D5 has judged the residue
+	// its reap left): nothing made with its keys outlives its grade.
+	s.releaseTenant(ctx, tenant, progress)
 	if reps > 1 {
 		for _, line := range recordFlaky(bundle.Results(), ends) {
 			if progress != nil {
@@ -217,6 +222,42 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	}
 	g.Doc, g.Err = bundle.Finalize()
 	return g
+}
+
+// releaseTimeout bounds the release of a submission's tenant.
+const releaseTimeout = 2 * time.Minute
+
+// releaseTenant asks the bundled server (over its admin API) to release the
+// submission's tenant: its keys revoked, its sandboxes (and their processes),
+// snapshots and named volumes removed. A real target has no tenants (its
+// sandboxes are the submission's reap's business). A release that fails is
+// the harness's problem, never the submission's: it is said on progress, and
+// the server's Close removes what is left when the session ends.
+func (s *Session) releaseTenant(ctx context.Context, tenant string, progress io.Writer) {
+	if s.target.MintAPIKey == nil || s.target.Kind != rubric.TargetMock || s.target.AdminToken == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	cl, err := osb.New(s.target.Domain, s.target.APIKey, osb.WithAdminToken(s.target.AdminToken))
+	var res *osb.Result[osb.TenantRelease]
+	if err == nil {
+		res, err = cl.Admin().ReleaseTenant(ctx, tenant)
+	}
+	if err == nil && res.Status != http.StatusOK {
+		err = fmt.Errorf("POST /_mock/tenants/release answered %d: %s", res.Status, printableBody(res.Body))
+	}
+	if err != nil && progress != nil {
+		fmt.Fprintf(progress, "harness: releasing the submission's sandboxes and volumes on the bundled server failed (they go when the server stops): %v\n", err)
+	}
+}
+
+// printableBody is at most 200 bytes of a server's answer, quoted.
+func printableBody(b []byte) string {
+	if len(b) > 200 {
+		b = b[:200]
+	}
+	return strconv.Quote(string(b))
 }
 
 // runSuite runs every selected scenario once (repetition rep) into the bundle.

@@ -281,3 +281,14 @@ func (a *Admin) CanaryScan(ctx context.Context, id string) (*Result[CanaryScan],
 func (a *Admin) Sandboxes(ctx context.Context) (*Result[MockSandboxes], error) {
 	return doJSON[MockSandboxes](ctx, a.c, a.call("GET", "/sandboxes", nil), nil, true)
 }
+
+// TenantRelease is the answer of POST /_mock/tenants/release (the server's
+// wire type).
+type TenantRelease = wire.TenantRelease
+
+// ReleaseTenant calls POST /_mock/tenants/release {"tenant":…} (200): the
+// bundled server revokes the tenant's keys and removes its sandboxes (their
+// processes killed), snapshots and named volumes.
+func (a *Admin) ReleaseTenant(ctx context.Context, tenant string) (*Result[TenantRelease], error) {
+	return doJSON[TenantRelease](ctx, a.c, a.call("POST", "/tenants/release", nil), map[string]string{"tenant": tenant}, true)
+}

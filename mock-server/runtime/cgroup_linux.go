@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -23,6 +24,9 @@ const cgroupParent = "osb"
 type cgroups struct {
 	v2    bool
 	ctrls map[string]string // v1: controller → its mount dir; v2: "" → unified root
+	// groupMu orders making a sandbox's group inside a shared parent group
+	// against removing that parent once empty.
+	groupMu sync.Mutex
 }
 
 // detectCgroups finds cgroup v1 controllers (memory, pids, cpu, freezer) or a
@@ -63,13 +67,19 @@ type sandboxCgroup struct {
 	v2   bool
 	id   string
 	dirs map[string]string // controller → group dir (v2: all the same)
+	// owner and group: the shared parent group (Spec.Group) it lives in, removed once empty
+	owner *cgroups
+	group string
 }
 
 // dirsFor lists the group directories of id (existing or not).
-func (c *cgroups) dirsFor(id string) map[string]string {
+func (c *cgroups) dirsFor(id string) map[string]string { return c.dirsIn("", id) }
+
+// dirsIn lists the group directories of id inside the parent group (none: "").
+func (c *cgroups) dirsIn(group, id string) map[string]string {
 	out := map[string]string{}
 	for name, mount := range c.ctrls {
-		out[name] = filepath.Join(mount, cgroupParent, id)
+		out[name] = filepath.Join(mount, cgroupParent, group, id)
 	}
 	return out
 }
@@ -77,33 +87,75 @@ func (c *cgroups) dirsFor(id string) map[string]string {
 // create makes the groups for a sandbox and applies limits. Limits a
 // controller cannot take are reported in the returned error list (not fatal).
 func (c *cgroups) create(id string, l Limits) (*sandboxCgroup, error) {
-	sc := &sandboxCgroup{v2: c.v2, id: id, dirs: c.dirsFor(id)}
+	return c.createIn("", Limits{}, id, l)
+}
+
+// createIn is create inside the parent group (made, and limited by gl, when
+// it does not exist yet; gl is applied again each time: one tenant, one quota).
+func (c *cgroups) createIn(group string, gl Limits, id string, l Limits) (*sandboxCgroup, error) {
+	sc := &sandboxCgroup{v2: c.v2, id: id, dirs: c.dirsIn(group, id), owner: c, group: group}
+	if group != "" && gl.CPUMilli > 0 && l.CPUMilli > gl.CPUMilli {
+		l.CPUMilli = gl.CPUMilli // cgroup v1 refuses a child's CFS quota above its parent's (EINVAL)
+	}
+	want := []string{}
+	for _, ctrl := range []string{"memory", "pids", "cpu"} {
+		if _, ok := c.ctrls[ctrl]; ok {
+			want = append(want, "+"+ctrl)
+		}
+	}
 	if c.v2 {
 		parent := filepath.Join(cgroupRoot, cgroupParent)
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return nil, fmt.Errorf("cgroup v2: %w", err)
-		}
-		var want []string
-		for _, ctrl := range []string{"memory", "pids", "cpu"} {
-			if _, ok := c.ctrls[ctrl]; ok {
-				want = append(want, "+"+ctrl)
-			}
 		}
 		if len(want) > 0 {
 			_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte(strings.Join(want, " ")), 0o644)
 			_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte(strings.Join(want, " ")), 0o644)
 		}
 	}
-	seen := map[string]bool{}
-	for _, d := range sc.dirs {
-		if seen[d] {
-			continue
+	if group != "" {
+		if !idRE.MatchString(group) {
+			return nil, fmt.Errorf("cgroup: bad group name %q", group)
 		}
-		seen[d] = true
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			sc.remove()
-			return nil, fmt.Errorf("create cgroup %s: %w", d, err)
+		// The group and the sandbox's group in it are made under groupMu:
+		// this server never removes the group in between.
+		c.groupMu.Lock()
+		err := func() error {
+			pg := &sandboxCgroup{v2: c.v2, id: group, dirs: c.dirsFor(group)}
+			seen := map[string]bool{}
+			for _, d := range pg.dirs {
+				if seen[d] {
+					continue
+				}
+				seen[d] = true
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return fmt.Errorf("create cgroup %s: %w", d, err)
+				}
+			}
+			if !c.v2 {
+				_ = pg.write("memory", "memory.use_hierarchy", "1") // children count against it (already so on current kernels)
+			} else if len(want) > 0 {
+				_ = os.WriteFile(filepath.Join(pg.dirs["memory"], "cgroup.subtree_control"), []byte(strings.Join(want, " ")), 0o644)
+			}
+			if err := pg.apply(gl); err != nil {
+				return err
+			}
+			if err := sc.mkdirs(); err != nil {
+				return err
+			}
+			// Applied again now that the group holds a sandbox (it can no
+			// longer be removed): had another server's sweep removed the
+			// empty group meanwhile, MkdirAll made it again without limits.
+			return pg.apply(gl)
+		}()
+		c.groupMu.Unlock()
+		if err != nil {
+			_ = sc.remove() // the sandbox's group, and the tenant's when empty
+			return nil, err
 		}
+	} else if err := sc.mkdirs(); err != nil {
+		_ = sc.remove()
+		return nil, err
 	}
 	if err := sc.apply(l); err != nil {
 		sc.remove()
@@ -114,6 +166,51 @@ func (c *cgroups) create(id string, l Limits) (*sandboxCgroup, error) {
 		return nil, err
 	}
 	return sc, nil
+}
+
+// mkdirs makes the sandbox's group directories.
+func (sc *sandboxCgroup) mkdirs() error {
+	seen := map[string]bool{}
+	for _, d := range sc.dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create cgroup %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// sweepEmptyGroups removes the tenant groups (Spec.Group) that hold no
+// sandbox and were made more than a minute ago: what a server that died
+// between a sandbox's removal and its group's left. A group in use is kept
+// (rmdir refuses it).
+func (c *cgroups) sweepEmptyGroups() []string {
+	if c == nil {
+		return nil
+	}
+	c.groupMu.Lock()
+	defer c.groupMu.Unlock()
+	var removed []string
+	seen := map[string]bool{}
+	for ctrl, mount := range c.ctrls {
+		dirs, _ := filepath.Glob(filepath.Join(mount, cgroupParent, "t-*"))
+		for _, d := range dirs {
+			if seen[d] {
+				continue
+			}
+			seen[d] = true
+			if st, err := os.Stat(d); err != nil || !st.IsDir() || time.Since(st.ModTime()) < time.Minute {
+				continue
+			}
+			if syscall.Rmdir(d) == nil {
+				removed = append(removed, fmt.Sprintf("cgroup %s:%s", ctrl, d))
+			}
+		}
+	}
+	return removed
 }
 
 func (sc *sandboxCgroup) write(ctrl, file, value string) error {
@@ -317,5 +414,21 @@ func (sc *sandboxCgroup) remove() error {
 			errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
 		}
 	}
+	if sc.group != "" && sc.owner != nil && len(errs) == 0 {
+		sc.owner.groupMu.Lock()
+		sc.owner.removeGroupLocked(sc.group)
+		sc.owner.groupMu.Unlock()
+	}
 	return errors.Join(errs...)
+}
+
+// removeGroupLocked removes a parent group once no sandbox group is left in
+// it (one still in use stays: rmdir refuses it). Caller holds groupMu.
+func (c *cgroups) removeGroupLocked(group string) {
+	if group == "" {
+		return
+	}
+	for _, d := range c.dirsFor(group) {
+		_ = syscall.Rmdir(d)
+	}
 }

@@ -24,7 +24,9 @@ import (
 //     resolv.conf, nsswitch.conf, hostname), execd.sock, agent.log, meta.json.
 //   - A named netns osb-<first 12 of id> (loopback only; unprivileged ports
 //     from 0), cgroups <ctrl>/osb/<id> (v1 memory, pids, cpu, freezer; pure v2
-//     supported but untested here).
+//     supported but untested here), or <ctrl>/osb/<Spec.Group>/<id> inside a
+//     group shared by one tenant's sandboxes and limited by Spec.GroupLimits
+//     (removed with its last sandbox).
 //   - /bin/sh writes its own pid into the cgroups, then execs nsenter → bwrap →
 //     /.osb/agent __osb_agent__ (the agent binary bound read-only).
 //   - fd 3: the execd listener (created on the host, never mounted inside);

@@ -40,3 +40,11 @@ var ErrNotMountable = errors.New("not a directory or regular file")
 func OpenBeneath(root, rel string, mkdirs bool) (*os.File, error) {
 	return nil, errors.New("runtime: volumes need Linux")
 }
+
+// MountVolumeFS needs Linux.
+func MountVolumeFS(dir string, size int64) error {
+	return errors.New("runtime: volume quotas need Linux (tmpfs)")
+}
+
+// UnmountVolumeFS does nothing outside Linux.
+func UnmountVolumeFS(dir string) error { return nil }

@@ -46,8 +46,8 @@ func (l *Linux) Reap() ([]string, error) {
 			m.ID = id
 		}
 		// 1. processes: cgroup members, then host-side wrappers referencing the dir.
-		if l.cg != nil && idRE.MatchString(m.ID) {
-			sc := &sandboxCgroup{v2: l.cg.v2, id: m.ID, dirs: l.cg.dirsFor(m.ID)}
+		if l.cg != nil && idRE.MatchString(m.ID) && (m.Group == "" || idRE.MatchString(m.Group)) {
+			sc := &sandboxCgroup{v2: l.cg.v2, id: m.ID, dirs: l.cg.dirsIn(m.Group, m.ID), owner: l.cg, group: m.Group}
 			for _, p := range sc.pids() {
 				removed = append(removed, "process "+strconv.Itoa(p))
 			}
@@ -97,6 +97,9 @@ func (l *Linux) Reap() ([]string, error) {
 		} else {
 			removed = append(removed, "dir "+dir)
 		}
+	}
+	if l.cg != nil {
+		removed = append(removed, l.cg.sweepEmptyGroups()...)
 	}
 	return removed, firstErr
 }

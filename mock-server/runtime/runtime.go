@@ -42,6 +42,13 @@ type Spec struct {
 	// /tmp, /root, /var) → a host directory, written by the server, whose
 	// directories and regular files are copied in before the sandbox starts.
 	Seed map[string]string
+	// Group, when set, puts the sandbox's cgroups under a parent group of
+	// that name shared by the sandboxes of one tenant, limited by
+	// GroupLimits: what those sandboxes use together (processes, memory,
+	// CPU time), whatever each one's own limits. The group is removed with
+	// its last sandbox. It must be a plain name (letters, digits, '-', '_', '.').
+	Group       string
+	GroupLimits Limits
 }
 
 // Mount is a host directory (or file) bind-mounted into the sandbox.

@@ -49,6 +49,7 @@ type meta struct {
 	Netns   string    `json:"netns,omitempty"`
 	Secure  bool      `json:"secure"`
 	Created time.Time `json:"created"`
+	Group   string    `json:"group,omitempty"` // Spec.Group: its cgroups' parent group
 }
 
 type sandbox struct {
@@ -139,7 +140,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 			return fmt.Errorf("runtime: %w", err)
 		}
 	}
-	m := meta{ID: s.id, Secure: secure, Created: time.Now().UTC()}
+	m := meta{ID: s.id, Secure: secure, Created: time.Now().UTC(), Group: spec.Group}
 	if secure {
 		s.netns = rt.claimNetns(s.id)
 		m.Netns = s.netns
@@ -196,7 +197,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 			return fmt.Errorf("runtime: network namespace: %w", err)
 		}
 		if rt.cg != nil {
-			if s.cg, err = rt.cg.create(s.id, spec.Limits); err != nil {
+			if s.cg, err = rt.cg.createIn(spec.Group, spec.GroupLimits, s.id, spec.Limits); err != nil {
 				return fmt.Errorf("runtime: %w", err)
 			}
 		}
