@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -81,19 +82,22 @@ func eachRunClosedLoop(ctx context.Context) error {
 			problems = append(problems, fmt.Sprintf("run %d created no sandbox", i+1))
 			continue
 		}
-		if !s.env.mock() {
-			continue // commands and files are inside the sandbox: see below
-		}
-		cmds, ups, downs := 0, 0, 0
-		for _, ev := range r.audit {
-			switch {
-			case ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil:
-				cmds++
-			case ev.Kind == "file" && ev.File != nil && ev.File.Op == "upload":
-				ups++
-			case ev.Kind == "file" && ev.File != nil && ev.File.Op == "download":
-				downs++
+		var cmds, ups, downs int
+		if s.env.mock() {
+			for _, ev := range r.audit {
+				switch {
+				case ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil:
+					cmds++
+				case ev.Kind == "file" && ev.File != nil && ev.File.Op == "upload":
+					ups++
+				case ev.Kind == "file" && ev.File != nil && ev.File.Op == "download":
+					downs++
+				}
 			}
+		} else {
+			// A real target has no audit of what ran inside a sandbox; the
+			// run's own recording proxy saw its execd calls.
+			cmds, ups, downs = command.ExecdRoundTrip(r.EndpointCalls, r.sandboxes)
 		}
 		var missing []string
 		if cmds == 0 {
@@ -114,8 +118,9 @@ func eachRunClosedLoop(ctx context.Context) error {
 		return failf("%s", strings.Join(problems, "; "))
 	}
 	if !s.env.mock() {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-			"target %s has no audit trail of commands and files inside a sandbox; the runs' creates and deletes are checked through the recording proxy", s.env.opt.Target.Kind)
+		s.note("from the recording proxy's records of the runs' execd calls (a command is one execd answered 200 and streamed; "+
+			"its exit code is inside the stream, which the proxy does not read): %s", strings.Join(notes, "; "))
+		return nil
 	}
 	s.note("%s", strings.Join(notes, "; "))
 	return nil

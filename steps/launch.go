@@ -67,7 +67,8 @@ func (e *Env) fate() func(context.Context, string) (command.SandboxFate, error) 
 	}
 	return func(ctx context.Context, id string) (command.SandboxFate, error) {
 		sf, err := f(ctx, id)
-		return command.SandboxFate{Deletes: sf.Deletes, LogNames: sf.LogNames, ContainerGone: sf.ContainerGone}, err
+		return command.SandboxFate{Deletes: sf.Deletes, LogNames: sf.LogNames, ContainerGone: sf.ContainerGone,
+			Stopped: sf.Stopped, StoppedAt: sf.StoppedAt, EngineSaid: sf.EngineSaid}, err
 	}
 }
 

@@ -43,7 +43,8 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string
 			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote,
 			SandboxFate: func(ctx context.Context, id string) (core.SandboxFate, error) {
 				f, err := t.SandboxFate(ctx, id)
-				return core.SandboxFate{Deletes: f.Deletes, LogNames: f.LogNames, ContainerGone: f.ContainerGone}, err
+				return core.SandboxFate{Deletes: f.Deletes, LogNames: f.LogNames, ContainerGone: f.ContainerGone,
+					Stopped: f.Stopped, StoppedAt: f.StoppedAt, EngineSaid: f.EngineSaid}, err
 			}},
 		Close: func() {
 			if err := t.Close(); err != nil {

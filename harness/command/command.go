@@ -57,10 +57,15 @@
 //     failed, Status.Broken in harness/confine): a harness error;
 //  5. the target answered one of its creates (by its key) with a 5xx that
 //     no drill injected: a harness error (the target's fault);
-//  6. one of its own sandboxes vanished before its TTL with no DELETE from
-//     anyone (none by its key, none by a drill, none in the control plane's
-//     log) and its container is gone (Target.SandboxFate): a harness error
-//     (the target's or the machine's fault).
+//  6. one of its own sandboxes stopped before its TTL with no DELETE from
+//     anyone before then (none sent by its key, none by a drill, none in the
+//     control plane's log but the key's own after the stop), its container
+//     gone or still there (the engine says when it stopped,
+//     Target.SandboxFate), or it vanished (a 404) with no DELETE from anyone
+//     and its container is gone: a harness error (the target's or the
+//     machine's fault) whose reason carries what the engine said (an OOM
+//     kill, the exit code and signal, State.Error, its events, its own
+//     restart).
 //
 // A command that exited 0 is judged on its result by the caller's checks;
 // rules 4–6 explain only a failure. A Witness that cannot be read names no

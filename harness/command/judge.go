@@ -100,17 +100,20 @@ func CreateFailedByServer(calls []osb.AuditEvent) string {
 	return ""
 }
 
-// A sandbox that disappears with no DELETE from anyone.
+// A sandbox that stops or disappears with no DELETE from anyone.
 //
 // On a real target the grader sees the command's lifecycle calls through the
 // recording proxy, the drills' own deletes, and (the docker target) the
-// control plane's log and the engine. A sandbox of the command that it found
-// gone (a 404 from the server) before its TTL, that no one deleted (no
-// DELETE answered with success by its key before it vanished, not the
-// drill's sandbox, no DELETE of it in the control plane's log), and whose
-// container is gone from the engine, was removed outside the control plane:
-// by the machine or by something else sharing the engine. The command's
-// failure after that is not the submission's.
+// control plane's log and the engine. A sandbox of the command (not the
+// drill's) that the engine says stopped before its TTL (its container is not
+// running, or it is gone and the engine's events say it died) with no DELETE
+// from anyone before then (none sent by its key before it stopped, no DELETE
+// of it in the control plane's log but the key's own after it stopped) was
+// stopped by the machine: killed by a signal, OOM-killed, the engine
+// restarting, or removed outside the control plane. So was one the command
+// found gone (a 404 from the server) before its TTL, that no one deleted,
+// and whose container is gone from the engine. The command's failure after
+// that is not the submission's, and the reason names what the engine said.
 
 // UnexplainedVanish describes such a sandbox of the command ("" if none, or
 // when the target cannot say: then nothing changes). Asked once.
@@ -133,49 +136,113 @@ func VanishedUnexplained(ctx context.Context, lifecycle []observe.Call, drillSan
 	fate func(context.Context, string) (SandboxFate, error)) string {
 	calls := slices.Clone(lifecycle)
 	slices.SortStableFunc(calls, func(a, b observe.Call) int { return a.Time.Compare(b.Time) })
+	asked := map[string]bool{}
 	for _, create := range lifecycle {
 		id := create.SandboxID
-		if create.Method != http.MethodPost || !IsCreatePath(create.Path) || create.Status != 202 || id == "" || id == drillSandbox {
+		if create.Method != http.MethodPost || !IsCreatePath(create.Path) || create.Status != 202 || id == "" || id == drillSandbox || asked[id] {
 			continue
 		}
+		asked[id] = true
 		ttl := CreateTTL(create.Body)
-		var gone *observe.Call
-		deleted := false
-		for i := range calls {
-			c := &calls[i]
-			if c.SandboxID != id || c.Time.Before(create.Time) {
-				continue
-			}
-			if c.Status == 404 {
-				gone = c
-				break
-			}
-			if c.Method == http.MethodDelete && c.Status >= 200 && c.Status < 300 && IsSandboxPath(c.Path, id) {
-				deleted = true // the command's own DELETE went through first
-				break
-			}
-		}
-		if gone == nil || deleted {
-			continue
-		}
-		after := gone.Time.Sub(create.Time)
-		if ttl > 0 && after >= ttl {
-			continue // expired: the server's TTL, as the command asked
-		}
-		f, err := fate(ctx, id)
-		if err != nil || len(f.Deletes) > 0 || !f.ContainerGone {
-			continue // someone deleted it, it is still there, or the target cannot say
-		}
 		ttlText := "no TTL (the create set no timeout)"
 		if ttl > 0 {
 			ttlText = fmt.Sprintf("its TTL was %s", ttl)
 		}
-		return fmt.Sprintf("sandbox %s disappeared %s after its create (%s): the subject found it gone (%s %s → 404 at %s) "+
-			"with no DELETE from anyone: none by the run's key before then (recording proxy), none by a drill, none in the "+
-			"control plane's log (%d lines name it), and the engine holds no container of it: it was removed outside the control plane",
-			id, after.Round(time.Millisecond), ttlText, gone.Method, clip(gone.Path, 80), gone.Time.UTC().Format("15:04:05.000"), f.LogNames)
+		var own []observe.Call // the key's DELETEs of it, in time order
+		for _, c := range calls {
+			if c.SandboxID == id && !c.Time.Before(create.Time) && c.Method == http.MethodDelete && IsSandboxPath(c.Path, id) {
+				own = append(own, c)
+			}
+		}
+		f, err := fate(ctx, id)
+		if err != nil {
+			continue // the target cannot say
+		}
+		if why := stoppedByMachine(create, ttl, ttlText, own, f); why != "" {
+			return why
+		}
+		if why := goneWithNoDelete(create, ttl, ttlText, calls, f); why != "" {
+			return why
+		}
 	}
 	return ""
+}
+
+// stoppedByMachine: the engine says the sandbox's container stopped, at a
+// time it names, before its TTL, and nothing the grader knows of asked for
+// that: no DELETE of it sent by the key before then, none in the control
+// plane's log but the key's own sent after it stopped.
+func stoppedByMachine(create observe.Call, ttl time.Duration, ttlText string, own []observe.Call, f SandboxFate) string {
+	if !f.Stopped || f.StoppedAt.IsZero() {
+		return ""
+	}
+	after := f.StoppedAt.Sub(create.Time)
+	if ttl > 0 && after >= ttl {
+		return "" // expired: the server's TTL, as the command asked
+	}
+	later := 0 // the key's DELETEs that succeeded after the stop
+	for _, c := range own {
+		if !c.Time.After(f.StoppedAt) {
+			return "" // the key asked for it first
+		}
+		if c.Status >= 200 && c.Status < 300 {
+			later++
+		}
+	}
+	if len(f.Deletes) > later {
+		return "" // someone else deleted it through the control plane (a drill, another client): not ordered, so not held against the target
+	}
+	now := "its container is still in the engine, stopped"
+	if f.ContainerGone {
+		now = "the engine holds no container of it now"
+	}
+	said := f.EngineSaid
+	if said == "" {
+		said = "the engine gave no reason"
+	}
+	return fmt.Sprintf("sandbox %s stopped %s after its create (%s) with no DELETE from anyone: none sent by the run's key before then "+
+		"(recording proxy), none by a drill, none in the control plane's log but the run's own after it stopped (%d lines name it); "+
+		"the engine says: %s; %s: the machine stopped it, not the control plane",
+		create.SandboxID, after.Round(time.Millisecond), ttlText, f.LogNames, said, now)
+}
+
+// goneWithNoDelete: the command found the sandbox gone (a 404 from the
+// server) before its TTL, no one deleted it, and its container is gone from
+// the engine (which could not say when it stopped).
+func goneWithNoDelete(create observe.Call, ttl time.Duration, ttlText string, calls []observe.Call, f SandboxFate) string {
+	id := create.SandboxID
+	var gone *observe.Call
+	for i := range calls {
+		c := &calls[i]
+		if c.SandboxID != id || c.Time.Before(create.Time) {
+			continue
+		}
+		if c.Status == 404 {
+			gone = c
+			break
+		}
+		if c.Method == http.MethodDelete && c.Status >= 200 && c.Status < 300 && IsSandboxPath(c.Path, id) {
+			return "" // the command's own DELETE went through first
+		}
+	}
+	if gone == nil {
+		return ""
+	}
+	after := gone.Time.Sub(create.Time)
+	if ttl > 0 && after >= ttl {
+		return "" // expired: the server's TTL, as the command asked
+	}
+	if len(f.Deletes) > 0 || !f.ContainerGone {
+		return "" // someone deleted it, or it is still there
+	}
+	said := ""
+	if f.EngineSaid != "" {
+		said = "; the engine says: " + f.EngineSaid
+	}
+	return fmt.Sprintf("sandbox %s disappeared %s after its create (%s): the subject found it gone (%s %s → 404 at %s) "+
+		"with no DELETE from anyone: none by the run's key before then (recording proxy), none by a drill, none in the "+
+		"control plane's log (%d lines name it), and the engine holds no container of it: it was removed outside the control plane%s",
+		id, after.Round(time.Millisecond), ttlText, gone.Method, clip(gone.Path, 80), gone.Time.UTC().Format("15:04:05.000"), f.LogNames, said)
 }
 
 // CreateTTL is the timeout a create body asked for (0: none, no expiry).

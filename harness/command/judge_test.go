@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -177,4 +178,84 @@ func TestTargetFailureNamesTheAnswer(t *testing.T) {
 	assert.Contains(t, err.Error(), "the target failed the subject's create (POST /v1/sandboxes → 500 {\"code\":\"DOCKER::SANDBOX_START_FAILED\"")
 	rec = &Record{Field: "reap", Res: &subject.Result{ExitCode: 1}, Observed: []observe.Call{failed}, Witness: ProxyWitness{}}
 	assert.Contains(t, rec.Judge(context.Background()).Error(), "the target failed a create of the submission's reap command (POST /v1/sandboxes → 500")
+}
+
+// TestSandboxStoppedByTheMachineIsTheTargets: a sandbox of the command whose
+// container the engine says stopped before its TTL, with no DELETE from
+// anyone before then, makes the command's failure a harness error whether
+// its container is gone or still there, and the reason carries what the
+// engine said (a signal, an OOM kill, its own restart, a removal). The
+// subject's own DELETE after the stop (a `finally` cleaning up) does not
+// explain it; its DELETE before the stop, a drill's sandbox or a DELETE in
+// the control plane's log that is not the key's (a drill's), the TTL, a
+// container still running, and a target that cannot say leave the run the
+// submission's to answer for.
+func TestSandboxStoppedByTheMachineIsTheTargets(t *testing.T) {
+	const id = "5e1f0a3c-8d2b-4c11-9a7e-2f6b1d0c9e44"
+	t0 := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	body, _ := json.Marshal(map[string]any{"timeout": 1200})
+	create := observe.Call{Time: t0, Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: id, Body: body}
+	call := func(d time.Duration, method, path string, status int) observe.Call {
+		return observe.Call{Time: t0.Add(d), Method: method, Path: path, Status: status, SandboxID: id}
+	}
+	stoppedAt := t0.Add(9 * time.Second)
+	running := []observe.Call{create, call(2*time.Second, "GET", "/v1/sandboxes/"+id, 200)}
+	ownAfter := append(slices.Clone(running), call(11*time.Second, "DELETE", "/v1/sandboxes/"+id, 204))
+	ownBefore := append(slices.Clone(running), call(8900*time.Millisecond, "DELETE", "/v1/sandboxes/"+id, 204))
+	logDelete := `"DELETE /v1/sandboxes/` + id + ` HTTP/1.1" 204`
+	const killed = "container sandbox-x is exited, killed by SIGKILL (exit code 137), finished at 05:00:09.000"
+	const oom = "container sandbox-x is exited, OOM-killed (State.OOMKilled true, exit code 137)"
+	const restart = "container sandbox-x is exited (exit code 255); the engine itself restarted at 05:00:10.000"
+	const removed = "its events: kill (SIGKILL) at 05:00:09.000, die (exit code 137) at 05:00:09.000, destroy at 05:00:09.100"
+	fate := func(f SandboxFate) func(context.Context, string) (SandboxFate, error) {
+		return func(context.Context, string) (SandboxFate, error) { return f, nil }
+	}
+	stopped := func(said string, gone bool, deletes ...string) func(context.Context, string) (SandboxFate, error) {
+		return fate(SandboxFate{Stopped: true, StoppedAt: stoppedAt, EngineSaid: said, ContainerGone: gone, LogNames: 4, Deletes: deletes})
+	}
+	for _, tc := range []struct {
+		name  string
+		fate  func(context.Context, string) (SandboxFate, error)
+		calls []observe.Call
+		drill string
+		ttl   any
+		want  []string // nil: judged as usual
+	}{
+		{name: "docker kill, container still there", fate: stopped(killed, false), calls: running,
+			want: []string{id, "stopped 9s after its create", "its TTL was 20m0s", "no DELETE from anyone", "the engine says: " + killed,
+				"its container is still in the engine, stopped", "the subject then exited 1", "not of the submission"}},
+		{name: "OOM kill", fate: stopped(oom, false), calls: running, want: []string{"the engine says: " + oom}},
+		{name: "engine restart", fate: stopped(restart, false), calls: running, want: []string{"the engine says: " + restart}},
+		{name: "removed outside the control plane", fate: stopped(removed, true), calls: running,
+			want: []string{"the engine says: " + removed, "the engine holds no container of it now"}},
+		{name: "the subject's own DELETE after the stop", fate: stopped(killed, false, logDelete), calls: ownAfter,
+			want: []string{"the engine says: " + killed, "(4 lines name it)"}},
+		{name: "the key's DELETE before the stop", fate: stopped(killed, true, logDelete), calls: ownBefore},
+		{name: "a drill's DELETE in the control plane's log", fate: stopped(removed, true, logDelete), calls: running},
+		{name: "the drill's own sandbox", fate: stopped(killed, false), calls: running, drill: id},
+		{name: "expired by its TTL", fate: stopped(killed, false), calls: running, ttl: 5},
+		{name: "still running", fate: fate(SandboxFate{LogNames: 4}), calls: running},
+		{name: "the engine cannot say when", fate: fate(SandboxFate{Stopped: true, EngineSaid: killed}), calls: running},
+		{name: "the target cannot say", fate: func(context.Context, string) (SandboxFate, error) { return SandboxFate{}, errors.New("engine down") }, calls: running},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := slices.Clone(tc.calls)
+			if tc.ttl != nil {
+				b, _ := json.Marshal(map[string]any{"timeout": tc.ttl})
+				calls[0].Body = b
+			}
+			rec := &Record{Field: "run", Res: &subject.Result{ExitCode: 1}, Observed: calls, Fate: tc.fate,
+				DrillSandbox: tc.drill, Witness: ProxyWitness{}}
+			err := rec.Judge(context.Background())
+			if tc.want == nil {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.True(t, IsHarnessFault(err), "the target's or the machine's fault: %v", err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
 }

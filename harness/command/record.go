@@ -82,6 +82,14 @@ type SandboxFate struct {
 	Deletes       []string // DELETEs of it the control plane answered with success
 	LogNames      int      // lines of the control plane's log naming it
 	ContainerGone bool     // the engine holds no container of it
+	// Stopped: the engine says its container stopped (it is not running,
+	// or it is gone and the engine's events say it died), at StoppedAt
+	// (zero: the engine cannot say when). EngineSaid is what the engine
+	// said about why, in its own terms (State.OOMKilled, the exit code or
+	// signal, State.Error, its events, its own restart).
+	Stopped    bool
+	StoppedAt  time.Time
+	EngineSaid string
 }
 
 // KeylessRequest is a request without an API key that the command's box

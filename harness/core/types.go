@@ -56,6 +56,13 @@ type SandboxFate struct {
 	LogNames int
 	// ContainerGone: the engine holds no container of it.
 	ContainerGone bool
+	// Stopped: its container stopped (not running, or gone and died by the
+	// engine's events) at StoppedAt (zero: unknown); EngineSaid is the
+	// engine's reason (OOM kill, exit code or signal, State.Error, its
+	// events, its own restart).
+	Stopped    bool
+	StoppedAt  time.Time
+	EngineSaid string
 }
 
 // StartedTarget is a running target plus what the core needs from it.

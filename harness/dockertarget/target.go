@@ -68,6 +68,8 @@ type Target struct {
 
 	pool      *dockertest.Pool // the engine (sidecar logs, sandbox fates)
 	serverLog string           // the control plane's log (SandboxFate)
+	started   time.Time        // when the control plane started (the engine events SandboxFate reads)
+	endpoint  string           // the engine's endpoint (its events, its start time)
 
 	closeOnce sync.Once
 	closeFn   func() error
@@ -149,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	}
 
 	t0 := time.Now()
-	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), WheelDir: cfg.WheelDir, Binary: cfg.Binary, Log: cfg.Log,
+	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), Binary: cfg.Binary, Log: cfg.Log,
 		ExecdImage: cfg.ExecdImage, EgressImage: cfg.EgressImage, SandboxImage: cfg.SandboxImage, Pairing: pairing})
 	if err != nil {
 		return nil, err
@@ -215,7 +217,8 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	_ = writeRecord(dir, rec)
 
 	t := &Target{URL: proc.URL, APIKey: key, Version: cfg.ServerVersion, ImageBuild: build, Venv: t1.Sub(tv), Startup: time.Since(t1),
-		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool, Stubs: bridge, StubNote: stubNote, serverLog: serverLog}
+		Pairing: pairing, PairingKnown: known, Pin: pin, pool: pool, Stubs: bridge, StubNote: stubNote, serverLog: serverLog,
+		started: started, endpoint: cfg.Endpoint}
 	t.Components = append(t.Components, Component{Name: "control plane", Version: "opensandbox-server==" + cfg.ServerVersion, Origin: "official", Note: "from PyPI, " + pin.Describe()})
 	if v, err := pool.Client.Version(); err == nil {
 		t.Components = append(t.Components, Component{Name: "docker engine", Version: v.Get("Version"), Origin: "official", Note: "Debian docker.io, own bridge, no forwarding/NAT"})

@@ -155,7 +155,7 @@ var Course = MustRegistry(
 	},
 	Entry{ID: M1, Kind: KindMilestone, Title: "M1 · Minimum closed loop",
 		Statement: "Three consecutive runs MUST each create a sandbox, run a command in it to completion, write a file into it and read a file back (the course's smoke test is python3 -c \"print(1+1)\" and a file round trip; the subject's own commands and files count), and destroy it with their own key, confirmed by 404; no sandbox MUST remain afterwards, also when a run fails midway.",
-		Evidence:  []string{"commands run to completion, uploads and downloads per run (the server's audit)", "the delete and the 404 after it, by the run's key", "residual sandbox listing"},
+		Evidence:  []string{"commands run to completion, uploads and downloads per run (the server's audit; on a real target the execd calls its recording proxy forwarded, a command counted when execd accepted and streamed it)", "the delete and the 404 after it, by the run's key", "residual sandbox listing"},
 		Targets:   both(),
 		DependsOn: overExecd, // print(1+1) and a file round trip
 	},
