@@ -198,7 +198,7 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.sb.egress.Handler().ServeHTTP(w, r2)
 		return
 	}
-	if e.s.injectExecdFault(w, r, e.sb.id) { // admin execd fault (M1), see execd_fault.go
+	if e.s.injectExecdFault(w, r, e.sb) { // admin execd fault (M1), see execd_fault.go
 		return
 	}
 	switch {
