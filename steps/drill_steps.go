@@ -438,8 +438,10 @@ func sandboxDisappeared(ctx context.Context) error {
 	// Judged on what the subject saw: the course's 404 or connection
 	// failure, or a symptom the drill did not intend (a 5xx of the grader's
 	// own server or the target's), which is the platform's fault.
-	if err := s.env.loadAudit(ctx, r); err != nil {
-		return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
+	if s.env.mock() { // a real target's answers are the recording proxy's (observedCalls)
+		if err := s.env.loadAudit(ctx, r); err != nil {
+			return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
+		}
 	}
 	sym := s.env.d2RunSymptom(r)
 	if u := sym.unintended; u != nil {
