@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // execdEndpoint is a sandbox's loopback TCP execd endpoint: a reverse proxy
@@ -93,7 +94,7 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 			if e.removing.Load() {
 				// Its execd went with the sandbox's removal: the caller
 				// meets a gone sandbox (a reset connection), never a 502.
-				e.refuse(w, r, "in flight when the sandbox was removed")
+				e.refuse(w, r, wire.AfterRemovalInFlight)
 				return
 			}
 			if errors.Is(err, context.Canceled) {

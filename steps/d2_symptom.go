@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Drill D2 is judged on what the subject saw (issue 27): the first answers
@@ -39,6 +40,13 @@ func (a d2Answer) String() string {
 
 // gone: the answer the course names for a vanished sandbox.
 func (a d2Answer) gone() bool { return a.Status == 0 || a.Status == 404 }
+
+// inFlightAtRemoval: a call the bundled server's execd endpoint reset
+// because its sandbox was removed while it ran; it was made before the
+// disappearance (D2 does not count it as a call to the vanished sandbox).
+func inFlightAtRemoval(ev osb.AuditEvent) bool {
+	return ev.ExecdAfterRemoval != nil && ev.ExecdAfterRemoval.Note == wire.AfterRemovalInFlight
+}
 
 // d2AnswerLimit is how many of the first answers are kept and shown.
 const d2AnswerLimit = 3

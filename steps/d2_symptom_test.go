@@ -132,3 +132,29 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 		assert.Equal(t, "no failed answer to a call for the sandbox was recorded after the fault", sym.String())
 	})
 }
+
+// A call the removal cut while it ran was made before the disappearance: D2
+// does not count it among the calls to the vanished sandbox.
+func TestD2CountLeavesOutTheCallTheRemovalCut(t *testing.T) {
+	after := func(at time.Time, n int, inFlight bool) []osb.AuditEvent {
+		var out []osb.AuditEvent
+		if inFlight {
+			out = append(out, ev(at, time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind,
+				ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/command", Note: wire.AfterRemovalInFlight}}))
+		}
+		for i := range n {
+			out = append(out, ev(at, time.Duration(10+i)*time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind,
+				ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}))
+		}
+		return out
+	}
+	ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
+	s.run.audit = after(at, 3, true)
+	require.NoError(t, boundedCallsAfterVanish(ctx, 3), "3 calls after the disappearance, plus the one it cut")
+
+	ctx, s, at = d2Scenario(t, bundled, nil, nil, "sandbox_gone")
+	s.run.audit = after(at, 4, true)
+	err := boundedCallsAfterVanish(ctx, 3)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "called the vanished sandbox 4 times")
+}

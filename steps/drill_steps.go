@@ -724,6 +724,9 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 			continue
 		}
 		if ev.Kind == execdAfterRemovalKind {
+			if inFlightAtRemoval(ev) {
+				continue // made before the disappearance; the removal cut it
+			}
 			execd++
 			seen = append(seen, "execd after removal")
 		}
