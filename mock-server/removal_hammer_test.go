@@ -63,19 +63,53 @@ type hammerAnswer struct {
 func TestRemovalNeverAnswers5xx(t *testing.T) {
 	fr := &fakeRuntime{t: t}
 	env := newEnv(t, func(c *Config) { c.Runtime = quiescingRuntime{fr} })
+	h := hammerServer{srv: env.srv, now: env.clock.Now,
+		create: func() (string, string) {
+			id := env.create(func(b map[string]any) { b["timeout"] = 60 })
+			return id, env.execdAddr(id)
+		},
+		expireAll: func() { env.clock.Advance(time.Hour) }, // every timer due: each sandbox expires as its TTL would
+	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, mode := range []string{"delete", "admin-expire", "ttl"} {
-		t.Run(mode, func(t *testing.T) { hammerRound(t, env, client, mode) })
+		t.Run(mode, func(t *testing.T) { hammerRound(t, h, client, mode) })
 	}
 }
 
-func hammerRound(t *testing.T, env *testEnv, client *http.Client, mode string) {
+// TestRemovalNeverAnswers5xxRealRuntime is the hammer on the real Linux
+// runtime, whose removal stops the sandbox's processes (execd included)
+// before it is destroyed, as in issue 27. TTL expiry is the fake clock's
+// (TestRemovalNeverAnswers5xx): it takes the same path as the admin expiry.
+func TestRemovalNeverAnswers5xxRealRuntime(t *testing.T) {
+	srv, _ := realEnv(t) // skipped under -short
+	h := hammerServer{srv: srv, now: time.Now,
+		create: func() (string, string) {
+			id, base := createSandbox(t, srv, validCreate())
+			return id, strings.TrimSuffix(strings.TrimPrefix(base, "http://"), "/proxy/44772")
+		},
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	for _, mode := range []string{"delete", "admin-expire"} {
+		t.Run(mode, func(t *testing.T) { hammerRound(t, h, client, mode) })
+	}
+}
+
+// hammerServer is the server under the hammer and how to make and expire
+// its sandboxes.
+type hammerServer struct {
+	srv       *Server
+	now       func() time.Time // the server's clock (renewals)
+	create    func() (id, execdAddr string)
+	expireAll func() // TTL-expires every sandbox (nil: not available)
+}
+
+func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode string) {
 	const sandboxes, workers = 3, 5
 	type target struct{ id, execd string }
 	var targets []target
 	for range sandboxes {
-		id := env.create(func(b map[string]any) { b["timeout"] = 60 })
-		targets = append(targets, target{id, env.execdAddr(id)})
+		id, execd := env.create()
+		targets = append(targets, target{id, execd})
 	}
 	var (
 		mu      sync.Mutex
@@ -99,10 +133,10 @@ func hammerRound(t *testing.T, env *testEnv, client *http.Client, mode string) {
 			}()
 		}
 	}
-	time.Sleep(time.Duration(10+rand.IntN(20)) * time.Millisecond)
+	time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond)
 	switch mode {
 	case "ttl":
-		env.clock.Advance(time.Hour) // every timer due: each sandbox expires as its TTL would
+		env.expireAll()
 		now := time.Now()
 		for _, tg := range targets {
 			removedAt[tg.id] = now
@@ -171,7 +205,7 @@ func hammerRound(t *testing.T, env *testEnv, client *http.Client, mode string) {
 
 // hammerCall makes call number n of the mix on sandbox id (execd: its direct
 // endpoint's address).
-func hammerCall(client *http.Client, env *testEnv, id, execd string, n int, mode string) hammerAnswer {
+func hammerCall(client *http.Client, env hammerServer, id, execd string, n int, mode string) hammerAnswer {
 	base := env.srv.URL()
 	var (
 		route, method, url, ctype string
@@ -195,7 +229,7 @@ func hammerCall(client *http.Client, env *testEnv, id, execd string, n int, mode
 			route, method, url = "lifecycle", "GET", base+"/v1/sandboxes/"+id+"/diagnostics/logs?scope=container"
 			break
 		}
-		body, _ = json.Marshal(map[string]string{"expiresAt": env.clock.Now().Add(2 * time.Minute).Format(time.RFC3339)})
+		body, _ = json.Marshal(map[string]string{"expiresAt": env.now().Add(2 * time.Minute).Format(time.RFC3339)})
 		ctype = "application/json"
 	case 6:
 		route, method, url = "proxy", "GET", base+"/sandboxes/"+id+"/proxy/44772/ping"
