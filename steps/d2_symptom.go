@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -176,11 +177,50 @@ func (s d2Symptom) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// d2RunSymptom is the symptom of run r's D2 fault: the bundled server's
-// audit (loaded), or a real target's recording proxy.
-func (e *Env) d2RunSymptom(r *subjectRun) d2Symptom {
+// d2RunAnswers are the answers for run r's vanished sandbox at or after the
+// fault: the bundled server's audit (loaded), or a real target's recording
+// proxy.
+func (e *Env) d2RunAnswers(r *subjectRun) []d2Answer {
 	if e.mock() {
-		return judgeD2Symptom(d2AnswersFromAudit(r.audit, r.faultSandbox, r.faultAt))
+		return d2AnswersFromAudit(r.audit, r.faultSandbox, r.faultAt)
 	}
-	return judgeD2Symptom(d2AnswersFromCalls(observedCalls(r), r.faultSandbox, r.faultAt))
+	return d2AnswersFromCalls(observedCalls(r), r.faultSandbox, r.faultAt)
+}
+
+// d2RunSymptom is the symptom of run r's D2 fault.
+func (e *Env) d2RunSymptom(r *subjectRun) d2Symptom { return judgeD2Symptom(e.d2RunAnswers(r)) }
+
+// d2EvidenceLimit bounds the answers kept in the evidence file.
+const d2EvidenceLimit = 50
+
+// d2Evidence writes what the subject saw after the fault (the judged
+// symptom and the answers, successes included, at most d2EvidenceLimit) as
+// evidence of the run's D2 verdict; it returns the bundle-relative path.
+func (s *scenario) d2Evidence(r *subjectRun, answers []d2Answer, sym d2Symptom) string {
+	type answer struct {
+		Time   time.Time `json:"time"`
+		Call   string    `json:"call"`
+		Status int       `json:"status"` // 0: connection failure
+		Detail string    `json:"detail,omitempty"`
+	}
+	doc := struct {
+		Sandbox    string   `json:"sandbox"`
+		FaultAt    string   `json:"fault_at"`
+		Symptom    string   `json:"symptom"`
+		Unintended string   `json:"unintended,omitempty"`
+		Answers    []answer `json:"answers"`
+		Cut        int      `json:"answers_not_shown,omitempty"`
+	}{Sandbox: r.faultSandbox, FaultAt: r.faultAt.UTC().Format(time.RFC3339Nano), Symptom: sym.String(), Answers: []answer{}}
+	if sym.unintended != nil {
+		doc.Unintended = sym.unintended.String()
+	}
+	for i, a := range answers {
+		if i == d2EvidenceLimit {
+			doc.Cut = len(answers) - i
+			break
+		}
+		doc.Answers = append(doc.Answers, answer{a.Time.UTC(), a.Call, a.Status, a.Detail})
+	}
+	b, _ := json.MarshalIndent(doc, "", "  ")
+	return s.env.writeEvidence(firstID(s), "d2-first-answers-"+s.slug()+".json", b)
 }

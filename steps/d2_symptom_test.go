@@ -2,6 +2,9 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -74,6 +77,21 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 		assert.Contains(t, err.Error(), "502")
 		assert.Contains(t, err.Error(), "is unreachable")
 		assert.Contains(t, err.Error(), "a symptom the drill did not intend")
+
+		s := state(ctx)
+		require.Len(t, s.evidence, 1, "what the subject saw is evidence of the verdict")
+		b, rerr := os.ReadFile(filepath.Join(s.env.opt.BundleDir, s.evidence[0]))
+		require.NoError(t, rerr)
+		var doc struct {
+			Unintended string `json:"unintended"`
+			Answers    []struct {
+				Status int `json:"status"`
+			} `json:"answers"`
+		}
+		require.NoError(t, json.Unmarshal(b, &doc))
+		assert.Contains(t, doc.Unintended, "→ 502")
+		require.Len(t, doc.Answers, 2)
+		assert.Equal(t, []int{502, 0}, []int{doc.Answers[0].Status, doc.Answers[1].Status})
 	})
 
 	t.Run("404 is the course's symptom and shown", func(t *testing.T) {

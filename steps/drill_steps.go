@@ -443,7 +443,9 @@ func sandboxDisappeared(ctx context.Context) error {
 			return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
 		}
 	}
-	sym := s.env.d2RunSymptom(r)
+	answers := s.env.d2RunAnswers(r)
+	sym := judgeD2Symptom(answers)
+	s.addEvidence(s.d2Evidence(r, answers, sym))
 	if u := sym.unintended; u != nil {
 		return harnessf("after its sandbox %s disappeared the subject was answered %s: a symptom the drill did not intend (it means a 404 or a connection failure), so its reaction cannot be judged; first failed answers: %s",
 			r.faultSandbox, u, sym)
