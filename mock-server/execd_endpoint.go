@@ -97,7 +97,10 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 				e.refuse(w, r, wire.AfterRemovalInFlight)
 				return
 			}
-			if errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) || r.Context().Err() != nil || clientBodyFailed(r) {
+				if t, ok := w.(*tapWriter); ok {
+					t.hungUp = true // recorded as 499, never as the 502 nobody was sent
+				}
 				return
 			}
 			writeError(w, http.StatusBadGateway, "UNKNOWN", "execd of sandbox "+sb.id+" is unreachable: "+err.Error())
@@ -187,6 +190,7 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.refuse(w, r, "")
 		return
 	}
+	r = watchClientBody(r)
 	p := r.URL.Path
 	// /proxy/44772/… is execd itself; handle it here so it is audited too.
 	if rest, ok := cutProxyPort(p, execdPort); ok {
@@ -216,6 +220,42 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		e.proxy.ServeHTTP(w, r)
 	}
+}
+
+// clientBodyKey holds, in a request's context, whether reading its body
+// from the client failed (watchClientBody).
+type clientBodyKey struct{}
+
+// watchClientBody notes in r's context when reading its body from the client
+// fails (it hung up, its upload unfinished), so the proxy's error handler
+// tells that from an execd failure even before the request's context is
+// cancelled.
+func watchClientBody(r *http.Request) *http.Request {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r
+	}
+	failed := new(atomic.Bool)
+	r = r.WithContext(context.WithValue(r.Context(), clientBodyKey{}, failed))
+	r.Body = &clientBody{ReadCloser: r.Body, failed: failed}
+	return r
+}
+
+func clientBodyFailed(r *http.Request) bool {
+	f, _ := r.Context().Value(clientBodyKey{}).(*atomic.Bool)
+	return f != nil && f.Load()
+}
+
+type clientBody struct {
+	io.ReadCloser
+	failed *atomic.Bool
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.failed.Store(true)
+	}
+	return n, err
 }
 
 // cutProxyPort strips a /proxy/<port> prefix.
@@ -248,7 +288,10 @@ type tapWriter struct {
 	recordsBody func(status int) bool
 	// cut: the exchange met its sandbox's removal and was refused
 	// (execdEndpoint.refuse, which recorded it); final records nothing.
-	cut       bool
+	cut bool
+	// hungUp: the client went away before any answer (code: 499, as nginx
+	// names it), so the audit never shows a 502 the server did not send.
+	hungUp    bool
 	finalOnce sync.Once
 	remaining int64 // bytes of a Content-Length body still to write; -1 unknown
 }
@@ -321,7 +364,14 @@ func (t *tapWriter) Flush() {
 
 func (t *tapWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
+// statusClientClosed is what the audit records for an exchange whose client
+// hung up before any answer (nginx's 499; no answer was sent).
+const statusClientClosed = 499
+
 func (t *tapWriter) code() int {
+	if t.status == 0 && t.hungUp {
+		return statusClientClosed
+	}
 	if t.status == 0 {
 		return http.StatusBadGateway
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
@@ -277,4 +278,44 @@ func uploadBody(path, content string) ([]byte, string) {
 	_, _ = io.WriteString(f, content)
 	_ = mw.Close()
 	return buf.Bytes(), mw.FormDataContentType()
+}
+
+// A client that hangs up before any answer is recorded with 499, never with
+// a 502 the server did not send (D2 judges the 5xx a subject saw).
+func TestHangUpIsNotRecordedAs502(t *testing.T) {
+	env := newEnv(t)
+	id := env.create(nil)
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+env.execdAddr(id)+"/files/upload", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=XYZ")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	_, _ = io.WriteString(pw, "--XYZ\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"/workspace/x\"}\r\n")
+	cancel() // the client goes away, its upload unfinished
+	_ = pw.Close()
+	<-done
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, ev := range env.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindFile}) {
+			if ev.File.Op == "upload" {
+				if ev.File.Status != statusClientClosed {
+					t.Fatalf("a hung-up upload recorded with %d, want %d", ev.File.Status, statusClientClosed)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hung-up upload was never recorded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -49,6 +49,11 @@ func inFlightAtRemoval(ev osb.AuditEvent) bool {
 	return ev.ExecdAfterRemoval != nil && ev.ExecdAfterRemoval.Note == wire.AfterRemovalInFlight
 }
 
+// statusClientClosed is the status the bundled server's audit gives an execd
+// exchange whose client hung up before any answer (499): no answer the
+// subject saw.
+const statusClientClosed = 499
+
 // d2AnswerLimit is how many of the first answers are kept and shown.
 const d2AnswerLimit = 3
 
@@ -74,6 +79,8 @@ func d2AnswersFromAudit(events []osb.AuditEvent, id string, at time.Time) []d2An
 			c := ev.Command
 			a := d2Answer{Time: ev.Time, Call: "execd command " + strconv.Quote(clip(c.Command, 60)), Status: 200}
 			switch m := statusPrefix.FindStringSubmatch(c.Error); {
+			case m != nil && m[1] == strconv.Itoa(statusClientClosed):
+				continue // its client hung up: nothing was answered
 			case m != nil:
 				a.Status, _ = strconv.Atoi(m[1])
 				a.Detail = clip(m[2], 200)
@@ -87,6 +94,9 @@ func d2AnswersFromAudit(events []osb.AuditEvent, id string, at time.Time) []d2An
 			f := ev.File
 			if f.Op == "final-manifest" {
 				continue // the removal's own record, no call of the subject
+			}
+			if f.Status == statusClientClosed {
+				continue // its client hung up: nothing was answered
 			}
 			out = append(out, d2Answer{Time: ev.Time, Call: "execd " + f.Op + " " + f.Path, Status: f.Status})
 		case ev.ExecdAfterRemoval != nil && ev.Kind == execdAfterRemovalKind:
