@@ -134,7 +134,17 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 			}()
 		}
 	}
-	time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond)
+	// The removal comes while the clients are calling: once each sandbox has
+	// answered a few calls, after a random moment more.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		mu.Lock()
+		n := len(answers)
+		mu.Unlock()
+		if n >= sandboxes*workers {
+			break
+		}
+	}
+	time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
 	switch mode {
 	case "ttl":
 		env.expireAll()
@@ -171,7 +181,27 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 		}
 		rwg.Wait()
 	}
-	time.Sleep(60 * time.Millisecond) // the clients go on calling the gone sandboxes
+	// The clients go on calling the gone sandboxes: until each has answered
+	// a few calls made after its removal (however loaded the machine).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		after := map[string]int{}
+		mu.Lock()
+		for _, a := range answers {
+			for _, tg := range targets {
+				if (strings.Contains(a.what, tg.id) || strings.Contains(a.what, tg.execd)) && a.started.After(removedAt[tg.id]) {
+					after[tg.id]++
+				}
+			}
+		}
+		mu.Unlock()
+		enough := true
+		for _, tg := range targets {
+			enough = enough && after[tg.id] >= 2*workers
+		}
+		if enough {
+			break
+		}
+	}
 	stop.Store(true)
 	wg.Wait()
 
