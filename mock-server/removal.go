@@ -21,7 +21,17 @@ import (
 // effect after the removal or entirely before it: the call is linearised at
 // its end. A sandbox unknown at the start is the handler's own answer, and
 // so is a 422 (request validation comes before the sandbox is looked up).
-func (s *Server) answersGone(h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) answersGone(h http.HandlerFunc) http.HandlerFunc { return s.answersGoneIf(h, false) }
+
+// answersGoneUnlessAccepted is answersGone for a call that starts work of
+// its own (a snapshot): an accepted call (2xx) keeps its answer, since what
+// it started exists (a snapshot of a sandbox removed under it then fails, as
+// on Docker); any other answer is the 404.
+func (s *Server) answersGoneUnlessAccepted(h http.HandlerFunc) http.HandlerFunc {
+	return s.answersGoneIf(h, true)
+}
+
+func (s *Server) answersGoneIf(h http.HandlerFunc, keep2xx bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		before := s.lookup(id)
@@ -31,7 +41,8 @@ func (s *Server) answersGone(h http.HandlerFunc) http.HandlerFunc {
 		}
 		buf := &bufferedAnswer{header: w.Header().Clone()}
 		h(buf, r)
-		if s.lookup(id) != before && buf.status != http.StatusUnprocessableEntity {
+		accepted := keep2xx && buf.status >= 200 && buf.status < 300
+		if s.lookup(id) != before && buf.status != http.StatusUnprocessableEntity && !accepted {
 			notFound(w, id)
 			return
 		}

@@ -90,7 +90,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	handle("", "/sandboxes/{id}/proxy/{port}", s.handleServerProxy)
 	handle("", "/sandboxes/{id}/proxy/{port}/{path...}", s.handleServerProxy)
 	handle("GET", "/sandboxes/{id}/diagnostics/{kind}", s.answersGone(s.handleDiagnostics))
-	handle("POST", "/sandboxes/{id}/snapshots", s.answersGone(s.handleSnapshots))
+	handle("POST", "/sandboxes/{id}/snapshots", s.answersGoneUnlessAccepted(s.handleSnapshots))
 	handle("GET", "/snapshots", s.handleSnapshots)
 	handle("GET", "/snapshots/{sid}", s.handleSnapshots)
 	handle("DELETE", "/snapshots/{sid}", s.handleSnapshots)
