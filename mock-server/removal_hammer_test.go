@@ -126,7 +126,7 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 				defer wg.Done()
 				rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 				for !stop.Load() {
-					a := hammerCall(client, env, tg.id, tg.execd, rnd.IntN(12), mode)
+					a := hammerCall(client, env, tg.id, tg.execd, rnd.IntN(13), mode)
 					mu.Lock()
 					answers = append(answers, a)
 					mu.Unlock()
@@ -223,6 +223,10 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 			t.Errorf("%s: %d %s (a 5xx)", a.what, a.status, a.body)
 		case a.route != "direct" && a.status == 0:
 			t.Errorf("%s: no answer: %v (the lifecycle server always answers)", a.what, a.err)
+		case a.route == "list":
+			if gone && strings.Contains(a.body, id) {
+				t.Errorf("%s after the removal returned lists the removed sandbox: %s", a.what, a.body)
+			}
 		case gone && a.route == "direct" && a.err == nil:
 			t.Errorf("%s after the removal returned: %d %s, want a refused connection", a.what, a.status, a.body)
 		case gone && a.route != "direct" && (a.status != http.StatusNotFound || !strings.Contains(a.body, `"DOCKER::SANDBOX_NOT_FOUND"`)):
@@ -275,8 +279,10 @@ func hammerCall(client *http.Client, env hammerServer, id, execd string, n int, 
 	case 10:
 		route, method, url = "direct", "POST", "http://"+execd+"/files/upload"
 		body, ctype = uploadBody("/workspace/a", "data")
-	default:
+	case 11:
 		route, method, url = "direct", "GET", "http://"+execd+"/files/download?path=/workspace/a"
+	default:
+		route, method, url = "list", "GET", base+"/v1/sandboxes?pageSize=200#"+id
 	}
 	a := hammerAnswer{route: route, what: method + " " + url, started: time.Now()}
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
