@@ -159,6 +159,7 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 			rwg.Add(1)
 			go func() {
 				defer rwg.Done()
+				started := time.Now()
 				path := "/v1/sandboxes/" + tg.id
 				req, _ := http.NewRequest(http.MethodDelete, env.srv.URL()+path, nil)
 				req.Header.Set(headerAPIKey, testKey)
@@ -177,6 +178,7 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 					t.Errorf("%s %s: %v %v", mode, tg.id, err, res)
 				}
 				removedAt[tg.id] = time.Now()
+				t.Logf("%s %s took %s", mode, tg.id, removedAt[tg.id].Sub(started).Round(time.Millisecond))
 			}()
 		}
 		rwg.Wait()
@@ -222,7 +224,8 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 		case a.status >= 500:
 			t.Errorf("%s: %d %s (a 5xx)", a.what, a.status, a.body)
 		case a.route != "direct" && a.status == 0:
-			t.Errorf("%s: no answer: %v (the lifecycle server always answers)", a.what, a.err)
+			t.Errorf("%s: no answer: %v (the lifecycle server always answers; the call started %s before the removal returned)",
+				a.what, a.err, removedAt[id].Sub(a.started).Round(time.Millisecond))
 		case a.route == "list":
 			if gone && strings.Contains(a.body, id) {
 				t.Errorf("%s after the removal returned lists the removed sandbox: %s", a.what, a.body)

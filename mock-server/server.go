@@ -309,13 +309,14 @@ func (s *Server) remove(id, to, reason string, expired bool) error {
 	}
 	s.mu.Unlock()
 
-	from := s.statusOf(sb).State
 	if sb.execd != nil {
-		// Cut at once, not after the final record: the final record stops
-		// the sandbox's processes, execd included, and a call still served
-		// meanwhile would meet a dead execd (the 502 window of issue 27).
+		// Cut at once, before anything that may wait on the runtime, and not
+		// after the final record: the final record stops the sandbox's
+		// processes, execd included, and a call still served meanwhile
+		// would meet a dead execd (the 502 window of issue 27).
 		sb.execd.cut(reason)
 	}
+	from := s.statusOf(sb).State
 	s.finalRecord(id, sb)
 	err := sb.destroy()
 	s.releaseVolumes(sb.volumeClaims)
