@@ -88,13 +88,25 @@
 // sandbox removed (<reason>)", the output bytes seen so far. Kept in memory
 // and appended to <StateDir>/audit.jsonl.
 //
+// # Removal is atomic
+//
+// A sandbox's removal (DELETE, TTL expiry, admin expiry, shutdown) takes
+// effect at one instant: the registry forgets it and its execd endpoint is
+// marked gone under the registry's lock, before anything is torn down. From
+// then on every request for it answers as for an unknown sandbox, never a
+// 5xx: 404 DOCKER::SANDBOX_NOT_FOUND on the lifecycle and server-proxy routes,
+// a reset connection at its execd endpoint; calls in flight at the removal
+// too (removal.go, server_proxy.go, execdEndpoint.refuse).
+//
 // # Execd after removal (documented mock extension)
 //
 // A removed sandbox's execd port keeps listening for a grace period
 // (Config.ExecdGracePeriod: default 10 minutes, negative off; Close ends it).
 // Each connection is accepted, its request line read (1 s deadline), recorded
 // as an audit event of kind execd_after_removal (sandbox_id, time, and
-// {method, path} or a note when no request line came) and then reset
+// {method, path} or a note when no request line came; a call in flight at
+// the removal, or sent on a connection opened before it, is recorded and
+// reset the same way) and then reset
 // (SO_LINGER 0): the client sees a connection error, as with the real, gone
 // container, and a grader sees who went on calling a vanished sandbox (D2).
 //

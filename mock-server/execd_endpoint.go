@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // execdEndpoint is a sandbox's loopback TCP execd endpoint: a reverse proxy
@@ -90,7 +91,16 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 		FlushInterval: -1,
 		ErrorLog:      e.cutLog(),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if errors.Is(err, context.Canceled) {
+			if e.removing.Load() {
+				// Its execd went with the sandbox's removal: the caller
+				// meets a gone sandbox (a reset connection), never a 502.
+				e.refuse(w, r, wire.AfterRemovalInFlight)
+				return
+			}
+			if errors.Is(err, context.Canceled) || r.Context().Err() != nil || clientBodyFailed(r) {
+				if t, ok := w.(*tapWriter); ok {
+					t.hungUp = true // recorded as 499, never as the 502 nobody was sent
+				}
 				return
 			}
 			writeError(w, http.StatusBadGateway, "UNKNOWN", "execd of sandbox "+sb.id+" is unreachable: "+err.Error())
@@ -131,6 +141,37 @@ func (f cutFilter) Write(p []byte) (int, error) {
 // Addr is 127.0.0.1:<port>.
 func (e *execdEndpoint) Addr() string { return e.ln.Addr().String() }
 
+// cut is the removal's first step, right after the registry forgot the
+// sandbox: the commands still streaming are recorded as killed (reason: why
+// it is removed), then the endpoint stops serving (Close). The sandbox's
+// execd itself is still alive; the final record reaches it through the
+// transport, never through this endpoint.
+func (e *execdEndpoint) cut(reason string) {
+	e.removing.Store(true)
+	e.abandonInflight(reason)
+	e.Close()
+}
+
+// refuse answers a request for a removed sandbox as its gone container would:
+// the connection is reset (SO_LINGER 0) and the call recorded as an
+// execd_after_removal event (note: how it met the removal, "" when it arrived
+// after it). Nothing else about the exchange is recorded (tapWriter.cut).
+func (e *execdEndpoint) refuse(w http.ResponseWriter, r *http.Request, note string) {
+	if t, ok := w.(*tapWriter); ok {
+		t.cut = true
+	}
+	e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindExecdAfterRemoval,
+		ExecdAfterRemoval: &audit.AfterRemoval{Method: r.Method, Path: r.URL.RequestURI(), Note: note}})
+	c, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // the server drops the connection
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
 // Close stops serving execd and drops its connections; the port itself
 // lingers for the grace period (execd_linger.go).
 func (e *execdEndpoint) Close() {
@@ -143,6 +184,13 @@ func (e *execdEndpoint) Close() {
 }
 
 func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e.removing.Load() {
+		// A request on a connection opened before the removal: as one
+		// opened after it (execd_linger.go).
+		e.refuse(w, r, "")
+		return
+	}
+	r = watchClientBody(r)
 	p := r.URL.Path
 	// /proxy/44772/… is execd itself; handle it here so it is audited too.
 	if rest, ok := cutProxyPort(p, execdPort); ok {
@@ -155,7 +203,7 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.sb.egress.Handler().ServeHTTP(w, r2)
 		return
 	}
-	if e.s.injectExecdFault(w, r, e.sb.id) { // admin execd fault (M1), see execd_fault.go
+	if e.s.injectExecdFault(w, r, e.sb) { // admin execd fault (M1), see execd_fault.go
 		return
 	}
 	switch {
@@ -172,6 +220,42 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		e.proxy.ServeHTTP(w, r)
 	}
+}
+
+// clientBodyKey holds, in a request's context, whether reading its body
+// from the client failed (watchClientBody).
+type clientBodyKey struct{}
+
+// watchClientBody notes in r's context when reading its body from the client
+// fails (it hung up, its upload unfinished), so the proxy's error handler
+// tells that from an execd failure even before the request's context is
+// cancelled.
+func watchClientBody(r *http.Request) *http.Request {
+	if r.Body == nil || r.Body == http.NoBody {
+		return r
+	}
+	failed := new(atomic.Bool)
+	r = r.WithContext(context.WithValue(r.Context(), clientBodyKey{}, failed))
+	r.Body = &clientBody{ReadCloser: r.Body, failed: failed}
+	return r
+}
+
+func clientBodyFailed(r *http.Request) bool {
+	f, _ := r.Context().Value(clientBodyKey{}).(*atomic.Bool)
+	return f != nil && f.Load()
+}
+
+type clientBody struct {
+	io.ReadCloser
+	failed *atomic.Bool
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.failed.Store(true)
+	}
+	return n, err
 }
 
 // cutProxyPort strips a /proxy/<port> prefix.
@@ -202,8 +286,14 @@ type tapWriter struct {
 	// reads the audit right after its response finds the exchange, in order.
 	final       func()
 	recordsBody func(status int) bool
-	finalOnce   sync.Once
-	remaining   int64 // bytes of a Content-Length body still to write; -1 unknown
+	// cut: the exchange met its sandbox's removal and was refused
+	// (execdEndpoint.refuse, which recorded it); final records nothing.
+	cut bool
+	// hungUp: the client went away before any answer (code: 499, as nginx
+	// names it), so the audit never shows a 502 the server did not send.
+	hungUp    bool
+	finalOnce sync.Once
+	remaining int64 // bytes of a Content-Length body still to write; -1 unknown
 }
 
 func (t *tapWriter) WriteHeader(code int) {
@@ -274,7 +364,14 @@ func (t *tapWriter) Flush() {
 
 func (t *tapWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
+// statusClientClosed is what the audit records for an exchange whose client
+// hung up before any answer (nginx's 499; no answer was sent).
+const statusClientClosed = 499
+
 func (t *tapWriter) code() int {
+	if t.status == 0 && t.hungUp {
+		return statusClientClosed
+	}
 	if t.status == 0 {
 		return http.StatusBadGateway
 	}
@@ -443,7 +540,11 @@ func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
 	fl.recorded = true
 	parser.finish()
 	cmd.DurationMs = time.Since(fl.start).Milliseconds()
-	if st := tap.code(); st != http.StatusOK {
+	if tap.cut {
+		killed := -1
+		cmd.ExitCode = &killed
+		cmd.Error = "killed: sandbox removed"
+	} else if st := tap.code(); st != http.StatusOK {
 		cmd.Error = fmt.Sprintf("status %d: %s", st, strings.TrimSpace(parser.errBody.String()))
 	} else if cmd.ExitCode == nil && parser.complete && !cmd.Background {
 		zero := 0
@@ -554,6 +655,9 @@ func (e *execdEndpoint) serveUpload(w http.ResponseWriter, r *http.Request) {
 	if err != nil || !strings.HasPrefix(mt, "multipart/") || boundary == "" {
 		tap := &tapWriter{ResponseWriter: w}
 		tap.final = func() {
+			if tap.cut {
+				return
+			}
 			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
 				File: &audit.File{Op: "upload", Status: tap.code()}})
 		}
@@ -576,6 +680,9 @@ func (e *execdEndpoint) serveUpload(w http.ResponseWriter, r *http.Request) {
 		_ = pw.Close()
 		parts := <-done
 		_ = pr.Close()
+		if tap.cut {
+			return
+		}
 		if len(parts) == 0 {
 			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
 				File: &audit.File{Op: "upload", Status: tap.code()}})
@@ -601,6 +708,9 @@ func (e *execdEndpoint) serveDownload(w http.ResponseWriter, r *http.Request) {
 	}
 	tap.recordsBody = func(status int) bool { return status == http.StatusOK || status == http.StatusPartialContent }
 	tap.final = func() {
+		if tap.cut {
+			return
+		}
 		f := &audit.File{Op: "download", Path: r.URL.Query().Get("path"), Status: tap.code()}
 		if f.Status == http.StatusOK || f.Status == http.StatusPartialContent {
 			f.Size = n
@@ -644,6 +754,9 @@ func (e *execdEndpoint) serveFileOp(w http.ResponseWriter, r *http.Request) {
 	}
 	tap := &tapWriter{ResponseWriter: w}
 	tap.final = func() {
+		if tap.cut {
+			return
+		}
 		for _, t := range targets {
 			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
 				File: &audit.File{Op: t.op, Path: t.path, Dest: t.dest, Status: tap.code()}})

@@ -3,6 +3,7 @@ package mockserver
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -33,7 +34,6 @@ type execdFaults struct {
 	mu    sync.Mutex
 	rules map[string]execdFaultRule // by key fingerprint
 	count map[string]int            // operations seen per sandbox while a rule applies
-	owner map[string]string         // sandbox → creator key fingerprint (cache)
 }
 
 func (s *Server) adminExecdFault(w http.ResponseWriter, r *http.Request) {
@@ -83,41 +83,37 @@ func isExecdOperation(r *http.Request) bool {
 
 // injectExecdFault answers the request with the armed fault's status when it
 // is the faulted operation of a sandbox created by a faulted key, and says so.
-func (s *Server) injectExecdFault(w http.ResponseWriter, r *http.Request, sandboxID string) bool {
+// The sandbox's creator is the key it was created with (sandbox.keyFP), never
+// looked up in the audit: the fault hits exactly the Nth operation. The
+// request body is read first (bounded), so a client that sends its whole
+// upload before it reads (Python's) gets the status, not a connection reset.
+func (s *Server) injectExecdFault(w http.ResponseWriter, r *http.Request, sb *sandbox) bool {
 	f := &s.execdFaults
 	f.mu.Lock()
-	if len(f.rules) == 0 || !isExecdOperation(r) {
+	if len(f.rules) == 0 || !isExecdOperation(r) || sb.keyFP == "" {
 		f.mu.Unlock()
 		return false
 	}
-	owner, known := f.owner[sandboxID]
-	f.mu.Unlock()
-	if !known {
-		for _, ev := range s.audit.Events(audit.Query{SandboxID: sandboxID, Kind: audit.KindLifecycle}) {
-			if lc := ev.Lifecycle; lc != nil && lc.Method == http.MethodPost && strings.HasSuffix(strings.TrimSuffix(lc.Path, "/"), "/sandboxes") {
-				owner = lc.KeyFingerprint
-				break
-			}
-		}
-	}
-	f.mu.Lock()
-	if f.owner == nil {
-		f.owner, f.count = map[string]string{}, map[string]int{}
-	}
-	f.owner[sandboxID] = owner
-	rule, ok := f.rules[owner]
+	rule, ok := f.rules[sb.keyFP]
 	if !ok {
 		f.mu.Unlock()
 		return false
 	}
-	f.count[sandboxID]++
-	n := f.count[sandboxID]
+	if f.count == nil {
+		f.count = map[string]int{}
+	}
+	f.count[sb.id]++
+	n := f.count[sb.id]
 	f.mu.Unlock()
 	if n != rule.Call {
 		return false
 	}
-	s.audit.Record(audit.Event{SandboxID: sandboxID, Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: true,
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxFaultDrain))
+	s.audit.Record(audit.Event{SandboxID: sb.id, Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: true,
 		Detail: fmt.Sprintf("operation %d (%s %s) answered %d", n, r.Method, r.URL.Path, rule.Status)}})
 	writeError(w, rule.Status, "MOCK::INJECTED_FAULT", "Simulated platform fault injected by the harness (execd operation "+fmt.Sprint(n)+").")
 	return true
 }
+
+// maxFaultDrain bounds the request body read before the execd fault answers.
+const maxFaultDrain = 1 << 30

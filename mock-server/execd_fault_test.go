@@ -1,9 +1,14 @@
 package mockserver
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,4 +51,29 @@ func TestExecdFault(t *testing.T) {
 	}
 	assert.Equal(t, 1, hit, "the injected failure is audited on the sandbox")
 	require.Equal(t, http.StatusNoContent, e.admin("DELETE", "/_mock/faults/execd?key_fingerprint="+Fingerprint(testKey), nil).Status)
+}
+
+// The execd fault's symptom is exactly its status, also for an upload far
+// larger than what net/http drains by itself (256 KiB) sent as Python's
+// clients send it: the whole body first, then the answer is read. The body
+// is read before the answer, so the client is never reset instead.
+func TestExecdFaultOnALargeUploadIsItsStatus(t *testing.T) {
+	e := newEnv(t)
+	require.Equal(t, http.StatusNoContent, e.admin("POST", "/_mock/faults/execd",
+		map[string]any{"key_fingerprint": Fingerprint(testKey), "call": 1, "status": 503}).Status)
+	id := e.create(nil)
+	body, ctype := uploadBody("/workspace/big.bin", strings.Repeat("x", 16<<20))
+	c, err := net.Dial("tcp", e.execdAddr(id))
+	require.NoError(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	head := fmt.Sprintf("POST /files/upload HTTP/1.1\r\nHost: execd\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", ctype, len(body))
+	_, err = c.Write(append([]byte(head), body...))
+	require.NoError(t, err, "the whole upload is taken, not reset")
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "the faulted upload gets its status, not a connection error")
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	assert.Contains(t, string(b), `"MOCK::INJECTED_FAULT"`)
 }

@@ -383,6 +383,8 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, t pauseResum
 	conflict := func(state string) {
 		writeError(w, http.StatusConflict, t.conflict, fmt.Sprintf("Sandbox %s "+t.conflictText, id, state))
 	}
+	sb.trMu.Lock()
+	defer sb.trMu.Unlock()
 	if st := s.statusOf(sb); st.State != t.need {
 		conflict(st.State)
 		return

@@ -165,6 +165,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	items := make([]sandboxJSON, 0)
 	for _, sb := range live {
 		v := s.view(sb)
+		if s.lookup(sb.id) != sb {
+			continue // removed meanwhile: gone, never listed with its dead container's state
+		}
 		if len(states) > 0 && !states[strings.ToLower(v.Status.State)] {
 			continue
 		}

@@ -77,17 +77,20 @@ func (s *Server) routes(mux *http.ServeMux) {
 	}
 	handle("POST", "/sandboxes", jsonBody(s.handleCreate))
 	handle("GET", "/sandboxes", s.handleList)
-	handle("GET", "/sandboxes/{id}", s.handleGet)
+	// A sandbox removed while one of its calls runs: that call answers 404
+	// as for an unknown sandbox (answersGone, removal.go; the proxy route
+	// and DELETE see to it themselves).
+	handle("GET", "/sandboxes/{id}", s.answersGone(s.handleGet))
 	handle("DELETE", "/sandboxes/{id}", s.handleDelete)
-	handle("PATCH", "/sandboxes/{id}/metadata", jsonBody(s.handlePatchMetadata))
-	handle("POST", "/sandboxes/{id}/pause", s.handlePause)
-	handle("POST", "/sandboxes/{id}/resume", s.handleResume)
-	handle("POST", "/sandboxes/{id}/renew-expiration", jsonBody(s.handleRenew))
-	handle("GET", "/sandboxes/{id}/endpoints/{port}", s.handleEndpoint)
+	handle("PATCH", "/sandboxes/{id}/metadata", jsonBody(s.answersGone(s.handlePatchMetadata)))
+	handle("POST", "/sandboxes/{id}/pause", s.answersGone(s.handlePause))
+	handle("POST", "/sandboxes/{id}/resume", s.answersGone(s.handleResume))
+	handle("POST", "/sandboxes/{id}/renew-expiration", jsonBody(s.answersGone(s.handleRenew)))
+	handle("GET", "/sandboxes/{id}/endpoints/{port}", s.answersGone(s.handleEndpoint))
 	handle("", "/sandboxes/{id}/proxy/{port}", s.handleServerProxy)
 	handle("", "/sandboxes/{id}/proxy/{port}/{path...}", s.handleServerProxy)
-	handle("GET", "/sandboxes/{id}/diagnostics/{kind}", s.handleDiagnostics)
-	handle("POST", "/sandboxes/{id}/snapshots", s.handleSnapshots)
+	handle("GET", "/sandboxes/{id}/diagnostics/{kind}", s.answersGone(s.handleDiagnostics))
+	handle("POST", "/sandboxes/{id}/snapshots", s.answersGoneUnlessAccepted(s.handleSnapshots))
 	handle("GET", "/snapshots", s.handleSnapshots)
 	handle("GET", "/snapshots/{sid}", s.handleSnapshots)
 	handle("DELETE", "/snapshots/{sid}", s.handleSnapshots)

@@ -40,6 +40,11 @@ type sandbox struct {
 	snapshotID      string
 	restoredProfile runtime.Profile
 
+	// trMu serialises pause and resume (lifecycle.go transition): the state
+	// check and the runtime call are one step, so two racing calls get the
+	// answers of two calls made one after the other, never a 500.
+	trMu sync.Mutex
+
 	stMu      sync.Mutex // guards the fields below
 	paused    bool
 	changedAt time.Time

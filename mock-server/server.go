@@ -280,6 +280,15 @@ func (s *Server) lookup(id string) *sandbox {
 
 // remove takes a sandbox out of the table and destroys it. to is the final
 // state recorded (Deleted or Expired).
+//
+// The removal takes effect at one instant: the registry forgets the sandbox
+// and its execd endpoint is marked gone under s.mu, before anything is torn
+// down. From then on every request for it answers as for an unknown sandbox
+// (lifecycle and proxy routes 404, the execd endpoint a reset connection),
+// also the requests already in flight that lose their execd mid-way (see
+// answersGone, handleServerProxy and execdEndpoint.refuse); never a 5xx.
+// Only then is its execd endpoint cut (its in-flight commands recorded as
+// killed), its final record taken and the runtime destroyed.
 func (s *Server) remove(id, to, reason string, expired bool) error {
 	s.mu.Lock()
 	sb, ok := s.sandboxes[id]
@@ -288,6 +297,9 @@ func (s *Server) remove(id, to, reason string, expired bool) error {
 		return ErrNotFound
 	}
 	delete(s.sandboxes, id)
+	if sb.execd != nil {
+		sb.execd.removing.Store(true)
+	}
 	if sb.timer != nil {
 		sb.timer.Stop()
 		sb.timer = nil
@@ -304,6 +316,13 @@ func (s *Server) remove(id, to, reason string, expired bool) error {
 	}
 	s.mu.Unlock()
 
+	if sb.execd != nil {
+		// Cut at once, before anything that may wait on the runtime, and not
+		// after the final record: the final record stops the sandbox's
+		// processes, execd included, and a call still served meanwhile
+		// would meet a dead execd (the 502 window of issue 27).
+		sb.execd.cut(reason)
+	}
 	from := s.statusOf(sb).State
 	s.finalRecord(id, sb)
 	err := sb.destroy()

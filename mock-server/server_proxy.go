@@ -70,6 +70,10 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 		FlushInterval: -1,
 		ErrorLog:      sb.execd.cutLog(), // quiet about streams the sandbox's removal cuts
 		ModifyResponse: func(resp *http.Response) error {
+			if resp.StatusCode == http.StatusBadGateway && s.lookup(id) != sb {
+				_ = resp.Body.Close()
+				return errGone
+			}
 			if resp.StatusCode == http.StatusBadGateway {
 				_ = resp.Body.Close()
 				return errBackend
@@ -77,11 +81,92 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if s.lookup(id) != sb {
+				// Removed while the call was on its way: as for an
+				// unknown sandbox, never the 502 of a dead backend.
+				notFound(w, id)
+				return
+			}
 			writeError(w, http.StatusBadGateway, "GENERAL::UNKNOWN_ERROR",
 				fmt.Sprintf("Could not connect to the backend sandbox %s on port %d: %v", id, port, err))
 		},
 	}
-	rp.ServeHTTP(w, r)
+	// The answer is held until its first body byte: a removal that cuts the
+	// execd endpoint under a call whose answer has not begun still answers
+	// 404 as for an unknown sandbox, not a bare dropped connection. (Once
+	// body bytes went out, the cut is the client's connection error.)
+	held := &heldAnswer{w: w, header: http.Header{}}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler && !held.committed && s.lookup(id) != sb {
+				notFound(w, id)
+				return
+			}
+			panic(v)
+		}
+	}()
+	rp.ServeHTTP(held, r)
+	held.commit()
 }
 
-var errBackend = errors.New("backend answered 502 (nothing listening on that port in the sandbox)")
+// heldAnswer holds a proxied answer's status and headers until the first
+// body byte or flush (then commit passes them on).
+type heldAnswer struct {
+	w         http.ResponseWriter
+	header    http.Header
+	status    int
+	committed bool
+}
+
+func (h *heldAnswer) Header() http.Header { return h.header }
+
+func (h *heldAnswer) WriteHeader(code int) {
+	if h.committed {
+		return
+	}
+	if informational(code) { // an interim answer goes out as it comes
+		copyHeader(h.w.Header(), h.header)
+		h.w.WriteHeader(code)
+		return
+	}
+	if h.status == 0 {
+		h.status = code
+	}
+}
+
+func (h *heldAnswer) commit() {
+	if h.committed {
+		return
+	}
+	h.committed = true
+	copyHeader(h.w.Header(), h.header)
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	h.w.WriteHeader(h.status)
+}
+
+func (h *heldAnswer) Write(b []byte) (int, error) {
+	h.commit()
+	return h.w.Write(b)
+}
+
+func (h *heldAnswer) Flush() {
+	h.commit()
+	if f, ok := h.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (h *heldAnswer) Unwrap() http.ResponseWriter { return h.w }
+
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		dst[k] = v
+	}
+}
+
+var (
+	errBackend = errors.New("backend answered 502 (nothing listening on that port in the sandbox)")
+	errGone    = errors.New("the sandbox was removed")
+)

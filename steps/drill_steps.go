@@ -81,7 +81,12 @@ func errorClassIs(ctx context.Context, class string) error {
 		return failf("summary.json has error null; the drill expects class %q", class)
 	}
 	if r.sum.Error.Class != class {
-		return failf("summary.json classifies the error as %q (%s), the drill expects %q", r.sum.Error.Class, quoted(clip(r.sum.Error.Message, 200)), class)
+		seen := ""
+		if s := state(ctx); s.drill != nil && s.drill.Name == d2DrillName && r.faultSandbox != "" {
+			// D2: the expectation follows from the symptom the subject saw.
+			seen = "; after the disappearance the subject saw: " + s.env.d2RunSymptom(r).String()
+		}
+		return failf("summary.json classifies the error as %q (%s), the drill expects %q%s", r.sum.Error.Class, quoted(clip(r.sum.Error.Message, 200)), class, seen)
 	}
 	return nil
 }
@@ -354,7 +359,7 @@ func indexDenialsAudited(ctx context.Context) error {
 func expireAfterFirstCommand(ctx context.Context) error {
 	s := state(ctx)
 	// It expires the run's own sandbox only: the drill need not run alone.
-	d := &drill{Name: "expire-mid-run", Available: func(*Env) (bool, string) { return true, "" }, keyed: true}
+	d := &drill{Name: d2DrillName, Available: func(*Env) (bool, string) { return true, "" }, keyed: true}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, stop func()) {
 		// Mid-run: after the subject's first successful execd or file call
 		// on its sandbox, as observed (progress.go).
@@ -430,6 +435,22 @@ func sandboxDisappeared(ctx context.Context) error {
 		s.note("the harness deleted it on the target, which took %s (DELETE → 204); the subject's recording proxy answered it as an unknown sandbox from the DELETE's start",
 			r.faultDone.Sub(r.faultAt).Round(time.Millisecond))
 	}
+	// Judged on what the subject saw: the course's 404 or connection
+	// failure, or a symptom the drill did not intend (a 5xx of the grader's
+	// own server or the target's), which is the platform's fault.
+	if s.env.mock() { // a real target's answers are the recording proxy's (observedCalls)
+		if err := s.env.loadAudit(ctx, r); err != nil {
+			return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
+		}
+	}
+	answers := s.env.d2RunAnswers(r)
+	sym := judgeD2Symptom(answers)
+	s.addEvidence(s.d2Evidence(r, answers, sym))
+	if u := sym.unintended; u != nil {
+		return harnessf("after its sandbox %s disappeared the subject was answered %s: a symptom the drill did not intend (it means a 404 or a connection failure), so its reaction cannot be judged; first failed answers: %s",
+			r.faultSandbox, u, sym)
+	}
+	s.note("what the subject saw after the disappearance (first failed answers for the sandbox): %s", sym)
 	return nil
 }
 
@@ -707,6 +728,9 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 			continue
 		}
 		if ev.Kind == execdAfterRemovalKind {
+			if inFlightAtRemoval(ev) {
+				continue // made before the disappearance; the removal cut it
+			}
 			execd++
 			seen = append(seen, "execd after removal")
 		}

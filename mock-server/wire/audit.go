@@ -183,3 +183,8 @@ type AfterRemoval struct {
 	Path   string `json:"path,omitempty"`
 	Note   string `json:"note,omitempty"` // e.g. "no request line within 1s"
 }
+
+// AfterRemovalInFlight is the Note of a call that was already in flight when
+// its sandbox was removed and lost its execd with it (reset, as the removed
+// sandbox's later calls are): it was made before the removal.
+const AfterRemovalInFlight = "in flight when the sandbox was removed"
