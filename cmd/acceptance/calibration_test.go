@@ -99,6 +99,11 @@ var calibrationSet = []calibrationCase{
 	{dir: "student-noisy-neighbour", noise: true},
 }
 
+// determinismOnlySet are the honest members that TestDeterminism
+// (e2e_determinism_determinism_test.go) grades and TestCalibration does not:
+// they fail nothing, and plant no defect for the calibration to catch.
+var determinismOnlySet = []string{"literal"}
+
 // calibReport is the part of report.json the calibration reads.
 type calibReport struct {
 	reportJSON
@@ -204,8 +209,8 @@ func findEntry(r *calibReport, id string) entryJSON {
 }
 
 // TestCalibrationSetIsComplete (no sandboxes): every directory of
-// fixtures/submissions is a valid submission, is in calibrationSet and in the
-// README's table, and every one but the empty submission has a README that
+// fixtures/submissions is a valid submission, is in calibrationSet (or
+// hostileSet, or determinismOnlySet) and in the README's table, and every one but the empty submission has a README that
 // names its commands.
 func TestCalibrationSetIsComplete(t *testing.T) {
 	subs := filepath.Join("..", "..", "fixtures", "submissions")
@@ -219,6 +224,9 @@ func TestCalibrationSetIsComplete(t *testing.T) {
 	}
 	for _, c := range hostileSet { // graded by TestHostileCalibration
 		known[c.dir] = calibrationCase{dir: c.dir, fail: c.fail}
+	}
+	for _, d := range determinismOnlySet { // graded by TestDeterminism
+		known[d] = calibrationCase{dir: d}
 	}
 	bad := 0
 	for _, de := range entries {
@@ -251,7 +259,7 @@ func TestCalibrationSetIsComplete(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, bad, 10, "at least ten known-bad submissions")
-	assert.Len(t, known, len(calibrationSet)+len(hostileSet), "calibrationSet and hostileSet have no duplicates")
+	assert.Len(t, known, len(calibrationSet)+len(hostileSet)+len(determinismOnlySet), "calibrationSet, hostileSet and determinismOnlySet have no duplicates")
 }
 
 // noisyNeighbour is a local process outside every submission (the test
