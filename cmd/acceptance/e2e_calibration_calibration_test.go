@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,6 +80,14 @@ func TestCalibration(t *testing.T) {
 			c = c.restrictedTo(only, bundle)
 		}
 		t.Run(c.dir, func(t *testing.T) {
+			if only != nil && len(c.fail) == 0 && bundle != nil {
+				// A good member passes every tagged entry: a restricted run that
+				// measured nothing is not a calibration.
+				for id := range only {
+					en := findEntry(bundle, id)
+					assert.Equal(t, "passed", en.Verdict, "%s: %s must pass for %s: %s", c.dir, id, c.dir, en.Reason)
+				}
+			}
 			c.check(t, bundle)
 			if c.noise {
 				checkNoiseRecorded(t, filepath.Join(out, twoDigits(i+1)+"-"+c.dir), sent, bundle)
