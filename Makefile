@@ -14,7 +14,7 @@ COMMA     := ,
 # ./.ci/slowest is named, not ./.ci/...: go's ... patterns skip directories that start with a dot (it matched nothing).
 TEST_JSON ?= bin/test.json
 
-.PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
+.PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short calibrate bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
 
 all: build
 
@@ -54,6 +54,13 @@ test-e2e: deps
 test-hostile: deps
 	@mkdir -p bin
 	$(SDK_ENV) GO=$(GO) E2E_THEMES=hostile bash .ci/e2e.sh | tee bin/e2e-hostile.json | $(GO) run ./.ci/slowest -n 20
+
+# A quick calibration of some entries (docs/maintaining.md, "Add a drill"): TestCalibration grading only the
+# reference, the student and the members that must fail a tagged entry, on the tagged scenarios alone, e.g.
+# make calibrate TAGS=@drill:D5 (or TAGS="@drill:D2,@criterion:network"). Minutes, not the whole set's 12+.
+calibrate: deps
+	@test -n "$(TAGS)" || { echo "make calibrate needs TAGS, e.g. TAGS=@drill:D5"; exit 2; }
+	ACCEPTANCE_CALIBRATE_TAGS='$(TAGS)' $(GO) test -tags e2e -count=1 -timeout 30m -run '^TestCalibration$$' -v ./cmd/acceptance/
 
 # The fast tier: no sandbox, browser, pandas or make deps; a fresh clone with only Go passes it in about 2 minutes.
 test-short:

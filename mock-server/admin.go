@@ -14,7 +14,45 @@ import (
 // adminHandler is the /_mock admin API (a documented mock extension),
 // guarded by its own X-Mock-Admin-Token header.
 func (s *Server) adminHandler() http.Handler {
-	mux := http.NewServeMux()
+	mux := &patternMux{ServeMux: http.NewServeMux()}
+	s.adminRoutes(mux)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "MOCK::NOT_FOUND", "unknown admin route "+r.Method+" "+r.URL.Path)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := r.Header.Get(headerAdminToken)
+		switch {
+		case s.cfg.AdminToken == "":
+			writeError(w, http.StatusUnauthorized, "MOCK::ADMIN_DISABLED",
+				"The admin API is disabled: start the server with an admin token (--admin-token).")
+		case tok == "":
+			writeError(w, http.StatusUnauthorized, "MOCK::MISSING_ADMIN_TOKEN",
+				"Admin credentials are missing. Provide the token via the X-Mock-Admin-Token header.")
+		case subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) != 1:
+			writeError(w, http.StatusUnauthorized, "MOCK::INVALID_ADMIN_TOKEN", "Admin credentials are invalid.")
+		default:
+			mux.ServeHTTP(w, r)
+		}
+	})
+}
+
+// patternMux is a ServeMux that keeps the patterns registered on it, so that
+// TestAdminRoutesAreDocumented can hold the route lists of doc.go and
+// README.md to the routes served.
+type patternMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+func (m *patternMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.HandleFunc(pattern, h)
+}
+
+// adminRoutes registers every admin route. A new one (a fault route, say)
+// goes here and into the lists of doc.go and README.md: the test above fails
+// until both name it.
+func (s *Server) adminRoutes(mux *patternMux) {
 	mux.HandleFunc("GET /_mock/info", s.adminInfo)
 	mux.HandleFunc("GET /_mock/audit", s.adminAudit)
 	mux.HandleFunc("GET /_mock/sandboxes", func(w http.ResponseWriter, r *http.Request) {
@@ -52,24 +90,6 @@ func (s *Server) adminHandler() http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"findings": findings})
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "MOCK::NOT_FOUND", "unknown admin route "+r.Method+" "+r.URL.Path)
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok := r.Header.Get(headerAdminToken)
-		switch {
-		case s.cfg.AdminToken == "":
-			writeError(w, http.StatusUnauthorized, "MOCK::ADMIN_DISABLED",
-				"The admin API is disabled: start the server with an admin token (--admin-token).")
-		case tok == "":
-			writeError(w, http.StatusUnauthorized, "MOCK::MISSING_ADMIN_TOKEN",
-				"Admin credentials are missing. Provide the token via the X-Mock-Admin-Token header.")
-		case subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) != 1:
-			writeError(w, http.StatusUnauthorized, "MOCK::INVALID_ADMIN_TOKEN", "Admin credentials are invalid.")
-		default:
-			mux.ServeHTTP(w, r)
-		}
 	})
 }
 

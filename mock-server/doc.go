@@ -46,7 +46,10 @@
 // # Admin API (documented mock extension)
 //
 // Prefix /_mock, header X-Mock-Admin-Token (its own token; without a
-// configured token the admin API is disabled and answers 401):
+// configured token the admin API is disabled and answers 401). Every route
+// (admin.go, adminRoutes) is listed here and in README.md;
+// TestAdminRoutesAreDocumented fails when a list misses one or names one
+// that is gone:
 //
 //	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}
 //	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  {"events":[audit.Event…],"last_seq":N}
@@ -54,14 +57,18 @@
 //	       and every event of the sandboxes it created; last_seq: the cursor for the next since)
 //	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
 //	POST   /_mock/faults/egress-deny {"targets":[…][,"key_fingerprint":"…"]}   204: every sandbox (or every sandbox
-//	       created with that key from then on) denies them; DELETE[?key_fingerprint=…] clears (409 without an egress hub)
+//	       created with that key from then on) denies them (409 without an egress hub)
+//	DELETE /_mock/faults/egress-deny[?key_fingerprint=…]  204: clears that rule (409 without an egress hub)
 //	POST   /_mock/faults/capacity {"retry_after_seconds":N[,"key_fingerprint":"…"]}  204: every create (or every create
-//	       with that key) answers 429 + Retry-After; DELETE[?key_fingerprint=…] clears that rule
+//	       with that key) answers 429 + Retry-After
+//	DELETE /_mock/faults/capacity[?key_fingerprint=…]  204: clears that rule
 //	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
-//	       upload, download, file operation) of each sandbox created with that key answers the status (audited);
-//	       DELETE /_mock/faults/execd?key_fingerprint=… clears
+//	       upload, download, file operation) of each sandbox created with that key answers the status (audited)
+//	DELETE /_mock/faults/execd?key_fingerprint=…  204: clears
 //	PUT    /_mock/canaries {"canaries":{label:value}}  204 (must keep every planted canary: add-only, else 409)
 //	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds; changing a planted value is 409)
+//	POST   /_mock/markers {"markers":{label:value}}  204: input markers (values of the run's input data, at least
+//	       12 characters): the canary scan never looks for them, the egress gateway looks for them in what it forwards
 //	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
 //	POST   /_mock/api-keys {"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key

@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -390,4 +392,99 @@ func checkNoiseRecorded(t *testing.T, bundle string, sent map[string]int, r *cal
 			assert.Equal(t, "passed", en.Verdict, "%s rests on the sink and the index: unattributable requests there are not the confined submission's (%s)", id, en.Reason)
 		}
 	}
+}
+
+// calibrateTagsEnv restricts TestCalibration to the entries some rubric tags
+// name (`make calibrate TAGS=@drill:D5`): a quick check of one entry's
+// calibration members instead of the whole set.
+const calibrateTagsEnv = "ACCEPTANCE_CALIBRATE_TAGS"
+
+// calibrationSubset is what a tag-restricted calibration grades: the tag
+// expression to grade with, the entries the tags name, and the members of
+// calibrationSet (indexes) it grades: the good reference and student, and every
+// member whose expected failures include a tagged entry. tags is a list of
+// rubric tags (@drill:D5, @milestone:M1, @criterion:network) joined by "," or
+// spaces.
+type calibrationSubset struct {
+	expr    string
+	entries map[string]bool
+	members []int
+}
+
+func calibrationSubsetFor(tags string) (calibrationSubset, error) {
+	s := calibrationSubset{entries: map[string]bool{}}
+	var terms []string
+	for _, f := range strings.FieldsFunc(tags, func(r rune) bool { return r == ',' || r == ' ' }) {
+		kind, id, ok := strings.Cut(strings.TrimPrefix(f, "@"), ":")
+		if !strings.HasPrefix(f, "@") || !ok || id == "" || (kind != "drill" && kind != "milestone" && kind != "criterion") {
+			return s, fmt.Errorf("%s=%q: %q is not a rubric tag (want @drill:<id>, @milestone:<id> or @criterion:<id>)", calibrateTagsEnv, tags, f)
+		}
+		s.entries[id] = true
+		terms = append(terms, f)
+	}
+	if len(terms) == 0 {
+		return s, fmt.Errorf("%s=%q names no rubric tag", calibrateTagsEnv, tags)
+	}
+	// godog reads "," before "&&": (any tagged scenario) and not the large input, as TestCalibration.
+	s.expr = strings.Join(terms, ",") + " && ~@large"
+	for i, c := range calibrationSet {
+		keep := c.dir == "reference" || c.dir == "student"
+		for _, id := range c.fail {
+			keep = keep || s.entries[id]
+		}
+		if keep {
+			s.members = append(s.members, i)
+		}
+	}
+	return s, nil
+}
+
+// TestCalibrationSubset (no sandboxes): a tag-restricted calibration grades the
+// good pair and exactly the members that must fail a tagged entry, and refuses
+// what is not a rubric tag.
+func TestCalibrationSubset(t *testing.T) {
+	s, err := calibrationSubsetFor("@drill:D5")
+	require.NoError(t, err)
+	assert.Equal(t, "@drill:D5 && ~@large", s.expr)
+	var dirs []string
+	for _, i := range s.members {
+		dirs = append(dirs, calibrationSet[i].dir)
+	}
+	var want []string
+	for _, c := range calibrationSet {
+		if c.dir == "reference" || c.dir == "student" || slices.Contains(c.fail, "D5") {
+			want = append(want, c.dir)
+		}
+	}
+	assert.Equal(t, want, dirs)
+	assert.Contains(t, dirs, "bad-no-reap", "D5's planted defect")
+
+	s, err = calibrationSubsetFor("@drill:D2, @criterion:network")
+	require.NoError(t, err)
+	assert.Equal(t, "@drill:D2,@criterion:network && ~@large", s.expr)
+	assert.Equal(t, map[string]bool{"D2": true, "network": true}, s.entries)
+
+	for _, bad := range []string{"", "D5", "@large", "@drill:", "~@drill:D5", "@feature:D5"} {
+		_, err := calibrationSubsetFor(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+// restrictedTo is c as a tag-restricted calibration checks it: the tagged
+// entries it must fail stay required; another expected failure (an entry the
+// tagged scenarios also feed, such as observability for D2) is required only
+// where this run measured it, since a scenario the tags leave out measures
+// nothing. Nothing else may fail, as in the full calibration.
+func (c calibrationCase) restrictedTo(entries map[string]bool, r *calibReport) calibrationCase {
+	if r == nil {
+		return c
+	}
+	var fail []string
+	for _, id := range c.fail {
+		if entries[id] || findEntry(r, id).Verdict != "not_measured" {
+			fail = append(fail, id)
+		}
+	}
+	c.fail = fail
+	return c
 }

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 // TestCalibration grades the calibration set (fixtures/submissions, see its
@@ -27,9 +30,24 @@ func TestCalibration(t *testing.T) {
 	// The Python submissions run `python3` from PATH: the SDK venv first (fixtures/submissions/README.md).
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 
+	// The member set, and the tag expression it is graded with: the whole set,
+	// or (ACCEPTANCE_CALIBRATE_TAGS, `make calibrate TAGS=@drill:D5`) the good
+	// pair and the members that must fail a tagged entry, graded on the tagged
+	// scenarios alone.
+	set, tags := calibrationSet, "~@large"
+	var only map[string]bool
+	if v := os.Getenv(calibrateTagsEnv); v != "" {
+		sub, err := calibrationSubsetFor(v)
+		require.NoError(t, err)
+		set, tags, only = nil, sub.expr, sub.entries
+		for _, i := range sub.members {
+			set = append(set, calibrationSet[i])
+		}
+		t.Logf("%s=%s: grading %d of %d members with --tags %q", calibrateTagsEnv, v, len(set), len(calibrationSet), tags)
+	}
 	subs := filepath.Join(e.root, "fixtures", "submissions")
-	dirs := make([]string, len(calibrationSet))
-	for i, c := range calibrationSet {
+	dirs := make([]string, len(set))
+	for i, c := range set {
 		dirs[i] = filepath.Join(subs, c.dir)
 	}
 	out, stateDir := t.TempDir(), t.TempDir()
@@ -42,10 +60,10 @@ func TestCalibration(t *testing.T) {
 		"--parallel", "2",
 		// The 50 MB input is no defect's target and costs ~10 s per submission;
 		// `make acceptance` and the run tests grade it.
-		"--tags", "~@large",
+		"--tags", tags,
 	}, dirs...)
 	noisy := map[int]string{}
-	for i, c := range calibrationSet {
+	for i, c := range set {
 		if c.noise {
 			noisy[i] = c.dir
 		}
@@ -58,9 +76,25 @@ func TestCalibration(t *testing.T) {
 	t.Logf("acceptance grade (%d submissions): exit %d in %s\n%s%s", len(dirs), code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code, "acceptance grade must grade the set, not fail on usage")
 
-	for i, c := range calibrationSet {
+	for i, c := range set {
 		c, bundle := c, calibrationBundle(t, out, i, c.dir)
+		if only != nil {
+			c = c.restrictedTo(only, bundle)
+		}
 		t.Run(c.dir, func(t *testing.T) {
+			if only != nil && len(c.fail) == 0 && bundle != nil {
+				// A good member passes every tagged entry: a restricted run that
+				// measured nothing is not a calibration. A reviewer-judged entry
+				// (cost, maintainability, M5) keeps a part no run measures: it
+				// only must not fail (c.check).
+				for id := range only {
+					if e, ok := rubric.Course.Get(rubric.ID(id)); ok && e.ReviewGuide != "" {
+						continue
+					}
+					en := findEntry(bundle, id)
+					assert.Equal(t, "passed", en.Verdict, "%s: %s must pass for %s: %s", c.dir, id, c.dir, en.Reason)
+				}
+			}
 			c.check(t, bundle)
 			if c.noise {
 				checkNoiseRecorded(t, filepath.Join(out, twoDigits(i+1)+"-"+c.dir), sent, bundle)

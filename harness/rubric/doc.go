@@ -1,6 +1,7 @@
 // Package rubric is the capstone's grading rubric as code: one registry with
-// stable IDs for the ten acceptance criteria, the milestones M0..M5, the fault
-// drills D1..D5 and the five scoring items with the course's weights; the
+// stable IDs for the course's acceptance criteria, milestones, fault drills
+// and scoring items with the course's weights (course.go; the counts are
+// pinned in one place, TestCourseRegistryShape); the
 // verdict vocabulary; a concurrency-safe collector of per-ID outcomes; the
 // aggregation, scoring and overall-verdict rules; and the check that ties the
 // registry to the feature files' tags.
@@ -8,7 +9,7 @@
 // # Tags
 //
 // A scenario feeds an entry through a tag naming it: @criterion:<id>,
-// @milestone:<M0..M5>, @drill:<D1..D5>. Scoring items are never tagged; they
+// @milestone:<id>, @drill:<id> (M0, D1, …). Scoring items are never tagged; they
 // are fed by the entries listed in their Inputs.
 //
 // A scenario records one outcome per entry it is tagged with (the steps'

@@ -18,6 +18,11 @@ func rec(t *testing.T, r *Results, id ID, v Verdict, cat Category, reason string
 	require.NoError(t, r.Record(Outcome{ID: id, Verdict: v, Category: cat, Reason: reason}))
 }
 
+// TestCourseRegistryShape pins the course's own facts: its numbers of
+// criteria, milestones, drills and scoring items are the course text's, not
+// derived. It is the one test a new entry (a D6 drill, say) must change; every
+// other test and page derives its counts from rubric.Course
+// (docs/maintaining.md, "Add a drill").
 func TestCourseRegistryShape(t *testing.T) {
 	t.Parallel()
 	assert.Empty(t, CheckRegistry(Course))

@@ -166,3 +166,24 @@ func TestSchemaFileMatchesEmbedded(t *testing.T) {
 	assert.Equal(t, SchemaID, m["$id"])
 	assert.Equal(t, "https://json-schema.org/draft/2020-12/schema", m["$schema"])
 }
+
+// TestErrorClassesMatchSchema: error.class is a closed list written twice,
+// in the schema students read (summary.schema.json) and in ErrorClasses
+// (the reference pipeline and the steps use it); a class added to one only
+// fails here (docs/maintaining.md, "Add a drill").
+func TestErrorClassesMatchSchema(t *testing.T) {
+	var schema struct {
+		Properties struct {
+			Error struct {
+				Properties struct {
+					Class struct {
+						Enum []string `json:"enum"`
+					} `json:"class"`
+				} `json:"properties"`
+			} `json:"error"`
+		} `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(SchemaJSON, &schema))
+	assert.NotEmpty(t, schema.Properties.Error.Properties.Class.Enum, "summary.schema.json: properties.error.properties.class.enum")
+	assert.ElementsMatch(t, schema.Properties.Error.Properties.Class.Enum, ErrorClasses)
+}
