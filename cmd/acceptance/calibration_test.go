@@ -40,8 +40,8 @@ var calibrationSet = []calibrationCase{
 	{dir: "student"},
 	// It does nothing: every entry that could be measured fails; the ones that
 	// need a sandbox of its own are not measured (precondition unmet). D4 too:
-	// its only failure is the missing report, which fails function (issue 17:
-	// D4 fails only on a violated property).
+	// its only failure is the missing report, which fails function: D4 fails
+	// only on a violated property.
 	{dir: "bad-empty", zero: true, fail: []string{
 		"M0", "M1", "M2", "M4", "D3",
 		"function", "accuracy", "budget", "observability", "maintainability",
@@ -75,7 +75,7 @@ var calibrationSet = []calibrationCase{
 	{dir: "bad-failing-tests", fail: []string{"M4", "maintainability"}},
 	// The record does not match what the server saw (the M0 scenario feeds observability).
 	{dir: "bad-lying-contract", fail: []string{"M0", "observability"}},
-	// Agentic submissions (model: true; issue 12): agent_calibration_test.go
+	// Agentic submissions (model: true): agent_calibration_test.go
 	// also grades them on the agent feature alone.
 	{dir: "agent-reference"},
 	{dir: "bad-agent-env-in-prompt", fail: agentEnvInPromptFails},

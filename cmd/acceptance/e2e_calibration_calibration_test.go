@@ -74,7 +74,8 @@ func TestCalibration(t *testing.T) {
 // student-noisy-neighbour alone (as TestCalibration does, same flags) while
 // the noisy neighbour sends the sink, the index and the data API requests
 // nothing attributes: it fails nothing, exactly like student, and its
-// evidence records them as unattributable (issue 17 item 9, for item 2).
+// evidence records them as unattributable: a grade is attributed by
+// identity, never by when something happened.
 func TestNoisyNeighbourCalibration(t *testing.T) {
 	e := requireSubjectEnv(t)
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
