@@ -53,7 +53,7 @@ func TestCalibration(t *testing.T) {
 	noise := startNoisyNeighbour(t, out, noisy)
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := dispatch(args, &stdout, &stderr)
+	code := gradeWith(args[1:], &stdout, &stderr, noise.hooks())
 	sent := noise.Stop()
 	t.Logf("acceptance grade (%d submissions): exit %d in %s\n%s%s", len(dirs), code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code, "acceptance grade must grade the set, not fail on usage")
@@ -92,7 +92,7 @@ func TestNoisyNeighbourCalibration(t *testing.T) {
 		"--subject-timeout", "5m", "--tags", "~@large", filepath.Join(e.root, "fixtures", "submissions", c.dir)}
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := dispatch(args, &stdout, &stderr)
+	code := gradeWith(args[1:], &stdout, &stderr, noise.hooks())
 	sent := noise.Stop()
 	t.Logf("acceptance grade %s: exit %d in %s\n%s%s", c.dir, code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code)

@@ -29,6 +29,17 @@ import (
 // with more than one, a class summary. A broken submission never stops the
 // others.
 func gradeMain(args []string, stdout, stderr io.Writer) int {
+	return gradeWith(args, stdout, stderr, sessionHooks{})
+}
+
+// sessionHooks are a test's seams into the grading session, handed to one
+// grade call (never package state); grading itself sets none.
+type sessionHooks struct {
+	stubsStarted func(upstreams map[string]string) // core.Config.StubsStarted
+}
+
+// gradeWith is gradeMain with a test's hooks.
+func gradeWith(args []string, stdout, stderr io.Writer, hooks sessionHooks) int {
 	cfg, dirs, err := parseFlags("grade", args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -37,6 +48,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}
+	cfg.stubsStarted = hooks.stubsStarted
 	dirs, err = expandDirs(dirs)
 	if err != nil {
 		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))

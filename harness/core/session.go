@@ -55,6 +55,12 @@ type Config struct {
 	// JournalKeys is the grader-only directory where each bundle's journal
 	// key is kept (report.Options.JournalKeys); empty: journals unsigned.
 	JournalKeys string
+	// StubsStarted, when a test sets it, is told the session's loopback
+	// stubs (public hostname → "http://127.0.0.1:port") as they start. It
+	// is a test's seam only: the calibration test plays a local process
+	// outside every submission that sends them requests (docs/blame.md,
+	// unattributable requests); grading never sets it.
+	StubsStarted func(upstreams map[string]string)
 }
 
 // DefaultSubmissionTimeout bounds the summed wall time of one submission's
@@ -97,8 +103,8 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	if err != nil {
 		return nil, fmt.Errorf("starting the loopback stubs: %w", err)
 	}
-	if StubsStarted != nil {
-		StubsStarted(st.Upstreams())
+	if cfg.StubsStarted != nil {
+		cfg.StubsStarted(st.Upstreams())
 	}
 	t, err := start(ctx, st.Upstreams())
 	if err != nil {
@@ -123,13 +129,6 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	}
 	return s, nil
 }
-
-// StubsStarted, when a test sets it, is told each session's loopback stubs
-// (public hostname → "http://127.0.0.1:port") as they start. It is a test's
-// seam only: the calibration test plays a local process outside every
-// submission that sends them requests (docs/blame.md, unattributable
-// requests); grading never sets it.
-var StubsStarted func(upstreams map[string]string)
 
 // Preflight is the session's preflight result (nil when skipped).
 func (s *Session) Preflight() *report.Preflight { return s.preflight }
