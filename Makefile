@@ -13,6 +13,8 @@ COMMA     := ,
 # make test keeps the go test -json stream here (.ci/slowest prints failures and the 20 slowest tests from it).
 # ./.ci/slowest is named, not ./.ci/...: go's ... patterns skip directories that start with a dot (it matched nothing).
 TEST_JSON ?= bin/test.json
+# When this make started (make test's closing line states the time since, make deps included).
+MAKE_START := $(shell date +%s)
 
 .PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short calibrate bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
 
@@ -36,21 +38,24 @@ acceptance: deps build
 # end-to-end test (its own network namespace, real pip/python clients) runs too.
 SDK_ENV := OSB_SDK_REQUIRED=1 OSB_EGRESS_NETNS_E2E=1 OSB_JS_SDK_DIR=$(CURDIR)/mock-server/testdata/sdk OSB_PY_SDK_PYTHON=$(CURDIR)/.cache/py-sdk/bin/python
 
+# Every tier: gofmt and vet, every package's tests (non-short) and the e2e tier (every theme, hostile included),
+# the leak check, then the docker slice (not measured if no engine starts); it ends with its total time.
 test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./... && $(GO) vet -tags e2e ./cmd/acceptance/
 	@mkdir -p bin
 	{ $(SDK_ENV) $(GO) test -count=1 -timeout 40m -json ./... ./.ci/slowest/; $(SDK_ENV) GO=$(GO) bash .ci/e2e.sh; } | tee $(TEST_JSON) | $(GO) run ./.ci/slowest -n 20; s=$$?; \
 	  bash .ci/leakcheck.sh || s=1; \
-	  $(MAKE) --no-print-directory test-docker DOCKER_OPTIONAL=1 || s=1; exit $$s
+	  $(MAKE) --no-print-directory test-docker DOCKER_OPTIONAL=1 || s=1; \
+	  t=$$(( $$(date +%s) - $(MAKE_START) )); echo "make test: $$((t/60))m$$((t%60))s in total (exit $$s)"; exit $$s
 
-# The end-to-end tier alone (cmd/acceptance/e2e_<theme>_*_test.go, build tag e2e): one process per theme,
-# E2E_JOBS side by side; E2E_THEMES="run flaky" picks themes. make test runs it after the other tests.
+# The end-to-end tier alone: every theme of cmd/acceptance/e2e_<theme>_*_test.go (build tag e2e, hostile included),
+# one process per theme, E2E_JOBS side by side; E2E_THEMES="run flaky" picks themes. make test runs it too.
 test-e2e: deps
 	@mkdir -p bin
 	$(SDK_ENV) GO=$(GO) bash .ci/e2e.sh | tee bin/e2e.json | $(GO) run ./.ci/slowest -n 20
 
-# The hostile calibration (TestHostileCalibration) alone; left out of make test until it passes there (docs/hostile.md).
+# The hostile theme alone (TestHostileCalibration and the other e2e_hostile_* tests, docs/hostile.md); make test runs it too.
 test-hostile: deps
 	@mkdir -p bin
 	$(SDK_ENV) GO=$(GO) E2E_THEMES=hostile bash .ci/e2e.sh | tee bin/e2e-hostile.json | $(GO) run ./.ci/slowest -n 20
@@ -62,7 +67,8 @@ calibrate: deps
 	@test -n "$(TAGS)" || { echo "make calibrate needs TAGS, e.g. TAGS=@drill:D5"; exit 2; }
 	ACCEPTANCE_CALIBRATE_TAGS='$(TAGS)' $(GO) test -tags e2e -count=1 -timeout 30m -run '^TestCalibration$$' -v ./cmd/acceptance/
 
-# The fast tier: no sandbox, browser, pandas or make deps; a fresh clone with only Go passes it in about 2 minutes.
+# The fast tier: every package's tests with -short, no e2e tier, no sandbox, browser, pandas or make deps; a fresh
+# clone with only Go passes it in about 2 minutes.
 test-short:
 	$(GO) test -count=1 -short ./... ./.ci/slowest/
 

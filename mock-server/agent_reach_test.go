@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAgentOutOfReachOfSandboxCode (issue 9 item 4, agent part): sandbox code
+// TestAgentOutOfReachOfSandboxCode: the agent's side of keeping the
+// server's own processes out of a submission's reach. Sandbox code
 // runs as the same uid as the agent, but the agent is not dumpable, so its
 // /proc entries (the control descriptors under /proc/<pid>/fd) cannot be
 // opened and it cannot be ptrace-attached: a forged entrypoint_exit written to

@@ -59,6 +59,9 @@ type BundledConfig struct {
 	DefaultLimits    runtime.Limits
 	TenantQuota      Quota
 	VolumeQuotaBytes int64
+	// Wiring builds the runtime and the egress hub and resolves images (the
+	// zero Wiring: the production ones; tests pass fakes).
+	Wiring Wiring
 }
 
 // Bundled is a running bundled server.
@@ -76,16 +79,14 @@ type Bundled struct {
 	lock   *os.File // the instance lock, held while the server runs
 }
 
-// StartBundled builds the runtime (NewRuntime), reaps leftovers of a killed
-// previous run, starts the egress hub (NewEgress, when wired) and the
-// lifecycle server. Close stops everything and removes every sandbox.
+// StartBundled builds the runtime (cfg.Wiring.NewRuntime), reaps leftovers
+// of a killed previous run, starts the egress hub (cfg.Wiring.NewEgress) and
+// the lifecycle server. Close stops everything and removes every sandbox.
 func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 	if cfg.APIKey == "" {
 		return nil, errors.New("mockserver: an API key is required")
 	}
-	if NewRuntime == nil {
-		return nil, errors.New("mockserver: no runtime wired (mockserver.NewRuntime is nil)")
-	}
+	wiring := cfg.Wiring.withDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -131,7 +132,7 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 	}
 	// auto-created deleteOnSandboxTermination volumes a dead server left
 	b.Reaped = append(b.Reaped, SweepNamedVolumes(volRoot)...)
-	rt, err := NewRuntime(RuntimeOptions{StateDir: dir, AllowInsecureNoIsolation: cfg.InsecureNoIsolation,
+	rt, err := wiring.NewRuntime(RuntimeOptions{StateDir: dir, AllowInsecureNoIsolation: cfg.InsecureNoIsolation,
 		DiskLimitBytes: cfg.DiskLimitBytes})
 	if err != nil {
 		return fail(err)
@@ -151,29 +152,24 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 	}
 	var hub EgressHub
 	var srv *Server
-	if NewEgress != nil {
-		rec := audit.RecorderFunc(func(ev audit.Event) {
-			if srv != nil {
-				srv.audit.Record(ev)
-			}
-		})
-		watched := func() map[string]string {
-			if srv != nil {
-				return srv.Watched()
-			}
-			return nil
+	rec := audit.RecorderFunc(func(ev audit.Event) {
+		if srv != nil {
+			srv.audit.Record(ev)
 		}
-		h, closer, err := NewEgress(EgressOptions{StateDir: dir, Upstreams: cfg.Upstreams, Audit: rec,
-			DenyWebhook: cfg.DenyWebhook, PassThrough: cfg.EgressPassThrough, Watched: watched})
-		if err != nil {
-			return fail(fmt.Errorf("egress: %w", err))
+	})
+	watched := func() map[string]string {
+		if srv != nil {
+			return srv.Watched()
 		}
-		hub, b.egress = h, closer
+		return nil
 	}
-	pf := ProfileFor
-	if pf == nil {
-		pf = runtime.ProfileFor
+	h, closer, err := wiring.NewEgress(EgressOptions{StateDir: dir, Upstreams: cfg.Upstreams, Audit: rec,
+		DenyWebhook: cfg.DenyWebhook, PassThrough: cfg.EgressPassThrough, Watched: watched})
+	if err != nil {
+		return fail(fmt.Errorf("egress: %w", err))
 	}
+	hub, b.egress = h, closer
+	pf := wiring.ProfileFor
 	srv, err = New(Config{Listen: cfg.Listen, APIKey: cfg.APIKey, AdminToken: cfg.AdminToken, StateDir: dir,
 		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, VolumeRoot: volRoot, RenewIntent: cfg.RenewIntent,
 		DefaultLimits: cfg.DefaultLimits, TenantQuota: cfg.TenantQuota, VolumeQuotaBytes: cfg.VolumeQuotaBytes, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})

@@ -26,7 +26,8 @@ func afterRemovalEvents(t *testing.T, e *testEnv, id string) []audit.Event {
 	return out.Events
 }
 
-// TestExecdAfterRemoval (D2 support, issue 8): after a sandbox is removed,
+// TestExecdAfterRemoval (what drill D2 needs to see a client use a removed
+// sandbox): after a sandbox is removed,
 // its execd port still accepts connections for the grace period, records
 // each request line in the audit (kind execd_after_removal, through the admin
 // audit query) and resets the connection, so the client sees a connection

@@ -14,8 +14,8 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
-// TestExecdWireLikeRealExecd (issue 9 item 16) through the audited endpoint
-// on the real runtime: SSE responses carry Connection: keep-alive and a ping
+// TestExecdWireLikeRealExecd: the wire looks like real execd's through the
+// audited endpoint on the real runtime, so a client that works here works there: SSE responses carry Connection: keep-alive and a ping
 // right after init; downloads carry Last-Modified and a quoted filename; an
 // unsatisfiable range answers 416 with a text body; a bash session's run is
 // audited like a command.

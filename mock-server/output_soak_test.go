@@ -108,8 +108,8 @@ func soakSandbox(t *testing.T) (*Server, string, string) {
 	return srv, id, base
 }
 
-// TestOutputCompleteConcurrent (issue 9 item 1): concurrent commands through
-// the audited endpoint deliver every line in order, and the audit records the
+// TestOutputCompleteConcurrent: no output is lost under load. Concurrent
+// commands through the audited endpoint deliver every line in order, and the audit records the
 // true byte count. The full-size figures are TestOutputSoak's.
 func TestOutputCompleteConcurrent(t *testing.T) {
 	srv, id, base := soakSandbox(t)

@@ -28,8 +28,8 @@ func TestOutputLogKeepsNewest(t *testing.T) {
 	}
 }
 
-// TestOutputLogDropIsAmortized (issue 9 item 1, found by the soak): adding to
-// a full log must not copy the whole log each time. It counts the entries
+// TestOutputLogDropIsAmortized: adding to a full log must not copy the whole
+// log each time (the output soak found that it did). It counts the entries
 // moved by compaction: at most a small multiple of the entries added.
 func TestOutputLogDropIsAmortized(t *testing.T) {
 	o := newOutputLog(1 << 20)

@@ -192,9 +192,9 @@ func TestLimitAndQuotaFlags(t *testing.T) {
 // The grader's server keeps named volumes in its own instance directory
 // (gone with it), and passes the limits and quotas on to the server.
 func TestPrivateVolumesLiveInTheInstance(t *testing.T) {
-	withFakeWiring(t)
+	_, w := fakeWiring(t)
 	root := t.TempDir()
-	b, err := StartBundled(t.Context(), BundledConfig{APIKey: testKey, StateRoot: root, PrivateVolumes: true,
+	b, err := StartBundled(t.Context(), BundledConfig{APIKey: testKey, StateRoot: root, PrivateVolumes: true, Wiring: w,
 		TenantQuota: Quota{Sandboxes: 3}, DefaultLimits: runtime.Limits{Pids: 99}, VolumeQuotaBytes: 1 << 20})
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(b.StateDir, volumesDirName), b.VolumeRoot)
@@ -206,6 +206,6 @@ func TestPrivateVolumesLiveInTheInstance(t *testing.T) {
 	require.NoError(t, b.Close())
 	assert.NoDirExists(t, dir, "the volumes go with the instance")
 
-	_, err = StartBundled(t.Context(), BundledConfig{APIKey: testKey, StateRoot: root, PrivateVolumes: true, VolumeRoot: t.TempDir()})
+	_, err = StartBundled(t.Context(), BundledConfig{APIKey: testKey, StateRoot: root, PrivateVolumes: true, VolumeRoot: t.TempDir(), Wiring: w})
 	assert.Error(t, err, "private volumes and a volume root are exclusive")
 }

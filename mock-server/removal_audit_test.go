@@ -31,7 +31,7 @@ func startStreaming(t *testing.T, base, command string) {
 	t.Fatalf("no stdout before the stream ended: %v", sc.Err())
 }
 
-// TestRunningCommandAuditedAtRemoval (issue 9 item 5): a foreground command
+// TestRunningCommandAuditedAtRemoval: a foreground command
 // still running when its sandbox is deleted, expired or shut down is in the
 // audit, with its command line, the bytes seen so far and the outcome, by the
 // time the removal returns.

@@ -21,7 +21,7 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
-// RuntimeOptions is what ServeMain hands to NewRuntime.
+// RuntimeOptions is what StartBundled hands to Wiring.NewRuntime.
 type RuntimeOptions struct {
 	StateDir                 string
 	AllowInsecureNoIsolation bool
@@ -30,7 +30,7 @@ type RuntimeOptions struct {
 	DiskLimitBytes int64
 }
 
-// EgressOptions is what ServeMain hands to NewEgress.
+// EgressOptions is what StartBundled hands to Wiring.NewEgress.
 type EgressOptions struct {
 	StateDir    string
 	Upstreams   map[string]string // lower-case host (or *.suffix) → http://127.0.0.1:port
@@ -41,16 +41,6 @@ type EgressOptions struct {
 	// forwards (the server's canaries and input markers).
 	Watched func() map[string]string
 }
-
-// Wiring hooks for ServeMain (set by wire.go to runtime.NewLinux /
-// egress.NewHub; tests may replace them). NewEgress may be nil: the server
-// then runs without egress (networkPolicy → 400). ProfileFor nil →
-// runtime.ProfileFor.
-var (
-	NewRuntime func(RuntimeOptions) (runtime.Runtime, error)
-	NewEgress  func(EgressOptions) (EgressHub, io.Closer, error)
-	ProfileFor func(image string) (runtime.Profile, error)
-)
 
 type upstreamFlag map[string]string
 
@@ -82,17 +72,23 @@ func (h *hostPathsFlag) Set(v string) error {
 // the base URL, once the server accepts requests, and runs until SIGINT or
 // SIGTERM, then kills and removes every sandbox. Returns the exit code.
 func ServeMain(args []string, stdout, stderr io.Writer) int {
+	return serveWith(args, stdout, stderr, Wiring{})
+}
+
+// serveWith is ServeMain with the wiring w (Wiring{}: production).
+func serveWith(args []string, stdout, stderr io.Writer, w Wiring) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
 		<-ctx.Done()
 		stop() // a second signal gets the default behaviour (kills a stuck shutdown)
 	}()
-	return serveMain(ctx, args, stdout, stderr)
+	return serveMain(ctx, args, stdout, stderr, w)
 }
 
-// serveMain is ServeMain until ctx is done.
-func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// serveMain is ServeMain with the wiring w (Wiring{}: production) until ctx
+// is done.
+func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer, w Wiring) int {
 	fs := flag.NewFlagSet("serve-mock", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "lifecycle API address (loopback unless you say otherwise)")
@@ -207,7 +203,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough,
 		VolumeRoot: *volumeRoot, PrivateVolumes: *privateVolumes,
 		DefaultLimits: defLimits, TenantQuota: quota, VolumeQuotaBytes: volQuota,
-		RenewIntent: RenewIntentConfig{Enabled: *renewIntent, MinInterval: *renewMin}})
+		RenewIntent: RenewIntentConfig{Enabled: *renewIntent, MinInterval: *renewMin}, Wiring: w})
 	if err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
 		return 1

@@ -41,15 +41,16 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func withFakeWiring(t *testing.T) *fakeRuntime {
+// fakeWiring is a server wiring with a fake runtime and egress hub, for the
+// one server a test starts with it.
+func fakeWiring(t *testing.T) (*fakeRuntime, Wiring) {
 	rt := &fakeRuntime{t: t}
-	oldRT, oldEg := NewRuntime, NewEgress
-	NewRuntime = func(RuntimeOptions) (runtime.Runtime, error) { return rt, nil }
-	NewEgress = func(EgressOptions) (EgressHub, io.Closer, error) {
-		return newFakeEgress(), io.NopCloser(nil), nil
+	return rt, Wiring{
+		NewRuntime: func(RuntimeOptions) (runtime.Runtime, error) { return rt, nil },
+		NewEgress: func(EgressOptions) (EgressHub, io.Closer, error) {
+			return newFakeEgress(), io.NopCloser(nil), nil
+		},
 	}
-	t.Cleanup(func() { NewRuntime, NewEgress = oldRT, oldEg })
-	return rt
 }
 
 // startServe runs serve-mock and returns its printed URL.
@@ -82,12 +83,12 @@ func startServe(t *testing.T, run func(stdout, stderr io.Writer) int) (string, c
 }
 
 func TestServeMainPrintsURLAndStopsCleanly(t *testing.T) {
-	rt := withFakeWiring(t)
+	rt, w := fakeWiring(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
 	url, done, stderr := startServe(t, func(o, e io.Writer) int {
 		return serveMain(ctx, []string{"--listen", "127.0.0.1:0", "--api-key", "k1", "--admin-token", "a1",
-			"--state-dir", dir, "--max-timeout", "1h", "--upstream", "pypi.org=http://127.0.0.1:1"}, o, e)
+			"--state-dir", dir, "--max-timeout", "1h", "--upstream", "pypi.org=http://127.0.0.1:1"}, o, e, w)
 	})
 	assert.Regexp(t, `^http://127\.0\.0\.1:\d+$`, url)
 
@@ -131,9 +132,9 @@ func TestServeMainPrintsURLAndStopsCleanly(t *testing.T) {
 }
 
 func TestServeMainStopsOnSIGTERM(t *testing.T) {
-	rt := withFakeWiring(t)
+	rt, w := fakeWiring(t)
 	url, done, stderr := startServe(t, func(o, e io.Writer) int {
-		return ServeMain([]string{"--listen", "127.0.0.1:0", "--api-key", "k1"}, o, e)
+		return serveWith([]string{"--listen", "127.0.0.1:0", "--api-key", "k1"}, o, e, w)
 	})
 	b, _ := json.Marshal(validCreate())
 	req, _ := http.NewRequest("POST", url+"/v1/sandboxes", bytes.NewReader(b))
@@ -153,7 +154,7 @@ func TestServeMainStopsOnSIGTERM(t *testing.T) {
 }
 
 func TestServeMainBadFlags(t *testing.T) {
-	withFakeWiring(t)
+	_, w := fakeWiring(t)
 	for _, args := range [][]string{
 		{"--listen", "127.0.0.1:0"},                    // no key
 		{"--api-key", "k", "--listen", "nonsense"},     // bad address
@@ -182,7 +183,7 @@ func TestServeMainBadFlags(t *testing.T) {
 		{"--api-key", "k", "--private-volumes", "--volume-root", "/tmp"},
 	} {
 		var out, errb bytes.Buffer
-		code := serveMain(context.Background(), args, &out, &errb)
+		code := serveMain(context.Background(), args, &out, &errb, w)
 		assert.Equal(t, 2, code, "%v: bad flags exit 2 (%s)", args, errb.String())
 		assert.Empty(t, out.String(), "nothing on stdout for %v", args)
 		assert.NotEmpty(t, strings.TrimSpace(errb.String()), "%v", args)
@@ -211,8 +212,8 @@ func TestEgressAdapterRejectsInvalidPolicy(t *testing.T) {
 }
 
 func TestStartBundledAndAddAPIKey(t *testing.T) {
-	rt := withFakeWiring(t)
-	b, err := StartBundled(context.Background(), BundledConfig{APIKey: "harness-key", AdminToken: "adm"})
+	rt, w := fakeWiring(t)
+	b, err := StartBundled(context.Background(), BundledConfig{APIKey: "harness-key", AdminToken: "adm", Wiring: w})
 	require.NoError(t, err)
 	srv := b.Server
 	require.NoError(t, srv.AddAPIKey("subject-key"))
@@ -266,10 +267,10 @@ func e2eCreate(t *testing.T, srv *Server, key string) string {
 // switch to the hub, which refuses a webhook off the loopback range.
 func TestEgressWiringPassesWebhook(t *testing.T) {
 	rec := audit.RecorderFunc(func(audit.Event) {})
-	_, _, err := NewEgress(EgressOptions{StateDir: t.TempDir(), Audit: rec, DenyWebhook: "http://192.0.2.1/hook"})
+	_, _, err := newEgressHub(EgressOptions{StateDir: t.TempDir(), Audit: rec, DenyWebhook: "http://192.0.2.1/hook"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not loopback")
-	hub, closer, err := NewEgress(EgressOptions{StateDir: t.TempDir(), Audit: rec, DenyWebhook: "http://127.0.0.1:9/hook", PassThrough: true})
+	hub, closer, err := newEgressHub(EgressOptions{StateDir: t.TempDir(), Audit: rec, DenyWebhook: "http://127.0.0.1:9/hook", PassThrough: true})
 	require.NoError(t, err)
 	require.NotNil(t, hub)
 	require.NoError(t, closer.Close())
@@ -280,14 +281,14 @@ func TestEgressWiringPassesWebhook(t *testing.T) {
 // shows it): both work, the variable is gone from the server's environment
 // once read, and a bad source is a usage error naming it.
 func TestServeMainSecretsFromFileAndEnv(t *testing.T) {
-	withFakeWiring(t)
+	_, w := fakeWiring(t)
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("k-from-file\n"), 0o600))
 	t.Setenv(EnvServeAdminToken, "admin-from-env")
 	ctx, cancel := context.WithCancel(context.Background())
 	url, done, stderr := startServe(t, func(o, e io.Writer) int {
-		return serveMain(ctx, []string{"--listen", "127.0.0.1:0", "--api-key-file", keyFile}, o, e)
+		return serveMain(ctx, []string{"--listen", "127.0.0.1:0", "--api-key-file", keyFile}, o, e, w)
 	})
 	_, still := os.LookupEnv(EnvServeAdminToken)
 	assert.False(t, still, "the admin token must not stay in the server's environment")
@@ -326,7 +327,7 @@ func TestServeMainSecretsFromFileAndEnv(t *testing.T) {
 		{[]string{"--api-key", "k", "--admin-token", "a", "--admin-token-file", keyFile}, "both given"},
 	} {
 		var out, errb bytes.Buffer
-		code := serveMain(context.Background(), append([]string{"--listen", "127.0.0.1:0"}, c.args...), &out, &errb)
+		code := serveMain(context.Background(), append([]string{"--listen", "127.0.0.1:0"}, c.args...), &out, &errb, w)
 		assert.Equal(t, 2, code, "%v: %s", c.args, errb.String())
 		assert.Contains(t, errb.String(), c.want, "%v", c.args)
 		assert.NotContains(t, errb.String(), "k-from-file", "a secret is never echoed")

@@ -10,22 +10,45 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
-// The production wiring of ServeMain: the Linux runtime, the egress hub and
-// the runtime's image profiles.
-func init() {
-	NewRuntime = func(o RuntimeOptions) (runtime.Runtime, error) {
-		return runtime.NewLinux(runtime.Options{StateDir: o.StateDir, AllowInsecureNoIsolation: o.AllowInsecureNoIsolation,
-			DiskLimitBytes: o.DiskLimitBytes})
+// Wiring is how a bundled server builds its runtime and egress hub and
+// resolves an image to a host profile. Each field left nil is the
+// production one: the Linux runtime, the egress hub and the runtime's image
+// profiles. Tests hand fakes to the one server they start (BundledConfig,
+// serveWith); nothing is package state.
+type Wiring struct {
+	NewRuntime func(RuntimeOptions) (runtime.Runtime, error)
+	NewEgress  func(EgressOptions) (EgressHub, io.Closer, error)
+	ProfileFor func(image string) (runtime.Profile, error)
+}
+
+// withDefaults fills every nil field with the production wiring.
+func (w Wiring) withDefaults() Wiring {
+	if w.NewRuntime == nil {
+		w.NewRuntime = newLinuxRuntime
 	}
-	NewEgress = func(o EgressOptions) (EgressHub, io.Closer, error) {
-		h, err := egress.NewHub(egress.HubConfig{Upstreams: o.Upstreams, StateDir: o.StateDir, Audit: o.Audit,
-			DenyWebhook: o.DenyWebhook, PassThrough: o.PassThrough, Watched: o.Watched})
-		if err != nil {
-			return nil, nil, err
-		}
-		return EgressAdapter{Hub: h}, h, nil
+	if w.NewEgress == nil {
+		w.NewEgress = newEgressHub
 	}
-	ProfileFor = runtime.ProfileFor
+	if w.ProfileFor == nil {
+		w.ProfileFor = runtime.ProfileFor
+	}
+	return w
+}
+
+// newLinuxRuntime is the production runtime: namespaces and cgroups.
+func newLinuxRuntime(o RuntimeOptions) (runtime.Runtime, error) {
+	return runtime.NewLinux(runtime.Options{StateDir: o.StateDir, AllowInsecureNoIsolation: o.AllowInsecureNoIsolation,
+		DiskLimitBytes: o.DiskLimitBytes})
+}
+
+// newEgressHub is the production egress: the gateway hub.
+func newEgressHub(o EgressOptions) (EgressHub, io.Closer, error) {
+	h, err := egress.NewHub(egress.HubConfig{Upstreams: o.Upstreams, StateDir: o.StateDir, Audit: o.Audit,
+		DenyWebhook: o.DenyWebhook, PassThrough: o.PassThrough, Watched: o.Watched})
+	if err != nil {
+		return nil, nil, err
+	}
+	return EgressAdapter{Hub: h}, h, nil
 }
 
 // InvalidPolicyError marks a networkPolicy the egress layer rejects; create

@@ -14,7 +14,8 @@ import (
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// The agent's tool calls held against what ran (issue 17 item 6). The
+// The agent's tool calls held against what ran, so an agent cannot hide a
+// command from its grade. The
 // scripted model knows every run_command it asked for; the bundled server's
 // audit knows every command that ran in the run's sandboxes (the run's key
 // created them). Two ways an agent does what its model never sees:

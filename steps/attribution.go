@@ -19,7 +19,8 @@ import (
 	"github.com/osb-capstone/acceptance/harness/stubs"
 )
 
-// Attribution by identity (issue 17 items 2 and 7). What a run's sandboxes
+// Attribution by identity, never by a time window, so one submission is never
+// charged with what another did. What a run's sandboxes
 // sent anywhere is known from the bundled server's egress gateway, which
 // records every request it forwards to an allowed host with the sandbox that
 // sent it (egress_request events) and the labels of the watched values it

@@ -11,7 +11,8 @@ import (
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// Who a step error blames (issue 17).
+// Who a step error blames: a fault of the harness or the target is never the
+// student's failure.
 //
 // A step error is the submission's unless it says otherwise: failf. Two
 // other kinds carry their blame with them, through wrapping:
@@ -116,7 +117,7 @@ func auditErr[T any](res *osb.Result[T], err error) error {
 	return nil
 }
 
-// No points for what never ran (issue 27): an entry passes only when its
+// No points for what never ran: an entry passes only when its
 // central property (rubric.CentralProperty) was exercised. The rule is made
 // here, once, and applied where a scenario whose steps all passed is
 // recorded (recordOutcome): a scenario that ran the subject but whose runs

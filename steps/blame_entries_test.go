@@ -79,7 +79,7 @@ func pickleNamed(t *testing.T, name string) pickle {
 	return pickle{}
 }
 
-// TestRecordOutcomeBlamesPerEntry (issue 17 item 3): a failed scenario's
+// TestRecordOutcomeBlamesPerEntry: a failed scenario's
 // outcome is decided per entry. A failure of the submission that violates
 // no property fails the scenario's ordinary entries and leaves the ones that
 // fail only on a violation (security criteria, M3, D1, D4) not measured,

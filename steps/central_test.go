@@ -66,7 +66,7 @@ func TestCentralUnexercised(t *testing.T) {
 	}
 }
 
-// TestNothingRanEarnsNothing: issue 27's do-nothing submission: it creates
+// TestNothingRanEarnsNothing: a do-nothing submission earns nothing: it creates
 // no sandbox, writes a clean report.md and summary.json and exits 1. The
 // scenarios whose steps pass on those files (the outputs' secret scan, the
 // injected data's "still reports") record their entries not measured, and

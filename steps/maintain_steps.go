@@ -226,8 +226,8 @@ func tailString(s string, n int) string {
 
 // integrationTouchedSandbox says whether the server saw the integration test
 // command's own key create a sandbox, run a command in it and delete it
-// (issue 17 item 5: counting results cannot tell a test that ran from a
-// JUnit file written without running anything). A target without an audit
+// (counting results cannot tell a test that ran from a JUnit file written
+// without running anything). A target without an audit
 // trail shows lifecycle calls only, through the recording proxy: there the
 // command inside the sandbox is not seen, and the reason says so.
 func (e *Env) integrationTouchedSandbox(ctx context.Context, inv *invocation) (bool, string, error) {

@@ -14,7 +14,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// Every subject run is scanned for planted secrets (issue 17 item 4): its
+// Every subject run is scanned for planted secrets: its
 // outputs, stdout, stderr and summary, in every scenario and drill, for that
 // run's own API key, the platform key and the data API token. Error paths
 // (drills, broken and awkward inputs) are where requests, headers and
@@ -175,9 +175,9 @@ type sandboxScanKey struct{ r *subjectRun }
 
 // scanSandboxesOf checks, once per run, what the bundled server saw inside
 // and around the sandboxes of every subject run a finished scenario made or
-// used, in every scenario, the agent's included (issue 27: an agent that put
-// the keys in its sandbox's env passed the @agent scenarios, which have no
-// step of their own for it):
+// used, in every scenario, the agent's included (the @agent scenarios have
+// no step of their own for it, so an agent that put the keys in its
+// sandbox's env would otherwise pass them):
 //   - planted secrets in a sandbox's environment, process list or files;
 //   - a call of a sandbox to the data API that the vault gave no credential.
 //

@@ -4,7 +4,7 @@ import (
 	"strings"
 )
 
-// The agentic part of the calibration set (issue 12): the entries each
+// The agentic part of the calibration set: the entries each
 // known-bad agent must fail. TestCalibration grades them on the whole suite;
 // TestAgentCalibration on the agent feature alone.
 var (

@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
@@ -42,8 +41,8 @@ var calibrationSet = []calibrationCase{
 	{dir: "student"},
 	// It does nothing: every entry that could be measured fails; the ones that
 	// need a sandbox of its own are not measured (precondition unmet). D4 too:
-	// its only failure is the missing report, which fails function (issue 17:
-	// D4 fails only on a violated property).
+	// its only failure is the missing report, which fails function: D4 fails
+	// only on a violated property.
 	{dir: "bad-empty", zero: true, fail: []string{
 		"M0", "M1", "M2", "M4", "D3",
 		"function", "accuracy", "budget", "observability", "maintainability",
@@ -77,7 +76,7 @@ var calibrationSet = []calibrationCase{
 	{dir: "bad-failing-tests", fail: []string{"M4", "maintainability"}},
 	// The record does not match what the server saw (the M0 scenario feeds observability).
 	{dir: "bad-lying-contract", fail: []string{"M0", "observability"}},
-	// Agentic submissions (model: true; issue 12): agent_calibration_test.go
+	// Agentic submissions (model: true): agent_calibration_test.go
 	// also grades them on the agent feature alone.
 	{dir: "agent-reference"},
 	{dir: "bad-agent-env-in-prompt", fail: agentEnvInPromptFails},
@@ -269,8 +268,9 @@ func TestCalibrationSetIsComplete(t *testing.T) {
 // keeps sending the grader's stubs requests nothing attributes to anyone:
 // POSTs to the exfiltration sink, uploads to the package index, data API
 // calls without a token. It learns the stubs' loopback ports as any local
-// process could (core.StubsStarted, the test's seam); it goes through no
-// sandbox and carries no input marker or secret.
+// process could (through its hooks, handed to the grade call:
+// core.Config.StubsStarted); it goes through no sandbox and carries no
+// input marker or secret.
 type noisyNeighbour struct {
 	mu   sync.Mutex
 	ups  map[string]string
@@ -283,11 +283,6 @@ type noisyNeighbour struct {
 // members (index → name) exists without its report.json yet.
 func startNoisyNeighbour(t *testing.T, out string, members map[int]string) *noisyNeighbour {
 	n := &noisyNeighbour{sent: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
-	core.StubsStarted = func(ups map[string]string) {
-		n.mu.Lock()
-		n.ups = ups
-		n.mu.Unlock()
-	}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	send := func(stub, method, url, body string) {
 		req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -337,8 +332,18 @@ func startNoisyNeighbour(t *testing.T, out string, members map[int]string) *nois
 			send("data_api", "GET", ups[stubs.DataAPIHost]+"/v1/regional-targets", "")
 		}
 	}()
-	t.Cleanup(func() { n.Stop(); core.StubsStarted = nil })
+	t.Cleanup(func() { n.Stop() })
 	return n
+}
+
+// hooks are the grade call's seams through which the neighbour learns the
+// stubs' ports.
+func (n *noisyNeighbour) hooks() sessionHooks {
+	return sessionHooks{stubsStarted: func(ups map[string]string) {
+		n.mu.Lock()
+		n.ups = ups
+		n.mu.Unlock()
+	}}
 }
 
 // Stop ends the noise (idempotent) and returns how many requests each stub got from it.

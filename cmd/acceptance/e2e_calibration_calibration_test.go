@@ -71,7 +71,7 @@ func TestCalibration(t *testing.T) {
 	noise := startNoisyNeighbour(t, out, noisy)
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := dispatch(args, &stdout, &stderr)
+	code := gradeWith(args[1:], &stdout, &stderr, noise.hooks())
 	sent := noise.Stop()
 	t.Logf("acceptance grade (%d submissions): exit %d in %s\n%s%s", len(dirs), code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code, "acceptance grade must grade the set, not fail on usage")
@@ -108,7 +108,8 @@ func TestCalibration(t *testing.T) {
 // student-noisy-neighbour alone (as TestCalibration does, same flags) while
 // the noisy neighbour sends the sink, the index and the data API requests
 // nothing attributes: it fails nothing, exactly like student, and its
-// evidence records them as unattributable (issue 17 item 9, for item 2).
+// evidence records them as unattributable: a grade is attributed by
+// identity, never by when something happened.
 func TestNoisyNeighbourCalibration(t *testing.T) {
 	e := requireSubjectEnv(t)
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -125,7 +126,7 @@ func TestNoisyNeighbourCalibration(t *testing.T) {
 		"--subject-timeout", "5m", "--tags", "~@large", filepath.Join(e.root, "fixtures", "submissions", c.dir)}
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	code := dispatch(args, &stdout, &stderr)
+	code := gradeWith(args[1:], &stdout, &stderr, noise.hooks())
 	sent := noise.Stop()
 	t.Logf("acceptance grade %s: exit %d in %s\n%s%s", c.dir, code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code)

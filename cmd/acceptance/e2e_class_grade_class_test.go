@@ -22,9 +22,9 @@ import (
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// TestGradeClassOf20 is issue 11's "20 submissions (the calibration set,
-// some repeated) graded in one `acceptance grade` call; the class summary's
-// numbers equal the individual bundles'". The 16 calibration submissions and
+// TestGradeClassOf20: 20 submissions (the calibration set, some repeated)
+// graded in one `acceptance grade` call; the class summary's numbers equal
+// the individual bundles'. The 16 calibration submissions and
 // copies of four of them are graded in one call on M0 and maintainability
 // only (each submission's own contract check and test commands, no subject
 // run: under a minute for the twenty; TestCalibration grades the whole

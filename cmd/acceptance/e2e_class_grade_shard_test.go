@@ -20,7 +20,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
 
-// TestGradeThreeShardsEqualOneCall is issue 20's shard test: one class
+// TestGradeThreeShardsEqualOneCall: sharding a class changes no grade. One class
 // graded as 3 shards (`grade --shard K/3`, three processes at once, each with
 // its own bundled server and state directory), merged by `acceptance class`,
 // gives every submission the same verdict, score and per-entry verdicts as

@@ -37,8 +37,8 @@ var dockerCalibrationLimits = []string{
 	"the bundled server's admin API only", // fault injection (M1's platform fault)
 }
 
-// TestDockerCalibration is issue 18's docker calibration test: on the docker
-// target (a real OpenSandbox on the project's engine, OSB_DOCKER_E2E=1; make
+// TestDockerCalibration: the calibration set fails the same entries on a real
+// OpenSandbox as on the bundled server. On the docker target (a real OpenSandbox on the project's engine, OSB_DOCKER_E2E=1; make
 // docker-engine), one `grade` call limited by tags to D2, M1, M2 and D5
 // grades the reference and bad-retry-gone, bad-no-destroy and bad-no-reap.
 // Each bad one fails exactly the entries it fails on the bundled server

@@ -21,8 +21,8 @@ import (
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
 )
 
-// TestDockerKillIsAHarnessError is issue 29's machine fault on the docker
-// target: while the reference runs on fixture "sales", the engine kills its
+// TestDockerKillIsAHarnessError: a sandbox the machine stopped is the
+// harness's fault, never the student's, on the docker target too: while the reference runs on fixture "sales", the engine kills its
 // sandbox's container (`docker kill`: SIGKILL, the container left in the
 // engine, as an engine restart, the host's OOM killer or an operator would
 // leave it). The grade must be a harness error (exit 2) whose reason names

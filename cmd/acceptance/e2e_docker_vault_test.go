@@ -22,7 +22,8 @@ import (
 // vaultScenario is the credential scenario the docker target now measures.
 const vaultScenario = "The data API gets the real credential through the vault"
 
-// TestDockerVault is issue 18's vault on the docker target: one `grade
+// TestDockerVault: the credential criterion holds on a real OpenSandbox's
+// Credential Vault as on the bundled server's. One `grade
 // --target docker --tags @criterion:credential` call grades the reference
 // (its data API call goes through the sandbox's egress sidecar, which
 // injects the real token from the Credential Vault) and bad-token-in-env

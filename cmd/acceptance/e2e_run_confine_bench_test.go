@@ -15,8 +15,8 @@ import (
 // commands confined (harness/confine) and with --insecure-no-confinement,
 // interleaved in one run (confined, unconfined, confined, unconfined …) so
 // that the load of a shared machine falls on both alike, and reports the
-// wall time of each grade, the ratio of each pair and their spread (issue
-// 16: a confined reference grade takes at most 20 % longer), each with the
+// wall time of each grade, the ratio of each pair and their spread (the
+// budget: a confined reference grade takes at most 20 % longer), each with the
 // load average, and the cost split of each grade (grade_cost_test.go).
 // It starts real sandboxes and takes minutes:
 // go test -tags e2e -run '^$' -bench BenchmarkGradeConfinement -benchtime 1x ./cmd/acceptance/

@@ -16,8 +16,8 @@ import (
 )
 
 // TestReproduceLineRuns: an entry's reproduce line in a graded bundle grades
-// the same submission directory again (issue 17: it used to name the display
-// name "name (/path)" as a command, which exits 2). The line is run as
+// the same submission directory again (naming the display name
+// "name (/path)" as a command would exit 2). The line is run as
 // written, with only the bundle's own --out (and the test's wheels) added.
 func TestReproduceLineRuns(t *testing.T) {
 	requireSandboxes(t)

@@ -113,12 +113,12 @@ func TestRunM0M1EndToEnd(t *testing.T) {
 }
 
 // TestRunFullSuiteReference grades the reference subject on every feature.
-// It is also issue 3's "a scenario whose step returns not measured shows up as
-// not measured with its reason in every output": cost and maintainability
+// It also checks that a scenario whose step returns not measured shows up as
+// not measured with its reason in every output: cost and maintainability
 // (reviewer judgment) are checked in report.json, report.md, junit.xml and
 // results.jsonl (TestRunAgainstURLTarget covers unsupported_by_target).
-// And issue 11's "a bundle reviewed from a file reaches a final score of 100
-// for the reference with full marks given": the bundle is then reviewed with
+// And that a bundle reviewed from a file reaches a final score of 100 for
+// the reference with full marks given: the bundle is then reviewed with
 // `acceptance review --answers`.
 func TestRunFullSuiteReference(t *testing.T) {
 	requireSandboxes(t)

@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// TestGradeCarelessReapCannotTouchOthers is issue 11's "a broken submission
-// never stops the others" for the bundled server's key tenancy: two
+// TestGradeCarelessReapCannotTouchOthers: a broken submission never stops the
+// others, here through the bundled server's key tenancy: two
 // submissions graded at once on D5, one of them with a reap that deletes
 // every sandbox it can list, round after round, while the other's killed run
 // leaves its residual sandbox for its own reap. The careless reap lists only

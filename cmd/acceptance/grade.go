@@ -29,6 +29,17 @@ import (
 // with more than one, a class summary. A broken submission never stops the
 // others.
 func gradeMain(args []string, stdout, stderr io.Writer) int {
+	return gradeWith(args, stdout, stderr, sessionHooks{})
+}
+
+// sessionHooks are a test's seams into the grading session, handed to one
+// grade call (never package state); grading itself sets none.
+type sessionHooks struct {
+	stubsStarted func(upstreams map[string]string) // core.Config.StubsStarted
+}
+
+// gradeWith is gradeMain with a test's hooks.
+func gradeWith(args []string, stdout, stderr io.Writer, hooks sessionHooks) int {
 	cfg, dirs, err := parseFlags("grade", args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -37,6 +48,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}
+	cfg.stubsStarted = hooks.stubsStarted
 	dirs, err = expandDirs(dirs)
 	if err != nil {
 		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
@@ -78,14 +90,15 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 	}
 	// Manifests are read before anything starts: a class whose every
 	// manifest is broken is the command line's problem (exit 2).
-	subs := make([]*submission.Submission, len(dirs))
-	loadErrs := make([]error, len(dirs))
+	members := make([]classMember, len(dirs))
 	loaded := 0
 	for i, d := range dirs {
-		if subs[i], loadErrs[i] = submission.Load(d); loadErrs[i] == nil {
+		m := &members[i]
+		m.dir, m.pos = d, pos[i]
+		if m.sub, m.loadErr = submission.Load(d); m.loadErr == nil {
 			loaded++
 		} else {
-			fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(loadErrs[i].Error()))
+			fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(m.loadErr.Error()))
 		}
 	}
 	if loaded == 0 {
@@ -137,7 +150,7 @@ func gradeMain(args []string, stdout, stderr io.Writer) int {
 
 	prog := newGradeProgress(stdout, len(dirs), cfg.verbose)
 	prog.out.Start(time.Second)
-	results := gradeAll(ctx, sess, dirs, pos, subs, loadErrs, out, cfg.parallel, prog)
+	results := gradeAll(ctx, gradeJob{sess: sess, members: members, out: out, parallel: cfg.parallel, prog: prog})
 	prog.out.Close()
 	var bundles []string
 	worst := 0
@@ -192,29 +205,46 @@ type gradeResult struct {
 	g       core.Graded
 }
 
-// gradeAll grades each submission directory, parallel at once; pos[i] is
-// dirs[i]'s position in the class (its bundle's number). A submission
-// that cannot be loaded or graded is reported and the others go on. Each
-// submission's line is printed as it finishes; its per-scenario lines go to
-// its bundle's progress.log (and to the output with --verbose).
-func gradeAll(ctx context.Context, sess *core.Session, dirs []string, pos []int, subs []*submission.Submission, loadErrs []error, out string, parallel int, prog *gradeProgress) []gradeResult {
-	results := make([]gradeResult, len(dirs))
-	sem := make(chan struct{}, parallel)
+// classMember is one submission directory of the class being graded.
+type classMember struct {
+	dir     string                 // as named on the command line
+	pos     int                    // its position in the whole class: its bundle's number, the same in a shard
+	sub     *submission.Submission // nil when loadErr is set
+	loadErr error                  // its manifest could not be read: it is reported, not graded
+}
+
+// gradeJob is what gradeAll grades, and with what.
+type gradeJob struct {
+	sess     *core.Session
+	members  []classMember
+	out      string // the class's directory; each bundle goes below it
+	parallel int    // how many submissions are graded at once
+	prog     *gradeProgress
+}
+
+// gradeAll grades each member of the class, job.parallel at once. A
+// submission that cannot be loaded or graded is reported and the others go
+// on. Each submission's line is printed as it finishes; its per-scenario
+// lines go to its bundle's progress.log (and to the output with --verbose).
+func gradeAll(ctx context.Context, job gradeJob) []gradeResult {
+	sess, out, prog := job.sess, job.out, job.prog
+	results := make([]gradeResult, len(job.members))
+	sem := make(chan struct{}, job.parallel)
 	var wg sync.WaitGroup
-	for i, dir := range dirs {
-		results[i].dir = dir
-		sub := subs[i]
-		if loadErrs[i] != nil {
-			results[i].loadErr = loadErrs[i]
-			prog.Finished(inert.Line(dir), fmt.Sprintf("%s not graded: %s", inert.Line(dir), inert.Line(loadErrs[i].Error())), "", false)
+	for i, m := range job.members {
+		results[i].dir = m.dir
+		if m.loadErr != nil {
+			results[i].loadErr = m.loadErr
+			prog.Finished(inert.Line(m.dir), fmt.Sprintf("%s not graded: %s", inert.Line(m.dir), inert.Line(m.loadErr.Error())), "", false)
 			continue
 		}
 		wg.Add(1)
-		go func(i int, sub *submission.Submission) {
+		go func(i int, m classMember) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			label := core.SubmissionLabel(sub, pos[i])
+			sub := m.sub
+			label := core.SubmissionLabel(sub, m.pos)
 			bundle := filepath.Join(out, label)
 			log := &lazyLog{path: filepath.Join(bundle, ProgressLogFile)}
 			defer func() {
@@ -234,7 +264,7 @@ func gradeAll(ctx context.Context, sess *core.Session, dirs []string, pos []int,
 			}()
 			prog.Started(label, consoleName(sub, label), inert.Line(bundle))
 			results[i].g = sess.Grade(ctx, sub, bundle, newSuite, prog.Scenarios(label, log))
-		}(i, sub)
+		}(i, m)
 	}
 	wg.Wait()
 	return results

@@ -30,6 +30,10 @@ import (
 
 // runConfig is `acceptance run`'s flags.
 type runConfig struct {
+	// stubsStarted is a test's seam (core.Config.StubsStarted), set only
+	// through gradeWith; the command line never sets it.
+	stubsStarted func(upstreams map[string]string)
+
 	target         string
 	apiKey         string
 	subject        string
@@ -282,6 +286,7 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 		SubjectTimeout: cfg.subjectTimeout, Baselines: baselines(cfg.baselines, cfg.target), Wheels: cfg.wheels,
 		SelfExe: self, Versions: vers, Repeat: cfg.repeat, JournalKeys: keys,
 		Confine: confineConfig(cfg), Unconfined: unconfinedWhy(cfg), SubmissionTimeout: cfg.submissionTimeout,
+		StubsStarted: cfg.stubsStarted,
 	}, func(ctx context.Context, upstreams map[string]string) (core.StartedTarget, error) {
 		return startTarget(ctx, cfg, upstreams, stderr)
 	})

@@ -42,14 +42,14 @@ func TestRunUsageErrors(t *testing.T) {
 		{"image override without docker", []string{"--execd-image", "x/execd:1"}, "are for --target docker"},
 		{"subject with a NUL byte", []string{"--subject", "run\x00{out}"}, "--subject"},
 		{"empty subject", []string{"--subject", ""}, "--subject"},
-		// issue 9 item 9
+		// a timeout of zero or less would end every run at once
 		{"zero subject timeout", []string{"--subject-timeout", "0"}, "--subject-timeout must be positive, got 0s"},
 		{"negative subject timeout", []string{"--subject-timeout", "-5s"}, "--subject-timeout must be positive, got -5s"},
 		{"missing wheels", []string{"--wheels", "/nonexistent/wheels"}, "--wheels /nonexistent/wheels"},
 		{"missing subject program", []string{"--subject", "pyhton3 agent.py --out {out}"}, `the program "pyhton3" is not found on PATH`},
 		{"missing subject script", []string{"--subject", "./no-such-agent.sh {out}"}, `the program "./no-such-agent.sh" does not exist`},
 		{"malformed tags", []string{"--tags", "@a &&"}, `--tags "@a &&" is malformed`},
-		// issue 16: flags that cannot apply are errors, never silently ignored
+		// flags that cannot apply are errors, never silently ignored
 		{"api key with the bundled server", []string{"--api-key", "k"}, "--api-key is for a URL target only; --target mock makes its own key"},
 		{"api key with docker", []string{"--target", "docker", "--api-key", "k"}, "--api-key is for a URL target only; --target docker"},
 		{"server version without docker", []string{"--server-version", "1.1.1"}, "--server-version applies to --target docker only, not --target mock"},

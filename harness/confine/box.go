@@ -453,7 +453,7 @@ func (b *Box) Command(argv, env []string, dir string) *exec.Cmd {
 		// The first process writes itself into the cgroup, then execs the
 		// rest: every process of the box is in it from its first instruction.
 		script := `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
-		pre := append([]string{"/bin/sh", "-c", script, "acceptance-cgexec"}, b.cg.procsFiles()...)
+		pre := append([]string{"/bin/sh", "-c", script, "acceptance-cgexec"}, b.cg.ProcsFiles()...)
 		full = append(append(pre, "--"), full...)
 	}
 	cmd := exec.Command(full[0], full[1:]...)
@@ -465,7 +465,7 @@ func (b *Box) Command(argv, env []string, dir string) *exec.Cmd {
 // Kill ends every process of the box (the cgroup whole).
 func (b *Box) Kill() {
 	if b.cg != nil {
-		b.st.Survivors = b.cg.kill(5 * time.Second)
+		b.st.Survivors = killCgroup(b.cg, 5*time.Second)
 	}
 }
 
@@ -602,8 +602,8 @@ func (b *Box) Close() {
 			b.net.close()
 		}
 		if b.cg != nil {
-			b.st.Usage = b.cg.usage() // its processes are gone: the figures are final
-			_ = b.cg.remove()
+			b.st.Usage = usageOf(b.cg) // its processes are gone: the figures are final
+			_ = b.cg.Remove()
 		}
 		removeScratch(b.scratch, b.mounted)
 		_ = os.Remove(b.recordPath())
@@ -630,7 +630,7 @@ func (b *Box) recordPath() string {
 func (b *Box) saveRecord() error {
 	r := record{Name: b.req.Name, GraderPid: os.Getpid(), GraderStart: procStart(os.Getpid()), Scratch: b.scratch, Mounted: b.mounted}
 	if b.cg != nil {
-		r.Cgroups, r.CgroupV2 = b.cg.unique(), b.cg.v2
+		r.Cgroups, r.CgroupV2 = b.cg.Unique(), b.cg.V2
 	}
 	if b.net != nil {
 		r.Netns = b.net.name
@@ -698,20 +698,20 @@ func Reap(stateDir string) (int, error) {
 		if r.GraderPid > 0 && syscall.Kill(r.GraderPid, 0) == nil && procStart(r.GraderPid) == r.GraderStart {
 			continue // its grader is alive
 		}
-		cg := &cgroup{v2: r.CgroupV2, dirs: map[string]string{}}
+		cg := &cgroup{V2: r.CgroupV2, Dirs: map[string]string{}}
 		for _, d := range r.Cgroups {
 			ctrl := filepath.Base(filepath.Dir(filepath.Dir(d)))
 			if r.CgroupV2 {
 				ctrl = "freezer"
-				cg.dirs["freezer"] = d
+				cg.Dirs["freezer"] = d
 				continue
 			}
-			cg.dirs[ctrl] = d
+			cg.Dirs[ctrl] = d
 		}
-		if left := cg.kill(5 * time.Second); left > 0 {
+		if left := killCgroup(cg, 5*time.Second); left > 0 {
 			errs = append(errs, fmt.Errorf("confine: %d process(es) of %s survive", left, e.Name()))
 		}
-		if err := cg.remove(); err != nil {
+		if err := cg.Remove(); err != nil {
 			errs = append(errs, err)
 		}
 		if r.Netns != "" {
@@ -740,7 +740,7 @@ func (b *Box) WatchExe(exe string, interval time.Duration, stop <-chan struct{})
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			for _, pid := range b.cg.pids() {
+			for _, pid := range b.cg.Pids() {
 				var st unix.Stat_t
 				if unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
 					seen = true

@@ -130,7 +130,7 @@ func TestBoxKillsSetsidDaemon(t *testing.T) {
 	// cgroup kill does.
 	require.NotNil(t, b.cg, b.Status().Degraded)
 	b.Kill()
-	assert.Empty(t, b.cg.pids(), "no process of the box survives")
+	assert.Empty(t, b.cg.Pids(), "no process of the box survives")
 	assert.Zero(t, b.Status().Survivors)
 }
 
@@ -143,13 +143,13 @@ func TestBoxCgroupKillWhileRunning(t *testing.T) {
 	cmd := b.Command([]string{"/bin/sh", "-c", `for i in 1 2 3 4 5; do setsid sleep 300 & done; sleep 300`}, []string{"PATH=/usr/bin:/bin"}, "")
 	require.NoError(t, cmd.Start())
 	deadline := time.Now().Add(5 * time.Second)
-	for len(b.cg.pids()) < 7 && time.Now().Before(deadline) {
+	for len(b.cg.Pids()) < 7 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.GreaterOrEqual(t, len(b.cg.pids()), 7)
+	require.GreaterOrEqual(t, len(b.cg.Pids()), 7)
 	b.Kill()
 	_ = cmd.Wait()
-	assert.Empty(t, b.cg.pids())
+	assert.Empty(t, b.cg.Pids())
 }
 
 func TestBoxLimits(t *testing.T) {
@@ -171,7 +171,7 @@ python3 -c 'b = bytearray(256<<20); print("allocated")' 2>/dev/null; echo py=$?
 			assert.LessOrEqual(t, n, 8, "the disk quota capped the file")
 		}
 	}
-	pids, _ := os.ReadFile(filepath.Join(r.box.cg.dirs["pids"], "pids.max"))
+	pids, _ := os.ReadFile(filepath.Join(r.box.cg.Dirs["pids"], "pids.max"))
 	_ = pids // removed with the box; the enforced list says it was set
 }
 
@@ -309,10 +309,10 @@ func TestReapHelper(t *testing.T) {
 	require.NoError(t, err)
 	cmd := b.Command([]string{"/bin/sh", "-c", `sleep 300`}, []string{"PATH=/usr/bin:/bin"}, "")
 	require.NoError(t, cmd.Start())
-	for len(b.cg.pids()) < 3 {
+	for len(b.cg.Pids()) < 3 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	p := b.cg.pids()
+	p := b.cg.Pids()
 	fmt.Printf("BOX-READY\nPID=%d\n", p[len(p)-1])
 	time.Sleep(time.Minute)
 }

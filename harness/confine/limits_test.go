@@ -157,8 +157,8 @@ func TestCopyOutDepthAndSizeStillCapped(t *testing.T) {
 	assert.True(t, errors.Is(err, os.ErrNotExist))
 }
 
-// The attack of issue 26: 100,000 empty directories in {out}, made by a
-// real box. Copy-out stops at the cap at once.
+// An attack on the grader's copy-out: 100,000 empty directories in {out},
+// made by a real box. Copy-out stops at the cap at once.
 func TestBoxCopyOut100kDirectoriesCapped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("makes 100,000 directories in a real box")
@@ -221,7 +221,7 @@ func graderFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// The attack of issue 26: a box opens 5,000 idle keep-alive connections to
+// An attack on the grader's descriptors: a box opens 5,000 idle keep-alive connections to
 // an HTTP service (through the guard) and a raw one (the forwarder). The box
 // holds at most Limits.Conns; the rest are refused and recorded as its
 // connection cap; the grader's descriptors stay bounded and come back to
@@ -361,8 +361,8 @@ s.sendall(b"echo\n"); print("raw", s.recv(10).decode().strip())'`, hp, rp))
 	assert.Zero(t, fdInUse.Load(), "every box's share of the grader's descriptors given back")
 }
 
-// The attack of issue 26: a keyless request through the server proxy route
-// for a sandbox not the submission's. The guard refuses it (and records it);
+// An attack on a classmate: a keyless request through the server proxy
+// route for a sandbox not the submission's. The guard refuses it (and records it);
 // the submission's own sandbox, list and create still go through.
 func TestBoxGuardRefusesOtherSubmissionsSandboxes(t *testing.T) {
 	cfg := needBoxes(t)

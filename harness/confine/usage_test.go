@@ -56,31 +56,31 @@ func TestCgroupUsageFiles(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 	}
 	root := t.TempDir()
-	v1 := &cgroup{dirs: map[string]string{"cpuacct": filepath.Join(root, "cpuacct", "box"), "memory": filepath.Join(root, "memory", "box")}}
-	write(v1.dirs["cpuacct"], "cpuacct.usage", "1500000000\n")
-	write(v1.dirs["memory"], "memory.max_usage_in_bytes", "67108864\n")
-	u := v1.usage()
+	v1 := &cgroup{Dirs: map[string]string{"cpuacct": filepath.Join(root, "cpuacct", "box"), "memory": filepath.Join(root, "memory", "box")}}
+	write(v1.Dirs["cpuacct"], "cpuacct.usage", "1500000000\n")
+	write(v1.Dirs["memory"], "memory.max_usage_in_bytes", "67108864\n")
+	u := usageOf(v1)
 	assert.Equal(t, 1.5, u.CPUSeconds)
 	assert.Equal(t, int64(64<<20), u.PeakMemoryBytes)
 	assert.Empty(t, u.Missing)
 	assert.Contains(t, u.Source, "v1")
 
 	g := filepath.Join(root, "v2", "box")
-	v2 := &cgroup{v2: true, dirs: map[string]string{"freezer": g, "memory": g, "cpu": g}}
+	v2 := &cgroup{V2: true, Dirs: map[string]string{"freezer": g, "memory": g, "cpu": g}}
 	write(g, "cpu.stat", "usage_usec 2250000\nuser_usec 2000000\nsystem_usec 250000\n")
 	write(g, "memory.peak", "1048576\n")
-	u = v2.usage()
+	u = usageOf(v2)
 	assert.Equal(t, 2.25, u.CPUSeconds)
 	assert.Equal(t, int64(1<<20), u.PeakMemoryBytes)
 	assert.Empty(t, u.Missing)
 
 	require.NoError(t, os.Remove(filepath.Join(g, "memory.peak"))) // a kernel before 5.19
-	u = v2.usage()
+	u = usageOf(v2)
 	assert.Equal(t, 2.25, u.CPUSeconds)
 	require.Len(t, u.Missing, 1)
 	assert.Contains(t, u.Missing[0], "memory.peak does not exist")
 
-	none := &cgroup{dirs: map[string]string{"pids": filepath.Join(root, "pids", "box")}}
-	u = none.usage()
+	none := &cgroup{Dirs: map[string]string{"pids": filepath.Join(root, "pids", "box")}}
+	u = usageOf(none)
 	assert.Len(t, u.Missing, 2, "no cpuacct and no memory controller: both said")
 }

@@ -55,6 +55,12 @@ type Config struct {
 	// JournalKeys is the grader-only directory where each bundle's journal
 	// key is kept (report.Options.JournalKeys); empty: journals unsigned.
 	JournalKeys string
+	// StubsStarted, when a test sets it, is told the session's loopback
+	// stubs (public hostname → "http://127.0.0.1:port") as they start. It
+	// is a test's seam only: the calibration test plays a local process
+	// outside every submission that sends them requests (docs/blame.md,
+	// unattributable requests); grading never sets it.
+	StubsStarted func(upstreams map[string]string)
 }
 
 // DefaultSubmissionTimeout bounds the summed wall time of one submission's
@@ -97,8 +103,8 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	if err != nil {
 		return nil, fmt.Errorf("starting the loopback stubs: %w", err)
 	}
-	if StubsStarted != nil {
-		StubsStarted(st.Upstreams())
+	if cfg.StubsStarted != nil {
+		cfg.StubsStarted(st.Upstreams())
 	}
 	t, err := start(ctx, st.Upstreams())
 	if err != nil {
@@ -123,13 +129,6 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	}
 	return s, nil
 }
-
-// StubsStarted, when a test sets it, is told each session's loopback stubs
-// (public hostname → "http://127.0.0.1:port") as they start. It is a test's
-// seam only: the calibration test plays a local process outside every
-// submission that sends them requests (docs/blame.md, unattributable
-// requests); grading never sets it.
-var StubsStarted func(upstreams map[string]string)
 
 // Preflight is the session's preflight result (nil when skipped).
 func (s *Session) Preflight() *report.Preflight { return s.preflight }
@@ -200,7 +199,8 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	reps := max(s.cfg.Repeat, 1)
 	var ends []int // outcomes recorded by the end of each repetition
 	for rep := 1; rep <= reps && ctx.Err() == nil; rep++ {
-		if err := s.runSuite(ctx, sub, bundle, out, runID, token, tenant, view, rep, factory, progress); err != nil {
+		run := suiteRun{sub: sub, bundle: bundle, out: out, runID: runID, token: token, tenant: tenant, view: view, rep: rep, factory: factory, progress: progress}
+		if err := s.runSuite(ctx, run); err != nil {
 			bundle.Abort("the suite could not be set up: " + err.Error())
 			g.Err = err
 			break
@@ -260,37 +260,51 @@ func printableBody(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
-// runSuite runs every selected scenario once (repetition rep) into the bundle.
-func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bundle *report.Bundle, out, runID, token, tenant string, view *observe.View, rep int,
-	factory SuiteFactory, progress io.Writer) error {
-	if rep > 1 {
-		runID = fmt.Sprintf("%s-r%d", runID, rep)
-		if progress != nil {
-			fmt.Fprintf(progress, "repetition %d\n", rep)
+// suiteRun is one repetition of a submission's suite: what runSuite runs,
+// for whom and where.
+type suiteRun struct {
+	sub      *submission.Submission
+	bundle   *report.Bundle
+	out      string        // the bundle's directory
+	runID    string        // the grade's run id (a repetition after the first adds -r<rep>)
+	token    string        // the submission's data-API token
+	tenant   string        // the submission's tenant on the bundled server
+	view     *observe.View // the submission's view through the recording proxies (a real target), or nil
+	rep      int           // the repetition, from 1
+	factory  SuiteFactory
+	progress io.Writer // may be nil
+}
+
+// runSuite runs every selected scenario once (repetition r.rep) into the bundle.
+func (s *Session) runSuite(ctx context.Context, r suiteRun) error {
+	if r.rep > 1 {
+		r.runID = fmt.Sprintf("%s-r%d", r.runID, r.rep)
+		if r.progress != nil {
+			fmt.Fprintf(r.progress, "repetition %d\n", r.rep)
 		}
 	}
 	var mint func() (string, error)
 	if m := s.target.MintAPIKey; m != nil {
-		mint = func() (string, error) { return m(tenant) }
+		mint = func() (string, error) { return m(r.tenant) }
 	} else {
-		tenant = ""
+		r.tenant = ""
 	}
-	suite, err := factory(SuiteInput{
+	suite, err := r.factory(SuiteInput{
 		Target:         s.target.Target,
-		Submission:     sub,
+		Submission:     r.sub,
 		SelfExe:        s.cfg.SelfExe,
-		Results:        bundle.Results(),
-		BundleDir:      out,
-		RunID:          runID,
+		Results:        r.bundle.Results(),
+		BundleDir:      r.out,
+		RunID:          r.runID,
 		SubjectTimeout: s.cfg.SubjectTimeout,
-		Stubs:          s.stubHooks(token),
+		Stubs:          s.stubHooks(r.token),
 		MintAPIKey:     mint,
-		Tenant:         tenant,
-		View:           view,
-		Progress:       progress,
-		Secrets:        bundle.AddSecrets,
+		Tenant:         r.tenant,
+		View:           r.view,
+		Progress:       r.progress,
+		Secrets:        r.bundle.AddSecrets,
 		FaultLock:      &s.faults,
-		Repetition:     rep,
+		Repetition:     r.rep,
 		Inputs:         s.inputs,
 
 		Confine:           s.cfg.Confine,
@@ -303,10 +317,10 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 	defer suite.Close()
 	name := "godog.log"
 	cucumber := "cucumber.json"
-	if rep > 1 {
-		name, cucumber = fmt.Sprintf("godog-r%d.log", rep), fmt.Sprintf("cucumber-r%d.json", rep)
+	if r.rep > 1 {
+		name, cucumber = fmt.Sprintf("godog-r%d.log", r.rep), fmt.Sprintf("cucumber-r%d.json", r.rep)
 	}
-	godogLog, err := os.Create(filepath.Join(out, name))
+	godogLog, err := os.Create(filepath.Join(r.out, name))
 	if err != nil {
 		return err
 	}
@@ -315,7 +329,7 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 		Name:                "capstone-acceptance",
 		ScenarioInitializer: suite.InitializeScenario,
 		Options: &godog.Options{
-			Format:         "pretty,cucumber:" + filepath.Join(out, cucumber),
+			Format:         "pretty,cucumber:" + filepath.Join(r.out, cucumber),
 			Output:         godogLog,
 			NoColors:       true,
 			FS:             features.FS,
@@ -328,7 +342,7 @@ func (s *Session) runSuite(ctx context.Context, sub *submission.Submission, bund
 		},
 	}
 	if status := ts.Run(); status == 2 && ctx.Err() == nil {
-		bundle.Abort("godog could not run the features (see " + name + ")")
+		r.bundle.Abort("godog could not run the features (see " + name + ")")
 	}
 	return nil
 }

@@ -83,8 +83,19 @@ func (s stubResolver) reply(req *dns.Msg) *dns.Msg {
 
 func (s stubResolver) ServeDNS(w dns.ResponseWriter, req *dns.Msg) { _ = w.WriteMsg(s.reply(req)) }
 
-// iptablesRun runs iptables (a test replaces it).
-var iptablesRun = func(args ...string) error {
+// iptables is the host's packet filter, as the vault rules use it: the host's
+// iptables command (hostIPTables), or a test's fake handed to one Bridge.
+type iptables interface {
+	// run runs iptables with args.
+	run(args ...string) error
+	// list prints a chain's rules (iptables -S).
+	list(chain string) (string, error)
+}
+
+// hostIPTables runs the host's iptables command.
+type hostIPTables struct{}
+
+func (hostIPTables) run(args ...string) error {
 	out, err := exec.Command("iptables", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("iptables %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
@@ -92,8 +103,7 @@ var iptablesRun = func(args ...string) error {
 	return nil
 }
 
-// iptablesList prints a chain's rules (iptables -S; a test replaces it).
-var iptablesList = func(chain string) (string, error) {
+func (hostIPTables) list(chain string) (string, error) {
 	out, err := exec.Command("iptables", "-w", "-S", chain).Output()
 	return string(out), err
 }
@@ -111,12 +121,12 @@ func vaultRules(iface string, addr net.IP) [][]string {
 
 // addVaultRules inserts the exceptions first in INPUT (before the engine's
 // DROP); on a failure it removes those it added.
-func addVaultRules(iface string, addr net.IP) error {
+func addVaultRules(ipt iptables, iface string, addr net.IP) error {
 	rules := vaultRules(iface, addr)
 	for i, r := range rules {
-		if err := iptablesRun(append([]string{"-w", "-I", "INPUT", "1"}, r...)...); err != nil {
+		if err := ipt.run(append([]string{"-w", "-I", "INPUT", "1"}, r...)...); err != nil {
 			for _, done := range rules[:i] {
-				_ = iptablesRun(append([]string{"-w", "-D", "INPUT"}, done...)...)
+				_ = ipt.run(append([]string{"-w", "-D", "INPUT"}, done...)...)
 			}
 			return err
 		}
@@ -126,8 +136,8 @@ func addVaultRules(iface string, addr net.IP) error {
 
 // removeVaultRules deletes every INPUT rule carrying the mark for iface (a
 // crashed run's too, each as many times as it is there).
-func removeVaultRules(iface string) error {
-	list, err := iptablesList("INPUT")
+func removeVaultRules(ipt iptables, iface string) error {
+	list, err := ipt.list("INPUT")
 	if err != nil {
 		return fmt.Errorf("listing INPUT: %w", err)
 	}
@@ -139,7 +149,7 @@ func removeVaultRules(iface string) error {
 			continue
 		}
 		spec := strings.Fields(strings.TrimPrefix(line, "-A INPUT "))
-		if err := iptablesRun(append([]string{"-w", "-D", "INPUT"}, spec...)...); err != nil {
+		if err := ipt.run(append([]string{"-w", "-D", "INPUT"}, spec...)...); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -150,6 +160,17 @@ func removeVaultRules(iface string) error {
 type Bridge struct {
 	Iface string
 	Addr  net.IP
+	// ipt is the packet filter its vault rules go in (nil: the host's
+	// iptables; a test hands a fake to the one bridge it makes).
+	ipt iptables
+}
+
+// iptables is the bridge's packet filter.
+func (b Bridge) iptables() iptables {
+	if b.ipt == nil {
+		return hostIPTables{}
+	}
+	return b.ipt
 }
 
 // engineBridge finds the engine's default bridge network: its gateway (the
@@ -288,7 +309,7 @@ func StartBridgeServices(b Bridge, stubs map[string]string) (*BridgeServices, er
 	go func() { _ = s.udp.ActivateAndServe() }()
 	go func() { _ = s.tcp.ActivateAndServe() }()
 	go func() { _ = s.http.Serve(hl) }()
-	if err := addVaultRules(b.Iface, b.Addr); err != nil {
+	if err := addVaultRules(b.iptables(), b.Iface, b.Addr); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("opening the bridge to the stubs: %w", err)
 	}
@@ -339,7 +360,7 @@ func (s *BridgeServices) Close() error {
 		return nil
 	}
 	s.closeOnce.Do(func() {
-		s.closeErr = removeVaultRules(s.Bridge.Iface)
+		s.closeErr = removeVaultRules(s.Bridge.iptables(), s.Bridge.Iface)
 		s.stop()
 	})
 	return s.closeErr

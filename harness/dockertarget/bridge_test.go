@@ -76,37 +76,34 @@ type fakeIPTables struct {
 	fail  string // an argument that makes a call fail
 }
 
-func (f *fakeIPTables) install(t *testing.T) {
-	oldRun, oldList := iptablesRun, iptablesList
-	t.Cleanup(func() { iptablesRun, iptablesList = oldRun, oldList })
-	iptablesRun = func(args ...string) error {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		line := strings.Join(args, " ")
-		f.calls = append(f.calls, line)
-		if f.fail != "" && strings.Contains(line, f.fail) {
-			return &net.AddrError{Err: "refused by the test", Addr: f.fail}
-		}
-		switch {
-		case len(args) > 4 && args[1] == "-I" && args[2] == "INPUT" && args[3] == "1":
-			f.rules = append([]string{"-A INPUT " + strings.Join(args[4:], " ")}, f.rules...)
-		case len(args) > 3 && args[1] == "-D" && args[2] == "INPUT":
-			want := "-A INPUT " + strings.Join(args[3:], " ")
-			for i, r := range f.rules {
-				if r == want {
-					f.rules = append(f.rules[:i], f.rules[i+1:]...)
-					return nil
-				}
+func (f *fakeIPTables) run(args ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	line := strings.Join(args, " ")
+	f.calls = append(f.calls, line)
+	if f.fail != "" && strings.Contains(line, f.fail) {
+		return &net.AddrError{Err: "refused by the test", Addr: f.fail}
+	}
+	switch {
+	case len(args) > 4 && args[1] == "-I" && args[2] == "INPUT" && args[3] == "1":
+		f.rules = append([]string{"-A INPUT " + strings.Join(args[4:], " ")}, f.rules...)
+	case len(args) > 3 && args[1] == "-D" && args[2] == "INPUT":
+		want := "-A INPUT " + strings.Join(args[3:], " ")
+		for i, r := range f.rules {
+			if r == want {
+				f.rules = append(f.rules[:i], f.rules[i+1:]...)
+				return nil
 			}
-			return &net.AddrError{Err: "no such rule", Addr: want}
 		}
-		return nil
+		return &net.AddrError{Err: "no such rule", Addr: want}
 	}
-	iptablesList = func(chain string) (string, error) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return "-P INPUT ACCEPT\n" + strings.Join(f.rules, "\n") + "\n", nil
-	}
+	return nil
+}
+
+func (f *fakeIPTables) list(chain string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return "-P INPUT ACCEPT\n" + strings.Join(f.rules, "\n") + "\n", nil
 }
 
 // The INPUT exceptions open exactly DNS (UDP, TCP) and HTTP to the bridge's
@@ -119,10 +116,9 @@ func TestVaultRulesAddedFirstAndRemoved(t *testing.T) {
 		"-A INPUT -i osbacc0 -m comment --comment osb-acceptance-docker -j DROP",
 		"-A INPUT -i other0 -d 10.9.9.1/32 -p tcp -m tcp --dport 80 -m comment --comment osb-acceptance-docker-vault -j ACCEPT",
 	}}
-	f.install(t)
 	engine := slices.Clone(f.rules[:2])
 	addr := net.ParseIP("10.213.47.1")
-	if err := addVaultRules("osbacc0", addr); err != nil {
+	if err := addVaultRules(f, "osbacc0", addr); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.rules) != 6 {
@@ -150,7 +146,7 @@ func TestVaultRulesAddedFirstAndRemoved(t *testing.T) {
 	}
 	// A crashed run's leftover exception (twice) goes too.
 	f.rules = append([]string{f.rules[0]}, f.rules...)
-	if err := removeVaultRules("osbacc0"); err != nil {
+	if err := removeVaultRules(f, "osbacc0"); err != nil {
 		t.Fatal(err)
 	}
 	want := append(slices.Clone(engine), "-A INPUT -i other0 -d 10.9.9.1/32 -p tcp -m tcp --dport 80 -m comment --comment osb-acceptance-docker-vault -j ACCEPT")
@@ -162,8 +158,7 @@ func TestVaultRulesAddedFirstAndRemoved(t *testing.T) {
 // An exception that cannot be added leaves none of the others behind.
 func TestVaultRulesRolledBackOnFailure(t *testing.T) {
 	f := &fakeIPTables{fail: "--dport 80"}
-	f.install(t)
-	if err := addVaultRules("osbacc0", net.ParseIP("10.213.47.1")); err == nil {
+	if err := addVaultRules(f, "osbacc0", net.ParseIP("10.213.47.1")); err == nil {
 		t.Fatal("want the failure reported")
 	}
 	if len(f.rules) != 0 {
@@ -184,7 +179,6 @@ func TestDNSFlags(t *testing.T) {
 // address, refuses other hosts, and two runs cannot hold the ports at once.
 func TestBridgeServicesServeAndCollide(t *testing.T) {
 	f := &fakeIPTables{}
-	f.install(t)
 	var gotHost, gotXFF string
 	stub := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gotHost, gotXFF = r.Host, r.Header.Get("X-Forwarded-For")
@@ -194,7 +188,7 @@ func TestBridgeServicesServeAndCollide(t *testing.T) {
 	// A loopback address of its own (127.0.0.0/8 is all loopback on Linux),
 	// so ports 53 and 80 are free whatever else runs on the machine.
 	addr := net.ParseIP("127.213.47.1")
-	b := Bridge{Iface: "lo-test", Addr: addr}
+	b := Bridge{Iface: "lo-test", Addr: addr, ipt: f}
 	s, err := StartBridgeServices(b, map[string]string{"data-api.capstone.test": stub.URL})
 	if err != nil {
 		t.Skipf("not measured: cannot bind ports 53/80 on %s here: %v", addr, err)
@@ -281,8 +275,7 @@ func TestBridgeServicesServeAndCollide(t *testing.T) {
 
 func TestBridgeServicesRefuseNonLoopbackStubs(t *testing.T) {
 	f := &fakeIPTables{}
-	f.install(t)
-	b := Bridge{Iface: "lo-test", Addr: net.ParseIP("127.213.47.2")}
+	b := Bridge{Iface: "lo-test", Addr: net.ParseIP("127.213.47.2"), ipt: f}
 	for _, u := range []string{"http://10.0.0.1:80", "https://127.0.0.1:1", "not a url"} {
 		if s, err := StartBridgeServices(b, map[string]string{"data-api.capstone.test": u}); err == nil {
 			s.Close()

@@ -254,7 +254,7 @@ func startBridge(pool *dockertest.Pool, endpoint string, stubs map[string]string
 	if err != nil {
 		return nil, "the stubs are not offered to sandboxes: " + err.Error()
 	}
-	_ = removeVaultRules(b.Iface) // a crashed run's (the caller holds the lock)
+	_ = removeVaultRules(b.iptables(), b.Iface) // a crashed run's (the caller holds the lock)
 	s, err := StartBridgeServices(b, stubs)
 	if err != nil {
 		return nil, "the stubs are not offered to sandboxes: " + err.Error()

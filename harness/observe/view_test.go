@@ -203,8 +203,8 @@ func listIDs(t *testing.T, a answer) (ids []string, pagination map[string]any) {
 	return ids, l.Pagination
 }
 
-// TestViewsOfATenantlessServer is issue 20's per-submission view through
-// the recording proxy, against a fake tenantless OpenSandbox: two
+// TestViewsOfATenantlessServer: on a target without tenants, each
+// submission sees only its own sandboxes, through the recording proxy, against a fake tenantless OpenSandbox: two
 // submissions (A with two proxies, as its run and its reap have, B with
 // one) and a sandbox the harness created directly. Each list shows only the
 // submission's own sandboxes, paginated as asked; get, delete, renew, pause

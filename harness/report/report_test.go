@@ -124,8 +124,8 @@ func TestReproduce(t *testing.T) {
 	// --target docker makes its own key: --api-key there is a usage error.
 	m.Target = "docker"
 	assert.Equal(t, `acceptance run --target docker --subject 'it'\''s' --seed 42 --tags @criterion:network`, report.Reproduce(m, e))
-	// A submission graded from its directory is graded again (issue 17: the
-	// display name "name (/path)" is no command on PATH).
+	// A submission graded from its directory is graded again from that
+	// directory: its display name "name (/path)" is no command on PATH.
 	m = reporttest.FixtureMeta()
 	m.Subject, m.SubmissionDir = "alice (/srv/class/alice smith)", "/srv/class/alice smith"
 	assert.Equal(t, `acceptance grade --target mock --seed 42 --tags @criterion:network '/srv/class/alice smith'`, report.Reproduce(m, e))

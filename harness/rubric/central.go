@@ -1,7 +1,7 @@
 package rubric
 
-// An entry passes only when its central property was exercised (issue 27
-// item 4): a scenario whose steps all passed without exercising it measured
+// An entry passes only when its central property was exercised, so that no
+// points are given for what never ran: a scenario whose steps all passed without exercising it measured
 // nothing of the entry. The steps apply the rule once, where a scenario's
 // outcome is recorded (steps/blame.go, centralUnexercised): a passed
 // scenario that ran the subject but left an entry's central property

@@ -73,6 +73,8 @@ func TestCheckerCatchesPlantedViolations(t *testing.T) {
 		{"server-imports-no-grader", "mock-server", "harness/summary"},
 		{"server-imports-no-grader", "mock-server/wire", "harness/summary"},
 		{"wire-imports-nothing", "mock-server/wire", "harness/summary"},
+		{"cgroup-imports-nothing", "internal/cgroup", "harness/summary"},
+		{"server-imports-no-grader", "mock-server/runtime", "internal/grading"},
 		{"rubric-imports-nothing", "harness/rubric", "harness/summary"},
 		{"steps-name-no-runner-and-no-server", "steps", "harness/subject"},
 		{"steps-name-no-runner-and-no-server", "steps", "harness/observe"},

@@ -96,7 +96,7 @@ func Run() int {
 func (a *Agent) serve(ctx context.Context, ln net.Listener) error {
 	if sock := a.cfg.GatewaySocket; sock != "" {
 		if _, err := os.Stat(sock); err == nil {
-			if err := startSidecar(ctx, sock); err != nil {
+			if err := a.startSidecar(ctx, sock); err != nil {
 				log.Printf("egress sidecar: %v", err)
 			}
 		} else {
@@ -124,6 +124,9 @@ type Agent struct {
 	evMu     sync.Mutex
 	cmds     *registry
 	sessions sessions
+	// startSidecar starts the egress sidecar (the package's startSidecar;
+	// a test sets its own after New).
+	startSidecar func(ctx context.Context, gatewaySocket string) error
 }
 
 // New builds an agent. events receives one runtime.AgentEvent JSON per line
@@ -135,7 +138,7 @@ func New(cfg runtime.AgentConfig, events io.Writer) *Agent {
 	if cfg.Workspace == "" {
 		cfg.Workspace = "/workspace"
 	}
-	return &Agent{cfg: cfg, events: events, cmds: newRegistry()}
+	return &Agent{cfg: cfg, events: events, cmds: newRegistry(), startSidecar: startSidecar}
 }
 
 func (a *Agent) report(ev runtime.AgentEvent) {

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// TestUploadModeLikeExecd (issue 9 item 12): real execd creates an uploaded
+// TestUploadModeLikeExecd: real execd creates an uploaded
 // file with 0777 minus the umask (0755), keeps an existing file's mode, and
 // applies an explicit mode.
 func TestUploadModeLikeExecd(t *testing.T) {
@@ -43,7 +43,7 @@ func TestUploadModeLikeExecd(t *testing.T) {
 	}
 }
 
-// TestLineRangeLikeExecd (issue 9 item 11): offset/limit reads join the lines
+// TestLineRangeLikeExecd: as real execd, offset/limit reads join the lines
 // with "\n" and add no newline after the last one; "\r\n" is stripped too.
 func TestLineRangeLikeExecd(t *testing.T) {
 	_, srv, root := testAgent(t)
@@ -73,7 +73,7 @@ func TestLineRangeLikeExecd(t *testing.T) {
 	}
 }
 
-// TestBackgroundLogsByteCursor (issue 9 item 11): a background command's logs
+// TestBackgroundLogsByteCursor: a background command's logs
 // are its raw combined output from a byte offset (real execd seeks its log
 // file); the cursor header is the offset after the last byte; an unfinished
 // last line gets no "\n"; a foreground command has no logs (400, as real).

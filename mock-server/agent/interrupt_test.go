@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestInterruptRightAfterInit (issue 9 item 10): the command is registered as
+// TestInterruptRightAfterInit: the command is registered as
 // running before init is sent, so an interrupt sent as soon as init arrives
 // always stops it (real execd: storeCommandKernel, then OnExecuteInit).
 func TestInterruptRightAfterInit(t *testing.T) {

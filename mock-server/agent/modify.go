@@ -83,9 +83,6 @@ func (a *Agent) handleMove(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// copyTreeFn is copyTree; a test replaces it to fail a copy half-way.
-var copyTreeFn = copyTree
-
 // moveAcross moves src to dst across mounts (/workspace ↔ /tmp are separate
 // bind mounts here, one overlay filesystem in a Docker container): a copy,
 // then the source removed. It refuses what rename(2) refuses in a container
@@ -94,7 +91,11 @@ var copyTreeFn = copyTree
 // until something broke), and a mount point, or a tree holding one (EBUSY,
 // e.g. "/", "/proc", "/workspace"). A copy that fails half-way is removed:
 // the source is untouched and nothing is left behind.
-func moveAcross(src, dst string) error {
+func moveAcross(src, dst string) error { return moveAcrossWith(src, dst, copyTree) }
+
+// moveAcrossWith is moveAcross copying with copyFn (copyTree; a test's
+// fails a copy half-way).
+func moveAcrossWith(src, dst string, copyFn func(src, dst string) error) error {
 	if rel, err := filepath.Rel(src, dst); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
 		return &os.LinkError{Op: "rename", Old: src, New: dst, Err: syscall.EINVAL}
 	}
@@ -103,7 +104,7 @@ func moveAcross(src, dst string) error {
 			return &os.LinkError{Op: "rename", Old: src, New: dst, Err: syscall.EBUSY}
 		}
 	}
-	if err := copyTreeFn(src, dst); err != nil {
+	if err := copyFn(src, dst); err != nil {
 		_ = os.RemoveAll(dst)
 		return err
 	}

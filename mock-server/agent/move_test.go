@@ -24,7 +24,7 @@ func TestMoveAcrossMounts(t *testing.T) {
 	}
 	copied := 0
 	failAfter := -1 // copies fail once this many happened (-1: never)
-	copyTreeFn = func(s, d string) error {
+	copyFn := func(s, d string) error {
 		if failAfter >= 0 && copied >= failAfter {
 			if err := os.MkdirAll(filepath.Join(d, "half"), 0o755); err != nil {
 				t.Fatal(err)
@@ -34,20 +34,19 @@ func TestMoveAcrossMounts(t *testing.T) {
 		copied++
 		return copyTree(s, d)
 	}
-	defer func() { copyTreeFn = copyTree }()
 
 	// into its own subtree: EINVAL, nothing copied
-	err := moveAcross(src, filepath.Join(src, "sub", "inside"))
+	err := moveAcrossWith(src, filepath.Join(src, "sub", "inside"), copyFn)
 	if !errors.Is(err, syscall.EINVAL) || copied != 0 {
 		t.Fatalf("move into own subtree: %v (copies %d)", err, copied)
 	}
-	err = moveAcross("/", filepath.Join(dir, "root"))
+	err = moveAcrossWith("/", filepath.Join(dir, "root"), copyFn)
 	if !errors.Is(err, syscall.EINVAL) || copied != 0 {
 		t.Fatalf("move /: %v (copies %d)", err, copied)
 	}
 	// a mount point, or a tree holding one: EBUSY, nothing copied
 	for _, mp := range []string{"/proc", "/sys"} {
-		err := moveAcross(mp, filepath.Join(dir, "root"))
+		err := moveAcrossWith(mp, filepath.Join(dir, "root"), copyFn)
 		if !errors.Is(err, syscall.EBUSY) || copied != 0 {
 			t.Fatalf("move %s: %v (copies %d)", mp, err, copied)
 		}
@@ -58,7 +57,7 @@ func TestMoveAcrossMounts(t *testing.T) {
 	// a copy failing half-way: the partial destination is removed, the source kept
 	failAfter = 0
 	dst := filepath.Join(dir, "dst")
-	if err := moveAcross(src, dst); err == nil {
+	if err := moveAcrossWith(src, dst, copyFn); err == nil {
 		t.Fatal("the failed copy was reported as a move")
 	}
 	if _, err := os.Lstat(dst); !os.IsNotExist(err) {
@@ -69,7 +68,7 @@ func TestMoveAcrossMounts(t *testing.T) {
 	}
 	// and a move that works: copied, the source removed
 	failAfter = -1
-	if err := moveAcross(src, dst); err != nil {
+	if err := moveAcrossWith(src, dst, copyFn); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dst, "sub", "a.txt")); err != nil || string(b) != "a" {

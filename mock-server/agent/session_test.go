@@ -21,7 +21,7 @@ func runSession(t *testing.T, base, sid string, body map[string]any) streamResul
 	return readStream(t, res)
 }
 
-// TestBashSession (issue 9 item 15): /session keeps the working directory
+// TestBashSession: /session keeps the working directory
 // and exported variables across runs (as real execd's bash sessions), streams
 // combined output as stdout events, reports the exit code as /command does,
 // and DELETE ends it (404 CONTEXT_NOT_FOUND afterwards).

@@ -11,8 +11,9 @@ import (
 // returns once every listener is bound (the sidecar then serves until ctx
 // ends), so execd (and with it the sandbox's readiness) comes after it, as a
 // Docker sandbox joins its sidecar's network only once the sidecar is
-// healthy. It is a variable so tests can replace it.
-var startSidecar = func(ctx context.Context, gatewaySocket string) error {
+// healthy. It is the default of Agent.startSidecar (a test sets its own on
+// the agent it makes).
+func startSidecar(ctx context.Context, gatewaySocket string) error {
 	_, err := sidecar.Start(ctx, sidecar.Config{GatewaySocket: gatewaySocket})
 	return err
 }

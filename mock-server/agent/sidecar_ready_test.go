@@ -22,8 +22,7 @@ func TestExecdAnswersOnlyAfterSidecarListens(t *testing.T) {
 	}
 	release := make(chan struct{})
 	started := make(chan struct{})
-	orig := startSidecar
-	startSidecar = func(ctx context.Context, gw string) error {
+	fakeSidecar := func(ctx context.Context, gw string) error {
 		if gw != sock {
 			t.Errorf("sidecar got gateway %q, want %q", gw, sock)
 		}
@@ -31,7 +30,6 @@ func TestExecdAnswersOnlyAfterSidecarListens(t *testing.T) {
 		<-release
 		return nil
 	}
-	defer func() { startSidecar = orig }()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -39,6 +37,7 @@ func TestExecdAnswersOnlyAfterSidecarListens(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := New(runtime.AgentConfig{Root: t.TempDir(), GatewaySocket: sock}, nil)
+	a.startSidecar = fakeSidecar
 	done := make(chan error, 1)
 	go func() { done <- a.serve(ctx, ln) }()
 	defer func() {

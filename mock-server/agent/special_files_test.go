@@ -44,7 +44,7 @@ func do(t *testing.T, method, url, ct, body string, hdr ...string) (int, string)
 	return res.StatusCode, string(b)
 }
 
-// TestNonRegularFilesRejected (issue 9 item 3): devices and FIFOs through
+// TestNonRegularFilesRejected: devices and FIFOs through
 // every files API that reads or writes content answer a clear 4xx at once,
 // never block, never read without bound.
 func TestNonRegularFilesRejected(t *testing.T) {

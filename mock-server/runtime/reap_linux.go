@@ -47,14 +47,14 @@ func (l *Linux) Reap() ([]string, error) {
 		}
 		// 1. processes: cgroup members, then host-side wrappers referencing the dir.
 		if l.cg != nil && idRE.MatchString(m.ID) && (m.Group == "" || idRE.MatchString(m.Group)) {
-			sc := &sandboxCgroup{v2: l.cg.v2, id: m.ID, dirs: l.cg.dirsIn(m.Group, m.ID), owner: l.cg, group: m.Group}
-			for _, p := range sc.pids() {
+			sc := l.cg.sandboxIn(m.Group, m.ID)
+			for _, p := range sc.Pids() {
 				removed = append(removed, "process "+strconv.Itoa(p))
 			}
 			if err := sc.killAll(5 * time.Second); err != nil && firstErr == nil {
 				firstErr = err
 			}
-			for ctrl, d := range sc.dirs {
+			for ctrl, d := range sc.Dirs {
 				if _, err := os.Stat(d); err == nil {
 					removed = append(removed, fmt.Sprintf("cgroup %s:%s", ctrl, d))
 				}

@@ -253,7 +253,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 			// A wrapper puts itself into the cgroups, then execs nsenter → bwrap,
 			// so every sandbox process is accounted for from its first instruction.
 			script := `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"`
-			pre := append([]string{"/bin/sh", "-c", script, "osb-cgexec"}, s.cg.procsFiles()...)
+			pre := append([]string{"/bin/sh", "-c", script, "osb-cgexec"}, s.cg.ProcsFiles()...)
 			argv = append(append(pre, "--"), argv...)
 		}
 		s.cmd = exec.Command(argv[0], argv[1:]...)
@@ -622,8 +622,8 @@ func (s *sandbox) Pause() error {
 		return ErrNotRunning
 	}
 	if s.cg != nil && s.cg.canFreeze() {
-		if err := s.cg.freeze(); err != nil {
-			_ = s.cg.thaw()
+		if err := s.cg.Freeze(); err != nil {
+			_ = s.cg.Thaw()
 			return fmt.Errorf("pause: %w", err)
 		}
 	} else {
@@ -647,7 +647,7 @@ func (s *sandbox) Resume() error {
 		return ErrNotPaused
 	}
 	if s.cg != nil && s.cg.canFreeze() {
-		if err := s.cg.thaw(); err != nil {
+		if err := s.cg.Thaw(); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
 	} else {
@@ -668,7 +668,7 @@ func (s *sandbox) Pids() []int {
 
 func (s *sandbox) pidsLocked() []int {
 	if s.cg != nil {
-		return s.cg.pids()
+		return s.cg.Pids()
 	}
 	if s.cmd == nil || s.cmd.Process == nil {
 		return nil

@@ -61,8 +61,8 @@ const (
 	FlawUploadIndex = "upload-index"
 	// FlawEnvSecrets puts the data API's token and the OpenSandbox API key
 	// into its sandbox's environment on create, "so the model's scripts can
-	// call the APIs themselves" (issue 27), instead of leaving the token to
-	// the Credential Vault.
+	// call the APIs themselves", instead of leaving the token to the
+	// Credential Vault: the leak credential and M3 must catch in an agent's run.
 	FlawEnvSecrets = "env-secrets"
 )
 

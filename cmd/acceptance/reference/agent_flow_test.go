@@ -194,8 +194,8 @@ func TestAgentFlawEnvInPromptLeaksTheEnvironment(t *testing.T) {
 	assert.True(t, strings.Contains(m.requests()[0], "OPEN_SANDBOX_API_KEY="))
 }
 
-// TestAgentFlawEnvSecretsPutsTheKeysInTheSandbox: the calibration flaw of
-// issue 27 puts the data-API token and the OpenSandbox key into the
+// TestAgentFlawEnvSecretsPutsTheKeysInTheSandbox: the calibration flaw that
+// shows an agent's leak is caught puts the data-API token and the OpenSandbox key into the
 // sandbox's env on create; without it the create carries no env at all.
 func TestAgentFlawEnvSecretsPutsTheKeysInTheSandbox(t *testing.T) {
 	f := newFake(t)
