@@ -3,13 +3,13 @@ package steps
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/command"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
@@ -119,7 +119,7 @@ func d2AnswersFromAudit(events []osb.AuditEvent, id string, at time.Time) []d2An
 // d2AnswersFromCalls reads a real target's recording proxy: the calls for
 // sandbox id at or after the fault, in order (status 0: the connection
 // failed).
-func d2AnswersFromCalls(calls []observe.Call, id string, at time.Time) []d2Answer {
+func d2AnswersFromCalls(calls []command.Call, id string, at time.Time) []d2Answer {
 	var out []d2Answer
 	for _, c := range calls {
 		if c.SandboxID != id || c.Time.Before(at) {

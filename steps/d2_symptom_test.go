@@ -13,7 +13,6 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/core"
-	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/subject"
@@ -23,7 +22,7 @@ import (
 
 // d2Scenario is a D2 run on the bundled server whose audit is events (as
 // fetched: loadAudit finds it loaded) and whose summary reports class.
-func d2Scenario(t *testing.T, target core.Target, events []osb.AuditEvent, observed []observe.Call, class string) (context.Context, *scenario, time.Time) {
+func d2Scenario(t *testing.T, target core.Target, events []osb.AuditEvent, observed []command.Call, class string) (context.Context, *scenario, time.Time) {
 	t.Helper()
 	e, _ := blameEnv(t, target)
 	start := time.Now().Add(-time.Minute)
@@ -129,7 +128,7 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 
 	t.Run("a real target: the recording proxy's answers", func(t *testing.T) {
 		at := time.Now().Add(-time.Minute).Add(2 * time.Second)
-		calls := []observe.Call{
+		calls := []command.Call{
 			{Time: at.Add(-time.Second), Method: "POST", Path: "/files/upload", Status: 200, SandboxID: "sb-1", Port: 44772},
 			{Time: at.Add(time.Second), Method: "POST", Path: "/command", Status: 404, SandboxID: "sb-1", Port: 44772},
 			{Time: at.Add(2 * time.Second), Method: "GET", Path: "/v1/sandboxes/sb-2", Status: 500, SandboxID: "sb-2"},
