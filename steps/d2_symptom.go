@@ -3,13 +3,13 @@ package steps
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/osb-capstone/acceptance/harness/command"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
