@@ -7,7 +7,29 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+
+	"github.com/osb-capstone/acceptance/harness/inert"
 )
+
+// A step error's text reaches godog.log, the console and every report: it
+// is one inert line (inert.Line), whatever of the submission's text its
+// arguments carry. The error it wraps stays reachable (errors.Is/As).
+type lineError struct {
+	err error
+	msg string
+}
+
+func (e *lineError) Error() string { return e.msg }
+func (e *lineError) Unwrap() error { return e.err }
+
+// Errorf is fmt.Errorf whose text is one inert line.
+func Errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	if inert.Clean(err.Error()) {
+		return err
+	}
+	return &lineError{err: err, msg: inert.Line(err.Error())}
+}
 
 // HarnessFault is an error that is the harness's or the target's, never the
 // submission's.
@@ -18,7 +40,7 @@ func (h *HarnessFault) Unwrap() error { return h.Err }
 
 // Harnessf is an error of the harness or the target.
 func Harnessf(format string, args ...any) error {
-	return &HarnessFault{Err: fmt.Errorf(format, args...)}
+	return &HarnessFault{Err: Errorf(format, args...)}
 }
 
 // IsHarnessFault reports whether err is the harness's or the target's: a
@@ -38,7 +60,7 @@ func (v *Violation) Unwrap() error { return v.Err }
 
 // Violationf is a Violation.
 func Violationf(format string, args ...any) error {
-	return &Violation{Err: fmt.Errorf(format, args...)}
+	return &Violation{Err: Errorf(format, args...)}
 }
 
 // IsViolation reports whether err is a Violation (and not the grader's own
@@ -58,7 +80,7 @@ func Failf(format string, args ...any) error {
 			return Harnessf(format, args...)
 		}
 	}
-	return fmt.Errorf(format, args...)
+	return Errorf(format, args...)
 }
 
 // The command's own outcomes that are neither the harness's nor a failure

@@ -20,6 +20,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/features"
 	"github.com/osb-capstone/acceptance/harness/confine"
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/report"
 	_ "github.com/osb-capstone/acceptance/harness/report/render" // registers the bundle's renderers
@@ -330,7 +331,7 @@ func (s *Session) runSuite(ctx context.Context, r suiteRun) error {
 		ScenarioInitializer: suite.InitializeScenario,
 		Options: &godog.Options{
 			Format:         "pretty,cucumber:" + filepath.Join(r.out, cucumber),
-			Output:         godogLog,
+			Output:         inert.TextWriter(godogLog), // its step errors and step text can carry the submission's words
 			NoColors:       true,
 			FS:             features.FS,
 			Paths:          []string{"."},

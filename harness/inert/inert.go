@@ -16,6 +16,7 @@
 package inert
 
 import (
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -176,3 +177,18 @@ func Markdown(s string) string {
 
 // asciiPunct is CommonMark's ASCII punctuation: each may be backslash-escaped.
 const asciiPunct = "!\"#$%'()*+,-./:;=?@[\\]^_`{|}~" // & < > are written as entities
+
+// TextWriter writes through w what is written to it as Text: its lines and
+// tabs kept, every other Dangerous rune escaped (godog.log, whose step
+// errors and step text can carry the submission's words). Each Write is
+// escaped on its own: a rune split across two writes is escaped as its bytes.
+func TextWriter(w io.Writer) io.Writer { return textWriter{w} }
+
+type textWriter struct{ w io.Writer }
+
+func (t textWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, Text(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
