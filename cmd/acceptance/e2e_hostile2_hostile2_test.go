@@ -64,6 +64,9 @@ func TestHostileCalibration2(t *testing.T) {
 	}
 	volumes := filepath.Join(mockserver.DefaultStateRoot, "volumes")
 	volumesBefore := h2SetuidFiles(volumes)
+	// hostile2-volume's named volume, wherever a server left it (its claim
+	// name is this round's own): never left on the machine by the test.
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(volumes, "hostile2-shared")) })
 
 	// Alone: reference and student, as the class would have them.
 	alone := gradeForHostile2(t, e, exe, subs, "alone", []string{"reference", "student"})
@@ -81,6 +84,9 @@ func TestHostileCalibration2(t *testing.T) {
 		rows := classRows(t, class.out)
 		for i, n := range names {
 			row, ok := rows[twoDigits(i+1)+"-"+n]
+			if !ok && hostile2MayBeRefused[n] {
+				continue
+			}
 			if assert.True(t, ok, "class.csv has no row for %s", n) {
 				assert.NotEqual(t, "unreadable", row["verdict"], "%s: %s", n, row["error"])
 			}
@@ -114,6 +120,12 @@ func TestHostileCalibration2(t *testing.T) {
 		i, c := i+2, c
 		t.Run(c.dir, func(t *testing.T) {
 			b := &hostileBundle{dir: filepath.Join(class.out, twoDigits(i+1)+"-"+c.dir)}
+			if _, err := os.Stat(filepath.Join(b.dir, "report.json")); err != nil && hostile2MayBeRefused[c.dir] {
+				// Refused before it ran (its manifest is an error): nothing
+				// to score; what it printed is checked with the console.
+				t.Logf("%s was not graded: %s", c.dir, classRows(t, class.out)[twoDigits(i+1)+"-"+c.dir]["error"])
+				return
+			}
 			b.report = calibrationBundle(t, class.out, i, c.dir)
 			b.attacks = attackRecords(b.dir)
 			require.NotNil(t, b.report, "no report")
@@ -303,7 +315,14 @@ var hostile2Set = []hostileCase{
 	// run reports an error; what must hold is checked for the whole class
 	// above ("everything the submissions wrote is inert").
 	{dir: "hostile2-injection", attack: "", fail: []string{"maintainability"}},
+	// Unknown manifest keys holding ESC/OSC bytes and forged lines: checked
+	// with the console and every file.
+	{dir: "hostile2-yaml-keys"},
 }
+
+// hostile2MayBeRefused are members whose manifest the grader may refuse
+// outright (not graded: no bundle); the others must have a report.
+var hostile2MayBeRefused = map[string]bool{"hostile2-yaml-keys": true}
 
 const (
 	// hostile2Tags: every command an attack rides on (contract: M0; run:
