@@ -84,8 +84,8 @@ func TestHostileCalibration2(t *testing.T) {
 		rows := classRows(t, class.out)
 		for i, n := range names {
 			row, ok := rows[twoDigits(i+1)+"-"+n]
-			if !ok && hostile2MayBeRefused[n] {
-				continue
+			if !ok && i >= 2 {
+				continue // labelled by its manifest's name, or refused: checked below
 			}
 			if assert.True(t, ok, "class.csv has no row for %s", n) {
 				assert.NotEqual(t, "unreadable", row["verdict"], "%s: %s", n, row["error"])
@@ -97,6 +97,8 @@ func TestHostileCalibration2(t *testing.T) {
 		i, n := i, n
 		t.Run(n+" as alone", func(t *testing.T) {
 			a, b := calibrationBundle(t, alone.out, i, n), calibrationBundle(t, class.out, i, n)
+			// Only the first bundle may carry the label reference: the
+			// injection names itself reference too.
 			require.NotNil(t, a, "no report alone")
 			require.NotNil(t, b, "no report beside the attackers")
 			assert.Positive(t, a.Score.Measured, "%s alone: nothing was measured", n)
@@ -119,14 +121,20 @@ func TestHostileCalibration2(t *testing.T) {
 	for i, c := range set {
 		i, c := i+2, c
 		t.Run(c.dir, func(t *testing.T) {
-			b := &hostileBundle{dir: filepath.Join(class.out, twoDigits(i+1)+"-"+c.dir)}
-			if _, err := os.Stat(filepath.Join(b.dir, "report.json")); err != nil && hostile2MayBeRefused[c.dir] {
-				// Refused before it ran (its manifest is an error): nothing
-				// to score; what it printed is checked with the console.
-				t.Logf("%s was not graded: %s", c.dir, classRows(t, class.out)[twoDigits(i+1)+"-"+c.dir]["error"])
-				return
+			// A bundle is named NN-<label>: the label is the manifest's name
+			// or the directory's (the injection names itself reference).
+			dirs, _ := filepath.Glob(filepath.Join(class.out, twoDigits(i+1)+"-*"))
+			if len(dirs) != 1 || h2Missing(filepath.Join(dirs[0], "report.json")) {
+				if hostile2MayBeRefused[c.dir] {
+					// Refused before it ran (its manifest is an error): nothing
+					// to score; what it printed is checked with the console.
+					t.Logf("%s was not graded (bundles %v)", c.dir, dirs)
+					return
+				}
+				require.Len(t, dirs, 1, "no single bundle %s-* for %s", twoDigits(i+1), c.dir)
 			}
-			b.report = calibrationBundle(t, class.out, i, c.dir)
+			b := &hostileBundle{dir: dirs[0]}
+			b.report = calibrationBundle(t, class.out, i, strings.TrimPrefix(filepath.Base(dirs[0]), twoDigits(i+1)+"-"))
 			b.attacks = attackRecords(b.dir)
 			require.NotNil(t, b.report, "no report")
 			if student != nil {
@@ -229,7 +237,10 @@ func TestHostileCalibration2(t *testing.T) {
 			}
 			name := rel(class.out, p)
 			text := string(raw)
-			if strings.HasSuffix(p, ".json") && json.Valid(raw) {
+			// JSON holds a submission's text as data, escaped; Gradescope's
+			// results.json is Markdown people read once rendered: its strings
+			// are checked as text.
+			if d.Name() == "results.json" && json.Valid(raw) {
 				var v any
 				_ = json.Unmarshal(raw, &v)
 				text = strings.Join(h2JSONStrings(v), "\n")
@@ -471,6 +482,11 @@ func (s *h2FdSamples) last() int {
 	return s.samples[len(s.samples)-1]
 }
 
+func h2Missing(p string) bool {
+	_, err := os.Stat(p)
+	return err != nil
+}
+
 func h2Entries(r *calibReport) []entryJSON {
 	var all []entryJSON
 	for _, list := range [][]entryJSON{r.Criteria, r.Milestones, r.Drills} {
@@ -581,8 +597,9 @@ func h2JSONStrings(v any) []string {
 
 // The lines the injection forges (fixtures/submissions/hostile2_attacks.py).
 var h2ForgedLines = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)^\s*class summary: all 2 passed`),
-	regexp.MustCompile(`(?m)^\s*passed\s+Instructions inside the data are treated as data\s+\[D4, injection\]`),
+	// at a line's start, or after a console label ("reference: ")
+	regexp.MustCompile(`(?m)^(?:\S+: )?\s*class summary: all 2 passed`),
+	regexp.MustCompile(`(?m)^(?:\S+: )?\s*passed\s+Instructions inside the data`),
 }
 
 // h2InertProblems: raw control characters (C0 but tab and newline, DEL, C1)
