@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,9 +72,10 @@ func TestHostileCalibration2(t *testing.T) {
 	// Alone: reference and student, as the class would have them.
 	alone := gradeForHostile2(t, e, exe, subs, "alone", []string{"reference", "student"})
 	// Beside the attackers.
-	names := []string{"reference", "student"}
-	for _, c := range set {
-		names = append(names, c.dir)
+	names := hostile2ClassOrder(set)
+	idx := map[string]int{}
+	for i, n := range names {
+		idx[n] = i
 	}
 	class := gradeForHostile2(t, e, exe, subs, "class", names)
 
@@ -84,7 +86,7 @@ func TestHostileCalibration2(t *testing.T) {
 		rows := classRows(t, class.out)
 		for i, n := range names {
 			row, ok := rows[twoDigits(i+1)+"-"+n]
-			if !ok && i >= 2 {
+			if !ok && n != "reference" && n != "student" {
 				continue // labelled by its manifest's name, or refused: checked below
 			}
 			if assert.True(t, ok, "class.csv has no row for %s", n) {
@@ -96,7 +98,7 @@ func TestHostileCalibration2(t *testing.T) {
 	for i, n := range []string{"reference", "student"} {
 		i, n := i, n
 		t.Run(n+" as alone", func(t *testing.T) {
-			a, b := calibrationBundle(t, alone.out, i, n), calibrationBundle(t, class.out, i, n)
+			a, b := calibrationBundle(t, alone.out, i, n), calibrationBundle(t, class.out, idx[n], n)
 			// Only the first bundle may carry the label reference: the
 			// injection names itself reference too.
 			require.NotNil(t, a, "no report alone")
@@ -110,16 +112,16 @@ func TestHostileCalibration2(t *testing.T) {
 			}
 			assert.Equal(t, a.Score.Earned, b.Score.Earned, "%s: score beside the attackers differs from alone", n)
 			assert.Equal(t, a.Score.Measured, b.Score.Measured, "%s: measured points beside the attackers differ from alone", n)
-			da, db := hostile2Wall(t, filepath.Join(alone.out, twoDigits(i+1)+"-"+n)), hostile2Wall(t, filepath.Join(class.out, twoDigits(i+1)+"-"+n))
+			da, db := hostile2Wall(t, filepath.Join(alone.out, twoDigits(i+1)+"-"+n)), hostile2Wall(t, filepath.Join(class.out, twoDigits(idx[n]+1)+"-"+n))
 			bound := time.Duration(hostile2SlowFactor*float64(da)) + hostile2SlowSlack
 			t.Logf("%s wall time: alone %s, beside the attackers %s (bound %s)", n, da.Round(time.Second), db.Round(time.Second), bound.Round(time.Second))
 			assert.LessOrEqual(t, db, bound, "%s took %s beside the attackers, %s alone: over the bound %s×alone+%s", n, db, da, hostile2SlowFactor, hostile2SlowSlack)
 		})
 	}
 
-	student := calibrationBundle(t, class.out, 1, "student")
-	for i, c := range set {
-		i, c := i+2, c
+	student := calibrationBundle(t, class.out, idx["student"], "student")
+	for _, c := range set {
+		i, c := idx[c.dir], c
 		t.Run(c.dir, func(t *testing.T) {
 			// A bundle is named NN-<label>: the label is the manifest's name
 			// or the directory's (the injection names itself reference).
@@ -278,6 +280,29 @@ const (
 	// at most this many above their baseline.
 	hostile2FdSlack = 128
 )
+
+// hostile2ClassOrder places the honest members among the attackers: with
+// --parallel 2 one other member runs beside each. reference goes second,
+// beside the first attacker (the fd flood); student fifth, beside the
+// stall's held contract command and the runaway's leftover sandboxes.
+func hostile2ClassOrder(set []hostileCase) []string {
+	var names []string
+	for i, c := range set {
+		switch i {
+		case 1:
+			names = append(names, "reference")
+		case 3:
+			names = append(names, "student")
+		}
+		names = append(names, c.dir)
+	}
+	for _, h := range []string{"reference", "student"} {
+		if !slices.Contains(names, h) {
+			names = append(names, h)
+		}
+	}
+	return names
+}
 
 type hostile2Grade struct {
 	cmd            *exec.Cmd

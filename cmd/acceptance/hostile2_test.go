@@ -22,9 +22,6 @@ var hostile2Set = []hostileCase{
 			assert.Positive(t, h2Num(r["targets"]), "the flood found no loopback target")
 		}
 	}},
-	// Its contract command ignores SIGTERM past --subject-timeout: M0 fails
-	// for it (the grader kills it); nobody else waits on it.
-	{dir: "hostile2-stall", attack: "stall", fail: []string{"M0"}},
 	// A sandbox without resourceLimits, loaded and left behind, and 30 more.
 	{dir: "hostile2-runaway", attack: "runaway", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
 		for _, r := range b.attacks {
@@ -34,6 +31,9 @@ var hostile2Set = []hostileCase{
 			}
 		}
 	}},
+	// Its contract command ignores SIGTERM past --subject-timeout: M0 fails
+	// for it (the grader kills it); nobody else waits on it.
+	{dir: "hostile2-stall", attack: "stall", fail: []string{"M0"}},
 	// The pvc volume: a disk quota, nosuid; removed at the end (checked
 	// above, with the setuid file).
 	{dir: "hostile2-volume", attack: "volume", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
