@@ -22,10 +22,11 @@ var hostile2Set = []hostileCase{
 			assert.Positive(t, h2Num(r["targets"]), "the flood found no loopback target")
 		}
 	}},
-	// A sandbox without resourceLimits, loaded and left behind, and 30 more.
+	// A sandbox without resourceLimits, loaded and left behind, and 70 more
+	// (the bundled server's quota is 64 live sandboxes a tenant).
 	{dir: "hostile2-runaway", attack: "runaway", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
 		for _, r := range b.attacks {
-			assert.Less(t, h2Num(r["extra_accepted"]), 30.0, "30 more sandboxes were accepted: no per-submission quota")
+			assert.Less(t, h2Num(r["extra_accepted"]), 70.0, "70 more sandboxes were accepted: no per-submission quota")
 			if in, ok := r["inside"].([]any); ok && len(in) > 1 {
 				assert.NotEqual(t, "max", in[1], "a sandbox created without resourceLimits got no pids limit")
 			}
@@ -50,6 +51,9 @@ var hostile2Set = []hostileCase{
 	{dir: "hostile2-keyless", attack: "keyless-proxy", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
 		for _, r := range b.attacks {
 			assert.EqualValues(t, 0, r["commands_ran"], "the keyless proxy ran commands in other submissions' sandboxes: %v", r["ran_in"])
+			if h2Num(r["ids_tried"]) == 0 {
+				t.Logf("the guard's refusal was not exercised: the attack learned no other sandbox's id (sources %v)", r["sources"])
+			}
 		}
 	}},
 	// 100,000 empty directories and 3,000 files: the copy-out counts every
