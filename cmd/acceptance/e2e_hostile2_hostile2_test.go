@@ -247,8 +247,15 @@ func TestHostileCalibration2(t *testing.T) {
 				_ = json.Unmarshal(raw, &v)
 				text = strings.Join(h2JSONStrings(v), "\n")
 			}
+			// Every file: no raw control character. Line-oriented text people
+			// read (logs, Markdown, Gradescope's output): no forged line
+			// either; in JSON, XML, HTML and CSV a newline of the
+			// submission's is data, escaped or quoted.
+			lines := strings.HasSuffix(p, ".log") || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".txt") || d.Name() == "results.json"
 			for _, prob := range h2InertProblems(text) {
-				t.Errorf("%s: %s", name, prob)
+				if lines || strings.HasPrefix(prob, "raw control") {
+					t.Errorf("%s: %s", name, prob)
+				}
 			}
 			switch {
 			case strings.HasSuffix(p, ".md") || d.Name() == "results.json":
