@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -114,7 +113,8 @@ func TestHostileCalibration2(t *testing.T) {
 			assert.Equal(t, a.Score.Measured, b.Score.Measured, "%s: measured points beside the attackers differ from alone", n)
 			da, db := hostile2Wall(t, filepath.Join(alone.out, twoDigits(i+1)+"-"+n)), hostile2Wall(t, filepath.Join(class.out, twoDigits(idx[n]+1)+"-"+n))
 			bound := time.Duration(hostile2SlowFactor*float64(da)) + hostile2SlowSlack
-			t.Logf("%s wall time: alone %s, beside the attackers %s (bound %s)", n, da.Round(time.Second), db.Round(time.Second), bound.Round(time.Second))
+			t.Logf("%s wall time: alone %s, beside the attackers %s (bound %s); graded beside %v", n, da.Round(time.Second), db.Round(time.Second), bound.Round(time.Second),
+				h2Beside(class.out, filepath.Join(class.out, twoDigits(idx[n]+1)+"-"+n)))
 			assert.LessOrEqual(t, db, bound, "%s took %s beside the attackers, %s alone: over the bound %s×alone+%s", n, db, da, hostile2SlowFactor, hostile2SlowSlack)
 		})
 	}
@@ -288,27 +288,42 @@ const (
 	hostile2FdSlack = 128
 )
 
-// hostile2ClassOrder places the honest members among the attackers: with
-// --parallel 2 one other member runs beside each. reference goes second,
-// beside the first attacker (the fd flood); student fifth, beside the
-// stall's held contract command and the runaway's leftover sandboxes.
+// hostile2ClassOrder is the class's argument order: reference, student,
+// then the attackers. It names the bundles (NN-…) only: grade starts its
+// members in no fixed order (each waits for one of the --parallel slots), so
+// which attackers run beside an honest member varies from run to run; the
+// test logs it (h2Beside).
 func hostile2ClassOrder(set []hostileCase) []string {
-	var names []string
-	for i, c := range set {
-		switch i {
-		case 1:
-			names = append(names, "reference")
-		case 3:
-			names = append(names, "student")
-		}
+	names := []string{"reference", "student"}
+	for _, c := range set {
 		names = append(names, c.dir)
 	}
-	for _, h := range []string{"reference", "student"} {
-		if !slices.Contains(names, h) {
-			names = append(names, h)
+	return names
+}
+
+// h2Beside names the bundles of out whose grading overlapped dir's in time.
+func h2Beside(out, dir string) []string {
+	read := func(d string, v any) bool {
+		raw, err := os.ReadFile(filepath.Join(d, "report.json"))
+		return err == nil && json.Unmarshal(raw, v) == nil
+	}
+	type span struct {
+		StartedAt time.Time `json:"started_at"`
+		EndedAt   time.Time `json:"ended_at"`
+	}
+	var me span
+	if !read(dir, &me) {
+		return nil
+	}
+	var beside []string
+	all, _ := filepath.Glob(filepath.Join(out, "[0-9][0-9]-*"))
+	for _, d := range all {
+		var o span
+		if d != dir && read(d, &o) && o.StartedAt.Before(me.EndedAt) && me.StartedAt.Before(o.EndedAt) {
+			beside = append(beside, filepath.Base(d))
 		}
 	}
-	return names
+	return beside
 }
 
 type hostile2Grade struct {
