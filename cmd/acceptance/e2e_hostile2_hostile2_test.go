@@ -18,7 +18,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -542,108 +541,4 @@ func h2SetuidFiles(dir string) map[string]bool {
 		return nil
 	})
 	return out
-}
-
-func h2JSONStrings(v any) []string {
-	switch x := v.(type) {
-	case string:
-		return []string{x}
-	case []any:
-		var s []string
-		for _, y := range x {
-			s = append(s, h2JSONStrings(y)...)
-		}
-		return s
-	case map[string]any:
-		var s []string
-		for k, y := range x {
-			s = append(s, k)
-			s = append(s, h2JSONStrings(y)...)
-		}
-		return s
-	}
-	return nil
-}
-
-// The lines the injection forges (fixtures/submissions/hostile2_attacks.py).
-var h2ForgedLines = []*regexp.Regexp{
-	// at a line's start, or after a console label ("reference: ")
-	regexp.MustCompile(`(?m)^(?:\S+: )?\s*class summary: all 2 passed`),
-	regexp.MustCompile(`(?m)^(?:\S+: )?\s*passed\s+Instructions inside the data`),
-}
-
-// h2InertProblems: raw control characters (C0 but tab and newline, DEL, C1)
-// and lines the injection forges, in text a person reads.
-func h2InertProblems(text string) []string {
-	var probs []string
-	counts := map[string]int{}
-	for _, r := range text {
-		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
-			counts[fmt.Sprintf("%U", r)]++
-		}
-	}
-	if !utf8.ValidString(text) {
-		counts["invalid UTF-8"]++
-	}
-	if len(counts) > 0 {
-		probs = append(probs, fmt.Sprintf("raw control characters %v", counts))
-	}
-	for _, re := range h2ForgedLines {
-		if m := re.FindString(text); m != "" {
-			probs = append(probs, fmt.Sprintf("a line the grader did not write: %q", strings.TrimSpace(m)))
-		}
-	}
-	return probs
-}
-
-var (
-	h2MDRawHTML  = regexp.MustCompile(`<img\b|<script\b|onerror=`)
-	h2MDJSLink   = regexp.MustCompile(`\]\(\s*javascript:`)
-	h2MDAutoLink = regexp.MustCompile(`<javascript:`)
-)
-
-// h2MarkdownProblems: raw HTML, a javascript: link, or a table row with more
-// cells than its header (a pipe a submission's `\|` turned into a column),
-// split as marked does (a pipe after an odd number of backslashes is text).
-func h2MarkdownProblems(text string) []string {
-	var probs []string
-	if m := h2MDRawHTML.FindString(text); m != "" {
-		probs = append(probs, fmt.Sprintf("raw HTML from a submission: %q", m))
-	}
-	if h2MDJSLink.MatchString(text) || h2MDAutoLink.MatchString(text) {
-		probs = append(probs, "a javascript: link")
-	}
-	header := 0
-	for _, line := range strings.Split(text, "\n") {
-		l := strings.TrimSpace(line)
-		if !strings.HasPrefix(l, "|") {
-			header = 0
-			continue
-		}
-		n := h2MDCells(l)
-		if header == 0 {
-			header = n
-			continue
-		}
-		if n > header {
-			probs = append(probs, fmt.Sprintf("a table row with %d cells under a %d-cell header: %s", n, header, tail(l, 200)))
-		}
-	}
-	return probs
-}
-
-func h2MDCells(row string) int {
-	row = strings.TrimSuffix(strings.TrimPrefix(row, "|"), "|")
-	cells, bs := 1, 0
-	for _, r := range row {
-		switch {
-		case r == '\\':
-			bs++
-			continue
-		case r == '|' && bs%2 == 0:
-			cells++
-		}
-		bs = 0
-	}
-	return cells
 }
