@@ -53,8 +53,11 @@ var hostile2Set = []hostileCase{
 	{dir: "hostile2-keyless", attack: "keyless-proxy", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
 		for _, r := range b.attacks {
 			assert.EqualValues(t, 0, r["commands_ran"], "the keyless proxy ran commands in other submissions' sandboxes: %v", r["ran_in"])
+			if m, ok := r["made_up_ids"].(map[string]any); ok {
+				assert.Nil(t, m["200"], "a made-up sandbox id answered 200 through the keyless proxy")
+			}
 			if h2Num(r["ids_tried"]) == 0 {
-				t.Logf("the guard's refusal was not exercised: the attack learned no other sandbox's id (sources %v)", r["sources"])
+				t.Logf("the attack learned no other sandbox's id (sources %v); made-up ids answered %v", r["sources"], r["made_up_ids"])
 			}
 		}
 	}},
