@@ -66,7 +66,8 @@ func TestGradeOnATerminal(t *testing.T) {
 		bundles = append(bundles, matches[0])
 		d, err := report.ReadDocument(matches[0])
 		require.NoError(t, err)
-		assert.Regexp(t, regexp.MustCompile(`\[\d/3\] `+regexp.QuoteMeta(n+" "+report.SummaryLine(d))), out, "%s's line as it finished", n)
+		// A submission is labelled by its bundle: position and directory.
+		assert.Regexp(t, regexp.MustCompile(`\[\d/3\] `+regexp.QuoteMeta(filepath.Base(matches[0])+" "+report.SummaryLine(d))), out, "%s's line as it finished", n)
 		log, err := os.ReadFile(filepath.Join(matches[0], ProgressLogFile))
 		require.NoError(t, err, "%s's per-scenario lines", n)
 		assert.Equal(t, countScenarios("@milestone:M0,@criterion:maintainability"), scenarioLines(string(log)), "%s: one line per scenario in progress.log:\n%s", n, log)
