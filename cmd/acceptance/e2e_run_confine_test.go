@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/report/render"
 )
 
 // TestConfinedOfficialJSSDK grades a submission that drives the bundled
@@ -117,6 +119,6 @@ func TestGradeRefusesUnconfinedClass(t *testing.T) {
 		require.NotNil(t, b.doc.Confinement, n)
 		assert.Equal(t, "off", b.doc.Confinement.Mode, n)
 		assert.Contains(t, b.md, "> **Confinement OFF", n)
-		assert.Contains(t, b.md, "--insecure-no-confinement was given", n)
+		assert.Contains(t, b.md, render.Cell("--insecure-no-confinement was given"), n) // report.md escapes its text
 	}
 }
