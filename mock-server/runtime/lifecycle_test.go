@@ -416,11 +416,10 @@ func TestCloseDuringCreateLeavesNothing(t *testing.T) {
 	dir := filepath.Join(rt.StateDir(), "sandboxes", id)
 	done := make(chan error, 1)
 	go func() {
-		sb, err := rt.Create(context.Background(), runtime.Spec{ID: id, Profile: prof, Entrypoint: []string{"tail", "-f", "/dev/null"}})
-		if err == nil {
-			_ = sb.Destroy()
-			err = errors.New("no error")
-		}
+		// A start that finishes before the close begins is a sandbox like
+		// any other: the close removes it (the check below), so it is not
+		// destroyed here.
+		_, err := rt.Create(context.Background(), runtime.Spec{ID: id, Profile: prof, Entrypoint: []string{"tail", "-f", "/dev/null"}})
 		done <- err
 	}()
 	// Close once the start has begun (its directory exists).
@@ -432,9 +431,12 @@ func TestCloseDuringCreateLeavesNothing(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if !strings.Contains(err.Error(), "closed") {
+		// Either the close overtook the start (which then fails, saying
+		// so) or the start finished first; either way nothing is left.
+		if err != nil && !strings.Contains(err.Error(), "closed") {
 			t.Errorf("a create the close overtook: %v", err)
 		}
+		t.Logf("the start ended with: %v", err)
 	case <-time.After(60 * time.Second):
 		t.Fatal("create never returned after close (60s)")
 	}
