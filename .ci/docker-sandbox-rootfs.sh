@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
 # Builds the docker target's sandbox root filesystem from Debian packages (mmdebstrap --variant=minbase, the
 # faster of Debian's two bootstrappers here; debootstrap when mmdebstrap is missing):
-# Debian 12 with python3, pandas, matplotlib and pip, as a tar that harness/dockertarget imports as a local image
-# (no container registry is used). It deliberately does NOT carry the package the reference's install step asks
-# for (tabulate, cmd/acceptance/reference.InstallPackage): a subject's install must ask a package index, so
-# drill D1 (the index denied mid-run) is met on the default image (docs/docker.md, "D1 on the docker target").
+# Debian 12 with python3, pandas, matplotlib, pip and the wheel the stub package index serves (tabulate),
+# as a tar that harness/dockertarget imports as a local image (no container registry is used).
 #
-#   .ci/docker-sandbox-rootfs.sh OUT.tar
+#   .ci/docker-sandbox-rootfs.sh OUT.tar WHEEL_DIR
 #
-# The result is cached by the caller under a content hash of this script (and so of the package list),
+# The result is cached by the caller under a content hash of this script, the package list and the wheels,
 # so a rerun does not rebuild it. Needs root and mmdebstrap or debootstrap (make docker-engine installs both).
 # Progress goes to stderr as it goes: "rootfs [n/5] …" with the seconds since the start.
 set -euo pipefail
-out=${1:?usage: docker-sandbox-rootfs.sh OUT.tar}
+out=${1:?usage: docker-sandbox-rootfs.sh OUT.tar WHEEL_DIR}
+wheels=${2:?usage: docker-sandbox-rootfs.sh OUT.tar WHEEL_DIR}
 suite=bookworm
 mirror=${OSB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 packages=python3,python3-pandas,python3-matplotlib,python3-pip,ca-certificates
@@ -40,12 +39,12 @@ else
   debootstrap --variant=minbase --include="$packages" "$suite" "$root" "$mirror" >"$work/bootstrap.log" 2>&1 \
     || { tail -20 "$work/bootstrap.log" >&2; exit 1; }
 fi
-step 2 "checking the image does not carry the install step's package"
-# No wheel is installed: the install step's package (tabulate) must come from an index, never from the image.
-if chroot "$root" python3 -c 'import tabulate' 2>/dev/null; then
-  echo "docker-sandbox-rootfs: the root filesystem carries tabulate (a Debian package pulled it in); D1 could not be met" >&2
-  exit 1
-fi
+step 2 "the stub index's wheels"
+# The stub index's wheels, installed from files (no index is contacted).
+mkdir -p "$root/tmp/wheels"
+cp "$wheels"/*.whl "$root/tmp/wheels/"
+chroot "$root" sh -c 'python3 -m pip install -q --no-index --no-deps --break-system-packages /tmp/wheels/*.whl'
+rm -rf "$root/tmp/wheels"
 step 3 "trimming docs, manuals, locales"
 # Trim what a sandbox never needs.
 rm -rf "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/var/cache/apt/archives/*.deb \

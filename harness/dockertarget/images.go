@@ -48,6 +48,7 @@ type Image struct {
 type ImageConfig struct {
 	RepoDir  string // the project's root (.ci/docker-sandbox-rootfs.sh)
 	CacheDir string // rootfs tarballs are kept here by content hash
+	WheelDir string // the stub index's wheels, installed into the sandbox image
 	Binary   string // the acceptance binary (stand-in execd and egress)
 	Log      io.Writer
 	// Overrides (--execd-image, --egress-image, --sandbox-image): used as
@@ -82,7 +83,7 @@ func (e poolEngine) PullImage(ctx context.Context, ref string) error {
 // EnsureImages chooses every image (chooseImage): an override first, then the
 // image the server version names when the engine has it or can pull it, and a
 // stand-in built here only when neither works. The sandbox image is built
-// here (cached by the hash of its build script: a rerun reuses the
+// here (cached by the hash of its build script and wheels: a rerun reuses the
 // tarball and the image) unless --sandbox-image names one; the server
 // version names no sandbox image (the suite asks for python:3.12).
 func EnsureImages(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) ([]Image, error) {
@@ -213,6 +214,18 @@ func sandboxHash(cfg ImageConfig) (string, error) {
 		return "", err
 	}
 	h.Write(script)
+	wheels, _ := filepath.Glob(filepath.Join(cfg.WheelDir, "*.whl"))
+	if len(wheels) == 0 {
+		return "", fmt.Errorf("no wheels in %s (make deps downloads them)", cfg.WheelDir)
+	}
+	sort.Strings(wheels)
+	for _, w := range wheels {
+		b, err := os.ReadFile(w)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %x\n", filepath.Base(w), sha256.Sum256(b))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
@@ -223,7 +236,7 @@ func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) 
 	}
 	ref := SandboxRepo + ":" + hash
 	im := Image{Role: "sandbox", Ref: SandboxImageURI, StandIn: true, Origin: OriginStandIn,
-		Note: "built here from Debian 12 packages (mmdebstrap or debootstrap minbase: python3, pandas, matplotlib, pip; not the install step's tabulate) as " + ref}
+		Note: "built here from Debian 12 packages (mmdebstrap or debootstrap minbase: python3, pandas, matplotlib, pip, tabulate wheel) as " + ref}
 	start := time.Now()
 	if got, err := pool.Client.InspectImage(ref); err == nil {
 		im.ID = got.ID
@@ -234,7 +247,7 @@ func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) 
 			if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 				return Image{}, err
 			}
-			cmd := exec.CommandContext(ctx, "bash", filepath.Join(cfg.RepoDir, ".ci", "docker-sandbox-rootfs.sh"), tarball)
+			cmd := exec.CommandContext(ctx, "bash", filepath.Join(cfg.RepoDir, ".ci", "docker-sandbox-rootfs.sh"), tarball, cfg.WheelDir)
 			cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
 			if err := cmd.Run(); err != nil {
 				return Image{}, fmt.Errorf("building the sandbox rootfs: %w", err)

@@ -151,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	}
 
 	t0 := time.Now()
-	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), Binary: cfg.Binary, Log: cfg.Log,
+	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), WheelDir: cfg.WheelDir, Binary: cfg.Binary, Log: cfg.Log,
 		ExecdImage: cfg.ExecdImage, EgressImage: cfg.EgressImage, SandboxImage: cfg.SandboxImage, Pairing: pairing})
 	if err != nil {
 		return nil, err
