@@ -126,9 +126,9 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 				defer wg.Done()
 				rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 				for !stop.Load() {
-					a := hammerCall(client, env, tg.id, tg.execd, rnd.IntN(13), mode)
+					as := hammerCall(client, env, tg.id, tg.execd, rnd.IntN(13), mode)
 					mu.Lock()
-					answers = append(answers, a)
+					answers = append(answers, as...)
 					mu.Unlock()
 				}
 			}()
@@ -242,8 +242,19 @@ func hammerRound(t *testing.T, env hammerServer, client *http.Client, mode strin
 }
 
 // hammerCall makes call number n of the mix on sandbox id (execd: its direct
-// endpoint's address).
-func hammerCall(client *http.Client, env hammerServer, id, execd string, n int, mode string) hammerAnswer {
+// endpoint's address). A pause that took is followed at once by its resume:
+// a paused sandbox's execd is frozen (on the real runtime, as with docker
+// pause), so calls to it wait for the thaw, and a pause left standing would
+// leave every worker waiting on it until the client gives up.
+func hammerCall(client *http.Client, env hammerServer, id, execd string, n int, mode string) []hammerAnswer {
+	a := hammerCallOne(client, env, id, execd, n, mode)
+	if n == 3 && a.status == http.StatusAccepted {
+		return []hammerAnswer{a, hammerCallOne(client, env, id, execd, 4, mode)}
+	}
+	return []hammerAnswer{a}
+}
+
+func hammerCallOne(client *http.Client, env hammerServer, id, execd string, n int, mode string) hammerAnswer {
 	base := env.srv.URL()
 	var (
 		route, method, url, ctype string
