@@ -96,6 +96,14 @@ type Sandbox interface {
 	Pids() []int
 }
 
+// ContainerLogger is a Sandbox that keeps a container log, as Docker keeps
+// one for a container: what the sandbox's agent and entrypoint wrote (not its
+// commands' output, which execd streams to the caller), each line prefixed
+// with the time it was written as `docker logs --timestamps` prints it.
+type ContainerLogger interface {
+	ContainerLog() ([]byte, error)
+}
+
 // Runtime creates sandboxes.
 type Runtime interface {
 	// Create starts the sandbox and returns once execd answers /ping.

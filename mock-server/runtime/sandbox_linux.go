@@ -523,6 +523,12 @@ func (s *sandbox) readEvents(r *os.File) {
 	}
 }
 
+// ContainerLog is agent.log: the agent's own log and its entrypoint's
+// output, stamped and bounded by the agent (agent.ContainerLogLimit).
+func (s *sandbox) ContainerLog() ([]byte, error) {
+	return os.ReadFile(filepath.Join(s.dir, "agent.log"))
+}
+
 func (s *sandbox) logTail() string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, "agent.log"))
 	if len(b) > 2000 {
