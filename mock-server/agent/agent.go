@@ -109,12 +109,16 @@ func (a *Agent) serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	go a.runEntrypoint()
+	if a.cfg.CodeContexts {
+		go a.serveKernelPort(ctx)
+	}
 
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
 	}()
+	defer a.closeKernels()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -135,6 +139,8 @@ type Agent struct {
 	// clog is the container log the entrypoint's output goes to (nil: the
 	// agent's own stdout and stderr, unstamped).
 	clog *containerLog
+	// code holds the code contexts' kernels (code.go).
+	code codeContexts
 }
 
 // New builds an agent. events receives one runtime.AgentEvent JSON per line
@@ -257,10 +263,11 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("POST /session", a.handleCreateSession)
 	mux.HandleFunc("POST /session/{id}/run", a.handleRunInSession)
 	mux.HandleFunc("DELETE /session/{id}", a.handleDeleteSession)
-	for _, p := range []string{"/code", "/code/", "/pty", "/pty/"} {
+	a.routeCode(mux)
+	for _, p := range []string{"/pty", "/pty/"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotImplemented, "NOT_SUPPORTED",
-				fmt.Sprintf("%s is not supported by this sandbox agent (code contexts and pty are not implemented)", r.URL.Path))
+				fmt.Sprintf("%s is not supported by this sandbox agent (pty is not implemented)", r.URL.Path))
 		})
 	}
 	// An unknown route, or a method its path's routes do not take, is gin's

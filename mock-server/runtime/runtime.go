@@ -67,6 +67,11 @@ type Mount struct {
 type Profile struct {
 	Name string            // e.g. "python", "debian"
 	Env  map[string]string // the image's own ENV (as a Dockerfile would set it)
+	// CodeInterpreter: the image carries the code interpreter's runtime (as
+	// opensandbox/code-interpreter carries Jupyter), so execd's code
+	// contexts work in it; in any other image they answer execd's "language
+	// runtime server not configured".
+	CodeInterpreter bool
 }
 
 // State is what the lifecycle layer reports for a sandbox (CONTRACT §1.6).

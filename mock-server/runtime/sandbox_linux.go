@@ -310,6 +310,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		Workspace:        "/workspace",
 		MemoryLimitBytes: spec.Limits.MemoryBytes,
 		CloseDelay:       rt.opts.CommandCloseDelay,
+		CodeContexts:     spec.Profile.CodeInterpreter,
 	}
 	if spec.GatewaySocket != "" {
 		cfg.GatewaySocket = "/run/osb/gateway.sock"
