@@ -90,8 +90,9 @@ clean:
 
 # ---- The real OpenSandbox on Docker (harness/dockertarget; README "Grading against a real OpenSandbox on Docker") ----
 # The project's own Docker engine: dedicated bridge, no forwarding off it, no NAT, pulls fail fast (.ci/docker-engine.sh).
+# ALLOW_PULL=1 lets it pull from registries (for upstream-built images); changing it restarts a running engine.
 docker-engine:
-	@bash .ci/docker-engine.sh start >/dev/null
+	@OSB_DOCKER_ALLOW_PULL=$(ALLOW_PULL) bash .ci/docker-engine.sh start >/dev/null
 
 docker-engine-stop:
 	@bash .ci/docker-engine.sh stop
@@ -99,7 +100,7 @@ docker-engine-stop:
 # Runs a command against the docker target with the engine up; stops the engine again if it started it here.
 # DOCKER_OPTIONAL=1 (make test): an engine that cannot start on this kernel is reported as not measured.
 DOCKER_RUN = was=$$(bash .ci/docker-engine.sh status && echo up || echo down); \
-	eval "$$(bash .ci/docker-engine.sh start)" && export DOCKER_HOST || { \
+	eval "$$(OSB_DOCKER_ALLOW_PULL=$(ALLOW_PULL) bash .ci/docker-engine.sh start)" && export DOCKER_HOST || { \
 	  if [ "$(DOCKER_OPTIONAL)" = 1 ]; then echo "docker target: NOT MEASURED, the engine did not start (see above)"; exit 0; fi; exit 2; }; \
 	( $(1) ); s=$$?; \
 	[ "$$was" = up ] || bash .ci/docker-engine.sh stop; exit $$s

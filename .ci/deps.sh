@@ -50,8 +50,8 @@ if [ ! -f "$sdk/node_modules/@alibaba-group/opensandbox/package.json" ]; then
   echo "deps: npm ci in $sdk (@alibaba-group/opensandbox 0.1.11)"
   (cd "$sdk" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 fi
-if ! .cache/py-sdk/bin/python -c 'import opensandbox' 2>/dev/null; then
-  echo "deps: venv .cache/py-sdk with opensandbox==1.1.1"
+if ! .cache/py-sdk/bin/python -c 'import opensandbox, code_interpreter' 2>/dev/null; then
+  echo "deps: venv .cache/py-sdk with opensandbox==1.1.1 and opensandbox-code-interpreter==1.1.1"
   rm -rf .cache/py-sdk
   /usr/bin/python3 -m venv .cache/py-sdk
   .cache/py-sdk/bin/pip install -q --disable-pip-version-check -r "$sdk/requirements.txt"

@@ -10,7 +10,9 @@
 #     run the harness answers there, for the data API stub's name only (everything else REFUSED, nothing
 #     forwarded; harness/dockertarget/bridge.go); between runs nothing listens and the bridge's INPUT DROP
 #     holds, so nothing resolves;
-#   - registry pulls fail at once (the daemon's proxy is a closed loopback port) unless OSB_DOCKER_ALLOW_PULL=1;
+#   - registry pulls fail at once (the daemon's proxy is a closed loopback port) unless OSB_DOCKER_ALLOW_PULL=1
+#     (`make docker-engine ALLOW_PULL=1`); the daemon's setting is kept in $RUN_DIR/allow-pull, and a start asking
+#     for the other one restarts the daemon (its running containers stop), so the setting asked for is the one in force;
 #   - overlay2 storage when the kernel allows it, else vfs.
 # Published ports are bound to 127.0.0.1 by the control plane; docker-proxy carries them (no iptables DNAT).
 #
@@ -26,6 +28,8 @@ DATA_ROOT=${OSB_DOCKER_DATA_ROOT:-/var/lib/osb-acceptance/docker}
 RUN_DIR=${OSB_DOCKER_RUN_DIR:-/run/osb-acceptance}
 SOCK=$RUN_DIR/docker.sock
 PIDFILE=$RUN_DIR/dockerd.pid
+PULLFILE=$RUN_DIR/allow-pull   # 1 when the running daemon may pull, 0 when it may not
+WANT_PULL=0; [ "${OSB_DOCKER_ALLOW_PULL:-}" = 1 ] && WANT_PULL=1
 LOG=${OSB_DOCKER_LOG:-/var/log/osb-acceptance-dockerd.log}
 HOSTURL=unix://$SOCK
 TAG=osb-acceptance-docker   # iptables comment marking the rules this script adds
@@ -96,7 +100,8 @@ unisolate() {
 start_daemon() { # start_daemon DRIVER
   mkdir -p "$DATA_ROOT" "$RUN_DIR"
   local proxy=(HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY=)
-  [ "${OSB_DOCKER_ALLOW_PULL:-}" = 1 ] && proxy=()
+  [ "$WANT_PULL" = 1 ] && proxy=()
+  echo "$WANT_PULL" >"$PULLFILE"
   env "${proxy[@]}" setsid dockerd \
     --host "$HOSTURL" --pidfile "$PIDFILE" --data-root "$DATA_ROOT" --exec-root "$RUN_DIR/exec" \
     --bridge "$BRIDGE" --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false --ipv6=false \
@@ -122,11 +127,21 @@ stop_daemon() {
     fi
     rm -f "$PIDFILE"
   fi
+  rm -f "$PULLFILE"
 }
 
 case "${1:-start}" in
   start)
-    if answers; then say "already running ($HOSTURL)"; isolate; echo "DOCKER_HOST=$HOSTURL"; exit 0; fi
+    if answers; then
+      # A daemon started before the pull setting was recorded is the default one: pulls refused.
+      have=$(cat "$PULLFILE" 2>/dev/null || echo 0)
+      if [ "$have" = "$WANT_PULL" ]; then
+        say "already running ($HOSTURL)"; isolate; echo "DOCKER_HOST=$HOSTURL"; exit 0
+      fi
+      [ "$(id -u)" = 0 ] || { say "needs root to restart the engine for the pull setting asked for"; exit 1; }
+      say "restarting: it runs with pulls $( [ "$have" = 1 ] && echo allowed || echo refused ), pulls $( [ "$WANT_PULL" = 1 ] && echo allowed || echo refused ) asked for (its running containers stop)"
+      stop_daemon
+    fi
     [ "$(id -u)" = 0 ] || { say "needs root"; exit 1; }
     install_engine
     isolate

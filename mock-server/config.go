@@ -17,8 +17,15 @@ type Config struct {
 	// Listen is the lifecycle API address; default 127.0.0.1:0.
 	Listen string
 	// APIKey is the OPEN-SANDBOX-API-KEY value. Empty means auth is skipped
-	// entirely (as the real server does with no key configured).
+	// until a key is added (AddAPIKey), as the real server does with no key
+	// configured.
 	APIKey string
+	// NoAuth turns authentication off for good, as upstream's CI runs the
+	// real server (no api_key): every lifecycle call is accepted with any
+	// key or none, and no key can be added, so there are no tenants either.
+	// Not for grading (`acceptance grade` refuses such a target). With
+	// APIKey set, New refuses.
+	NoAuth bool
 	// AdminToken is the X-Mock-Admin-Token for /_mock. Empty disables the admin
 	// API (every /_mock call answers 401).
 	AdminToken string

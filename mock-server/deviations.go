@@ -69,8 +69,8 @@ var Deviations = []Deviation{
 		Server: "server proxy, diagnostics (logs and events: the stable JSON descriptor with scope, as 1.1.1 on Docker, deprecated text without; inspect and summary text), pools (501), POST /v1/metrics/events (204), GET /health and the /_mock admin API", Source: "§1.3, §4, §8"},
 
 	// execd (specs/execd-api.yaml, components/execd): differences of the in-sandbox agent.
-	{ID: "execd-code-501", Spec: "POST /code, /code/context(s) run code in Jupyter kernels",
-		Server: "every /code route answers 501 NOT_SUPPORTED: the image profiles have no Jupyter (plain commands and bash sessions work)", Source: "§2.4"},
+	{ID: "execd-code-kernels", Spec: "POST /code, /code/context(s) run code in Jupyter kernels",
+		Server: "a run with no language (or command, background-command) is a plain command in every image, as there; contexts exist only in a code interpreter's image (opensandbox/code-interpreter), where Python runs in a kernel of the agent's own, not Jupyter (state kept between runs, stdout/stderr per write, a last expression's repr as text/plain or text/html, plain tracebacks without ANSI colours; port 44771 answers the SDK's readiness probe but is no Jupyter server); another language answers 500 \"no kernel specs found\" at once (real execd retries for minutes); in any other image 500 \"language runtime server not configured\", as there", Source: "§2.3, §2.4"},
 	{ID: "execd-pty-501", Spec: "/pty sessions (WebSocket terminal)",
 		Server: "every /pty route answers 501 NOT_SUPPORTED", Source: "§2.4"},
 	{ID: "execd-non-regular-400", Spec: "files routes read or write any path",

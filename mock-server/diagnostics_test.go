@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -26,9 +27,13 @@ func TestDiagnosticsAsDocker(t *testing.T) {
 	id := e.create(nil)
 	sb := e.srv.lookup(id)
 	require.NotNil(t, sb)
+	fs := sb.rt.(*fakeSandbox)
 	for i := 0; i < 150; i++ {
-		sb.output.Add("c1", "stdout", "line "+strings.Repeat("x", i%3)+"\n")
+		fs.logLine(e.clock.Now(), "line "+strings.Repeat("x", i%3))
 	}
+	// A command's output is execd's answer to its caller, never the
+	// container log (as on Docker).
+	sb.output.Add("c1", "stdout", "COMMAND-OUTPUT\n")
 	validate := diagnosticsValidator(t)
 
 	r := e.call("GET", "/v1/sandboxes/"+id+"/diagnostics/logs?scope=%20Container%20", nil, nil)
@@ -42,6 +47,8 @@ func TestDiagnosticsAsDocker(t *testing.T) {
 	assert.Equal(t, true, m["truncated"], "150 lines are cut to the last 100")
 	content := m["content"].(string)
 	assert.Equal(t, 100, strings.Count(content, "\n"))
+	assert.NotContains(t, content, "COMMAND-OUTPUT")
+	assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z line x*\n`, content, "each line stamped as docker logs --timestamps")
 	assert.Equal(t, float64(len(content)), m["contentLength"])
 	assert.NotContains(t, m, "warnings")
 	validate("/v1/sandboxes/"+id+"/diagnostics/logs?scope=container", r)
@@ -113,4 +120,46 @@ func diagnosticsValidator(t *testing.T) func(path string, r resp) {
 			Body: io.NopCloser(bytes.NewReader(r.Body)), Options: &openapi3filter.Options{MultiError: true, IncludeResponseStatus: true}}
 		assert.NoError(t, openapi3filter.ValidateResponse(context.Background(), out), "%s: %s", path, r.Body)
 	}
+}
+
+// TestDiagnosticsLogsTailAndSince: the deprecated text route reads the
+// container log as 1.1.1 on Docker does: its last tail lines, those written
+// in the last since ("90s", "2m", "1h", "3d"; anything else is ten minutes)
+// only, stamped, "(no logs)" when nothing is left.
+func TestDiagnosticsLogsTailAndSince(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(nil)
+	fs := e.srv.lookup(id).rt.(*fakeSandbox)
+	now := e.clock.Now()
+	fs.logLine(now.Add(-2*time.Hour), "two hours ago")
+	fs.logLine(now.Add(-20*time.Minute), "twenty minutes ago")
+	fs.logLine(now.Add(-5*time.Minute), "five minutes ago")
+	fs.logLine(now.Add(-30*time.Second), "thirty seconds ago")
+	text := func(q string) string {
+		req, _ := http.NewRequest("GET", e.srv.URL()+"/v1/sandboxes/"+id+"/diagnostics/logs"+q, nil)
+		req.Header.Set(headerAPIKey, testKey)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode, q)
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	lines := func(q string) []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSuffix(text(q), "\n"), "\n") {
+			_, msg, _ := strings.Cut(l, " ")
+			out = append(out, msg)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"two hours ago", "twenty minutes ago", "five minutes ago", "thirty seconds ago"}, lines(""))
+	assert.Equal(t, []string{"five minutes ago", "thirty seconds ago"}, lines("?tail=2"))
+	assert.Equal(t, []string{"thirty seconds ago"}, lines("?since=90s"))
+	assert.Equal(t, []string{"thirty seconds ago"}, lines("?since=1%20M"), "a space and capitals are allowed")
+	assert.Equal(t, []string{"five minutes ago", "thirty seconds ago"}, lines("?since=nonsense"), "unreadable: ten minutes")
+	assert.Equal(t, []string{"twenty minutes ago", "five minutes ago", "thirty seconds ago"}, lines("?since=1h"))
+	assert.Len(t, lines("?since=99999999999999999999d"), 4, "beyond any age: every line")
+	assert.Equal(t, []string{"thirty seconds ago"}, lines("?since=2m&tail=1"))
+	assert.Equal(t, "(no logs)", text("?since=1s"))
 }

@@ -546,7 +546,9 @@ func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
 		cmd.Error = "killed: sandbox removed"
 	} else if st := tap.code(); st != http.StatusOK {
 		cmd.Error = fmt.Sprintf("status %d: %s", st, strings.TrimSpace(parser.errBody.String()))
-	} else if cmd.ExitCode == nil && parser.complete && !cmd.Background {
+	} else if cmd.ExitCode == nil && parser.complete && !cmd.Background && cmd.Error == "" {
+		// (A code context's failing cell ends with execution_complete
+		// after its error: an error, not an exit code.)
 		zero := 0
 		cmd.ExitCode = &zero
 	} else if cmd.ExitCode == nil && !parser.complete && !cmd.Background && cmd.Error == "" {

@@ -129,6 +129,22 @@ type fakeSandbox struct {
 	files     map[string][]byte
 	proxyReqs []proxiedRequest
 	release   chan struct{} // the "slow" command waits on it between events
+	clog      []byte        // the container log (ContainerLog), stamped lines
+}
+
+// ContainerLog is what the test wrote with logLine.
+func (f *fakeSandbox) ContainerLog() ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]byte(nil), f.clog...), nil
+}
+
+// logLine appends a container log line written at t, stamped as the agent
+// stamps it.
+func (f *fakeSandbox) logLine(t time.Time, line string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clog = append(f.clog, t.UTC().Format("2006-01-02T15:04:05.000000000Z")+" "+line+"\n"...)
 }
 
 type proxiedRequest struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
 func (s *Server) handlePools(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +89,7 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 		var content, warning string
 		var truncated bool
 		if kind == "logs" {
-			content, truncated = diagLines(s.diagLogs(sb, diagLogLines+1), diagLogLines, true)
+			content, truncated = diagLines(s.diagLogs(sb, diagLogLines+1, time.Time{}), diagLogLines, true)
 			if scope == "all" {
 				warning = "The current backend only contributes sandbox container logs to the all scope."
 			}
@@ -112,7 +113,11 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	switch kind {
 	case "logs":
-		b.WriteString(s.diagLogs(sb, tail))
+		var since time.Time
+		if v, ok := q["since"]; ok {
+			since = s.clock.Now().Add(-sinceDuration(v[len(v)-1]))
+		}
+		b.WriteString(s.diagLogs(sb, tail, since))
 	case "events":
 		b.WriteString(s.diagEvents(sb))
 	case "summary":
@@ -139,19 +144,61 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(b.String()))
 }
 
-// diagLogs is the sandbox's log text, its last tail lines: here the output of
-// its commands (a Docker container's log is its entrypoint's output, which
-// the bundled server does not keep); "(no logs)" when empty, as on Docker.
-func (s *Server) diagLogs(sb *sandbox, tail int) string {
-	text := strings.TrimRight(sb.output.String(), "\n")
-	if text == "" {
+// diagLogs is the sandbox's container log as 1.1.1 on Docker reads it
+// (container.logs(tail=…, timestamps=True, since=…)): the lines its agent and
+// entrypoint wrote, each prefixed with its RFC 3339 nanosecond time, the last
+// tail of those written at or after since (zero: all); "(no logs)" when none.
+// A command's output is not in it: execd streams that to the caller, as on
+// Docker.
+func (s *Server) diagLogs(sb *sandbox, tail int, since time.Time) string {
+	cl, ok := sb.rt.(runtime.ContainerLogger)
+	if !ok {
 		return "(no logs)"
 	}
-	lines := strings.Split(text, "\n")
+	raw, err := cl.ContainerLog()
+	if err != nil || len(raw) == 0 {
+		return "(no logs)"
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if !since.IsZero() {
+		kept := lines[:0:0]
+		for _, l := range lines {
+			stamp, _, _ := strings.Cut(l, " ")
+			if t, err := time.Parse(time.RFC3339Nano, stamp); err != nil || !t.Before(since.Truncate(time.Second)) {
+				kept = append(kept, l)
+			}
+		}
+		lines = kept
+	}
 	if len(lines) > tail {
 		lines = lines[len(lines)-tail:]
 	}
-	return strings.Join(lines, "\n") + "\n"
+	if len(lines) == 0 {
+		return "(no logs)"
+	}
+	return strings.Join(lines, "")
+}
+
+// sinceDuration reads the deprecated logs route's since ("10m", "1h"; s, m,
+// h or d) as 1.1.1 does (_parse_since_to_timestamp): anything else is ten
+// minutes.
+func sinceDuration(v string) time.Duration {
+	v = strings.ToLower(strings.TrimSpace(v))
+	unit := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}
+	if len(v) >= 2 {
+		num := strings.TrimRight(v[:len(v)-1], " \t")
+		if u, ok := unit[v[len(v)-1]]; ok && num != "" && strings.Trim(num, "0123456789") == "" {
+			n, err := strconv.Atoi(num)
+			if err != nil || n > 1<<16 { // beyond any log's age: every line
+				n = 1 << 16
+			}
+			return time.Duration(n) * u
+		}
+	}
+	return 10 * time.Minute
 }
 
 // diagEvents is the event text Docker's runtime renders from a container's

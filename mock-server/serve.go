@@ -100,6 +100,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer, w W
 	stateRootF := fs.String("state-root", "", "where instance directories live; every start reaps those of dead servers (default "+DefaultStateRoot+", else a per-user directory under the system temp dir)")
 	diskLimit := fs.String("disk-limit", "1Gi", "what one sandbox can write, all its writable directories together (quantity, e.g. 512Mi, 2Gi; \"none\" = no limit)")
 	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout (> 0)")
+	noAuth := fs.Bool("no-auth", false, "check no API key at all, as upstream's CI runs the real server (no api_key): every lifecycle call is accepted, no key can be added, so there are no tenants; never for grading (acceptance grade refuses such a target)")
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
 	volumeRoot := fs.String("volume-root", "", "directory holding named volumes (pvc volumes: <dir>/<claimName>, the real Docker runtime's Docker named volumes; kept across runs); default <state root>/volumes")
 	defaultLimits := fs.String("default-limits", "cpu=1,memory=1Gi,pids=256", "limits of a sandbox whose create's resourceLimits leaves cpu, memory or pids out (or unparseable); a field \"none\": no such limit")
@@ -132,8 +133,11 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer, w W
 	if err != nil {
 		return bad("%v", err)
 	}
-	if key == "" {
-		return bad("--api-key is required (or --api-key-file, or $%s)", EnvServeAPIKey)
+	switch {
+	case *noAuth && key != "":
+		return bad("--no-auth with an API key (--api-key, --api-key-file or $%s): choose one", EnvServeAPIKey)
+	case !*noAuth && key == "":
+		return bad("--api-key is required (or --api-key-file, or $%s), unless --no-auth", EnvServeAPIKey)
 	}
 	*apiKey = key
 	admin, err := serveSecret(*adminToken, *adminTokenFile, EnvServeAdminToken, "--admin-token")
@@ -154,6 +158,9 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer, w W
 	}
 	if host != "localhost" && !ip.IsLoopback() {
 		fmt.Fprintf(stderr, "serve-mock: warning: listening on non-loopback address %s\n", *listen)
+	}
+	if *noAuth {
+		fmt.Fprintf(stderr, "serve-mock: warning: --no-auth: every lifecycle call is accepted without an API key (as the real server with no api_key); not for grading\n")
 	}
 	if *maxTimeout <= 0 {
 		return bad("--max-timeout %s: must be positive (e.g. 24h)", *maxTimeout)
@@ -198,7 +205,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer, w W
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b, err := StartBundled(context.Background(), BundledConfig{Listen: *listen, APIKey: *apiKey, AdminToken: *adminToken,
+	b, err := StartBundled(context.Background(), BundledConfig{Listen: *listen, APIKey: *apiKey, NoAuth: *noAuth, AdminToken: *adminToken,
 		StateDir: *stateDir, StateRoot: *stateRootF, AllowedHostPaths: allowHost, DiskLimitBytes: diskBytes, MaxTimeout: *maxTimeout, Upstreams: upstreams, InsecureNoIsolation: *insecure, Logger: logger,
 		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough,
 		VolumeRoot: *volumeRoot, PrivateVolumes: *privateVolumes,

@@ -181,6 +181,7 @@ func TestServeMainBadFlags(t *testing.T) {
 		{"--api-key", "k", "--tenant-volume-quota", "0"},
 		{"--api-key", "k", "--tenant-volume-quota", "big"},
 		{"--api-key", "k", "--private-volumes", "--volume-root", "/tmp"},
+		{"--api-key", "k", "--no-auth"}, // a key and no auth: which?
 	} {
 		var out, errb bytes.Buffer
 		code := serveMain(context.Background(), args, &out, &errb, w)
@@ -332,4 +333,61 @@ func TestServeMainSecretsFromFileAndEnv(t *testing.T) {
 		assert.Contains(t, errb.String(), c.want, "%v", c.args)
 		assert.NotContains(t, errb.String(), "k-from-file", "a secret is never echoed")
 	}
+}
+
+// serve-mock --no-auth runs the server as upstream's CI runs the real one
+// (no api_key): every lifecycle call is accepted, with any key or none, the
+// proxy route as always; no key can be added through the admin API (so no
+// tenants), and stderr says so.
+func TestServeMainNoAuth(t *testing.T) {
+	_, w := fakeWiring(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	url, done, stderr := startServe(t, func(o, e io.Writer) int {
+		return serveMain(ctx, []string{"--listen", "127.0.0.1:0", "--no-auth", "--admin-token", "a1"}, o, e, w)
+	})
+	call := func(method, path, key, admin string, body any) int {
+		var rdr io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rdr = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, url+path, rdr)
+		if key != "" {
+			req.Header.Set(headerAPIKey, key)
+		}
+		if admin != "" {
+			req.Header.Set(headerAdminToken, admin)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	assert.Equal(t, http.StatusAccepted, call("POST", "/v1/sandboxes", "", "", validCreate()), "no key")
+	assert.Equal(t, http.StatusOK, call("GET", "/v1/sandboxes", "", "", nil))
+	assert.Equal(t, http.StatusOK, call("GET", "/v1/sandboxes", "any-key-at-all", "", nil))
+	assert.Equal(t, http.StatusBadRequest, call("POST", "/_mock/api-keys", "", "a1", map[string]any{"key": "k2", "tenant": "t1"}),
+		"no key can be added: it would tell nothing apart")
+	assert.Equal(t, http.StatusBadRequest, call("POST", "/_mock/api-keys", "", "a1", map[string]any{"key": "k2"}))
+	assert.Equal(t, http.StatusOK, call("GET", "/v1/sandboxes", "", "", nil), "still no auth")
+	assert.Equal(t, http.StatusUnauthorized, call("GET", "/_mock/info", "", "", nil), "the admin plane keeps its token")
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, "stderr: %s", stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve-mock did not stop")
+	}
+	assert.Contains(t, stderr.String(), "--no-auth")
+}
+
+func TestNoAuthConfig(t *testing.T) {
+	_, err := New(Config{APIKey: "k", NoAuth: true, Runtime: &fakeRuntime{t: t}})
+	assert.Error(t, err, "a key and NoAuth")
+	e := newEnv(t, func(c *Config) { c.APIKey, c.NoAuth = "", true })
+	assert.ErrorIs(t, e.srv.AddAPIKey("k"), ErrAuthOff)
+	assert.ErrorIs(t, e.srv.AddAPIKeyTenant("k", "t"), ErrAuthOff)
+	assert.Equal(t, http.StatusOK, e.call("GET", "/v1/sandboxes", nil, map[string]string{headerAPIKey: ""}).Status)
+	_, err = StartBundled(context.Background(), BundledConfig{APIKey: "k", NoAuth: true})
+	assert.Error(t, err)
 }

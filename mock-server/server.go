@@ -93,6 +93,10 @@ func New(cfg Config) (*Server, error) {
 		stopWatch: make(chan struct{}),
 	}
 	if cfg.APIKey != "" {
+		if cfg.NoAuth {
+			_ = st.Close()
+			return nil, errors.New("mockserver: NoAuth with an APIKey: choose one")
+		}
 		s.apiKeys = [][]byte{[]byte(cfg.APIKey)}
 	}
 	s.handler = s.buildHandler()
@@ -100,11 +104,18 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// ErrAuthOff is AddAPIKey's and AddAPIKeyTenant's answer on a server
+// started with NoAuth: it checks no key, so a key would tell nothing apart.
+var ErrAuthOff = errors.New("mockserver: authentication is off (NoAuth): no API key can be added")
+
 // AddAPIKey makes another OPEN-SANDBOX-API-KEY valid (e.g. one per subject,
 // so the audit's key fingerprints tell the harness's calls from a subject's).
 func (s *Server) AddAPIKey(key string) error {
 	if key == "" {
 		return errors.New("mockserver: empty API key")
+	}
+	if s.cfg.NoAuth {
+		return ErrAuthOff
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -115,6 +126,9 @@ func (s *Server) AddAPIKey(key string) error {
 // keyOK compares key against every accepted key in constant time; with no
 // key configured at all, auth is off (as the real server with no api_key).
 func (s *Server) keyOK(key string) (authOff, ok bool) {
+	if s.cfg.NoAuth {
+		return true, true
+	}
 	s.mu.Lock()
 	keys, revoked := s.apiKeys, s.revoked
 	s.mu.Unlock()

@@ -54,6 +54,9 @@ func (s *Server) AddAPIKeyTenant(key, tenant string) error {
 	if key == "" {
 		return errors.New("mockserver: empty API key")
 	}
+	if s.cfg.NoAuth {
+		return ErrAuthOff
+	}
 	if err := checkTenant(tenant); err != nil {
 		return err
 	}

@@ -113,6 +113,10 @@ func gradeWith(args []string, stdout, stderr io.Writer, hooks sessionHooks) int 
 		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}
+	if err := refuseAuthOffTarget(context.Background(), cfg); err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
+		return 2
+	}
 	if err := checkWheels(cfg); err != nil {
 		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2

@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,4 +89,36 @@ func TestParseInterspersed(t *testing.T) {
 	assert.Equal(t, 3, *par)
 	_, err = parseInterspersed(fs, []string{"a", "--nope"})
 	assert.ErrorContains(t, err, "flag provided but not defined: -nope")
+}
+
+// A --target that checks no API key (a real server with no api_key, or
+// serve-mock --no-auth) is refused before anything is graded: there no call
+// could be attributed to the submission that made it. A server that checks
+// keys answers a keyless call 401 and passes.
+func TestGradeRefusesAnAuthOffTarget(t *testing.T) {
+	open := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"items":[],"pagination":{"page":1,"pageSize":1,"totalItems":0,"totalPages":0,"hasNextPage":false}}`)
+	}))
+	defer open.Close()
+	out := filepath.Join(t.TempDir(), "class")
+	var stdout, stderr bytes.Buffer
+	code := gradeMain([]string{"--out", out, "--wheels", filepath.Join(repoRoot(t), ".cache", "wheels"),
+		"--target", open.URL, "--api-key", "some-key-1234", "testdata/empty"}, &stdout, &stderr)
+	assert.Equal(t, rubric.ExitHarnessError, code, "stderr: %s", stderr.String())
+	assert.Contains(t, stderr.String(), "checks no API key")
+	assert.NotContains(t, stderr.String(), "some-key-1234")
+	_, err := os.Stat(out)
+	assert.True(t, os.IsNotExist(err), "a refused target leaves no class directory behind")
+
+	checking := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("OPEN-SANDBOX-API-KEY") != "some-key-1234" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_, _ = io.WriteString(w, `{"items":[]}`)
+	}))
+	defer checking.Close()
+	assert.NoError(t, refuseAuthOffTarget(context.Background(), &runConfig{target: checking.URL, apiKey: "some-key-1234"}))
+	assert.NoError(t, refuseAuthOffTarget(context.Background(), &runConfig{target: "mock"}))
 }

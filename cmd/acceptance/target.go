@@ -98,6 +98,35 @@ func checkURLTarget(ctx context.Context, cfg *runConfig) error {
 	return nil
 }
 
+// refuseAuthOffTarget refuses to grade against a --target URL that checks
+// no API key (a real server with no api_key, or serve-mock --no-auth): there
+// every submission's calls look alike, so nothing could be attributed to the
+// submission that made it, and one submission could list, read and delete
+// another's sandboxes. It asks GET /v1/sandboxes with no key at all: a server
+// that checks keys answers 401.
+func refuseAuthOffTarget(ctx context.Context, cfg *runConfig) error {
+	if cfg.target == "mock" || cfg.target == "docker" {
+		return nil
+	}
+	base := strings.TrimSuffix(strings.TrimRight(cfg.target, "/"), "/v1")
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/sandboxes?pageSize=1", nil)
+	if err != nil {
+		return fmt.Errorf("--target %s: %v", cfg.target, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("--target %s is not reachable: %v", cfg.target, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 == 2 {
+		return fmt.Errorf("--target %s checks no API key (GET /v1/sandboxes with none answered %s): submissions could not be told apart, and one could reach another's sandboxes; grade against a server with an api_key (or the bundled server: --target mock)", cfg.target, resp.Status)
+	}
+	return nil
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)

@@ -2,6 +2,7 @@ package review
 
 import (
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"io"
 	"os"
 	"strings"
@@ -90,7 +91,7 @@ func WriteSummary(w io.Writer, f *report.Final) {
 	if f.OverridePoints > 0 {
 		fmt.Fprintf(w, ", reviewer overrides %s", rubric.Num(f.OverridePoints))
 	}
-	fmt.Fprintf(w, ")\nfinal verdict: %s: %s\n", f.Verdict, f.VerdictReason)
+	fmt.Fprintf(w, ")\nfinal verdict: %s: %s\n", f.Verdict, inert.Line(f.VerdictReason))
 	for _, it := range f.Items {
 		fmt.Fprintf(w, "  %-18s %6s of %d\n", it.Item, rubric.Num(it.Points), it.Weight)
 	}
@@ -98,9 +99,9 @@ func WriteSummary(w io.Writer, f *report.Final) {
 	for _, e := range f.Entries {
 		line := fmt.Sprintf("  %-16s %5s of %-5s %-8s %s", e.ID, rubric.Num(e.Points), rubric.Num(e.Weight), e.Provenance, e.Verdict)
 		if e.OverrideReason != "" {
-			line += fmt.Sprintf("  OVERRIDE by %s of the measured %s: %s", e.Reviewer, e.MeasuredVerdict, e.OverrideReason)
+			line += fmt.Sprintf("  OVERRIDE by %s of the measured %s: %s", inert.Line(e.Reviewer), e.MeasuredVerdict, inert.Line(e.OverrideReason))
 		} else if e.Reviewer != "" {
-			line += " (" + e.Reviewer + ")"
+			line += " (" + inert.Line(e.Reviewer) + ")"
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"io"
 	"os"
 	"strconv"
@@ -101,7 +102,7 @@ func Walk(dir string, in io.Reader, out io.Writer, o WalkOptions) (*report.Final
 		return line, nil
 	}
 
-	fmt.Fprintf(out, "Reviewing %s: run %s, subject %s\n", dir, d.RunID, d.Subject)
+	fmt.Fprintf(out, "Reviewing %s: run %s, subject %s\n", inert.Line(dir), inert.Line(d.RunID), inert.Line(d.Subject))
 	fmt.Fprintf(out, "Measured by the harness: %s, %s of %s measured (measured %s of %s)\n", d.Verdict,
 		rubric.Num(d.Score.Earned), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Measured), rubric.Num(d.Score.Total))
 	if len(items) == 0 {
@@ -143,9 +144,9 @@ func Walk(dir string, in io.Reader, out io.Writer, o WalkOptions) (*report.Final
 			switch it.Question {
 			case 0:
 				printItem(out, i+1, len(items), it)
-				fmt.Fprintf(out, "  not open to review: %s\n", why)
+				fmt.Fprintf(out, "  not open to review: %s\n", inert.Line(why))
 			case 1:
-				fmt.Fprintf(out, "\n[%d–%d/%d] questions.1–%d: not open to review: %s\n", i+1, i+len(rubric.DefenseQuestions), len(items), len(rubric.DefenseQuestions), why)
+				fmt.Fprintf(out, "\n[%d–%d/%d] questions.1–%d: not open to review: %s\n", i+1, i+len(rubric.DefenseQuestions), len(items), len(rubric.DefenseQuestions), inert.Line(why))
 			}
 			continue
 		}
@@ -187,7 +188,7 @@ func Walk(dir string, in io.Reader, out io.Writer, o WalkOptions) (*report.Final
 				left++
 			}
 		}
-		fmt.Fprintf(out, "Review paused: %d of %d items still to judge; run `acceptance review %s` again to continue.\n", left, open, dir)
+		fmt.Fprintf(out, "Review paused: %d of %d items still to judge; run `acceptance review %s` again to continue.\n", left, open, inert.Line(dir))
 	}
 	if j.Reviewer == "" {
 		j.Reviewer = reviewer
@@ -221,11 +222,11 @@ func printItem(out io.Writer, n, total int, it Item) {
 	if it.Question == 0 {
 		fmt.Fprintf(out, "  measured: %s", m)
 		if r := reasonAfter(it.Measured, it.Reason); r != "" {
-			fmt.Fprintf(out, ": %s", r)
+			fmt.Fprintf(out, ": %s", inert.Line(r))
 		}
 		fmt.Fprintln(out)
 		for _, e := range it.Evidence {
-			fmt.Fprintf(out, "  evidence: %s\n", e)
+			fmt.Fprintf(out, "  evidence: %s\n", inert.Line(e))
 		}
 	}
 	fmt.Fprintf(out, "  a good answer covers: %s\n", it.Covers)

@@ -42,7 +42,11 @@ func MainIfAgent() {
 // Run runs the agent with the inherited file descriptors; it returns the
 // process exit code.
 func Run() int {
-	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	// Stdout and stderr are the sandbox's container log (agent.log): every
+	// line stamped as `docker logs --timestamps` shows it, and bounded.
+	clog := newContainerLog(os.Stdout, ContainerLogLimit)
+	log.SetOutput(clog.Stream())
+	log.SetFlags(0)
 	log.SetPrefix("osb-agent: ")
 	if err := hardenSelf(); err != nil {
 		log.Printf("make the agent non-dumpable: %v", err)
@@ -79,6 +83,7 @@ func Run() int {
 	}
 	events := os.NewFile(runtime.AgentFDEvents, "osb-events")
 	a := New(cfg, events)
+	a.clog = clog
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -104,12 +109,16 @@ func (a *Agent) serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	go a.runEntrypoint()
+	if a.cfg.CodeContexts {
+		go a.serveKernelPort(ctx)
+	}
 
 	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 30 * time.Second}
 	go func() {
 		<-ctx.Done()
 		_ = srv.Close()
 	}()
+	defer a.closeKernels()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -127,6 +136,11 @@ type Agent struct {
 	// startSidecar starts the egress sidecar (the package's startSidecar;
 	// a test sets its own after New).
 	startSidecar func(ctx context.Context, gatewaySocket string) error
+	// clog is the container log the entrypoint's output goes to (nil: the
+	// agent's own stdout and stderr, unstamped).
+	clog *containerLog
+	// code holds the code contexts' kernels (code.go).
+	code codeContexts
 }
 
 // New builds an agent. events receives one runtime.AgentEvent JSON per line
@@ -163,12 +177,41 @@ func (a *Agent) runEntrypoint() {
 	cmd.Env = os.Environ()
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	var pipes []*os.File // the write ends the entrypoint holds; closed here once it started
+	if a.clog != nil {
+		// Pipes the agent reads into the log, not the log file itself: an
+		// entrypoint writes lines that get stamped and bounded. *os.File
+		// ends, so Wait returns when the entrypoint exits even if a child
+		// of its keeps the pipe open.
+		for i := range 2 {
+			r, w, err := os.Pipe()
+			if err != nil {
+				log.Printf("entrypoint output pipe: %v", err)
+				break
+			}
+			if i == 0 {
+				cmd.Stdout = w
+			} else {
+				cmd.Stderr = w
+			}
+			pipes = append(pipes, w)
+			st := a.clog.Stream()
+			go func() {
+				_, _ = io.Copy(st, r)
+				_ = st.Close()
+				_ = r.Close()
+			}()
+		}
+	}
+	err := cmd.Start()
+	for _, w := range pipes {
+		_ = w.Close()
+	}
+	if err != nil {
 		a.report(runtime.AgentEvent{Kind: "entrypoint_exit", ExitCode: 127, Error: err.Error(), Time: time.Now().UTC()})
 		return
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	code := 0
 	if err != nil {
 		var ee *exec.ExitError
@@ -220,10 +263,11 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("POST /session", a.handleCreateSession)
 	mux.HandleFunc("POST /session/{id}/run", a.handleRunInSession)
 	mux.HandleFunc("DELETE /session/{id}", a.handleDeleteSession)
-	for _, p := range []string{"/code", "/code/", "/pty", "/pty/"} {
+	a.routeCode(mux)
+	for _, p := range []string{"/pty", "/pty/"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotImplemented, "NOT_SUPPORTED",
-				fmt.Sprintf("%s is not supported by this sandbox agent (code contexts and pty are not implemented)", r.URL.Path))
+				fmt.Sprintf("%s is not supported by this sandbox agent (pty is not implemented)", r.URL.Path))
 		})
 	}
 	// An unknown route, or a method its path's routes do not take, is gin's

@@ -48,6 +48,13 @@ func (a *Agent) handleCommand(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "INVALID_REQUEST_BODY", "timeout must be a positive number of milliseconds")
 		return
 	}
+	a.runCommand(w, req)
+}
+
+// runCommand runs a validated command request and streams it (POST
+// /command, and POST /code with no language or "command", which execd runs
+// the same way).
+func (a *Agent) runCommand(w http.ResponseWriter, req commandRequest) {
 	cwd := a.cfg.Workspace
 	if req.Cwd != "" {
 		cwd = req.Cwd

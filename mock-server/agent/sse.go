@@ -10,12 +10,15 @@ import (
 // event is one execd stream event (ex/web/model/codeinterpreting.go); empty
 // and zero fields are omitted, timestamp (Unix ms) is always set.
 type event struct {
-	Type           string   `json:"type"`
-	Text           string   `json:"text,omitempty"`
-	ExecutionCount int      `json:"execution_count,omitempty"`
-	ExecutionTime  int64    `json:"execution_time,omitempty"`
-	Timestamp      int64    `json:"timestamp"`
-	Error          *evError `json:"error,omitempty"`
+	Type           string `json:"type"`
+	Text           string `json:"text,omitempty"`
+	ExecutionCount int    `json:"execution_count,omitempty"`
+	ExecutionTime  int64  `json:"execution_time,omitempty"`
+	Timestamp      int64  `json:"timestamp"`
+	// Results is a code context's result, keyed by MIME type with
+	// text/plain named "text" (as execd renames it).
+	Results map[string]any `json:"results,omitempty"`
+	Error   *evError       `json:"error,omitempty"`
 }
 
 type evError struct {
@@ -79,4 +82,19 @@ func (s *sseStream) flush() {
 	if err := s.rc.Flush(); err != nil {
 		s.dead = true
 	}
+}
+
+// raw writes b as it is and flushes: what gin writes when a handler answers
+// an error as JSON after the stream has begun (execd's busy kernel).
+func (s *sseStream) raw(b string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return
+	}
+	if _, err := s.w.Write([]byte(b)); err != nil {
+		s.dead = true
+		return
+	}
+	_ = s.rc.Flush()
 }

@@ -48,6 +48,9 @@ type AgentConfig struct {
 	// CloseDelay is how long /command keeps the SSE stream open after the
 	// terminal event (real execd: 1 s, ApiGracefulShutdownTimeout).
 	CloseDelay time.Duration `json:"close_delay,omitempty"`
+	// CodeContexts: the image is a code interpreter's (Profile.CodeInterpreter):
+	// execd's /code contexts run Python in a kernel of the agent's own.
+	CodeContexts bool `json:"code_contexts,omitempty"`
 }
 
 // AgentEvent is reported by the agent on fd 5.

@@ -49,7 +49,7 @@ func ProfileFor(image string) (Profile, error) {
 			return Profile{Name: "python", Env: copyEnv(pythonEnv)}, nil
 		}
 	case "opensandbox/code-interpreter":
-		return Profile{Name: "python", Env: copyEnv(pythonEnv)}, nil
+		return Profile{Name: "python", Env: copyEnv(pythonEnv), CodeInterpreter: true}, nil
 	case "debian", "ubuntu", "bash", "buildpack-deps", "busybox":
 		return Profile{Name: "debian", Env: map[string]string{}}, nil
 	}

@@ -67,6 +67,11 @@ type Mount struct {
 type Profile struct {
 	Name string            // e.g. "python", "debian"
 	Env  map[string]string // the image's own ENV (as a Dockerfile would set it)
+	// CodeInterpreter: the image carries the code interpreter's runtime (as
+	// opensandbox/code-interpreter carries Jupyter), so execd's code
+	// contexts work in it; in any other image they answer execd's "language
+	// runtime server not configured".
+	CodeInterpreter bool
 }
 
 // State is what the lifecycle layer reports for a sandbox (CONTRACT §1.6).
@@ -94,6 +99,14 @@ type Sandbox interface {
 	Dir() string
 	// Pids lists host pids of the sandbox's processes (for canary scans, leak checks).
 	Pids() []int
+}
+
+// ContainerLogger is a Sandbox that keeps a container log, as Docker keeps
+// one for a container: what the sandbox's agent and entrypoint wrote (not its
+// commands' output, which execd streams to the caller), each line prefixed
+// with the time it was written as `docker logs --timestamps` prints it.
+type ContainerLogger interface {
+	ContainerLog() ([]byte, error)
 }
 
 // Runtime creates sandboxes.

@@ -310,6 +310,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		Workspace:        "/workspace",
 		MemoryLimitBytes: spec.Limits.MemoryBytes,
 		CloseDelay:       rt.opts.CommandCloseDelay,
+		CodeContexts:     spec.Profile.CodeInterpreter,
 	}
 	if spec.GatewaySocket != "" {
 		cfg.GatewaySocket = "/run/osb/gateway.sock"
@@ -521,6 +522,12 @@ func (s *sandbox) readEvents(r *os.File) {
 			s.mu.Unlock()
 		}
 	}
+}
+
+// ContainerLog is agent.log: the agent's own log and its entrypoint's
+// output, stamped and bounded by the agent (agent.ContainerLogLimit).
+func (s *sandbox) ContainerLog() ([]byte, error) {
+	return os.ReadFile(filepath.Join(s.dir, "agent.log"))
 }
 
 func (s *sandbox) logTail() string {

@@ -292,6 +292,38 @@ func relTo(dir, p string) string {
 	return filepath.ToSlash(p)
 }
 
+// StudentText is the name a graded submission gives itself (its manifest's
+// name), shown beside its label as the student's own text: the report's
+// subject without the directory the grader appended; "" for a run that graded
+// no submission directory, or a name that is the label itself.
+func (s ClassStudent) StudentText() string {
+	if s.Err != "" || s.Doc.Submission == "" { // not a graded submission (run --subject): no name given
+		return ""
+	}
+	name := s.Doc.Subject
+	if i := strings.LastIndex(name, " ("); i > 0 && strings.HasSuffix(name, ")") {
+		dir := name[i+2 : len(name)-1]
+		id := s.Doc.Submission
+		if dir == s.Name || (id != "" && (dir == id || strings.HasSuffix(dir, "/"+id))) {
+			name = name[:i]
+		}
+	}
+	if name == s.Name || name == s.Doc.Submission {
+		return ""
+	}
+	return name
+}
+
+// nameCell is a student's "Name given" Markdown cell: the name the
+// submission gives itself, quoted (visibly the student's text, escaped as
+// every cell); empty when it gives none.
+func nameCell(s ClassStudent) string {
+	if t := s.StudentText(); t != "" {
+		return "“" + render.Cell(t) + "”"
+	}
+	return ""
+}
+
 func (s ClassStudent) itemEarned(item rubric.ID) (float64, bool) {
 	for _, it := range s.Doc.Scoring {
 		if it.Item == item {
@@ -315,25 +347,25 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 	}
 	b.WriteString(". Scores are each bundle's own: earned of measured (of 100); the final score only where a reviewer has judged.\n\n")
 	writeClassDistribution(&b, c)
-	b.WriteString("## Per student\n\n| Student | Verdict | Score | Measured |")
+	b.WriteString("## Per student\n\n| Student | Name given | Verdict | Score | Measured |")
 	for _, it := range c.Items {
 		fmt.Fprintf(&b, " %s (%d) |", it.Item, it.Weight)
 	}
-	b.WriteString(" Final (reviewed) | Bundle |\n|---|---|---:|---:|")
+	b.WriteString(" Final (reviewed) | Bundle |\n|---|---|---|---:|---:|")
 	for range c.Items {
 		b.WriteString("---:|")
 	}
 	b.WriteString("---:|---|\n")
 	for _, s := range c.Students {
 		if s.Err != "" {
-			fmt.Fprintf(&b, "| %s | **unreadable** | | |", render.Cell(s.Name))
+			fmt.Fprintf(&b, "| %s | | **unreadable** | | |", render.Cell(s.Name))
 			for range c.Items {
 				b.WriteString(" |")
 			}
 			fmt.Fprintf(&b, " | %s: %s |\n", render.Cell(s.Bundle), render.Cell(s.Err))
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |", render.Cell(s.Name), render.VerdictTitle(s.Doc.Verdict), rubric.Num(s.Doc.Score.Earned), rubric.Num(s.Doc.Score.Measured))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |", render.Cell(s.Name), nameCell(s), render.VerdictTitle(s.Doc.Verdict), rubric.Num(s.Doc.Score.Earned), rubric.Num(s.Doc.Score.Measured))
 		for _, it := range c.Items {
 			if e, ok := s.itemEarned(it.Item); ok {
 				fmt.Fprintf(&b, " %s |", rubric.Num(e))
@@ -383,7 +415,7 @@ func writeClassCSV(buf *bytes.Buffer, c Class) error {
 	for _, e := range c.Entries {
 		head = append(head, string(e.ID))
 	}
-	head = append(head, "error")
+	head = append(head, "error", "name_given")
 	if err := w.Write(head); err != nil {
 		return err
 	}
@@ -398,7 +430,7 @@ func writeClassCSV(buf *bytes.Buffer, c Class) error {
 			for range c.Entries {
 				row = append(row, "")
 			}
-			if err := w.Write(append(row, csvText(s.Err))); err != nil {
+			if err := w.Write(append(row, csvText(s.Err), "")); err != nil {
 				return err
 			}
 			continue
@@ -421,7 +453,7 @@ func writeClassCSV(buf *bytes.Buffer, c Class) error {
 		for _, e := range c.Entries {
 			row = append(row, string(verdicts[e.ID]))
 		}
-		if err := w.Write(append(row, "")); err != nil {
+		if err := w.Write(append(row, "", csvText(s.StudentText()))); err != nil {
 			return err
 		}
 	}

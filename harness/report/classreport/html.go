@@ -88,6 +88,7 @@ type mapCell struct {
 
 type mapRow struct {
 	Name, Bundle, Err string
+	Student           string // the submission's own name (ClassStudent.StudentText)
 	Verdict           rubric.Overall
 	Score             float64
 	Final             *float64
@@ -181,7 +182,7 @@ func newClassView(c Class) classView {
 		v.Cols = append(v.Cols, col)
 	}
 	for _, s := range c.Students {
-		r := mapRow{Name: s.Name, Bundle: s.Bundle, Err: s.Err}
+		r := mapRow{Name: s.Name, Bundle: s.Bundle, Err: s.Err, Student: s.StudentText()}
 		if s.Err == "" {
 			r.Verdict, r.Score, r.Security = s.Doc.Verdict, s.Doc.Score.Earned, s.SecurityFailed()
 			if s.Final != nil {

@@ -17,8 +17,9 @@ import (
 	"github.com/osb-capstone/acceptance/harness/report/reporttest"
 )
 
-// hostileClass is a class of two bundles whose every reason and subject is
-// payload p; both submissions' manifests call themselves "reference", and
+// hostileClass is a class of two bundles whose every reason is payload p;
+// the first submission's manifest calls itself "reference", the second's is
+// payload p too (its "Name given" cell), and
 // their bundles are labelled by identity (core.SubmissionLabel): the
 // directory "reference" and the directory "mallory".
 func hostileClass(t *testing.T, p string) (dir string, bundles []string) {
@@ -27,7 +28,10 @@ func hostileClass(t *testing.T, p string) (dir string, bundles []string) {
 	for _, name := range []string{"01-reference", "02-mallory"} {
 		d := reporttest.FixtureDoc(t)
 		txt := reporttest.PayloadText(p)
-		d.Subject, d.VerdictReason = "reference ("+name+")", txt
+		d.Subject, d.VerdictReason, d.Submission = "reference ("+name+")", txt, name[3:]
+		if name == "02-mallory" { // the name mallory gives itself is the payload too
+			d.Subject = txt + " (" + name + ")"
+		}
 		for _, rows := range [][]report.EntryRow{d.Criteria, d.Milestones, d.Drills} {
 			for i := range rows {
 				rows[i].Reason = txt

@@ -219,6 +219,7 @@ type ClassJSONEnt struct {
 // ClassJSONStu is one submission in class.json.
 type ClassJSONStu struct {
 	Name           string                     `json:"name"`
+	NameGiven      string                     `json:"name_given,omitempty"` // the manifest's name: the student's text
 	Bundle         string                     `json:"bundle"`
 	Error          string                     `json:"error,omitempty"`
 	Verdict        rubric.Overall             `json:"verdict,omitempty"`
@@ -257,7 +258,7 @@ func ClassJSONOf(c Class) ClassJSON {
 		j.Entries = append(j.Entries, je)
 	}
 	for _, s := range c.Students {
-		js := ClassJSONStu{Name: s.Name, Bundle: s.Bundle, Error: s.Err, SecurityFailed: []rubric.ID{}, Entries: map[rubric.ID]ClassJSONCel{}}
+		js := ClassJSONStu{Name: s.Name, NameGiven: s.StudentText(), Bundle: s.Bundle, Error: s.Err, SecurityFailed: []rubric.ID{}, Entries: map[rubric.ID]ClassJSONCel{}}
 		if s.Err == "" {
 			sc := s.Doc.Score
 			js.Verdict, js.ExitCode, js.Score = s.Doc.Verdict, s.Doc.ExitCode, &sc

@@ -6,6 +6,7 @@ package compare
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"io"
 	"math"
 	"os"
@@ -302,7 +303,7 @@ func Write(w io.Writer, c Comparison, o Options) {
 	if c.RubricChange != nil {
 		fmt.Fprintf(w, "!!! NOT COMPARABLE: %s; compared anyway (--across-rubrics) !!!\n\n", c.RubricChange.Error())
 	}
-	fmt.Fprintf(w, "old: %s\nnew: %s\n\n", c.Old, c.New)
+	fmt.Fprintf(w, "old: %s\nnew: %s\n\n", inert.Line(c.Old), inert.Line(c.New))
 	fmt.Fprintf(w, "verdict: %s → %s\n", c.OldVerdict, c.NewVerdict)
 	fmt.Fprintf(w, "score:   %s of %s measured → %s of %s measured\n", rubric.Num(c.OldScore.Earned), rubric.Num(c.OldScore.Measured),
 		rubric.Num(c.NewScore.Earned), rubric.Num(c.NewScore.Measured))
@@ -317,7 +318,7 @@ func Write(w io.Writer, c Comparison, o Options) {
 			}
 			fmt.Fprintf(w, "%s%-15s %s → %s\n", mark, e.ID, e.Old, e.New)
 			if e.NewReason != "" && e.NewReason != e.OldReason {
-				fmt.Fprintf(w, "    now: %s\n", e.NewReason)
+				fmt.Fprintf(w, "    now: %s\n", inert.Line(e.NewReason))
 			}
 		}
 	}
@@ -335,24 +336,24 @@ func Write(w io.Writer, c Comparison, o Options) {
 		if f.Old > 0 {
 			pct = fmt.Sprintf("%+.0f%%", (f.New-f.Old)/f.Old*100)
 		}
-		fmt.Fprintf(w, "%s%-45s %s → %s %s (%s, %s)\n", mark, f.Name, rubric.Num(f.Old), rubric.Num(f.New), f.Unit, pct, word)
+		fmt.Fprintf(w, "%s%-45s %s → %s %s (%s, %s)\n", mark, inert.Line(f.Name), rubric.Num(f.Old), rubric.Num(f.New), f.Unit, pct, word)
 	}
 	if len(c.OnlyInOld)+len(c.OnlyInNew) > 0 {
-		fmt.Fprintf(w, "  subject runs only in old: %s; only in new: %s\n", strings.Join(c.OnlyInOld, ", "), strings.Join(c.OnlyInNew, ", "))
+		fmt.Fprintf(w, "  subject runs only in old: %s; only in new: %s\n", inert.Line(strings.Join(c.OnlyInOld, ", ")), inert.Line(strings.Join(c.OnlyInNew, ", ")))
 	}
 	if len(c.Drift) == 0 {
 		fmt.Fprintln(w, "\nevidence drift: none (normalised evidence is the same)")
 	} else {
 		fmt.Fprintln(w, "\nevidence drift (normalised evidence differs; informational):")
 		for _, d := range c.Drift {
-			fmt.Fprintf(w, "  %s\n", d.ID)
+			fmt.Fprintf(w, "  %s\n", inert.Line(string(d.ID)))
 			for _, l := range strings.Split(d.Diff, "\n") {
-				fmt.Fprintf(w, "    %s\n", l)
+				fmt.Fprintf(w, "    %s\n", inert.Line(l))
 			}
 		}
 	}
 	if c.Regressed() {
-		fmt.Fprintf(w, "\nREGRESSION: %s\n", strings.Join(c.Regressions, "; "))
+		fmt.Fprintf(w, "\nREGRESSION: %s\n", inert.Line(strings.Join(c.Regressions, "; ")))
 	} else {
 		fmt.Fprintln(w, "\nno regression")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/inert"
 	"github.com/osb-capstone/acceptance/harness/report"
 	_ "github.com/osb-capstone/acceptance/harness/report/render" // RenderDir writes the outputs
 	"github.com/osb-capstone/acceptance/harness/report/reporttest"
@@ -221,4 +222,22 @@ func TestCompareRefusesDifferentRubrics(t *testing.T) {
 	Write(&out, c, DefaultOptions)
 	assert.NotContains(t, out.String(), "NOT COMPARABLE")
 	assert.False(t, c.Regressed(), out.String())
+}
+
+// What `acceptance diff` prints quotes reasons, figure names and evidence
+// inertly: a reason a submission wrote can clear no screen and forge no line.
+func TestWriteIsInert(t *testing.T) {
+	const hostile = "x\x1b]52;c;ZXZpbA==\x07\x1b[2J\nno regression"
+	c := Comparison{Old: "old\x1b[2J", New: "new",
+		Entries:     []EntryChange{{ID: "M1", Old: rubric.Passed, New: rubric.Failed, NewReason: hostile, Regression: true}},
+		Figures:     []FigureChange{{Name: "subject\x1b[31m run", Old: 1, New: 2, Unit: "ms", Regression: true}},
+		Drift:       []EvidenceDrift{{ID: "M2", Diff: "-a\n+x\x1b]52;c;ZXZpbA==\x07\x1b[2J"}}, // a line diff: one line a line
+		Regressions: []string{hostile},
+	}
+	var buf bytes.Buffer
+	Write(&buf, c, Options{Threshold: 0.25})
+	for _, l := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		assert.True(t, inert.Clean(l), "a raw control character in %q", l)
+		assert.NotEqual(t, "no regression", strings.TrimSpace(l), "a forged line: %s", buf.String())
+	}
 }

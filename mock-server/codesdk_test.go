@@ -1,0 +1,115 @@
+package mockserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+)
+
+// codeSDKScript drives code contexts with the official code interpreter SDK
+// (opensandbox-code-interpreter 1.1.1, sync API) in a code interpreter's
+// image: a context keeps its state between runs, a failing cell reports its
+// exception, contexts are listed and deleted; in a plain python image the
+// SDK meets execd's "language runtime server not configured".
+const codeSDKScript = `
+import json, os
+from datetime import timedelta
+from opensandbox import SandboxSync
+from opensandbox.config.connection_sync import ConnectionConfigSync
+from code_interpreter import CodeInterpreterSync
+out = {}
+try:
+    cfg = ConnectionConfigSync(domain=os.environ["OPEN_SANDBOX_DOMAIN"], api_key=os.environ["OPEN_SANDBOX_API_KEY"])
+    sb = SandboxSync.create("opensandbox/code-interpreter:v1.1.0", connection_config=cfg, timeout=timedelta(minutes=10),
+                            entrypoint=["tail", "-f", "/dev/null"])
+    ci = CodeInterpreterSync.create(sb)
+    ctx = ci.codes.create_context("python")
+    out["contextLanguage"] = ctx.language
+    ci.codes.run("import statistics\nxs = [3, 1, 4, 1, 5]\nprint('n =', len(xs))", context=ctx)
+    ex = ci.codes.run("statistics.mean(xs)", context=ctx)
+    out["mean"] = [r.text for r in ex.result]
+    out["count"] = ex.execution_count
+    bad = ci.codes.run("xs[10]", context=ctx)
+    out["errorName"] = bad.error.name if bad.error else None
+    printed = ci.codes.run("print('hello from the context')", context=ctx)
+    out["stdout"] = [m.text for m in printed.logs.stdout]
+    out["listed"] = [c.id for c in ci.codes.list_contexts("python")] == [ctx.id]
+    ci.codes.delete_context(ctx.id)
+    out["afterDelete"] = [c.id for c in ci.codes.list_contexts("python")]
+    sb.kill()
+    plain = SandboxSync.create("python:3.11", connection_config=cfg, timeout=timedelta(minutes=10),
+                               entrypoint=["tail", "-f", "/dev/null"])
+    try:
+        CodeInterpreterSync.create(plain, skip_health_check=True).codes.create_context("python")
+        out["plain"] = "created"
+    except Exception as e:
+        out["plain"] = str(e)
+    plain.kill()
+except Exception as e:
+    import traceback
+    out["error"] = traceback.format_exc()
+print(json.dumps(out))
+`
+
+// TestOfficialCodeInterpreterSDK needs $OSB_PY_SDK_PYTHON with
+// opensandbox-code-interpreter==1.1.1 installed (make deps); it runs on the
+// real Linux runtime. The cells run are in the audit as commands.
+func TestOfficialCodeInterpreterSDK(t *testing.T) {
+	py := os.Getenv("OSB_PY_SDK_PYTHON")
+	if py == "" {
+		sdkUnavailable(t, "code interpreter SDK not measured: set OSB_PY_SDK_PYTHON to a python with opensandbox-code-interpreter==1.1.1 installed")
+	}
+	if err := exec.Command(py, "-c", "import code_interpreter").Run(); err != nil {
+		sdkUnavailable(t, fmt.Sprintf("code interpreter SDK not measured: %s cannot import code_interpreter: %v (make deps)", py, err))
+	}
+	srv, _ := realEnv(t)
+	script := filepath.Join(t.TempDir(), "ci.py")
+	require.NoError(t, os.WriteFile(script, []byte(codeSDKScript), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPEN_SANDBOX_DOMAIN=" + srv.Domain(),
+		"OPEN_SANDBOX_API_KEY=" + testKey}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	var out struct {
+		ContextLanguage string   `json:"contextLanguage"`
+		Mean            []string `json:"mean"`
+		Count           *int     `json:"count"`
+		ErrorName       string   `json:"errorName"`
+		Stdout          []string `json:"stdout"`
+		Listed          bool     `json:"listed"`
+		AfterDelete     []string `json:"afterDelete"`
+		Plain           string   `json:"plain"`
+		Error           string   `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), "stdout: %s stderr: %s", stdout.String(), stderr.String())
+	require.Empty(t, out.Error)
+	assert.Equal(t, "python", out.ContextLanguage)
+	assert.Equal(t, []string{"2.8"}, out.Mean, "state kept between runs")
+	require.NotNil(t, out.Count)
+	assert.Equal(t, 2, *out.Count)
+	assert.Equal(t, "IndexError", out.ErrorName)
+	assert.Equal(t, []string{"hello from the context\n"}, out.Stdout)
+	assert.True(t, out.Listed)
+	assert.Empty(t, out.AfterDelete)
+	assert.Contains(t, out.Plain, "language runtime server not configured")
+
+	var cells []string
+	for _, ev := range srv.AuditQuery(audit.Query{Kind: audit.KindCommand}) {
+		cells = append(cells, ev.Command.Command)
+	}
+	assert.Contains(t, cells, "statistics.mean(xs)", "a cell is audited as the command it is")
+}
