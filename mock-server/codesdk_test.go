@@ -1,15 +1,8 @@
 package mockserver
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,24 +59,9 @@ print(json.dumps(out))
 // opensandbox-code-interpreter==1.1.1 installed (make deps); it runs on the
 // real Linux runtime. The cells run are in the audit as commands.
 func TestOfficialCodeInterpreterSDK(t *testing.T) {
-	py := os.Getenv("OSB_PY_SDK_PYTHON")
-	if py == "" {
-		sdkUnavailable(t, "code interpreter SDK not measured: set OSB_PY_SDK_PYTHON to a python with opensandbox-code-interpreter==1.1.1 installed")
-	}
-	if err := exec.Command(py, "-c", "import code_interpreter").Run(); err != nil {
-		sdkUnavailable(t, fmt.Sprintf("code interpreter SDK not measured: %s cannot import code_interpreter: %v (make deps)", py, err))
-	}
+	py := pythonWith(t, "code_interpreter", "code interpreter SDK", "opensandbox-code-interpreter==1.1.1")
 	srv, _ := realEnv(t)
-	script := filepath.Join(t.TempDir(), "ci.py")
-	require.NoError(t, os.WriteFile(script, []byte(codeSDKScript), 0o600))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, script)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPEN_SANDBOX_DOMAIN=" + srv.Domain(),
-		"OPEN_SANDBOX_API_KEY=" + testKey}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	stdout, stderr := runPyScript(t, py, codeSDKScript, srv)
 	var out struct {
 		ContextLanguage string   `json:"contextLanguage"`
 		Mean            []string `json:"mean"`

@@ -64,26 +64,11 @@ print(json.dumps(out))
 // TestOfficialPythonSDK needs a Python with opensandbox==1.1.1 installed, named
 // by $OSB_PY_SDK_PYTHON; it runs against the real Linux runtime.
 func TestOfficialPythonSDK(t *testing.T) {
-	py := os.Getenv("OSB_PY_SDK_PYTHON")
-	if py == "" {
-		sdkUnavailable(t, "official Python SDK not measured: set OSB_PY_SDK_PYTHON to a python with opensandbox==1.1.1 installed")
-	}
-	if err := exec.Command(py, "-c", "import opensandbox").Run(); err != nil {
-		sdkUnavailable(t, fmt.Sprintf("official Python SDK not measured: %s cannot import opensandbox: %v", py, err))
-	}
+	py := pythonWith(t, "opensandbox", "official Python SDK", "opensandbox==1.1.1")
 	for _, proxy := range []string{"0", "1"} {
 		t.Run("use_server_proxy="+proxy, func(t *testing.T) {
 			srv, _ := realEnv(t)
-			script := filepath.Join(t.TempDir(), "sdk.py")
-			require.NoError(t, os.WriteFile(script, []byte(pySDKScript), 0o600))
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, py, script)
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPEN_SANDBOX_DOMAIN=" + srv.Domain(),
-				"OPEN_SANDBOX_API_KEY=" + testKey, "USE_SERVER_PROXY=" + proxy}
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+			stdout, stderr := runPyScript(t, py, pySDKScript, srv, "USE_SERVER_PROXY="+proxy)
 			var out struct {
 				ID          string   `json:"id"`
 				OkStdout    []string `json:"okStdout"`
@@ -117,4 +102,35 @@ func TestOfficialPythonSDK(t *testing.T) {
 			assert.Contains(t, out.AfterKill, "not found")
 		})
 	}
+}
+
+// pythonWith is $OSB_PY_SDK_PYTHON when it can import module; otherwise the
+// test is not measured (what names the SDK, pkg its pinned requirement).
+func pythonWith(t *testing.T, module, what, pkg string) string {
+	t.Helper()
+	py := os.Getenv("OSB_PY_SDK_PYTHON")
+	if py == "" {
+		sdkUnavailable(t, fmt.Sprintf("%s not measured: set OSB_PY_SDK_PYTHON to a python with %s installed", what, pkg))
+	}
+	if err := exec.Command(py, "-c", "import "+module).Run(); err != nil {
+		sdkUnavailable(t, fmt.Sprintf("%s not measured: %s cannot import %s: %v (make deps)", what, py, module, err))
+	}
+	return py
+}
+
+// runPyScript runs script with py against srv (its domain and the test key
+// in the environment, plus env) and returns its stdout and stderr; it must
+// exit 0 within two minutes.
+func runPyScript(t *testing.T, py, script string, srv *Server, env ...string) (stdout, stderr bytes.Buffer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sdk.py")
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, path)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPEN_SANDBOX_DOMAIN=" + srv.Domain(),
+		"OPEN_SANDBOX_API_KEY=" + testKey}, env...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	return stdout, stderr
 }

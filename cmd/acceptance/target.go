@@ -78,24 +78,36 @@ func checkURLTarget(ctx context.Context, cfg *runConfig) error {
 	if cfg.target == "mock" || cfg.target == "docker" {
 		return nil
 	}
+	status, err := listSandboxes(ctx, cfg, cfg.apiKey)
+	if err != nil {
+		return err
+	}
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return fmt.Errorf("--target %s rejects the API key: GET /v1/sandboxes answered %d %s", cfg.target, status, http.StatusText(status))
+	}
+	return nil
+}
+
+// listSandboxes asks the --target URL for GET /v1/sandboxes?pageSize=1 with
+// key ("" sends none) and returns the status it answered.
+func listSandboxes(ctx context.Context, cfg *runConfig, key string) (int, error) {
 	base := strings.TrimSuffix(strings.TrimRight(cfg.target, "/"), "/v1")
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/sandboxes?pageSize=1", nil)
 	if err != nil {
-		return fmt.Errorf("--target %s: %v", cfg.target, err)
+		return 0, fmt.Errorf("--target %s: %v", cfg.target, err)
 	}
-	req.Header.Set("OPEN-SANDBOX-API-KEY", cfg.apiKey)
+	if key != "" {
+		req.Header.Set("OPEN-SANDBOX-API-KEY", key)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("--target %s is not reachable: %v", cfg.target, err)
+		return 0, fmt.Errorf("--target %s is not reachable: %v", cfg.target, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		return fmt.Errorf("--target %s rejects the API key: GET /v1/sandboxes answered %s", cfg.target, resp.Status)
-	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // refuseAuthOffTarget refuses to grade against a --target URL that checks
@@ -108,21 +120,12 @@ func refuseAuthOffTarget(ctx context.Context, cfg *runConfig) error {
 	if cfg.target == "mock" || cfg.target == "docker" {
 		return nil
 	}
-	base := strings.TrimSuffix(strings.TrimRight(cfg.target, "/"), "/v1")
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/sandboxes?pageSize=1", nil)
+	status, err := listSandboxes(ctx, cfg, "")
 	if err != nil {
-		return fmt.Errorf("--target %s: %v", cfg.target, err)
+		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("--target %s is not reachable: %v", cfg.target, err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 == 2 {
-		return fmt.Errorf("--target %s checks no API key (GET /v1/sandboxes with none answered %s): submissions could not be told apart, and one could reach another's sandboxes; grade against a server with an api_key (or the bundled server: --target mock)", cfg.target, resp.Status)
+	if status/100 == 2 {
+		return fmt.Errorf("--target %s checks no API key (GET /v1/sandboxes with none answered %d %s): submissions could not be told apart, and one could reach another's sandboxes; grade against a server with an api_key (or the bundled server: --target mock)", cfg.target, status, http.StatusText(status))
 	}
 	return nil
 }

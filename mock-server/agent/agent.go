@@ -165,6 +165,36 @@ func (a *Agent) report(ev runtime.AgentEvent) {
 	_, _ = a.events.Write(append(b, '\n'))
 }
 
+// logPipes points cmd's stdout and stderr at pipes the agent copies into
+// the container log (when there is one) and returns their write ends, which
+// the caller closes once cmd has started. what names cmd in a failure.
+func (a *Agent) logPipes(cmd *exec.Cmd, what string) []*os.File {
+	if a.clog == nil {
+		return nil
+	}
+	var ends []*os.File
+	for i := range 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			log.Printf("%s output pipe: %v", what, err)
+			break
+		}
+		if i == 0 {
+			cmd.Stdout = w
+		} else {
+			cmd.Stderr = w
+		}
+		ends = append(ends, w)
+		st := a.clog.Stream()
+		go func() {
+			_, _ = io.Copy(st, r)
+			_ = st.Close()
+			_ = r.Close()
+		}()
+	}
+	return ends
+}
+
 // runEntrypoint starts the sandbox's main process (exec form, like Docker)
 // and reports how it ended.
 func (a *Agent) runEntrypoint() {
@@ -177,32 +207,11 @@ func (a *Agent) runEntrypoint() {
 	cmd.Env = os.Environ()
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = os.Stderr
-	var pipes []*os.File // the write ends the entrypoint holds; closed here once it started
-	if a.clog != nil {
-		// Pipes the agent reads into the log, not the log file itself: an
-		// entrypoint writes lines that get stamped and bounded. *os.File
-		// ends, so Wait returns when the entrypoint exits even if a child
-		// of its keeps the pipe open.
-		for i := range 2 {
-			r, w, err := os.Pipe()
-			if err != nil {
-				log.Printf("entrypoint output pipe: %v", err)
-				break
-			}
-			if i == 0 {
-				cmd.Stdout = w
-			} else {
-				cmd.Stderr = w
-			}
-			pipes = append(pipes, w)
-			st := a.clog.Stream()
-			go func() {
-				_, _ = io.Copy(st, r)
-				_ = st.Close()
-				_ = r.Close()
-			}()
-		}
-	}
+	// Pipes the agent reads into the container log, not the log file
+	// itself: an entrypoint writes lines that get stamped and bounded.
+	// *os.File ends, so Wait returns when the entrypoint exits even if a
+	// child of its keeps the pipe open.
+	pipes := a.logPipes(cmd, "entrypoint")
 	err := cmd.Start()
 	for _, w := range pipes {
 		_ = w.Close()

@@ -87,29 +87,9 @@ func (a *Agent) startKernel(language, cwd string) (*codeKernel, error) {
 	cmd.Env = os.Environ()
 	cmd.ExtraFiles = []*os.File{ctlW} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var logs []*os.File
-	if a.clog != nil {
-		// What child processes write to the kernel's own descriptors is
-		// the container's log, as a Jupyter kernel's terminal output is.
-		for i := range 2 {
-			r, w, err := os.Pipe()
-			if err != nil {
-				break
-			}
-			if i == 0 {
-				cmd.Stdout = w
-			} else {
-				cmd.Stderr = w
-			}
-			logs = append(logs, w)
-			st := a.clog.Stream()
-			go func() {
-				_, _ = io.Copy(st, r)
-				_ = st.Close()
-				_ = r.Close()
-			}()
-		}
-	}
+	// What child processes write to the kernel's own descriptors is the
+	// container's log, as a Jupyter kernel's terminal output is.
+	logs := a.logPipes(cmd, "kernel")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		_ = ctlR.Close()
