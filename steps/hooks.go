@@ -45,7 +45,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 		e.recordOutcome(s, err, ctx.Err())
 		return ctx, nil
 	})
-	registerSteps(registrar{sc: sc})
+	registerSteps(sc) // godog records each step where its register…Steps function names it
 }
 
 // recordOutcome turns a finished scenario into one outcome per rubric ID it is
