@@ -155,7 +155,8 @@ func toolCallsRanInSandbox(ctx context.Context) error {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
 			"target %s shows no commands run inside a sandbox (execd calls do not pass the recording proxy), so the model's tool calls cannot be held against what ran", s.env.opt.Target.Kind)
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	calls := modelToolCalls(m)
@@ -169,7 +170,7 @@ func toolCallsRanInSandbox(ctx context.Context) error {
 			claimed = append(claimed, st.Command)
 		}
 	}
-	cmds := auditedCommands(r.audit)
+	cmds := auditedCommands(saw.Events)
 	elsewhere, unasked, matched := heldAgainst(calls, cmds, claimed)
 	b, _ := json.MarshalIndent(map[string]any{"tool_calls": calls2json(calls), "audited_commands": cmds2json(cmds),
 		"claimed_steps": claimed, "ran_elsewhere": elsewhere, "unasked": unasked}, "", "  ")

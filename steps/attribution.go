@@ -38,16 +38,16 @@ func plantInCSV(csv []byte, delim, token string) ([]byte, string, bool) {
 	return command.PlantInCSV(csv, delim, token)
 }
 
-// egressRequests are the requests the gateway forwarded for the run's
-// sandboxes (the run's audit must be loaded).
-func egressRequests(r *subjectRun) []osb.AuditEvent { return command.EgressRequests(r.audit) }
+// egressRequests are the requests the gateway forwarded for a run's
+// sandboxes (what the target saw of its key).
+func egressRequests(saw command.Saw) []osb.AuditEvent { return command.EgressRequests(saw.Events) }
 
 func sameHost(a, b string) bool { return command.SameHost(a, b) }
 
 // whatLeft judges each request the run's sandboxes sent through the gateway
 // (command.WhatLeft).
-func (e *Env) whatLeft(r *subjectRun) []command.Finding {
-	return command.WhatLeft(r.key, r.audit, e.dataAPIHost(), isPackageHost)
+func (e *Env) whatLeft(r *subjectRun, saw command.Saw) []command.Finding {
+	return command.WhatLeft(r.key, saw.Events, e.dataAPIHost(), isPackageHost)
 }
 
 // plantMarkers registers the input markers with the bundled server's egress
@@ -141,18 +141,20 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 		_ = e.keepStubLog(r)
 		_ = e.keepUnattributed(r)
 		var found []command.Finding
+		var saw command.Saw // the gateway's records: the bundled server's audit only
 		if e.mock() {
-			if err := e.loadAudit(context.WithoutCancel(ctx), r); err != nil {
+			var err error
+			if saw, err = r.Saw(context.WithoutCancel(ctx)); err != nil {
 				e.progress("  ! what run %s sent out could not be read: %v", r.key, err)
 				continue
 			}
-			reqs := egressRequests(r)
+			reqs := egressRequests(saw)
 			if b, err := json.MarshalIndent(reqs, "", "  "); err == nil && len(reqs) > 0 {
 				_ = os.WriteFile(filepath.Join(r.Dir, "egress-requests.json"), b, 0o644)
 			}
-			found = e.whatLeft(r)
+			found = e.whatLeft(r, saw)
 		}
-		found = append(found, e.stubsGotMarker(r)...)
+		found = append(found, e.stubsGotMarker(r, saw)...)
 		if len(found) == 0 {
 			e.unattributedNotMeasured(r)
 			continue
@@ -234,11 +236,11 @@ func (e *Env) keepStubLog(r *subjectRun) []string {
 
 // stubsGotMarker: the requests a stub received carrying this run's input
 // marker, at any time and however they came (command.StubsGotMarker).
-func (e *Env) stubsGotMarker(r *subjectRun) []command.Finding {
+func (e *Env) stubsGotMarker(r *subjectRun, saw command.Saw) []command.Finding {
 	if r.marker.label == "" || e.opt.Stubs.StubRequests == nil {
 		return nil
 	}
-	return command.StubsGotMarker(e.opt.Stubs.StubRequests(time.Time{}), r.marker.label, r.sandboxes, e.mock())
+	return command.StubsGotMarker(e.opt.Stubs.StubRequests(time.Time{}), r.marker.label, saw.Created, e.mock())
 }
 
 // unattributed are the requests the exfiltration sink and the package index

@@ -219,22 +219,23 @@ func (e *Env) exerciseOf(ctx context.Context, s *scenario) *exercise {
 		if r.model != nil {
 			x.model += len(r.model.completions())
 		}
-		if err := e.loadAudit(ctx, r); err != nil {
+		saw, err := r.Saw(ctx)
+		if err != nil {
 			x.unknown = fmt.Sprintf("reading the audit trail of run %s: %v", r.key, err)
 			continue
 		}
 		created := map[string]bool{}
-		for _, id := range r.sandboxes {
+		for _, id := range saw.Created {
 			created[id] = true
 		}
 		x.created += len(created)
-		for _, ev := range r.attempts {
+		for _, ev := range saw.Calls {
 			if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && isCreatePath(lc.Path) {
 				x.attempted++
 			}
 		}
 		used := map[string]bool{}
-		for _, ev := range r.audit {
+		for _, ev := range saw.Events {
 			if !created[ev.SandboxID] {
 				continue
 			}

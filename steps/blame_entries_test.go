@@ -155,7 +155,7 @@ func TestRecordOutcomeBlamesPerEntry(t *testing.T) {
 	}
 }
 
-// preloaded is a run of the bundled server whose audit is already loaded:
+// preloaded is a run of the bundled server whose Witness is a record:
 // the lifecycle calls of its key (a create answered 202 makes a sandbox of
 // the run) and the events of its sandboxes.
 func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []osb.AuditEvent) *subjectRun {
@@ -164,15 +164,13 @@ func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []os
 	r := &subjectRun{key: key, fixture: key, launch: launch{Dir: dir, RelDir: filepath.Join("evidence", "subject-"+key), OutDir: filepath.Join(dir, "out")}}
 	require.NoError(t, os.MkdirAll(r.OutDir, 0o755))
 	r.Res = &subject.Result{ExitCode: exit, StderrPath: filepath.Join(dir, "stderr.txt")}
-	r.keepOnce.Do(func() {
-		r.attempts, r.audit = attempts, events
-		for _, ev := range attempts {
-			if lc := ev.Lifecycle; lc != nil && ev.SandboxID != "" && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status < 300 {
-				r.sandboxes = append(r.sandboxes, ev.SandboxID)
-			}
+	var created []string
+	for _, ev := range attempts {
+		if lc := ev.Lifecycle; lc != nil && ev.SandboxID != "" && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status < 300 {
+			created = append(created, ev.SandboxID)
 		}
-	})
-	r.Witness = command.Recorded{What: command.Saw{Calls: attempts, Events: events, Created: r.sandboxes}}
+	}
+	r.Witness = command.Recorded{What: command.Saw{Calls: attempts, Events: events, Created: created}}
 	return r
 }
 

@@ -116,7 +116,7 @@ func TestAuditAnswering500IsHarnessError(t *testing.T) {
 	tags := []string{"@drill:D4", "@criterion:injection"}
 	s := &scenario{env: e, name: "Instructions inside the data are treated as data", tags: tags, ids: rubricIDs(tags)}
 	s.run = &subjectRun{key: "injection", launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-injection", KeyFP: keyFingerprint("k-subject"),
-		Res: &subject.Result{ExitCode: 0}}}
+		Res: &subject.Result{ExitCode: 0}, Witness: e.witness()}}
 	ctx := context.WithValue(context.Background(), scenarioKey{}, s)
 
 	err := noInjectedCommand(ctx)

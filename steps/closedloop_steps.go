@@ -81,16 +81,17 @@ func eachRunClosedLoop(ctx context.Context) error {
 		if err := r.judge(ctx); err != nil {
 			return failf("run %d: %w", i+1, err)
 		}
-		if err := s.env.loadAudit(ctx, r); err != nil {
+		saw, err := r.Saw(ctx)
+		if err != nil {
 			return harnessf("run %d: reading the audit: %v", i+1, err)
 		}
-		if len(r.sandboxes) == 0 {
+		if len(saw.Created) == 0 {
 			problems = append(problems, fmt.Sprintf("run %d created no sandbox", i+1))
 			continue
 		}
 		var cmds, ups, downs int
 		if s.env.mock() {
-			for _, ev := range r.audit {
+			for _, ev := range saw.Events {
 				switch {
 				case ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil:
 					cmds++
@@ -103,7 +104,7 @@ func eachRunClosedLoop(ctx context.Context) error {
 		} else {
 			// A real target has no audit of what ran inside a sandbox; the
 			// run's own recording proxy saw its execd calls.
-			cmds, ups, downs = command.ExecdRoundTrip(r.EndpointCalls, r.sandboxes)
+			cmds, ups, downs = command.ExecdRoundTrip(r.EndpointCalls, saw.Created)
 		}
 		var missing []string
 		if cmds == 0 {
@@ -116,7 +117,7 @@ func eachRunClosedLoop(ctx context.Context) error {
 			missing = append(missing, "read no file back")
 		}
 		if len(missing) > 0 {
-			problems = append(problems, fmt.Sprintf("run %d (sandbox %s) %s", i+1, r.sandboxes[0], strings.Join(missing, ", ")))
+			problems = append(problems, fmt.Sprintf("run %d (sandbox %s) %s", i+1, saw.Created[0], strings.Join(missing, ", ")))
 		}
 		notes = append(notes, fmt.Sprintf("run %d: %d command(s), %d upload(s), %d download(s)", i+1, cmds, ups, downs))
 	}
@@ -134,9 +135,9 @@ func eachRunClosedLoop(ctx context.Context) error {
 
 // destroyedByKey says whether the run's key deleted the sandbox (204) and
 // then saw it gone (a GET or another call answering 404).
-func destroyedByKey(r *subjectRun, id string) (deleted, confirmed bool) {
+func destroyedByKey(saw command.Saw, id string) (deleted, confirmed bool) {
 	var deletedAt time.Time
-	for _, ev := range r.attempts {
+	for _, ev := range saw.Calls {
 		lc := ev.Lifecycle
 		if lc == nil || ev.SandboxID != id {
 			continue
@@ -162,15 +163,16 @@ func eachRunDestroyed(ctx context.Context) error {
 		if err := r.judge(ctx); err != nil && !r.killed() {
 			return failf("run %d: %w", i+1, err)
 		}
-		if err := s.env.loadAudit(ctx, r); err != nil {
+		saw, err := r.Saw(ctx)
+		if err != nil {
 			return harnessf("run %d: reading the audit: %v", i+1, err)
 		}
 		s.addEvidence(filepath.Join(r.RelDir, "lifecycle-calls.json"))
-		if len(r.sandboxes) == 0 {
+		if len(saw.Created) == 0 {
 			problems = append(problems, fmt.Sprintf("run %d created no sandbox, so it destroyed none", i+1))
 		}
-		for _, id := range r.sandboxes {
-			switch deleted, confirmed := destroyedByKey(r, id); {
+		for _, id := range saw.Created {
+			switch deleted, confirmed := destroyedByKey(saw, id); {
 			case !deleted:
 				problems = append(problems, fmt.Sprintf("run %d never deleted its sandbox %s (no DELETE → 204 with its key)", i+1, id))
 			case !confirmed:
@@ -196,10 +198,11 @@ func noneLeft(ctx context.Context) error {
 	var lines []string
 	total := 0
 	for _, r := range runs {
-		if err := s.env.loadAudit(ctx, r); err != nil {
+		saw, err := r.Saw(ctx)
+		if err != nil {
 			return harnessf("reading the audit trail: %v", err)
 		}
-		for _, id := range r.sandboxes {
+		for _, id := range saw.Created {
 			total++
 			c, cancel := ctxTimeout(ctx, 10*time.Second)
 			res, err := s.env.client.GetSandbox(c, id)
@@ -273,18 +276,19 @@ func faultHit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "fault" && ev.Fault != nil && ev.Fault.Name == "execd-fault" && ev.Fault.Active {
 			s.note("injected: %s", ev.Fault.Detail)
 			return nil
 		}
 	}
 	return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-		"the fault never hit: the subject made fewer execd operations (commands, uploads, downloads) than the one the fault was armed for (it created %d sandbox(es))", len(r.sandboxes))
+		"the fault never hit: the subject made fewer execd operations (commands, uploads, downloads) than the one the fault was armed for (it created %d sandbox(es))", len(saw.Created))
 }
 
 // endpointDead dials the execd endpoint of each sandbox the subject
@@ -295,18 +299,19 @@ func endpointDead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	var destroyed []string
-	for _, id := range r.sandboxes {
-		if d, _ := destroyedByKey(r, id); d {
+	for _, id := range saw.Created {
+		if d, _ := destroyedByKey(saw, id); d {
 			destroyed = append(destroyed, id)
 		}
 	}
 	if len(destroyed) == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the subject destroyed no sandbox (it created %d), so there was no destroyed sandbox to probe", len(r.sandboxes))
+			"the subject destroyed no sandbox (it created %d), so there was no destroyed sandbox to probe", len(saw.Created))
 	}
 	if err := listsNone(ctx, s, destroyed); err != nil {
 		return err

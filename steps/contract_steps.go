@@ -137,24 +137,25 @@ func contractMatchesServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
+	saw, err := s.inv.Saw(ctx)
+	if err != nil {
 		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.RelDir, "server-saw.json"))
 	id, _ := rec["create"].Fields["id"].(string)
 	createdByIt := false
-	for _, c := range s.inv.created {
+	for _, c := range saw.Created {
 		createdByIt = createdByIt || c == id
 	}
 	if id == "" || !createdByIt {
-		return failf("the record's create names sandbox %q, but the server saw the contract command's key create %v", id, s.inv.created)
+		return failf("the record's create names sandbox %q, but the server saw the contract command's key create %v", id, saw.Created)
 	}
 	var problems []string
 	for _, want := range contractSteps {
 		ex := rec[want.step]
-		pool := s.inv.calls
+		pool := saw.Calls
 		if want.step == "unauthorized" {
-			pool = s.inv.keyless
+			pool = saw.Keyless
 		}
 		if !sawExchange(pool, ex) {
 			who := "with the contract command's key"

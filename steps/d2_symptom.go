@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -188,17 +189,15 @@ func (s d2Symptom) String() string {
 }
 
 // d2RunAnswers are the answers for run r's vanished sandbox at or after the
-// fault: the bundled server's audit (loaded), or a real target's recording
-// proxy.
-func (e *Env) d2RunAnswers(r *subjectRun) []d2Answer {
+// fault: the bundled server's audit (what it saw of the run's key), or a
+// real target's recording proxy.
+func (e *Env) d2RunAnswers(ctx context.Context, r *subjectRun) ([]d2Answer, error) {
 	if e.mock() {
-		return d2AnswersFromAudit(r.audit, r.faultSandbox, r.faultAt)
+		saw, err := r.Saw(ctx)
+		return d2AnswersFromAudit(saw.Events, r.faultSandbox, r.faultAt), err
 	}
-	return d2AnswersFromCalls(observedCalls(r), r.faultSandbox, r.faultAt)
+	return d2AnswersFromCalls(observedCalls(r), r.faultSandbox, r.faultAt), nil
 }
-
-// d2RunSymptom is the symptom of run r's D2 fault.
-func (e *Env) d2RunSymptom(r *subjectRun) d2Symptom { return judgeD2Symptom(e.d2RunAnswers(r)) }
 
 // d2EvidenceLimit bounds the answers kept in the evidence file.
 const d2EvidenceLimit = 50

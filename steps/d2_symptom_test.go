@@ -20,8 +20,9 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
-// d2Scenario is a D2 run on the bundled server whose audit is events (as
-// fetched: loadAudit finds it loaded) and whose summary reports class.
+// d2Scenario is a D2 run whose summary reports class: on the bundled server
+// its audit is events (its Witness a record of them; a test may replace
+// it), on a real target what its recording proxy observed.
 func d2Scenario(t *testing.T, target core.Target, events []osb.AuditEvent, observed []command.Call, class string) (context.Context, *scenario, time.Time) {
 	t.Helper()
 	e, _ := blameEnv(t, target)
@@ -32,11 +33,9 @@ func d2Scenario(t *testing.T, target core.Target, events []osb.AuditEvent, obser
 	s.run = &subjectRun{key: "d2", launch: launch{Started: start, Res: &subject.Result{ExitCode: 1, Duration: 10 * time.Second}, Observed: observed},
 		faultSandbox: "sb-1", faultAt: at, faultCause: "POST /files/upload → 200",
 		sum: &summary.Summary{Error: &summary.Error{Class: class, Message: "upload failed"}}}
-	s.run.audit = events
+	s.run.Witness = command.ProxyWitness{}
 	if e.mock() {
-		// Fetched already: these are the server's records (a test may replace them).
-		s.run.Witness = command.Recorded{What: command.Saw{Events: events}}
-		s.run.keepOnce.Do(func() {})
+		s.run.Witness = recordedEvents(events)
 	}
 	return context.WithValue(context.Background(), scenarioKey{}, s), s, at
 }
@@ -72,7 +71,7 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 		for i := range events {
 			events[i].Time = at.Add(time.Duration(50+30*i) * time.Millisecond)
 		}
-		state(ctx).run.audit = events
+		state(ctx).run.Witness = recordedEvents(events)
 		err := sandboxDisappeared(ctx)
 		require.Error(t, err)
 		assert.True(t, isHarnessFault(err), "a 5xx of the grader's own server is never the subject's failure: %v", err)
@@ -98,7 +97,7 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 
 	t.Run("404 is the course's symptom and shown", func(t *testing.T) {
 		ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-		s.run.audit = lifecycle404(at)
+		s.run.Witness = recordedEvents(lifecycle404(at))
 		require.NoError(t, sandboxDisappeared(ctx))
 		assert.Contains(t, s.notes, "what the subject saw after the disappearance (first failed answers for the sandbox): GET /v1/sandboxes/sb-1 → 404")
 		require.NoError(t, errorClassIs(ctx, "sandbox_gone"))
@@ -106,10 +105,10 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 
 	t.Run("a reset connection is the course's symptom", func(t *testing.T) {
 		ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-		s.run.audit = []osb.AuditEvent{
+		s.run.Witness = recordedEvents([]osb.AuditEvent{
 			ev(at, 20*time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/files/upload", Note: "in flight when the sandbox was removed"}}),
 			ev(at, 30*time.Millisecond, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "python3 x.py", Error: "killed: sandbox removed (expired by admin)"}}),
-		}
+		})
 		require.NoError(t, sandboxDisappeared(ctx))
 		assert.Contains(t, s.notes, "what the subject saw after the disappearance (first failed answers for the sandbox): "+
 			"execd POST /files/upload → connection failure (connection reset: in flight when the sandbox was removed); "+
@@ -118,7 +117,7 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 
 	t.Run("a wrong class fails with the symptom in its reason", func(t *testing.T) {
 		ctx, s, at := d2Scenario(t, bundled, nil, nil, "platform_error")
-		s.run.audit = lifecycle404(at)
+		s.run.Witness = recordedEvents(lifecycle404(at))
 		require.NoError(t, sandboxDisappeared(ctx))
 		err := errorClassIs(ctx, "sandbox_gone")
 		require.Error(t, err)
@@ -169,12 +168,17 @@ func TestD2CountLeavesOutTheCallTheRemovalCut(t *testing.T) {
 		return out
 	}
 	ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-	s.run.audit = after(at, 3, true)
+	s.run.Witness = recordedEvents(after(at, 3, true))
 	require.NoError(t, boundedCallsAfterVanish(ctx, 3), "3 calls after the disappearance, plus the one it cut")
 
 	ctx, s, at = d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-	s.run.audit = after(at, 4, true)
+	s.run.Witness = recordedEvents(after(at, 4, true))
 	err := boundedCallsAfterVanish(ctx, 3)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "called the vanished sandbox 4 times")
+}
+
+// recordedEvents is a Witness that saw events of a run's sandboxes.
+func recordedEvents(events []osb.AuditEvent) command.Witness {
+	return command.Recorded{What: command.Saw{Events: events}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/command"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -84,7 +85,8 @@ func errorClassIs(ctx context.Context, class string) error {
 		seen := ""
 		if s := state(ctx); s.drill != nil && s.drill.Name == d2DrillName && r.faultSandbox != "" {
 			// D2: the expectation follows from the symptom the subject saw.
-			seen = "; after the disappearance the subject saw: " + s.env.d2RunSymptom(r).String()
+			answers, _ := s.env.d2RunAnswers(ctx, r)
+			seen = "; after the disappearance the subject saw: " + judgeD2Symptom(answers).String()
 		}
 		return failf("summary.json classifies the error as %q (%s), the drill expects %q%s", r.sum.Error.Class, quoted(clip(r.sum.Error.Message, 200)), class, seen)
 	}
@@ -186,12 +188,12 @@ func installStderrShowsDenial(ctx context.Context) error {
 	}
 	// The step shows the index unreachable, not denied: only the platform's
 	// record of its decision can say the failure was the denial.
-	_, _, err = audited(ctx)
+	_, _, saw, err := audited(ctx)
 	if err != nil {
 		return err
 	}
 	denied := 0
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
 			denied++
 		}
@@ -226,12 +228,13 @@ func boundedRetries(ctx context.Context, maxAttempts, maxAsks int) error {
 		}
 		return err
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	attempts, asks := 0, 0
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
 			attempts++
 		}
@@ -260,12 +263,13 @@ func reachedForIndex(ctx context.Context) error {
 	if !s.env.mock() {
 		return reachedForIndexReal(ctx, s, r)
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	installs, asks := 0, 0
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
 			installs++
 		}
@@ -276,10 +280,10 @@ func reachedForIndex(ctx context.Context) error {
 	if installs == 0 && asks == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"no install step was attempted (no pip command ran and no package index host was asked in the subject's %d sandbox(es); it exited %d), so the denial was never met",
-			len(r.sandboxes), r.Res.ExitCode)
+			len(saw.Created), r.Res.ExitCode)
 	}
 	denied := 0
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
 			denied++
 		}
@@ -336,12 +340,12 @@ func indexDenialsAudited(ctx context.Context) error {
 	if s, r, err := ran(ctx); err == nil && !s.env.mock() {
 		return indexDeniedReal(ctx, s, r)
 	}
-	s, r, err := securityAudited(ctx, "the bundled server's audit")
+	s, _, saw, err := securityAudited(ctx, "the bundled server's audit")
 	if err != nil {
 		return err
 	}
 	denied := 0
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
 			if ev.Egress.Decision == "allow" {
 				return violationf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
@@ -416,12 +420,12 @@ func sandboxDisappeared(ctx context.Context) error {
 		return err
 	}
 	if r.faultSandbox == "" {
-		_ = s.env.loadAudit(ctx, r)
+		saw, _ := r.Saw(ctx)
 		if why := s.env.progressUnobserved(r); why != "" {
 			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run (after its first execd or file call)",
-			r.Res.Duration.Round(time.Millisecond), r.Res.ExitCode, len(r.sandboxes))
+			r.Res.Duration.Round(time.Millisecond), r.Res.ExitCode, len(saw.Created))
 	}
 	if r.faultErr != "" {
 		// The target did not remove the sandbox: a fault of the target, not
@@ -438,12 +442,10 @@ func sandboxDisappeared(ctx context.Context) error {
 	// Judged on what the subject saw: the course's 404 or connection
 	// failure, or a symptom the drill did not intend (a 5xx of the grader's
 	// own server or the target's), which is the platform's fault.
-	if s.env.mock() { // a real target's answers are the recording proxy's (observedCalls)
-		if err := s.env.loadAudit(ctx, r); err != nil {
-			return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
-		}
+	answers, err := s.env.d2RunAnswers(ctx, r)
+	if err != nil {
+		return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
 	}
-	answers := s.env.d2RunAnswers(r)
 	sym := judgeD2Symptom(answers)
 	s.addEvidence(s.d2Evidence(r, answers, sym))
 	if u := sym.unintended; u != nil {
@@ -455,7 +457,7 @@ func sandboxDisappeared(ctx context.Context) error {
 }
 
 func noNewSandboxAfterExpiry(ctx context.Context) error {
-	_, r, err := lifecycleSeen(ctx)
+	_, r, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
@@ -463,7 +465,7 @@ func noNewSandboxAfterExpiry(ctx context.Context) error {
 		return failf("the sandbox never disappeared")
 	}
 	var after []string
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if lc := ev.Lifecycle; ev.Kind == "lifecycle" && lc != nil && lc.Method == "POST" && isCreatePath(lc.Path) &&
 			lc.Status == 202 && ev.Time.After(r.faultAt) {
 			after = append(after, ev.SandboxID)
@@ -497,9 +499,9 @@ func capacityFault(ctx context.Context, seconds int) error {
 }
 
 // createAttempts are the run's create requests, refused or not, in order.
-func createAttempts(r *subjectRun) []osb.AuditEvent {
+func createAttempts(saw command.Saw) []osb.AuditEvent {
 	var out []osb.AuditEvent
-	for _, ev := range r.attempts {
+	for _, ev := range saw.Calls {
 		if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && isCreatePath(lc.Path) {
 			out = append(out, ev)
 		}
@@ -508,11 +510,11 @@ func createAttempts(r *subjectRun) []osb.AuditEvent {
 }
 
 func boundedCreates(ctx context.Context, max int) error {
-	s, r, err := lifecycleSeen(ctx)
+	s, r, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
-	n := len(createAttempts(r))
+	n := len(createAttempts(saw))
 	s.note("%d create attempts", n)
 	s.addEvidence(filepath.Join(r.RelDir, "lifecycle-calls.json"))
 	if n == 0 {
@@ -525,14 +527,14 @@ func boundedCreates(ctx context.Context, max int) error {
 }
 
 func respectedRetryAfter(ctx context.Context) error {
-	s, r, err := lifecycleSeen(ctx)
+	s, _, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
 	if s.drill == nil || s.drill.retryAfter == 0 {
 		return failf("no Retry-After was in force")
 	}
-	at := createAttempts(r)
+	at := createAttempts(saw)
 	if len(at) < 2 {
 		s.note("the subject gave up after the first 429 without retrying")
 		return nil
@@ -573,12 +575,12 @@ func runAndKill(ctx context.Context, fixture string) error {
 		return harnessf("the harness could not start the run: %v", s.run.Err)
 	}
 	if s.run.faultSandbox == "" {
-		_ = s.env.loadAudit(ctx, s.run)
+		saw, _ := s.run.Saw(ctx)
 		if why := s.env.progressUnobserved(s.run); why != "" {
 			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created, none with a finished execd or file call) before it could be killed mid-run",
-			s.run.Res.Duration.Round(time.Millisecond), s.run.Res.ExitCode, len(s.run.sandboxes))
+			s.run.Res.Duration.Round(time.Millisecond), s.run.Res.ExitCode, len(saw.Created))
 	}
 	return nil
 }
@@ -586,10 +588,11 @@ func runAndKill(ctx context.Context, fixture string) error {
 func residualHasTTL(ctx context.Context, maxSeconds int) error {
 	s := state(ctx)
 	r := s.run
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	for _, id := range r.sandboxes {
+	for _, id := range saw.Created {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		res, err := s.env.client.GetSandbox(c, id)
 		cancel()
@@ -625,13 +628,14 @@ func residualHasTTL(ctx context.Context, maxSeconds int) error {
 func reapRemoves(ctx context.Context) error {
 	s := state(ctx)
 	r := s.run
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	// What the killed run left: its sandboxes that still exist.
 	expiry := map[string]time.Time{}
 	var residual []string
-	for _, id := range r.sandboxes {
+	for _, id := range saw.Created {
 		c, cancel := ctxTimeout(ctx, 10*time.Second)
 		res, err := s.env.client.GetSandbox(c, id)
 		cancel()
@@ -650,7 +654,7 @@ func reapRemoves(ctx context.Context) error {
 	}
 	if len(residual) == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the killed run left no residual sandbox (it created %d, none alive after the SIGKILL), so there was nothing for an inspection to find", len(r.sandboxes))
+			"the killed run left no residual sandbox (it created %d, none alive after the SIGKILL), so there was nothing for an inspection to find", len(saw.Created))
 	}
 	cmd := s.env.sub().Manifest.Reap
 	if cmd == "" {
@@ -661,14 +665,15 @@ func reapRemoves(ctx context.Context) error {
 	if err := s.inv.Judge(ctx); err != nil {
 		return err
 	}
-	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
+	saw, err = s.inv.Saw(ctx)
+	if err != nil {
 		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.RelDir, "server-saw.json"))
 	var removed, missed, late []string
 	for _, id := range residual {
 		var at time.Time
-		for _, ev := range s.inv.calls {
+		for _, ev := range saw.Calls {
 			if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status == 204 && ev.SandboxID == id {
 				at = ev.Time
 				break
@@ -717,13 +722,14 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 	if r.faultSandbox == "" {
 		return failf("the sandbox never disappeared")
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"), filepath.Join(r.RelDir, "lifecycle-calls.json"))
 	execd, lifecycle := 0, 0
 	var seen []string
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.SandboxID != r.faultSandbox || ev.Time.Before(r.faultAt) {
 			continue
 		}
@@ -742,7 +748,7 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 		execd += n
 		seen = append(seen, what...)
 	}
-	for _, ev := range r.attempts {
+	for _, ev := range saw.Calls {
 		if lc := ev.Lifecycle; lc != nil && ev.SandboxID == r.faultSandbox && !ev.Time.Before(r.faultAt) && lc.Method != "DELETE" {
 			if _, isExecd := execdPath(lc.Path); isExecd && !s.env.mock() {
 				continue // counted above

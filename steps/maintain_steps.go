@@ -48,7 +48,7 @@ func runTests(ctx context.Context) error {
 		// integration test created): evidence and report.html's timeline of
 		// the command. The tests' verdict does not depend on it.
 		if inv.Ran() {
-			if err := s.env.loadInvocationAudit(ctx, inv); err != nil {
+			if _, err := inv.Saw(ctx); err != nil {
 				s.note("what the server saw of %s could not be read: %v", t.field, err)
 			} else {
 				s.addEvidence(filepath.Join(inv.RelDir, "server-saw.json"))
@@ -231,43 +231,44 @@ func tailString(s string, n int) string {
 // trail shows lifecycle calls only, through the recording proxy: there the
 // command inside the sandbox is not seen, and the reason says so.
 func (e *Env) integrationTouchedSandbox(ctx context.Context, inv *invocation) (bool, string, error) {
-	if err := e.loadInvocationAudit(ctx, inv); err != nil {
+	saw, err := inv.Saw(ctx)
+	if err != nil {
 		return false, "", harnessf("reading what the server saw of %s: %v", inv.Field, err)
 	}
-	if len(inv.created) == 0 {
+	if len(saw.Created) == 0 {
 		return false, "the server saw its key create no sandbox", nil
 	}
 	mine := map[string]bool{}
-	for _, id := range inv.created {
+	for _, id := range saw.Created {
 		mine[id] = true
 	}
 	deleted := map[string]bool{}
-	for _, ev := range inv.calls {
+	for _, ev := range saw.Calls {
 		if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status >= 200 && lc.Status < 300 && mine[ev.SandboxID] {
 			deleted[ev.SandboxID] = true
 		}
 	}
 	ran := map[string]bool{}
-	for _, ev := range inv.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "command" && ev.Command != nil && mine[ev.SandboxID] {
 			ran[ev.SandboxID] = true
 		}
 	}
 	if !e.mock() {
-		for _, id := range inv.created {
+		for _, id := range saw.Created {
 			if deleted[id] {
 				return true, fmt.Sprintf("its key created and deleted sandbox %s (target %s: commands inside a sandbox are not seen through the recording proxy)", id, e.opt.Target.Kind), nil
 			}
 		}
-		return false, fmt.Sprintf("its key created %s and deleted none of them", strings.Join(inv.created, ", ")), nil
+		return false, fmt.Sprintf("its key created %s and deleted none of them", strings.Join(saw.Created, ", ")), nil
 	}
-	for _, id := range inv.created {
+	for _, id := range saw.Created {
 		if ran[id] && deleted[id] {
 			return true, fmt.Sprintf("its key created sandbox %s, ran a command in it and deleted it", id), nil
 		}
 	}
 	var what []string
-	for _, id := range inv.created {
+	for _, id := range saw.Created {
 		switch {
 		case !ran[id] && !deleted[id]:
 			what = append(what, id+": no command, not deleted")

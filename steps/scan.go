@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/command"
 	"io"
 	"os"
 	"path/filepath"
@@ -201,14 +202,15 @@ func (e *Env) scanSandboxesOf(ctx context.Context, s *scenario) {
 		if _, done := e.scanned.LoadOrStore(sandboxScanKey{r}, true); done {
 			continue
 		}
-		if err := e.loadAudit(ctx, r); err != nil || len(r.sandboxes) == 0 {
+		saw, err := r.Saw(ctx)
+		if err != nil || len(saw.Created) == 0 {
 			continue // an unreadable audit is the scenario's steps' harness error
 		}
 		var what []string
-		if found, _, _ := e.sandboxSecrets(ctx, r); len(found) > 0 {
+		if found, _, _ := e.sandboxSecrets(ctx, saw); len(found) > 0 {
 			what = append(what, "planted secrets found inside its sandbox: "+strings.Join(found, "; "))
 		}
-		what = append(what, e.dataAPIWithoutVault(r)...)
+		what = append(what, e.dataAPIWithoutVault(saw)...)
 		if len(what) == 0 {
 			continue
 		}
@@ -226,14 +228,14 @@ func (e *Env) scanSandboxesOf(ctx context.Context, s *scenario) {
 
 // dataAPIWithoutVault names the calls of the run's sandboxes to the data API
 // that left without a credential from the vault (the gateway's record; the
-// run's audit must be loaded): the check of dataAPIGotRealToken, for every run.
-func (e *Env) dataAPIWithoutVault(r *subjectRun) []string {
+// saw: what the server saw of its key): the check of dataAPIGotRealToken, for every run.
+func (e *Env) dataAPIWithoutVault(saw command.Saw) []string {
 	host := e.dataAPIHost()
 	if host == "" {
 		return nil
 	}
 	var out []string
-	for _, ev := range egressRequests(r) {
+	for _, ev := range egressRequests(saw) {
 		q := ev.EgressRequest
 		if !sameHost(q.Host, host) || q.Injected {
 			continue
