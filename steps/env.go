@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/boxpolicy"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -60,11 +61,11 @@ type Env struct {
 	canaries map[string]string // label → value, planted in the bundled server
 
 	budgetMu      sync.Mutex
-	budgetUsed    time.Duration // summed time of the submission's commands (SubmissionTimeout)
-	scanned       sync.Map      // *subjectRun → true once its files were scanned for secrets (scan.go)
-	egressChecked sync.Map      // *subjectRun → true once what it sent out was judged (attribution.go)
-	markersOnce   sync.Once     // the input markers are planted in the bundled server (attribution.go)
-	owners        sandboxOwners // the submission's keys and who created which sandbox (confine.go)
+	budgetUsed    time.Duration    // summed time of the submission's commands (SubmissionTimeout)
+	scanned       sync.Map         // *subjectRun → true once its files were scanned for secrets (scan.go)
+	egressChecked sync.Map         // *subjectRun → true once what it sent out was judged (attribution.go)
+	markersOnce   sync.Once        // the input markers are planted in the bundled server (attribution.go)
+	owners        boxpolicy.Owners // the submission's keys and who created which sandbox (confine.go)
 }
 
 // NewEnv checks the options and builds the harness client.
