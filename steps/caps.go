@@ -13,13 +13,13 @@ import (
 // What the grader reads from a submission's files is capped, file by file
 // (docs/hostile.md lists the figures): a 1 TiB sparse report.md once made
 // the grader run out of memory. A file over its cap fails the entry that reads
-// it, with that reason; a symbolic link is never followed.
+// it, with that reason; a symbolic link is never followed. (Each JUnit XML
+// file a test command wrote: testcount.MaxJUnitFile.)
 const (
 	capContractJSON = 16 << 20 // {out}/contract.json
 	capReportMD     = 8 << 20  // {out}/report.md
 	capChartPNG     = 32 << 20 // {out}/chart.png
 	capSummaryJSON  = 16 << 20 // {out}/summary.json (summary.MaxBytes for Load)
-	capJUnitXML     = 16 << 20 // each JUnit XML file a test command wrote
 	capReadme       = 1 << 20  // the submission's README
 	// capScanned is how much of each output file the secret scan reads; a
 	// larger file is scanned up to it (and the note says so).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/osb-capstone/acceptance/harness/testcount"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,9 +71,9 @@ func testsPassed(ctx context.Context, minUnit, minIntegration int) error {
 			return err
 		}
 		out := readAll(inv.Res.StdoutPath) + "\n" + readAll(inv.Res.StderrPath)
-		c, ok := countJUnit(inv.OutDir)
+		c, ok := testcount.JUnit(inv.OutDir)
 		if !ok {
-			c, ok = countSummary(out)
+			c, ok = testcount.Summary(out)
 		}
 		switch {
 		case inv.Res.ExitCode != 0:

@@ -1,4 +1,4 @@
-package steps
+package testcount
 
 import (
 	"os"
@@ -28,7 +28,7 @@ func TestCountSummary(t *testing.T) {
 		{"nothing", "hello\n", false, 0, 0, 0},
 	}
 	for _, c := range cases {
-		got, ok := countSummary(c.out)
+		got, ok := Summary(c.out)
 		assert.Equal(t, c.ok, ok, c.name)
 		if ok {
 			assert.Equal(t, []int{c.pass, c.fail, c.skip}, []int{got.Passed, got.Failed, got.Skipped}, c.name)
@@ -38,14 +38,14 @@ func TestCountSummary(t *testing.T) {
 
 func TestCountJUnit(t *testing.T) {
 	dir := t.TempDir()
-	_, ok := countJUnit(dir)
+	_, ok := JUnit(dir)
 	assert.False(t, ok)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "junit-unit.xml"), []byte(`<?xml version="1.0"?>
 <testsuites><testsuite name="a"><testcase name="x"/><testcase name="y"><failure message="boom"/></testcase>
 <testcase name="z"><skipped/></testcase></testsuite></testsuites>`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.xml"), []byte(`<testsuite><testcase name="k"/></testsuite>`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "not-junit.xml"), []byte(`<html/>`), 0o644))
-	c, ok := countJUnit(dir)
+	c, ok := JUnit(dir)
 	require.True(t, ok)
 	assert.Equal(t, []int{2, 1, 1}, []int{c.Passed, c.Failed, c.Skipped})
 	assert.Contains(t, c.Source, "junit-unit.xml")
