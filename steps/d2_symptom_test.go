@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/vanish"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -65,7 +67,7 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 		events := []osb.AuditEvent{
 			ev(time.Time{}, 0, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "python3 /workspace/fetch_data.py",
 				Error: `status 502: {"code":"UNKNOWN","message":"execd of sandbox sb-1 is unreachable: read unix @->/proc/self/fd/32/execd.sock: connection reset"}`}}),
-			ev(time.Time{}, 0, osb.AuditEvent{Kind: execdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}),
+			ev(time.Time{}, 0, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}),
 		}
 		ctx, _, at := d2Scenario(t, bundled, nil, nil, "platform_error")
 		for i := range events {
@@ -106,7 +108,7 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 	t.Run("a reset connection is the course's symptom", func(t *testing.T) {
 		ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
 		s.run.Witness = recordedEvents([]osb.AuditEvent{
-			ev(at, 20*time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/files/upload", Note: "in flight when the sandbox was removed"}}),
+			ev(at, 20*time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/files/upload", Note: "in flight when the sandbox was removed"}}),
 			ev(at, 30*time.Millisecond, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "python3 x.py", Error: "killed: sandbox removed (expired by admin)"}}),
 		})
 		require.NoError(t, sandboxDisappeared(ctx))
@@ -125,31 +127,6 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 		assert.Contains(t, err.Error(), `the drill expects "sandbox_gone"; after the disappearance the subject saw: GET /v1/sandboxes/sb-1 → 404`)
 	})
 
-	t.Run("a real target: the recording proxy's answers", func(t *testing.T) {
-		at := time.Now().Add(-time.Minute).Add(2 * time.Second)
-		calls := []command.Call{
-			{Time: at.Add(-time.Second), Method: "POST", Path: "/files/upload", Status: 200, SandboxID: "sb-1", Port: 44772},
-			{Time: at.Add(time.Second), Method: "POST", Path: "/command", Status: 404, SandboxID: "sb-1", Port: 44772},
-			{Time: at.Add(2 * time.Second), Method: "GET", Path: "/v1/sandboxes/sb-2", Status: 500, SandboxID: "sb-2"},
-		}
-		sym := judgeD2Symptom(d2AnswersFromCalls(calls, "sb-1", at))
-		assert.Nil(t, sym.unintended, "another sandbox's answers are not this drill's")
-		assert.Equal(t, "execd POST /command → 404", sym.String())
-		calls[1].Status, calls[1].Answer = 500, `{"code":"DOCKER::SANDBOX_DELETE_FAILED"}`
-		sym = judgeD2Symptom(d2AnswersFromCalls(calls, "sb-1", at))
-		require.NotNil(t, sym.unintended)
-		assert.Equal(t, `execd POST /command → 500 {"code":"DOCKER::SANDBOX_DELETE_FAILED"}`, sym.unintended.String())
-	})
-
-	t.Run("successes before the removal reached the sandbox are not the symptom", func(t *testing.T) {
-		at := time.Now()
-		sym := judgeD2Symptom(d2AnswersFromAudit([]osb.AuditEvent{
-			ev(at, time.Millisecond, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "ls", ExitCode: new(int)}}),
-			ev(at, 2*time.Millisecond, osb.AuditEvent{Kind: "file", File: &wire.File{Op: "final-manifest", Path: "/workspace/a"}}),
-		}, "sb-1", at))
-		assert.Empty(t, sym.first)
-		assert.Equal(t, "no failed answer to a call for the sandbox was recorded after the fault", sym.String())
-	})
 }
 
 // A call the removal cut while it ran was made before the disappearance: D2
@@ -158,11 +135,11 @@ func TestD2CountLeavesOutTheCallTheRemovalCut(t *testing.T) {
 	after := func(at time.Time, n int, inFlight bool) []osb.AuditEvent {
 		var out []osb.AuditEvent
 		if inFlight {
-			out = append(out, ev(at, time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind,
+			out = append(out, ev(at, time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind,
 				ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/command", Note: wire.AfterRemovalInFlight}}))
 		}
 		for i := range n {
-			out = append(out, ev(at, time.Duration(10+i)*time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind,
+			out = append(out, ev(at, time.Duration(10+i)*time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind,
 				ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}))
 		}
 		return out

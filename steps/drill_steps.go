@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/osb-capstone/acceptance/harness/command"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/vanish"
 
 	"github.com/cucumber/godog"
 
@@ -86,7 +88,7 @@ func errorClassIs(ctx context.Context, class string) error {
 		if s := state(ctx); s.drill != nil && s.drill.Name == d2DrillName && r.faultSandbox != "" {
 			// D2: the expectation follows from the symptom the subject saw.
 			answers, _ := s.env.d2RunAnswers(ctx, r)
-			seen = "; after the disappearance the subject saw: " + judgeD2Symptom(answers).String()
+			seen = "; after the disappearance the subject saw: " + vanish.Judge(answers).String()
 		}
 		return failf("summary.json classifies the error as %q (%s), the drill expects %q%s", r.sum.Error.Class, quoted(clip(r.sum.Error.Message, 200)), class, seen)
 	}
@@ -446,9 +448,9 @@ func sandboxDisappeared(ctx context.Context) error {
 	if err != nil {
 		return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
 	}
-	sym := judgeD2Symptom(answers)
+	sym := vanish.Judge(answers)
 	s.addEvidence(s.d2Evidence(r, answers, sym))
-	if u := sym.unintended; u != nil {
+	if u := sym.Unintended; u != nil {
 		return harnessf("after its sandbox %s disappeared the subject was answered %s: a symptom the drill did not intend (it means a 404 or a connection failure), so its reaction cannot be judged; first failed answers: %s",
 			r.faultSandbox, u, sym)
 	}
@@ -705,11 +707,6 @@ func reapRemoves(ctx context.Context) error {
 // and one more; DELETEs that clean up handles are not counted.
 const vanishAllowance = 3
 
-// execdAfterRemovalKind is the audit kind the bundled server records for a
-// call to the execd endpoint of a sandbox that is gone (its port keeps
-// listening and records method and path).
-const execdAfterRemovalKind = "execd_after_removal"
-
 // boundedCallsAfterVanish counts the subject's calls to the vanished sandbox
 // after it disappeared: calls to its dead execd endpoint and lifecycle calls
 // with the run's key (bundled server: audit; real server: lifecycle calls
@@ -733,8 +730,8 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 		if ev.SandboxID != r.faultSandbox || ev.Time.Before(r.faultAt) {
 			continue
 		}
-		if ev.Kind == execdAfterRemovalKind {
-			if inFlightAtRemoval(ev) {
+		if ev.Kind == vanish.ExecdAfterRemovalKind {
+			if vanish.InFlightAtRemoval(ev) {
 				continue // made before the disappearance; the removal cut it
 			}
 			execd++
