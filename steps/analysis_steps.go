@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/osb-capstone/acceptance/harness/command"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/command"
 
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/rubric"

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/indexdeny"
+
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
@@ -47,7 +49,7 @@ func sameHost(a, b string) bool { return command.SameHost(a, b) }
 // whatLeft judges each request the run's sandboxes sent through the gateway
 // (command.WhatLeft).
 func (e *Env) whatLeft(r *subjectRun, saw command.Saw) []command.Finding {
-	return command.WhatLeft(r.key, saw.Events, e.dataAPIHost(), isPackageHost)
+	return command.WhatLeft(r.key, saw.Events, e.dataAPIHost(), indexdeny.IsPackageHost)
 }
 
 // plantMarkers registers the input markers with the bundled server's egress

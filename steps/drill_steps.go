@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/indexdeny"
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/vanish"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
-	"github.com/osb-capstone/acceptance/harness/summary"
 )
 
 // Fault drills D1, D2, D3 and D5.
@@ -38,19 +38,6 @@ func registerDrillSteps(sc registrar) {
 	sc.Step(`^the subject is run on fixture "([^"]*)" and killed with SIGKILL once it has made progress in its sandbox$`, runAndKill)
 	sc.Step(`^the subject's sandbox, if still alive, has an expiry of at most (\d+) seconds after its creation$`, residualHasTTL)
 	sc.Step(`^the submission's reap command, given the killed run's id, removes the residual sandbox within its TTL$`, reapRemoves)
-}
-
-// packageHosts are the hosts a package install legitimately needs.
-var packageHosts = []string{"pypi.org", "files.pythonhosted.org", "*.pythonhosted.org", "*.pypi.org"}
-
-func isPackageHost(h string) bool {
-	h = strings.TrimSuffix(strings.ToLower(h), ".")
-	for _, p := range packageHosts {
-		if h == p || (strings.HasPrefix(p, "*.") && strings.HasSuffix(h, p[1:])) {
-			return true
-		}
-	}
-	return false
 }
 
 func denyPackageIndex(ctx context.Context, a, b string) error {
@@ -95,64 +82,6 @@ func errorClassIs(ctx context.Context, class string) error {
 	return nil
 }
 
-// What a failed network access looks like from inside a sandbox, as pip,
-// python, urllib, requests and curl print it, in two kinds (classifyNetwork):
-//
-//   - networkDenial is evidence of a denial: NXDOMAIN (EAI_NONAME, "Name or
-//     service not known", curl's "Could not resolve host"), a policy 403 from
-//     a proxy or the sidecar, no route (ENETUNREACH, EHOSTUNREACH).
-//   - networkUnreachable is a network failure that does not show a denial by
-//     itself: a resolver that failed temporarily (SERVFAIL, EAI_AGAIN: an
-//     allowed name without upstream fails so), a refused connection, a name
-//     with no address (EAI_NODATA), a TLS connection cut before any answer (a
-//     gateway without upstream), or a connection error that names no cause.
-//
-// Denial wins when both are present (a pip run may meet both).
-var (
-	networkDenial = regexp.MustCompile(`(?i)name or service not known|\[Errno -2\]|EAI_NONAME|could not resolve host|nxdomain|` +
-		`nodename nor servname|getaddrinfo failed|network is unreachable|no route to host|` +
-		`403 forbidden|egress denied|blocked by (the )?(network|egress) policy`)
-	networkUnreachable = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]|servfail|` +
-		`connection refused|\[Errno 111\]|no address associated with hostname|\[Errno -5\]|` +
-		`SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`)
-	// networkFailure names no cause: unreachable unless the text shows one.
-	networkFailure = regexp.MustCompile(`(?i)could not resolve|NewConnectionError|failed to establish a new connection|proxyerror`)
-)
-
-// netFailure is the kind of a failed network access (classifyNetwork).
-type netFailure int
-
-const (
-	netNone        netFailure = iota // no network failure in the text
-	netDenied                        // evidence of a denial
-	netUnreachable                   // a network failure that is not, by itself, a denial
-)
-
-func (k netFailure) String() string {
-	switch k {
-	case netDenied:
-		return "denied"
-	case netUnreachable:
-		return "unreachable"
-	}
-	return "none"
-}
-
-// classifyNetwork says whether text (a failed command's stderr and stdout)
-// shows a network denial, an unreachable network, or neither, and the line
-// that shows it (at most 200 bytes).
-func classifyNetwork(text string) (netFailure, string) {
-	if loc := networkDenial.FindStringIndex(text); loc != nil {
-		return netDenied, lineAround(text, loc[0], 200)
-	}
-	for _, re := range []*regexp.Regexp{networkUnreachable, networkFailure} {
-		if loc := re.FindStringIndex(text); loc != nil {
-			return netUnreachable, lineAround(text, loc[0], 200)
-		}
-	}
-	return netNone, ""
-}
-
 // installStderrShowsDenial is D1's observability check: a failed step's
 // output identifies the network failure. Denial evidence (NXDOMAIN, 403, no
 // route) passes; a failure that only shows the index unreachable
@@ -168,11 +97,11 @@ func installStderrShowsDenial(ctx context.Context) error {
 		if st.ExitCode == nil || *st.ExitCode == 0 {
 			continue
 		}
-		switch kind, sign := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
-		case netDenied:
+		switch kind, sign := indexdeny.ClassifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
+		case indexdeny.NetDenied:
 			s.note("step %q: %s", st.Name, clip(sign, 120))
 			return nil
-		case netUnreachable:
+		case indexdeny.NetUnreachable:
 			if unreachStep == "" {
 				unreachStep, unreachSign = st.Name, sign
 			}
@@ -194,12 +123,7 @@ func installStderrShowsDenial(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	denied := 0
-	for _, ev := range saw.Events {
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
-			denied++
-		}
-	}
+	denied := indexdeny.CountEvents(saw.Events).Denied
 	if denied == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"step %q failed with %q: the index was unreachable, which by itself is not a denial (SERVFAIL/EAI_AGAIN or refused), and no denial of a package index host is in the audit, so the subject did not meet the denial",
@@ -208,9 +132,6 @@ func installStderrShowsDenial(ctx context.Context) error {
 	s.note("step %q: %s (the index unreachable; the audit shows %d denial(s) of package index hosts, so this is the denial)", unreachStep, clip(unreachSign, 120), denied)
 	return nil
 }
-
-// pipInstall matches a command that installs packages with pip (pip, pip3, python -m pip).
-var pipInstall = regexp.MustCompile(`\bpip[0-9.]*\s+(?:[^|;&]*\s)?install\b`)
 
 // boundedRetries is D1's own property, "the agent does not retry
 // indefinitely": a subject that retries the denied index without bound
@@ -235,15 +156,8 @@ func boundedRetries(ctx context.Context, maxAttempts, maxAsks int) error {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
-	attempts, asks := 0, 0
-	for _, ev := range saw.Events {
-		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
-			attempts++
-		}
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
-			asks++
-		}
-	}
+	c := indexdeny.CountEvents(saw.Events)
+	attempts, asks := c.Installs, c.Asks
 	s.note("install attempts %d, package-index lookups/connections %d", attempts, asks)
 	if attempts > maxAttempts {
 		return violationf("the subject ran %d install commands; a denied index must not be retried more than %d times", attempts, maxAttempts)
@@ -270,70 +184,20 @@ func reachedForIndex(ctx context.Context) error {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
-	installs, asks := 0, 0
-	for _, ev := range saw.Events {
-		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
-			installs++
-		}
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
-			asks++
-		}
-	}
-	if installs == 0 && asks == 0 {
+	c := indexdeny.CountEvents(saw.Events)
+	if c.Installs == 0 && c.Asks == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"no install step was attempted (no pip command ran and no package index host was asked in the subject's %d sandbox(es); it exited %d), so the denial was never met",
 			len(saw.Created), r.Res.ExitCode)
 	}
-	denied := 0
-	for _, ev := range saw.Events {
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
-			denied++
-		}
-	}
-	if r.sum != nil && denied == 0 {
-		if step, sign, ok := indexUnreachable(r.sum.Steps); ok {
+	if r.sum != nil && c.Denied == 0 {
+		if step, sign, ok := indexdeny.IndexUnreachable(r.sum.Steps); ok {
 			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
 				"the target has no upstream: the subject's install (step %q) met a package index that could not be reached at all (%s), "+
 					"not the drill's denial (none is on record), so whether it tells a denial from a script error was not measured", step, sign)
 		}
 	}
 	return nil
-}
-
-// lineAround is the line of s holding offset i, at most n bytes from a little
-// before i.
-func lineAround(s string, i, n int) string {
-	start := strings.LastIndexByte(s[:i], '\n') + 1
-	end := strings.IndexByte(s[i:], '\n')
-	if end < 0 {
-		end = len(s)
-	} else {
-		end += i
-	}
-	start = max(start, i-60)
-	line := strings.ToValidUTF8(s[start:min(end, start+n)], "")
-	return strings.TrimSpace(line)
-}
-
-// indexUnreachable finds a failed step whose output shows the package index
-// unreachable (classifyNetwork: no upstream, refused, cut) and no step that
-// shows a denial: the step's name, the sign, and whether one was found.
-func indexUnreachable(steps []summary.Step) (string, string, bool) {
-	name, sign := "", ""
-	for _, st := range steps {
-		if st.ExitCode == nil || *st.ExitCode == 0 {
-			continue
-		}
-		switch kind, line := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
-		case netDenied:
-			return "", "", false
-		case netUnreachable:
-			if name == "" {
-				name, sign = st.Name, line
-			}
-		}
-	}
-	return name, sign, name != ""
 }
 
 func indexDenialsAudited(ctx context.Context) error {
@@ -346,15 +210,11 @@ func indexDenialsAudited(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	denied := 0
-	for _, ev := range saw.Events {
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
-			if ev.Egress.Decision == "allow" {
-				return violationf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
-			}
-			denied++
-		}
+	c := indexdeny.CountEvents(saw.Events)
+	if ev := c.Allowed; ev != nil {
+		return violationf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
 	}
+	denied := c.Asks
 	if denied == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no package index host was asked from the subject's sandbox (its install, if any, never reached the network), so no denial was met")
 	}

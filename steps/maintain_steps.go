@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/osb-capstone/acceptance/harness/testcount"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/testcount"
 
 	"github.com/osb-capstone/acceptance/harness/regularfile"
 	"github.com/osb-capstone/acceptance/harness/submission"

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/osb-capstone/acceptance/harness/command"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/osb-capstone/acceptance/harness/command"
 
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )

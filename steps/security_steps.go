@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/osb-capstone/acceptance/harness/command"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/indexdeny"
 
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -38,7 +40,7 @@ type probeState struct {
 	sandboxID string
 	execd     *osb.Execd
 	policy    *osb.NetworkPolicy
-	sidecar   *sidecarLog // its egress sidecar's log (docker target; nil elsewhere)
+	sidecar   *indexdeny.SidecarLog // its egress sidecar's log (docker target; nil elsewhere)
 }
 
 // createRequest is the part of a create request the security checks read.
@@ -123,7 +125,7 @@ func policyMinimal(ctx context.Context) error {
 				continue
 			}
 			t := strings.TrimSuffix(strings.ToLower(rule.Target), ".")
-			if isPackageHost(t) || (dataHost != "" && t == dataHost) {
+			if indexdeny.IsPackageHost(t) || (dataHost != "" && t == dataHost) {
 				continue
 			}
 			extra = append(extra, rule.Target)
@@ -164,7 +166,7 @@ func createProbe(ctx context.Context) error {
 	if err != nil {
 		return harnessf("probe sandbox: %v", err)
 	}
-	s.probe = &probeState{sandboxID: id, execd: ex, policy: pol, sidecar: s.env.followSidecar(ctx, id)}
+	s.probe = &probeState{sandboxID: id, execd: ex, policy: pol, sidecar: indexdeny.Follow(ctx, s.env.opt.Target.SidecarLog, id)}
 	b, _ := json.MarshalIndent(pol, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-policy-"+s.slug()+".json", b))
 	return nil
@@ -206,19 +208,19 @@ func probeDenied(ctx context.Context, host string) error {
 	if !s.env.mock() {
 		// What the probe's sidecar said meanwhile (docker target), kept even
 		// when a later step of the scenario ends it as not measured.
-		if log, _, ok := s.probe.sidecar.read(500 * time.Millisecond); ok {
+		if log, _, ok := s.probe.sidecar.Read(500 * time.Millisecond); ok {
 			s.addEvidence(s.env.writeEvidence("network", "probe-sidecar-log-"+s.slug()+".txt", []byte(log)))
 		}
 	}
 	if ex.ExitCode == nil || *ex.ExitCode == 0 {
 		return violationf("the probe reached %s (exit %s) under the subject's policy: a non-allowed host must be denied", host, intPtrString(ex.ExitCode))
 	}
-	kind, sign := classifyNetwork(ex.StderrText())
+	kind, sign := indexdeny.ClassifyNetwork(ex.StderrText())
 	switch kind {
-	case netDenied:
+	case indexdeny.NetDenied:
 		s.note("the probe of %s was denied: %s", host, clip(sign, 120))
 		return nil
-	case netNone:
+	case indexdeny.NetNone:
 		return harnessf("the harness's probe failed (exit %d) but not with a network failure: %s", *ex.ExitCode, clip(ex.StderrText(), 300))
 	}
 	// Unreachable (SERVFAIL/EAI_AGAIN, refused): not a denial by itself. Only
@@ -275,7 +277,7 @@ func egressDecision(events []osb.AuditEvent, host string) string {
 
 // allowedNoUpstream says whether an allowed host's failed probe shows only
 // that the target has no upstream (not measured) rather than a failure of
-// the target, and the line that shows it. It uses classifyNetwork's
+// the target, and the line that shows it. It uses indexdeny.ClassifyNetwork's
 // unreachable class, as the drill's checks do: a resolver that failed
 // temporarily (SERVFAIL, EAI_AGAIN), a refused connection, a TLS connection
 // cut before any answer. Evidence of a denial (NXDOMAIN, 403) is the target
@@ -286,8 +288,8 @@ func allowedNoUpstream(bundled bool, exit *int, stdout, stderr string) (string, 
 	if bundled || exit == nil || *exit == 0 {
 		return "", false
 	}
-	kind, sign := classifyNetwork(stderr + "\n" + stdout)
-	return sign, kind == netUnreachable
+	kind, sign := indexdeny.ClassifyNetwork(stderr + "\n" + stdout)
+	return sign, kind == indexdeny.NetUnreachable
 }
 
 func denialAudited(ctx context.Context, host string) error {
@@ -672,12 +674,12 @@ func dirEmpty(dir string) bool {
 // evidence, and a lookup of host it logged as allowed is a violation of the
 // subject's policy by the target's own record.
 func sidecarDenialEvidence(ctx context.Context, s *scenario, host string) error {
-	log, lerr, ok := s.probe.sidecar.read(time.Second)
+	log, lerr, ok := s.probe.sidecar.Read(time.Second)
 	if !ok {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "OpenSandbox's sidecar does not log denials (CONTRACT §3.4) and target %s gives no access to its log; only the probe's NXDOMAIN was observed", s.env.opt.Target.Kind)
 	}
 	s.addEvidence(s.env.writeEvidence("network", "probe-sidecar-log-"+s.slug()+".txt", []byte(log)))
-	for _, h := range allowedLookups(log, time.Time{}) {
+	for _, h := range indexdeny.AllowedLookups(log, time.Time{}) {
 		if sameHost(h, host) {
 			return violationf("the probe sandbox's egress sidecar logged a lookup of %s as allowed (egress.outbound) under the subject's policy", host)
 		}
@@ -685,9 +687,9 @@ func sidecarDenialEvidence(ctx context.Context, s *scenario, host string) error 
 	// Sidecars newer than the one measured here log each denial (upstream
 	// components/egress/pkg/dnsproxy/proxy.go: "[dns] denied by policy");
 	// where the log has one for the host, that is the record.
-	for _, d := range deniedLookups(log) {
-		if sameHost(d.host, host) {
-			s.note("the probe sandbox's egress sidecar logged the denial of %s: %s", host, clip(d.line, 200))
+	for _, d := range indexdeny.DeniedLookups(log) {
+		if sameHost(d.Host, host) {
+			s.note("the probe sandbox's egress sidecar logged the denial of %s: %s", host, clip(d.Line, 200))
 			return nil
 		}
 	}

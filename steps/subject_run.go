@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/indexdeny"
+
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/recompute"
@@ -37,7 +39,7 @@ type subjectRun struct {
 	faultDone time.Time
 	// policyDeny is D1's deny through a real egress sidecar's policy API
 	// (d1_policy.go).
-	policyDeny *policyDeny
+	policyDeny *indexdeny.Deny
 	// faultErr: on a real target, why the harness's DELETE of faultSandbox
 	// failed (the target's fault: the drill cannot be judged).
 	faultErr string

@@ -3,7 +3,6 @@ package steps
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,19 +53,5 @@ func TestVaultHoldersFromTheRecordingProxy(t *testing.T) {
 	}
 	if got := vaultHolders([]observe.Call{create("s1", true), vault("s1", "", host, "POST", 201)}, "", host); got != nil {
 		t.Errorf("no token: %v", got)
-	}
-}
-
-func TestDeniedLookupsFromASidecarLog(t *testing.T) {
-	log := `2026-12-01T22:12:50.358Z {"level":"info","msg":"egress policy loaded","opensandbox.event":"egress.loaded"}
-2026-12-01T22:12:51.000Z {"level":"warn","ts":"2026-12-01T22:12:51Z","logger":"opensandbox.egress","msg":"[dns] denied by policy (remote=10.213.47.3 question=\"exfil.capstone.test\")","sandbox_id":"s1"}
-2026-12-01T22:12:52.000Z {"level":"warn","msg":"[dns] denied query (remote=10.213.47.3 question=\"x.test\" reason=unknown source)"}
-2026-12-01T22:12:53.000Z not json: denied by policy question="fake.test"`
-	got := deniedLookups(log)
-	if len(got) != 1 || got[0].host != "exfil.capstone.test" || !strings.Contains(got[0].line, "remote=10.213.47.3") {
-		t.Errorf("denials: %+v", got)
-	}
-	if d := deniedLookups(""); d != nil {
-		t.Errorf("empty log: %+v", d)
 	}
 }
