@@ -47,7 +47,7 @@ func denyPackageIndex(ctx context.Context, a, b string) error {
 	d := &drill{Name: "egress-deny-package-index", keyed: true}
 	if !s.env.mock() {
 		// A real target: through the subject's sandbox's own egress sidecar
-		// (its runtime policy API), as soon as the sandbox exists (d1_policy.go).
+		// (its runtime policy API), as soon as the sandbox exists (d1_policy.go, harness/indexdeny).
 		s.env.denyByPolicyAPI(d, []string{a, b})
 		s.drill = d
 		return nil
