@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/vaultcheck"
+
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
 
@@ -432,12 +434,12 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	}
 	gotReal := s.env.opt.Stubs.DataAPIReceived(r.Started) == "real"
 	if !s.env.mock() {
-		// vault_real.go: the vault's part is read from the recording proxy.
+		// harness/vaultcheck: the vault's part is read from the recording proxy.
 		if _, err := os.Stat(filepath.Join(r.Dir, "endpoint-calls.json")); err == nil {
 			s.addEvidence(filepath.Join(r.RelDir, "endpoint-calls.json"))
 		}
 		host := s.env.dataAPIHost()
-		holders := vaultHolders(observedCalls(r), stubs.TokenFingerprint(s.env.opt.Stubs.DataAPIToken), host)
+		holders := vaultcheck.Holders(observedCalls(r), stubs.TokenFingerprint(s.env.opt.Stubs.DataAPIToken), host)
 		if gotReal {
 			if len(holders) == 0 {
 				return violationf("the data API received this submission's real token, but none of this run's sandboxes had it in its Credential Vault bound to %s with credentialProxy on (the create requests and vault writes its recording proxy saw): the token did not come through the vault", host)

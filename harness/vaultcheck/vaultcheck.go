@@ -1,15 +1,4 @@
-package steps
-
-import (
-	"encoding/json"
-	"net/http"
-	"slices"
-	"strings"
-
-	"github.com/osb-capstone/acceptance/harness/command"
-)
-
-// The vault check on a real target (docker), where no gateway records
+// Package vaultcheck is the vault check on a real target (docker), where no gateway records
 // whether the vault injected a credential into a request: a call that
 // reached the data API with this submission's real token (identity: the
 // token, one per submission) came through the vault only if one of the
@@ -19,11 +8,25 @@ import (
 // recording proxy saw: the create requests, and the vault writes sent
 // through the sandboxes' rewritten 18080 endpoints, whose secret values it
 // keeps as fingerprints only (observe.redactVault).
+//
+// Holders is that check: the data API call came through the vault only if
+// one of the sandboxes it names exists.
+package vaultcheck
 
-// vaultHolders are the sandboxes of calls whose vault held the token with
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/osb"
+)
+
+// Holders are the sandboxes of calls whose vault held the token with
 // fingerprint tokenFP in a binding for host, created with credentialProxy
 // on, in the order they were created.
-func vaultHolders(calls []command.Call, tokenFP, host string) []string {
+func Holders(calls []command.Call, tokenFP, host string) []string {
 	proxied := map[string]bool{}
 	var order []string
 	held := map[string]bool{}
@@ -31,8 +34,10 @@ func vaultHolders(calls []command.Call, tokenFP, host string) []string {
 		if c.Status < 200 || c.Status >= 300 || c.SandboxID == "" {
 			continue
 		}
-		if c.Kind == command.KindLifecycle && c.Method == http.MethodPost && isCreatePath(c.Path) {
-			var req createRequest
+		if c.Kind == command.KindLifecycle && c.Method == http.MethodPost && command.IsCreatePath(c.Path) {
+			var req struct {
+				CredentialProxy *osb.CredentialProxy `json:"credentialProxy"`
+			}
 			if json.Unmarshal(c.Body, &req) == nil && req.CredentialProxy != nil && req.CredentialProxy.Enabled {
 				proxied[c.SandboxID] = true
 				order = append(order, c.SandboxID)

@@ -1,4 +1,4 @@
-package steps
+package vaultcheck
 
 import (
 	"encoding/json"
@@ -47,11 +47,11 @@ func TestVaultHoldersFromTheRecordingProxy(t *testing.T) {
 		{"a patch with a wildcard host and custom headers", []observe.Call{create("sp", true), patch}, []string{"sp"}},
 		{"two sandboxes, one with the vault", []observe.Call{create("s1", false), create("s2", true), vault("s2", tok, host, "POST", 201)}, []string{"s2"}},
 	} {
-		if got := vaultHolders(tc.calls, tok, host); !slices.Equal(got, tc.want) {
+		if got := Holders(tc.calls, tok, host); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if got := vaultHolders([]observe.Call{create("s1", true), vault("s1", "", host, "POST", 201)}, "", host); got != nil {
+	if got := Holders([]observe.Call{create("s1", true), vault("s1", "", host, "POST", 201)}, "", host); got != nil {
 		t.Errorf("no token: %v", got)
 	}
 }
