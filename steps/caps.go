@@ -14,16 +14,14 @@ import (
 // (docs/hostile.md lists the figures): a 1 TiB sparse report.md once made
 // the grader run out of memory. A file over its cap fails the entry that reads
 // it, with that reason; a symbolic link is never followed. (Each JUnit XML
-// file a test command wrote: testcount.MaxJUnitFile.)
+// file a test command wrote: testcount.MaxJUnitFile; each output file the
+// secret scan reads: secretscan.Limit.)
 const (
 	capContractJSON = 16 << 20 // {out}/contract.json
 	capReportMD     = 8 << 20  // {out}/report.md
 	capChartPNG     = 32 << 20 // {out}/chart.png
 	capSummaryJSON  = 16 << 20 // {out}/summary.json (summary.MaxBytes for Load)
 	capReadme       = 1 << 20  // the submission's README
-	// capScanned is how much of each output file the secret scan reads; a
-	// larger file is scanned up to it (and the note says so).
-	capScanned = 64 << 20
 	// capCaptured is how much of a command's captured stdout or stderr a step
 	// reads for text it looks for.
 	capCaptured = 8 << 20

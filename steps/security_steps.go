@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/secretscan"
 	"github.com/osb-capstone/acceptance/harness/vaultcheck"
 
 	"github.com/osb-capstone/acceptance/harness/command"
@@ -348,7 +349,7 @@ func noCanaryInSandbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	found, live, unscannable := s.env.sandboxSecrets(ctx, saw)
+	found, live, unscannable := secretscan.InSandboxes(ctx, s.env.client, saw)
 	if len(found) > 0 {
 		return violationf("planted secrets found inside the subject's sandbox: %s", strings.Join(found, "; "))
 	}
@@ -359,61 +360,6 @@ func noCanaryInSandbox(ctx context.Context) error {
 		s.note("sandbox %s was left alive and scanned live", id)
 	}
 	return nil
-}
-
-// sandboxSecrets are the planted secrets the bundled server found inside
-// the run's sandboxes (saw: what the server saw of its key): in their environment,
-// process list or files, each "label in location (where) of sandbox". The
-// server scans a sandbox when it is removed; one the subject left alive is
-// scanned now, as it stands (live names them). unscannable says why a
-// sandbox was neither scanned at removal nor scannable now ("" if none was).
-// The same check for every run, plain or agent (scanSandboxesOf).
-func (e *Env) sandboxSecrets(ctx context.Context, saw command.Saw) (found, live []string, unscannable string) {
-	scanned := map[string]bool{}
-	for _, ev := range saw.Events {
-		if ev.Kind != "canary" || ev.Canary == nil {
-			continue
-		}
-		if ev.Canary.Location == "scan" {
-			scanned[ev.SandboxID] = true
-			continue
-		}
-		found = append(found, fmt.Sprintf("%s in %s (%s) of %s", ev.Canary.Label, ev.Canary.Location, ev.Canary.Where, ev.SandboxID))
-	}
-	if len(found) > 0 {
-		return found, nil, ""
-	}
-	for _, id := range saw.Created {
-		if scanned[id] {
-			continue
-		}
-		findings, err := e.liveCanaryScan(ctx, id)
-		if err != nil {
-			if unscannable == "" {
-				unscannable = fmt.Sprintf("sandbox %s was neither scanned at removal nor scannable now: %v", id, err)
-			}
-			continue
-		}
-		for _, f := range findings {
-			found = append(found, fmt.Sprintf("%s in %s (%s) of %s, still alive", f.Label, f.Location, f.Where, id))
-		}
-		live = append(live, id)
-	}
-	return found, live, unscannable
-}
-
-// liveCanaryScan asks the bundled server to scan a sandbox that still exists.
-func (e *Env) liveCanaryScan(ctx context.Context, id string) ([]osb.CanaryFinding, error) {
-	c, cancel := ctxTimeout(ctx, 60*time.Second)
-	defer cancel()
-	res, err := e.client.Admin().CanaryScan(c, id)
-	if err != nil {
-		return nil, err
-	}
-	if !res.Decoded {
-		return nil, fmt.Errorf("canary scan answered %d: %s", res.Status, excerpt(res.Body, 200))
-	}
-	return res.Value.Findings, nil
 }
 
 // dataAPIGotRealToken: the run's sandboxes called the data API and the vault
