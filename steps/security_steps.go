@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/closedloop"
 	"github.com/osb-capstone/acceptance/harness/secretscan"
 	"github.com/osb-capstone/acceptance/harness/vaultcheck"
 
@@ -165,7 +166,7 @@ func createProbe(ctx context.Context) error {
 	}
 	id := res.Value.ID
 	s.deferCleanup(func(ctx context.Context) { s.env.bestEffortDelete(ctx, id) })
-	ex, err := s.env.readyExecd(c, id)
+	ex, err := closedloop.ReadyExecd(c, s.env.client, id)
 	if err != nil {
 		return harnessf("probe sandbox: %v", err)
 	}
