@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/blame"
+
 	gherkin "github.com/cucumber/gherkin/go/v42"
 	messages "github.com/cucumber/messages/go/v34"
 	"github.com/stretchr/testify/assert"
@@ -300,11 +302,11 @@ func TestReportingFaultsAreNeverLost(t *testing.T) {
 	n := 0
 	for _, pk := range suitePickles(t) {
 		ids := rubricIDs(pk.tags)
-		if !slices.ContainsFunc(ids, failsOnlyOnViolation) || !slices.ContainsFunc(pk.steps, reportingStep.MatchString) {
+		if !slices.ContainsFunc(ids, blame.FailsOnlyOnViolation) || !slices.ContainsFunc(pk.steps, reportingStep.MatchString) {
 			continue
 		}
 		n++
-		assert.NotEmpty(t, othersOf(ids), "%s: %q checks the report but feeds only %v, which fail only on a violation", pk.file, pk.name, ids)
+		assert.NotEmpty(t, blame.OthersOf(ids), "%s: %q checks the report but feeds only %v, which fail only on a violation", pk.file, pk.name, ids)
 	}
 	assert.GreaterOrEqual(t, n, 3, "D1's reporting scenario and D4's two 'still reports' scenarios are checked")
 }

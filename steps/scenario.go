@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/osb-capstone/acceptance/harness/blame"
 	"github.com/osb-capstone/acceptance/harness/command"
 
 	"github.com/cucumber/godog"
@@ -51,8 +52,8 @@ type scenario struct {
 	probe *probeState
 	drill *drill // a simulated fault for the next subject run
 	// exercised: what its subject runs did, read once its steps all passed
-	// (centralUnexercised decides whether each entry's pass stands).
-	exercised *exercise
+	// (blame.PassStands decides whether each entry's pass stands).
+	exercised *blame.Exercise
 }
 
 type lastResponse struct {
