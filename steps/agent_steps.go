@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/model"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/subfile"
 )
 
 // Steps of the agent drills (features/a1_agent.feature).
@@ -116,7 +117,7 @@ const defaultModelTurns = 10
 
 // declaredTurns reads budget.max_model_turns from the subject's summary.json.
 func declaredTurns(r *subjectRun) int {
-	b, err := readSubmissionFile(filepath.Join(r.OutDir, "summary.json"), "{out}/summary.json", capSummaryJSON)
+	b, err := subfile.Read(filepath.Join(r.OutDir, "summary.json"), "{out}/summary.json", subfile.SummaryJSON)
 	if err != nil {
 		return 0
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/subfile"
 
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -118,7 +119,7 @@ func claimsInReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text, err := readSubmissionFile(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", capReportMD)
+	text, err := subfile.Read(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", subfile.ReportMD)
 	if err != nil {
 		return failf("%v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/subfile"
 )
 
 // M0: the submission's own raw-HTTP contract check. Its record
@@ -63,7 +65,7 @@ func runContract(ctx context.Context) error {
 // contractRecord reads {out}/contract.json of the scenario's invocation.
 func contractRecord(s *scenario) (map[string]contractExchange, error) {
 	p := filepath.Join(s.inv.OutDir, "contract.json")
-	b, err := readSubmissionFile(p, "{out}/contract.json", capContractJSON)
+	b, err := subfile.Read(p, "{out}/contract.json", subfile.ContractJSON)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, failf("the contract command wrote no {out}/contract.json")
 	}

@@ -1,4 +1,10 @@
-package steps
+// Package subfile reads the files a submission wrote as the grader reads
+// them: whole, capped file by file, regular files only, never through a
+// symbolic link (harness/regularfile), with a reason in words about the
+// submission when it cannot (Read names the file as the submission knows
+// it, "{out}/report.md", never the grader's path). A file the box kept back
+// at its copy-out is named with why (command.DroppedReason).
+package subfile
 
 import (
 	"errors"
@@ -17,21 +23,21 @@ import (
 // file a test command wrote: testcount.MaxJUnitFile; each output file the
 // secret scan reads: secretscan.Limit.)
 const (
-	capContractJSON = 16 << 20 // {out}/contract.json
-	capReportMD     = 8 << 20  // {out}/report.md
-	capChartPNG     = 32 << 20 // {out}/chart.png
-	capSummaryJSON  = 16 << 20 // {out}/summary.json (summary.MaxBytes for Load)
-	capReadme       = 1 << 20  // the submission's README
-	// capCaptured is how much of a command's captured stdout or stderr a step
+	ContractJSON = 16 << 20 // {out}/contract.json
+	ReportMD     = 8 << 20  // {out}/report.md
+	ChartPNG     = 32 << 20 // {out}/chart.png
+	SummaryJSON  = 16 << 20 // {out}/summary.json (summary.MaxBytes for Load)
+	Readme       = 1 << 20  // the submission's README
+	// Captured is how much of a command's captured stdout or stderr a step
 	// reads for text it looks for.
-	capCaptured = 8 << 20
+	Captured = 8 << 20
 )
 
-// readSubmissionFile reads a file the submission wrote, whole, or returns why
+// Read reads a file the submission wrote, whole, or returns why
 // not in words about the submission: name is how the reason names the file
 // (e.g. "{out}/report.md"). A missing file's error satisfies
 // errors.Is(err, os.ErrNotExist).
-func readSubmissionFile(path, name string, limit int64) ([]byte, error) {
+func Read(path, name string, limit int64) ([]byte, error) {
 	b, err := regularfile.ReadMax(path, limit)
 	var tl *regularfile.TooLargeError
 	switch {
@@ -49,14 +55,21 @@ func readSubmissionFile(path, name string, limit int64) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%s does not exist: %w", name, os.ErrNotExist)
 	default:
-		if msg := trimPath(err, path, name); strings.HasPrefix(msg, name) {
+		if msg := TrimPath(err, path, name); strings.HasPrefix(msg, name) {
 			return nil, errors.New(msg)
 		}
-		return nil, fmt.Errorf("%s: %s", name, trimPath(err, path, name))
+		return nil, fmt.Errorf("%s: %s", name, TrimPath(err, path, name))
 	}
 }
 
-// trimPath replaces the host path in err by the file's name.
-func trimPath(err error, path, name string) string {
+// TrimPath replaces the host path in err by the file's name.
+func TrimPath(err error, path, name string) string {
 	return strings.ReplaceAll(err.Error(), path, name)
+}
+
+// CapturedText reads a captured output for text a step looks for: at most
+// Captured bytes of it, never through a symbolic link ("" if unreadable).
+func CapturedText(p string) string {
+	b, _ := regularfile.Read(p, Captured)
+	return string(b)
 }
