@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
+	"github.com/osb-capstone/acceptance/harness/residual"
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/vanish"
@@ -449,44 +450,21 @@ func runAndKill(ctx context.Context, fixture string) error {
 
 func residualHasTTL(ctx context.Context, maxSeconds int) error {
 	s := state(ctx)
-	r := s.run
-	saw, err := r.Saw(ctx)
+	saw, err := s.run.Saw(ctx)
 	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	for _, id := range saw.Created {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		res, err := s.env.client.GetSandbox(c, id)
-		cancel()
-		if err != nil {
-			return harnessf("GET %s: %v", id, err)
-		}
-		if res.Status == 404 {
-			continue
-		}
-		if !res.Decoded {
-			return failf("GET %s answered %d", id, res.Status)
-		}
-		sb := res.Value
-		if sb.ExpiresAt == nil {
-			return failf("residual sandbox %s has no expiry: a killed orchestrator leaves it running forever", id)
-		}
-		created, err1 := time.Parse(time.RFC3339Nano, sb.CreatedAt)
-		expires, err2 := time.Parse(time.RFC3339Nano, *sb.ExpiresAt)
-		if err1 != nil || err2 != nil {
-			return failf("residual sandbox %s has unparseable times %q / %q", id, sb.CreatedAt, *sb.ExpiresAt)
-		}
-		if ttl := expires.Sub(created); ttl > time.Duration(maxSeconds)*time.Second {
-			return failf("residual sandbox %s expires %s after creation, more than %ds", id, ttl.Round(time.Second), maxSeconds)
-		}
-		s.note("residual %s expires %s after creation", id, expires.Sub(created).Round(time.Second))
+	notes, err := residual.TTLs(ctx, s.env.client, saw.Created, time.Duration(maxSeconds)*time.Second)
+	for _, n := range notes {
+		s.note("%s", n)
 	}
-	return nil
+	return err
 }
 
 // reapRemoves runs the submission's reap command with the killed run's
 // CAPSTONE_RUN_ID and checks, from what the server saw of the reap
-// command's own key, that it deleted every residual sandbox before its expiry.
+// command's own key, that it deleted every residual sandbox before its
+// expiry (harness/residual).
 func reapRemoves(ctx context.Context) error {
 	s := state(ctx)
 	r := s.run
@@ -494,33 +472,17 @@ func reapRemoves(ctx context.Context) error {
 	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	// What the killed run left: its sandboxes that still exist.
-	expiry := map[string]time.Time{}
-	var residual []string
-	for _, id := range saw.Created {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		res, err := s.env.client.GetSandbox(c, id)
-		cancel()
-		if err != nil {
-			return harnessf("GET %s: %v", id, err)
-		}
-		if res.Status == 404 {
-			continue
-		}
-		residual = append(residual, id)
-		if res.Decoded && res.Value.ExpiresAt != nil {
-			if t, err := time.Parse(time.RFC3339Nano, *res.Value.ExpiresAt); err == nil {
-				expiry[id] = t
-			}
-		}
+	left, expiry, err := residual.Find(ctx, s.env.client, saw.Created)
+	if err != nil {
+		return err
 	}
-	if len(residual) == 0 {
+	if len(left) == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"the killed run left no residual sandbox (it created %d, none alive after the SIGKILL), so there was nothing for an inspection to find", len(saw.Created))
 	}
 	cmd := s.env.sub().Manifest.Reap
 	if cmd == "" {
-		return failf("%s, so residual sandbox(es) %s of the killed run were left to their TTL", s.env.sub().Missing("reap"), strings.Join(residual, ", "))
+		return failf("%s, so residual sandbox(es) %s of the killed run were left to their TTL", s.env.sub().Missing("reap"), strings.Join(left, ", "))
 	}
 	s.inv = s.env.invoke(ctx, "reap", cmd, "subject-reap", r.RunID, 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
@@ -532,34 +494,8 @@ func reapRemoves(ctx context.Context) error {
 		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.RelDir, "server-saw.json"))
-	var removed, missed, late []string
-	for _, id := range residual {
-		var at time.Time
-		for _, ev := range saw.Calls {
-			if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status == 204 && ev.SandboxID == id {
-				at = ev.Time
-				break
-			}
-		}
-		switch {
-		case at.IsZero():
-			missed = append(missed, id)
-		case !expiry[id].IsZero() && at.After(expiry[id]):
-			late = append(late, id)
-		default:
-			removed = append(removed, id)
-		}
-	}
-	if len(missed) > 0 {
-		return failf("the reap command (exit %d) did not delete residual sandbox(es) %s of run %s: the server saw no DELETE → 204 for them from its key",
-			s.inv.Res.ExitCode, strings.Join(missed, ", "), r.RunID)
-	}
-	if len(late) > 0 {
-		return failf("the reap command deleted %s only after its expiry", strings.Join(late, ", "))
-	}
-	s.note("the reap command deleted %d residual sandbox(es) of the killed run (%s), DELETE → 204 with its own key, before expiry",
-		len(removed), strings.Join(removed, ", "))
-	return nil
+	note, err := residual.Reaped(saw, left, expiry, s.inv.Res.ExitCode, r.RunID)
+	return verdict(ctx, note, err)
 }
 
 // vanishAllowance is how many calls to a vanished sandbox D2 tolerates
@@ -584,43 +520,11 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"), filepath.Join(r.RelDir, "lifecycle-calls.json"))
-	execd, lifecycle := 0, 0
-	var seen []string
-	for _, ev := range saw.Events {
-		if ev.SandboxID != r.faultSandbox || ev.Time.Before(r.faultAt) {
-			continue
-		}
-		if ev.Kind == vanish.ExecdAfterRemovalKind {
-			if vanish.InFlightAtRemoval(ev) {
-				continue // made before the disappearance; the removal cut it
-			}
-			execd++
-			seen = append(seen, "execd after removal")
-		}
-	}
-	if !s.env.mock() {
-		// The same observations that timed the fault: execd calls the
-		// recording proxy saw (where it routes the sandbox endpoints).
-		n, what := execdCallsAfter(observedCalls(r), r.faultSandbox, r.faultAt)
-		execd += n
-		seen = append(seen, what...)
-	}
-	for _, ev := range saw.Calls {
-		if lc := ev.Lifecycle; lc != nil && ev.SandboxID == r.faultSandbox && !ev.Time.Before(r.faultAt) && lc.Method != "DELETE" {
-			if _, isExecd := execdPath(lc.Path); isExecd && !s.env.mock() {
-				continue // counted above
-			}
-			lifecycle++
-			seen = append(seen, fmt.Sprintf("%s %s → %d", lc.Method, lc.Path, lc.Status))
-		}
-	}
+	c := vanish.CallsAfter(saw, observedCalls(r), s.env.mock(), r.faultSandbox, r.faultAt)
+	execd, lifecycle, seen := c.Execd, c.Lifecycle, c.Seen
 	failedSteps := 0
 	if r.sum != nil {
-		for _, st := range r.sum.Steps {
-			if st.ExitCode == nil || *st.ExitCode != 0 {
-				failedSteps++
-			}
-		}
+		failedSteps = vanish.FailedSteps(r.sum.Steps)
 	}
 	calls := execd + lifecycle
 	where := "audit"

@@ -24,6 +24,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/summary"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -235,4 +236,61 @@ func clip(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// Calls are the calls a subject made to its vanished sandbox after it
+// disappeared (CallsAfter).
+type Calls struct {
+	Execd     int      // to its dead execd endpoint
+	Lifecycle int      // lifecycle calls with the run's key (DELETEs that clean up handles left out)
+	Seen      []string // what each was, for the reason
+}
+
+// CallsAfter counts the calls to sandbox id at or after the fault: on the
+// bundled server the calls its dead execd endpoint recorded (one the
+// removal cut while it ran was made before: not counted) and the run's
+// lifecycle calls (saw); on a real target the execd calls the recording
+// proxy saw (observed: where it routes the sandbox endpoints, the same
+// observations that timed the fault) and the lifecycle calls through it.
+func CallsAfter(saw command.Saw, observed []command.Call, bundled bool, id string, at time.Time) Calls {
+	var c Calls
+	for _, ev := range saw.Events {
+		if ev.SandboxID != id || ev.Time.Before(at) {
+			continue
+		}
+		if ev.Kind == ExecdAfterRemovalKind {
+			if InFlightAtRemoval(ev) {
+				continue // made before the disappearance; the removal cut it
+			}
+			c.Execd++
+			c.Seen = append(c.Seen, "execd after removal")
+		}
+	}
+	if !bundled {
+		n, what := command.ExecdCallsAfter(observed, id, at)
+		c.Execd += n
+		c.Seen = append(c.Seen, what...)
+	}
+	for _, ev := range saw.Calls {
+		if lc := ev.Lifecycle; lc != nil && ev.SandboxID == id && !ev.Time.Before(at) && lc.Method != "DELETE" {
+			if _, isExecd := command.ExecdPath(lc.Path); isExecd && !bundled {
+				continue // counted above
+			}
+			c.Lifecycle++
+			c.Seen = append(c.Seen, fmt.Sprintf("%s %s → %d", lc.Method, lc.Path, lc.Status))
+		}
+	}
+	return c
+}
+
+// FailedSteps counts the steps of a subject's summary that failed or never
+// finished.
+func FailedSteps(steps []summary.Step) int {
+	n := 0
+	for _, st := range steps {
+		if st.ExitCode == nil || *st.ExitCode != 0 {
+			n++
+		}
+	}
+	return n
 }
