@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/owntests"
 	"github.com/osb-capstone/acceptance/harness/readme"
 	"github.com/osb-capstone/acceptance/harness/subfile"
-	"github.com/osb-capstone/acceptance/harness/testcount"
 )
 
 // M4's measurable part of maintainability: the submission's own tests run and
@@ -63,9 +63,9 @@ func testsPassed(ctx context.Context, minUnit, minIntegration int) error {
 			return err
 		}
 		out := readAll(inv.Res.StdoutPath) + "\n" + readAll(inv.Res.StderrPath)
-		c, ok := testcount.JUnit(inv.OutDir)
+		c, ok := owntests.JUnit(inv.OutDir)
 		if !ok {
-			c, ok = testcount.Summary(out)
+			c, ok = owntests.Summary(out)
 		}
 		switch {
 		case inv.Res.ExitCode != 0:
@@ -77,10 +77,11 @@ func testsPassed(ctx context.Context, minUnit, minIntegration int) error {
 		case c.Passed < want:
 			problems = append(problems, fmt.Sprintf("%s passed %d test(s), at least %d needed (%s)", inv.Field, c.Passed, want, c.Source))
 		case inv.Field == "test.integration":
-			touched, why, err := s.env.integrationTouchedSandbox(ctx, inv)
+			saw, err := inv.Saw(ctx)
 			if err != nil {
-				return err
+				return harnessf("reading what the server saw of %s: %v", inv.Field, err)
 			}
+			touched, why := owntests.TouchedSandbox(saw, s.env.mock(), string(s.env.opt.Target.Kind))
 			if !touched {
 				problems = append(problems, fmt.Sprintf("%s reports %d passed (%s), but %s: an integration test creates a sandbox, runs a command in it and destroys it", inv.Field, c.Passed, c.Source, why))
 				continue
@@ -119,61 +120,4 @@ func tailString(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// integrationTouchedSandbox says whether the server saw the integration test
-// command's own key create a sandbox, run a command in it and delete it
-// (counting results cannot tell a test that ran from a JUnit file written
-// without running anything). A target without an audit
-// trail shows lifecycle calls only, through the recording proxy: there the
-// command inside the sandbox is not seen, and the reason says so.
-func (e *Env) integrationTouchedSandbox(ctx context.Context, inv *invocation) (bool, string, error) {
-	saw, err := inv.Saw(ctx)
-	if err != nil {
-		return false, "", harnessf("reading what the server saw of %s: %v", inv.Field, err)
-	}
-	if len(saw.Created) == 0 {
-		return false, "the server saw its key create no sandbox", nil
-	}
-	mine := map[string]bool{}
-	for _, id := range saw.Created {
-		mine[id] = true
-	}
-	deleted := map[string]bool{}
-	for _, ev := range saw.Calls {
-		if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status >= 200 && lc.Status < 300 && mine[ev.SandboxID] {
-			deleted[ev.SandboxID] = true
-		}
-	}
-	ran := map[string]bool{}
-	for _, ev := range saw.Events {
-		if ev.Kind == "command" && ev.Command != nil && mine[ev.SandboxID] {
-			ran[ev.SandboxID] = true
-		}
-	}
-	if !e.mock() {
-		for _, id := range saw.Created {
-			if deleted[id] {
-				return true, fmt.Sprintf("its key created and deleted sandbox %s (target %s: commands inside a sandbox are not seen through the recording proxy)", id, e.opt.Target.Kind), nil
-			}
-		}
-		return false, fmt.Sprintf("its key created %s and deleted none of them", strings.Join(saw.Created, ", ")), nil
-	}
-	for _, id := range saw.Created {
-		if ran[id] && deleted[id] {
-			return true, fmt.Sprintf("its key created sandbox %s, ran a command in it and deleted it", id), nil
-		}
-	}
-	var what []string
-	for _, id := range saw.Created {
-		switch {
-		case !ran[id] && !deleted[id]:
-			what = append(what, id+": no command, not deleted")
-		case !ran[id]:
-			what = append(what, id+": no command ran in it")
-		default:
-			what = append(what, id+": never deleted")
-		}
-	}
-	return false, "no sandbox its key created went through create, command and delete (" + strings.Join(what, "; ") + ")", nil
 }

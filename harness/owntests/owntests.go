@@ -1,21 +1,30 @@
-// Package testcount counts the tests a submission's test command ran
-// (test.unit, test.integration), from what the command left behind: the
+// Package owntests judges a submission's own tests (M4's measurable part).
+//
+// It counts the tests a test command ran (test.unit, test.integration),
+// from what the command left behind: the
 // JUnit XML reports it wrote into its output directory (JUnit), or else the
 // test runner's own summary in its output (Summary: pytest, unittest,
 // go test -v, a plain "N passed, M failed"). A count says where it came
 // from (Count.Source); nothing countable gives false, never a zero count.
 // The reports are the submission's files: each is read up to MaxJUnitFile,
 // never through a symbolic link (harness/regularfile).
-package testcount
+//
+// A count alone cannot tell a test that ran from a JUnit file written
+// without running anything: TouchedSandbox says whether the server saw the
+// integration test command's own key create a sandbox, run a command in it
+// and delete it.
+package owntests
 
 import (
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
@@ -164,4 +173,57 @@ func Summary(out string) (Count, bool) {
 		return c, true
 	}
 	return Count{}, false
+}
+
+// TouchedSandbox says whether the server saw the integration test
+// command's own key (saw: what it saw of that key) create a sandbox, run a
+// command in it and delete it, and why. A target without an audit trail
+// (bundled false) shows lifecycle calls only, through the recording proxy:
+// there the command inside the sandbox is not seen, and the reason says
+// so (target names it).
+func TouchedSandbox(saw command.Saw, bundled bool, target string) (bool, string) {
+	if len(saw.Created) == 0 {
+		return false, "the server saw its key create no sandbox"
+	}
+	mine := map[string]bool{}
+	for _, id := range saw.Created {
+		mine[id] = true
+	}
+	deleted := map[string]bool{}
+	for _, ev := range saw.Calls {
+		if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status >= 200 && lc.Status < 300 && mine[ev.SandboxID] {
+			deleted[ev.SandboxID] = true
+		}
+	}
+	ran := map[string]bool{}
+	for _, ev := range saw.Events {
+		if ev.Kind == "command" && ev.Command != nil && mine[ev.SandboxID] {
+			ran[ev.SandboxID] = true
+		}
+	}
+	if !bundled {
+		for _, id := range saw.Created {
+			if deleted[id] {
+				return true, fmt.Sprintf("its key created and deleted sandbox %s (target %s: commands inside a sandbox are not seen through the recording proxy)", id, target)
+			}
+		}
+		return false, fmt.Sprintf("its key created %s and deleted none of them", strings.Join(saw.Created, ", "))
+	}
+	for _, id := range saw.Created {
+		if ran[id] && deleted[id] {
+			return true, fmt.Sprintf("its key created sandbox %s, ran a command in it and deleted it", id)
+		}
+	}
+	var what []string
+	for _, id := range saw.Created {
+		switch {
+		case !ran[id] && !deleted[id]:
+			what = append(what, id+": no command, not deleted")
+		case !ran[id]:
+			what = append(what, id+": no command ran in it")
+		default:
+			what = append(what, id+": never deleted")
+		}
+	}
+	return false, "no sandbox its key created went through create, command and delete (" + strings.Join(what, "; ") + ")"
 }
