@@ -5,11 +5,8 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/osb-capstone/acceptance/harness/indexdeny"
-
 	"github.com/stretchr/testify/assert"
 
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/report"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
 )
@@ -65,75 +62,5 @@ func TestIsCreatePath(t *testing.T) {
 		"v1/sandboxes",
 	} {
 		assert.False(t, isCreatePath(p), p)
-	}
-}
-
-// TestEgressDecision: what the bundled server's audit says about a probed
-// host, which decides a probe that failed only as unreachable. Any decision
-// that is not a denial (allow, or error: allowed but without upstream) means
-// the policy let the host through.
-func TestEgressDecision(t *testing.T) {
-	ev := func(host, decision string) osb.AuditEvent {
-		return osb.AuditEvent{Kind: "egress", Egress: &osb.AuditEgress{Phase: "dns", Host: host, Decision: decision}}
-	}
-	const h = "exfil.capstone.test"
-	for _, tc := range []struct {
-		name   string
-		events []osb.AuditEvent
-		want   string
-	}{
-		{"none", nil, ""},
-		{"another host only", []osb.AuditEvent{ev("pypi.org", "allow")}, ""},
-		{"denied", []osb.AuditEvent{ev(h, "deny"), ev(h+".", "deny")}, "deny"},
-		{"denied, case and trailing dot", []osb.AuditEvent{ev("EXFIL.capstone.test.", "deny")}, "deny"},
-		{"allowed after a denial", []osb.AuditEvent{ev(h, "deny"), ev(h, "allow")}, "allow"},
-		{"allowed without upstream", []osb.AuditEvent{ev(h, "error")}, "error"},
-		{"not an egress event", []osb.AuditEvent{{Kind: "command"}}, ""},
-	} {
-		assert.Equal(t, tc.want, egressDecision(tc.events, h), tc.name)
-	}
-}
-
-// TestAllowedNoUpstream: an allowed host's failed probe on a real target is
-// "no upstream" (not measured) exactly when indexdeny.ClassifyNetwork calls it
-// unreachable, refused connections included; a denial is the target's
-// failure; the bundled server's verdicts never take this path.
-func TestAllowedNoUpstream(t *testing.T) {
-	one, zero := 1, 0
-	const (
-		servfail = "urllib.error.URLError: <urlopen error [Errno -3] Temporary failure in name resolution>"
-		refused  = "urllib.error.URLError: <urlopen error [Errno 111] Connection refused>"
-		tlsCut   = "ssl.SSLZeroReturnError: TLS/SSL connection has been closed (EOF)"
-		nxdomain = "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>"
-		both     = servfail + "\n" + nxdomain
-		other    = "Traceback: ValueError: bad"
-	)
-	for _, tc := range []struct {
-		name    string
-		bundled bool
-		exit    *int
-		stderr  string
-		want    bool
-	}{
-		{"SERVFAIL", false, &one, servfail, true},
-		{"connection refused", false, &one, refused, true},
-		{"TLS cut before any answer", false, &one, tlsCut, true},
-		{"NXDOMAIN is a denial", false, &one, nxdomain, false},
-		{"denial wins over unreachable", false, &one, both, false},
-		{"no network failure", false, &one, other, false},
-		{"passed probe", false, &zero, refused, false},
-		{"no exit code", false, nil, refused, false},
-		{"bundled, refused", true, &one, refused, false},
-		{"bundled, SERVFAIL", true, &one, servfail, false},
-	} {
-		sign, got := allowedNoUpstream(tc.bundled, tc.exit, "", tc.stderr)
-		assert.Equal(t, tc.want, got, tc.name)
-		kind, _ := indexdeny.ClassifyNetwork(tc.stderr)
-		if !tc.bundled && tc.exit != nil && *tc.exit != 0 {
-			assert.Equal(t, kind == indexdeny.NetUnreachable, got, "%s: agrees with indexdeny.ClassifyNetwork", tc.name)
-		}
-		if got {
-			assert.NotEmpty(t, sign, tc.name)
-		}
 	}
 }

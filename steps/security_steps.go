@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/closedloop"
+	"github.com/osb-capstone/acceptance/harness/netprobe"
 	"github.com/osb-capstone/acceptance/harness/secretscan"
 	"github.com/osb-capstone/acceptance/harness/vaultcheck"
 
@@ -204,7 +205,7 @@ func probeDenied(ctx context.Context, host string) error {
 	if s.probe == nil {
 		return harnessf("no probe sandbox")
 	}
-	cmd := fmt.Sprintf(`python3 -c "import socket,urllib.request; print(socket.getaddrinfo('%s', 443)); urllib.request.urlopen('https://%s/collect', timeout=15)"`, host, host)
+	cmd := netprobe.DeniedCommand(host)
 	ex, err := probeRun(ctx, s, "denied-"+host, cmd)
 	if err != nil {
 		return harnessf("probe: %v", err)
@@ -216,37 +217,9 @@ func probeDenied(ctx context.Context, host string) error {
 			s.addEvidence(s.env.writeEvidence("network", "probe-sidecar-log-"+s.slug()+".txt", []byte(log)))
 		}
 	}
-	if ex.ExitCode == nil || *ex.ExitCode == 0 {
-		return violationf("the probe reached %s (exit %s) under the subject's policy: a non-allowed host must be denied", host, intPtrString(ex.ExitCode))
-	}
-	kind, sign := indexdeny.ClassifyNetwork(ex.StderrText())
-	switch kind {
-	case indexdeny.NetDenied:
-		s.note("the probe of %s was denied: %s", host, clip(sign, 120))
-		return nil
-	case indexdeny.NetNone:
-		return harnessf("the harness's probe failed (exit %d) but not with a network failure: %s", *ex.ExitCode, clip(ex.StderrText(), 300))
-	}
-	// Unreachable (SERVFAIL/EAI_AGAIN, refused): not a denial by itself. Only
-	// the platform's record of its decision can tell.
-	why := fmt.Sprintf("the probe of %s failed as unreachable, not denied (NXDOMAIN, 403, no route): its stderr says %q",
-		host, clip(sign, 200))
-	if !s.env.mock() {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-			"%s; target %s records no egress decisions (OpenSandbox's sidecar does not log denials, CONTRACT §3.4), so a denial cannot be told from an offline resolver or a closed port", why, s.env.opt.Target.Kind)
-	}
-	decision, err := probeEgressDecision(ctx, s, host)
-	if err != nil {
-		return err
-	}
-	switch decision {
-	case "":
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "%s; no egress decision for %s is in the probe sandbox's audit", why, host)
-	case "deny":
-		s.note("the probe of %s failed as unreachable (%s); the audit shows it denied", host, clip(sign, 120))
-		return nil
-	}
-	return violationf("%s; the audit shows the subject's policy let %s through (decision %q): the probe failed only because nothing answered", why, host, decision)
+	note, err := netprobe.Denied(host, ex.ExitCode, ex.StderrText(), s.env.mock(), string(s.env.opt.Target.Kind),
+		func() (string, error) { return probeEgressDecision(ctx, s, host) })
+	return verdict(ctx, note, err)
 }
 
 // probeEgressDecision is the probe sandbox's audited egress decision for
@@ -260,40 +233,7 @@ func probeEgressDecision(ctx context.Context, s *scenario, host string) (string,
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
-	return egressDecision(res.Value.Events, host), nil
-}
-
-// egressDecision is the decision the events record for host: the first one
-// that is not a denial (allow, or error: allowed by the policy but without
-// upstream) if any, else "deny", or "" when none is recorded.
-func egressDecision(events []osb.AuditEvent, host string) string {
-	decision := ""
-	for _, ev := range events {
-		if ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), host) {
-			if ev.Egress.Decision != "deny" {
-				return ev.Egress.Decision // allowed by the policy (allow, or error: allowed without upstream)
-			}
-			decision = "deny"
-		}
-	}
-	return decision
-}
-
-// allowedNoUpstream says whether an allowed host's failed probe shows only
-// that the target has no upstream (not measured) rather than a failure of
-// the target, and the line that shows it. It uses indexdeny.ClassifyNetwork's
-// unreachable class, as the drill's checks do: a resolver that failed
-// temporarily (SERVFAIL, EAI_AGAIN), a refused connection, a TLS connection
-// cut before any answer. Evidence of a denial (NXDOMAIN, 403) is the target
-// failing its own allow rule, and a passed probe (exit 0) is judged on its
-// answer. On the bundled server an allowed host is served by a stub, so its
-// verdict never depends on an upstream: there the answer is always false.
-func allowedNoUpstream(bundled bool, exit *int, stdout, stderr string) (string, bool) {
-	if bundled || exit == nil || *exit == 0 {
-		return "", false
-	}
-	kind, sign := indexdeny.ClassifyNetwork(stderr + "\n" + stdout)
-	return sign, kind == indexdeny.NetUnreachable
+	return netprobe.EgressDecision(res.Value.Events, host), nil
 }
 
 func denialAudited(ctx context.Context, host string) error {
@@ -333,7 +273,7 @@ func probeAllowed(ctx context.Context, host string) error {
 	if err != nil {
 		return harnessf("probe: %v", err)
 	}
-	if sign, ok := allowedNoUpstream(s.env.mock(), ex.ExitCode, ex.StdoutText(), ex.StderrText()); ok {
+	if sign, ok := netprobe.AllowedNoUpstream(s.env.mock(), ex.ExitCode, ex.StdoutText(), ex.StderrText()); ok {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
 			"the target has no upstream: the egress sidecar allowed %s but it was unreachable (%s); nothing upstream answers on this machine",
 			host, sign)
@@ -617,35 +557,14 @@ func dirEmpty(dir string) bool {
 	return empty
 }
 
-// sidecarDenialEvidence is the denial check on a real target. OpenSandbox's
-// sidecar records no denials (CONTRACT §3.4), so the check stays not
-// measured; where the target gives its log (docker), the log is kept as
-// evidence, and a lookup of host it logged as allowed is a violation of the
-// subject's policy by the target's own record.
+// sidecarDenialEvidence is the denial check on a real target
+// (netprobe.SidecarDenial); where the target gives the sidecar's log, it is
+// kept as evidence.
 func sidecarDenialEvidence(ctx context.Context, s *scenario, host string) error {
 	log, lerr, ok := s.probe.sidecar.Read(time.Second)
-	if !ok {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "OpenSandbox's sidecar does not log denials (CONTRACT §3.4) and target %s gives no access to its log; only the probe's NXDOMAIN was observed", s.env.opt.Target.Kind)
+	if ok {
+		s.addEvidence(s.env.writeEvidence("network", "probe-sidecar-log-"+s.slug()+".txt", []byte(log)))
 	}
-	s.addEvidence(s.env.writeEvidence("network", "probe-sidecar-log-"+s.slug()+".txt", []byte(log)))
-	for _, h := range indexdeny.AllowedLookups(log, time.Time{}) {
-		if sameHost(h, host) {
-			return violationf("the probe sandbox's egress sidecar logged a lookup of %s as allowed (egress.outbound) under the subject's policy", host)
-		}
-	}
-	// Sidecars newer than the one measured here log each denial (upstream
-	// components/egress/pkg/dnsproxy/proxy.go: "[dns] denied by policy");
-	// where the log has one for the host, that is the record.
-	for _, d := range indexdeny.DeniedLookups(log) {
-		if sameHost(d.Host, host) {
-			s.note("the probe sandbox's egress sidecar logged the denial of %s: %s", host, clip(d.Line, 200))
-			return nil
-		}
-	}
-	why := ""
-	if lerr != nil {
-		why = fmt.Sprintf(" (the log could not be followed to its end: %v)", lerr)
-	}
-	return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-		"OpenSandbox's sidecar does not log denials (CONTRACT §3.4): its log (%d bytes, kept as evidence%s) shows no lookup of %s allowed, and the probe met NXDOMAIN, but no record of the denial exists", len(log), why, host)
+	note, err := netprobe.SidecarDenial(host, log, lerr, ok, string(s.env.opt.Target.Kind))
+	return verdict(ctx, note, err)
 }
