@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -205,32 +204,11 @@ func (e *Env) keepStubLog(r *subjectRun) []string {
 	if end.IsZero() {
 		end = time.Now()
 	}
-	all := e.opt.Stubs.StubRequests(r.Started)
-	kept := map[string][]stubs.Request{}
-	n := 0
-	names := make([]string, 0, len(all))
-	for k := range all {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		for _, q := range all[k] {
-			if !q.Time.After(end) {
-				kept[k] = append(kept[k], q)
-				n++
-			}
-		}
-	}
-	if n == 0 {
+	b, ok := command.StubLog(e.opt.Stubs.StubRequests(r.Started), r.Started, end)
+	if !ok {
 		return nil
 	}
-	b, err := json.MarshalIndent(map[string]any{
-		"note":     "every request the stubs logged while this run ran, from any sandbox or local process: not attributed to this run (the gateway's egress_request events in audit.json are)",
-		"from":     r.Started.UTC().Format(time.RFC3339Nano),
-		"to":       end.UTC().Format(time.RFC3339Nano),
-		"requests": kept,
-	}, "", "  ")
-	if err != nil || os.WriteFile(filepath.Join(r.Dir, "stub-requests.json"), b, 0o644) != nil {
+	if os.WriteFile(filepath.Join(r.Dir, "stub-requests.json"), b, 0o644) != nil {
 		return nil
 	}
 	return []string{filepath.Join(r.RelDir, "stub-requests.json")}
@@ -298,7 +276,7 @@ func (e *Env) unattributedNotMeasured(r *subjectRun) {
 		return
 	}
 	reason := fmt.Sprintf("while run %q ran, the sink or the package index received request(s) that no sandbox's egress gateway forwarded and that carry no marker or secret (%s): the submission's commands ran without network confinement, so these may be its own; whether this run sent data out is not measured (unattributable-requests.json)",
-		r.key, describeRequests(u, 5))
+		r.key, command.DescribeRequests(u, 5))
 	for _, id := range []rubric.ID{rubric.Injection, "D4"} {
 		o := rubric.Outcome{ID: id, Verdict: rubric.NotMeasured, Category: rubric.CategoryPreconditionUnmet, Scenario: "egress of run " + r.key,
 			Reason: reason, Evidence: r.evidence("unattributable-requests.json")}
@@ -306,28 +284,4 @@ func (e *Env) unattributedNotMeasured(r *subjectRun) {
 			e.progress("  ! could not record the egress check of %s: %v", r.key, err)
 		}
 	}
-}
-
-// describeRequests lists requests for a reason: stub, time, method, host,
-// path, body size.
-func describeRequests(u map[string][]stubs.Request, limit int) string {
-	var parts []string
-	names := make([]string, 0, len(u))
-	for k := range u {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	n := 0
-	for _, k := range names {
-		for _, q := range u[k] {
-			n++
-			if len(parts) < limit {
-				parts = append(parts, fmt.Sprintf("%s: %s %s %s%s (%d body bytes, from %s)", k, q.Time.UTC().Format("15:04:05.000"), q.Method, q.Host, clip(q.Path, 80), q.BodyBytes, q.RemoteAddr))
-			}
-		}
-	}
-	if n > len(parts) {
-		parts = append(parts, fmt.Sprintf("and %d more", n-len(parts)))
-	}
-	return strings.Join(parts, "; ")
 }
