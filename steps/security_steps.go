@@ -325,21 +325,9 @@ func dataAPIGotRealToken(ctx context.Context) error {
 		if _, err := os.Stat(filepath.Join(r.Dir, "endpoint-calls.json")); err == nil {
 			s.addEvidence(filepath.Join(r.RelDir, "endpoint-calls.json"))
 		}
-		host := s.env.dataAPIHost()
-		holders := vaultcheck.Holders(observedCalls(r), stubs.TokenFingerprint(s.env.opt.Stubs.DataAPIToken), host)
-		if gotReal {
-			if len(holders) == 0 {
-				return violationf("the data API received this submission's real token, but none of this run's sandboxes had it in its Credential Vault bound to %s with credentialProxy on (the create requests and vault writes its recording proxy saw): the token did not come through the vault", host)
-			}
-			s.note("the data API received this submission's real token; the Credential Vault of sandbox %s held it for %s with credentialProxy on (seen by the recording proxy)", strings.Join(holders, ", "), host)
-			return nil
-		}
-		why := fmt.Sprintf("the data API never received this submission's real token since the run started (exit %d); a call without it cannot be attributed to this run on target %s, so the vault path is not measured",
-			r.Res.ExitCode, s.env.opt.Target.Kind)
-		if note := s.env.opt.Target.StubNote; note != "" {
-			why += " (" + note + ")"
-		}
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "%s", why)
+		holders := vaultcheck.Holders(observedCalls(r), stubs.TokenFingerprint(s.env.opt.Stubs.DataAPIToken), s.env.dataAPIHost())
+		note, err := vaultcheck.OnRealTarget(holders, gotReal, s.env.dataAPIHost(), r.Res.ExitCode, string(s.env.opt.Target.Kind), s.env.opt.Target.StubNote)
+		return verdict(ctx, note, err)
 	}
 	saw, err := r.Saw(ctx)
 	if err != nil {
@@ -347,30 +335,8 @@ func dataAPIGotRealToken(ctx context.Context) error {
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
 	s.addEvidence(s.env.keepStubLog(r)...)
-	host := s.env.dataAPIHost()
-	calls, injected := 0, 0
-	for _, ev := range egressRequests(saw) {
-		q := ev.EgressRequest
-		if host == "" || !sameHost(q.Host, host) {
-			continue
-		}
-		calls++
-		if q.Injected {
-			injected++
-			continue
-		}
-		return violationf("sandbox %s called the data API (%s %s) and the vault injected no credential: it left the sandbox with Authorization %s and the API answered %d",
-			ev.SandboxID, q.Method, clip(q.Path, 120), q.Authorization, q.Status)
-	}
-	switch {
-	case calls == 0:
-		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"no sandbox of this run called the data API (exit %d), so the vault path was not exercised", r.Res.ExitCode)
-	case !gotReal:
-		return violationf("the vault injected a credential into the %d data API call(s) of this run's sandboxes, but the data API never received this submission's real token", calls)
-	}
-	s.note("the data API received the real token: %d call(s) from this run's sandboxes, each given the credential by the vault (this submission's own token reached the API)", injected)
-	return nil
+	note, err := vaultcheck.OnBundledServer(saw, s.env.dataAPIHost(), gotReal, r.Res.ExitCode)
+	return verdict(ctx, note, err)
 }
 
 func noSecretInOutputs(ctx context.Context) error {

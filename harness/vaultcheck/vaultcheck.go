@@ -10,17 +10,27 @@
 // keeps as fingerprints only (observe.redactVault).
 //
 // Holders is that check: the data API call came through the vault only if
-// one of the sandboxes it names exists.
+// one of the sandboxes it names exists; OnRealTarget judges it.
+//
+// On the bundled server the egress gateway records every request a sandbox
+// sent the data API host and whether the vault injected a credential into
+// it (identity: the sandbox); the stub confirms it received this
+// submission's own token (identity: the token, one per submission):
+// OnBundledServer. Elsewhere only the token attributes a call: a call
+// without it cannot be told from another submission's, so it is never held
+// against this one.
 package vaultcheck
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 // Holders are the sandboxes of calls whose vault held the token with
@@ -142,4 +152,59 @@ func vaultHostMatches(pattern, host string) bool {
 		return strings.HasSuffix(host, "."+suffix)
 	}
 	return pattern == host
+}
+
+// OnRealTarget judges the vault path on a real target: the data API
+// received the submission's real token (gotReal) only through a sandbox of
+// the run whose vault held it for host (holders). exit is the run's exit
+// code; target and stubNote name the target for the reason.
+func OnRealTarget(holders []string, gotReal bool, host string, exit int, target, stubNote string) (string, error) {
+	if gotReal {
+		if len(holders) == 0 {
+			return "", command.Violationf("the data API received this submission's real token, but none of this run's sandboxes had it in its Credential Vault bound to %s with credentialProxy on (the create requests and vault writes its recording proxy saw): the token did not come through the vault", host)
+		}
+		return fmt.Sprintf("the data API received this submission's real token; the Credential Vault of sandbox %s held it for %s with credentialProxy on (seen by the recording proxy)", strings.Join(holders, ", "), host), nil
+	}
+	why := fmt.Sprintf("the data API never received this submission's real token since the run started (exit %d); a call without it cannot be attributed to this run on target %s, so the vault path is not measured",
+		exit, target)
+	if stubNote != "" {
+		why += " (" + stubNote + ")"
+	}
+	return "", command.NotMeasuredf(string(rubric.CategoryPreconditionUnmet), "%s", why)
+}
+
+// OnBundledServer judges the vault path on the bundled server: every call of
+// the run's sandboxes to the data API host (saw: what the server saw of the
+// run's key) was given the credential by the vault, and the data API
+// received the submission's real token (gotReal).
+func OnBundledServer(saw command.Saw, host string, gotReal bool, exit int) (string, error) {
+	calls, injected := 0, 0
+	for _, ev := range command.EgressRequests(saw.Events) {
+		q := ev.EgressRequest
+		if host == "" || !command.SameHost(q.Host, host) {
+			continue
+		}
+		calls++
+		if q.Injected {
+			injected++
+			continue
+		}
+		return "", command.Violationf("sandbox %s called the data API (%s %s) and the vault injected no credential: it left the sandbox with Authorization %s and the API answered %d",
+			ev.SandboxID, q.Method, clip(q.Path, 120), q.Authorization, q.Status)
+	}
+	switch {
+	case calls == 0:
+		return "", command.NotMeasuredf(string(rubric.CategoryPreconditionUnmet),
+			"no sandbox of this run called the data API (exit %d), so the vault path was not exercised", exit)
+	case !gotReal:
+		return "", command.Violationf("the vault injected a credential into the %d data API call(s) of this run's sandboxes, but the data API never received this submission's real token", calls)
+	}
+	return fmt.Sprintf("the data API received the real token: %d call(s) from this run's sandboxes, each given the credential by the vault (this submission's own token reached the API)", injected), nil
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }

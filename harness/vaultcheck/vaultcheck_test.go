@@ -6,7 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/observe"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // On a real target the vault's part of a real-token call is read from the
@@ -54,4 +59,29 @@ func TestVaultHoldersFromTheRecordingProxy(t *testing.T) {
 	if got := Holders([]observe.Call{create("s1", true), vault("s1", "", host, "POST", 201)}, "", host); got != nil {
 		t.Errorf("no token: %v", got)
 	}
+}
+
+// On the bundled server every data API call of the run's sandboxes must have
+// been given the credential by the vault, and the real token must have
+// reached the API; no call at all is not measured.
+func TestOnBundledServer(t *testing.T) {
+	req := func(injected bool) osb.AuditEvent {
+		return osb.AuditEvent{SandboxID: "sb", Kind: "egress_request", EgressRequest: &wire.EgressRequest{Host: "data-api.capstone.test", Method: "GET", Path: "/v1/x", Injected: injected, Status: 200}}
+	}
+	host := "data-api.capstone.test"
+	note, err := OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true)}}, host, true, 0)
+	require.NoError(t, err)
+	assert.Contains(t, note, "1 call(s)")
+	_, err = OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true), req(false)}}, host, true, 0)
+	assert.True(t, command.IsViolation(err), "%v", err)
+	_, err = OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true)}}, host, false, 0)
+	assert.True(t, command.IsViolation(err), "%v", err)
+	var nm *command.NotMeasured
+	_, err = OnBundledServer(command.Saw{}, host, true, 1)
+	require.ErrorAs(t, err, &nm)
+	_, err = OnRealTarget(nil, true, host, 0, "docker", "")
+	assert.True(t, command.IsViolation(err), "%v", err)
+	_, err = OnRealTarget(nil, false, host, 0, "docker", "the stub runs on the engine's bridge")
+	require.ErrorAs(t, err, &nm)
+	assert.Contains(t, nm.Reason, "(the stub runs on the engine's bridge)")
 }
