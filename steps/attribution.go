@@ -15,7 +15,6 @@ import (
 
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 )
@@ -32,18 +31,7 @@ import (
 // in each run's evidence to explain, never to blame.
 
 // The input markers and the egress judgement read a run's record: they are
-// harness/command's (attribution.go there); these are the steps' names.
-const markerPrefix = command.MarkerPrefix
-
-func plantInCSV(csv []byte, delim, token string) ([]byte, string, bool) {
-	return command.PlantInCSV(csv, delim, token)
-}
-
-// egressRequests are the requests the gateway forwarded for a run's
-// sandboxes (what the target saw of its key).
-func egressRequests(saw command.Saw) []osb.AuditEvent { return command.EgressRequests(saw.Events) }
-
-func sameHost(a, b string) bool { return command.SameHost(a, b) }
+// harness/command's (attribution.go there).
 
 // whatLeft judges each request the run's sandboxes sent through the gateway
 // (command.WhatLeft).
@@ -101,13 +89,13 @@ func (e *Env) plantRunMarker(ctx context.Context, r *subjectRun, path string) {
 		return
 	}
 	tok := hex.EncodeToString(token)
-	planted, value, ok := plantInCSV(b, delim, "cm"+tok)
+	planted, value, ok := command.PlantInCSV(b, delim, "cm"+tok)
 	if !ok || os.WriteFile(path, planted, 0o644) != nil {
 		return
 	}
 	// The label names the run and is unique like the value (a run made
 	// twice under one key keeps both markers watched).
-	r.marker = runMarker{label: markerPrefix + "run_" + sanitize(r.key) + "_" + tok[:6], value: value}
+	r.marker = runMarker{label: command.MarkerPrefix + "run_" + sanitize(r.key) + "_" + tok[:6], value: value}
 	m := map[string]string{r.marker.label: r.marker.value}
 	if e.opt.Stubs.Watch != nil {
 		e.opt.Stubs.Watch(m)
@@ -149,7 +137,7 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 				e.progress("  ! what run %s sent out could not be read: %v", r.key, err)
 				continue
 			}
-			reqs := egressRequests(saw)
+			reqs := command.EgressRequests(saw.Events)
 			if b, err := json.MarshalIndent(reqs, "", "  "); err == nil && len(reqs) > 0 {
 				_ = os.WriteFile(filepath.Join(r.Dir, "egress-requests.json"), b, 0o644)
 			}

@@ -177,7 +177,7 @@ func TestPlantRunMarkerKeepsTheFigures(t *testing.T) {
 	for _, en := range m.Fixtures {
 		b, err := fs.ReadFile(fixtures.FS, en.File)
 		require.NoError(t, err)
-		out, value, ok := plantInCSV(b, en.Delimiter, "cm0123456789abcdef")
+		out, value, ok := command.PlantInCSV(b, en.Delimiter, "cm0123456789abcdef")
 		if !ok {
 			continue
 		}
@@ -215,9 +215,9 @@ func TestPlantRunMarkerKeepsTheFigures(t *testing.T) {
 	for _, f := range []string{"sales.csv", "injection.csv", "quoted_fields.csv"} {
 		assert.Contains(t, planted, f, "the fixtures every security scenario uses carry a run marker")
 	}
-	_, _, ok := plantInCSV([]byte("a,b\n1,2\n3,4\n"), ",", "cm00")
+	_, _, ok := command.PlantInCSV([]byte("a,b\n1,2\n3,4\n"), ",", "cm00")
 	assert.False(t, ok, "no identifier column")
-	_, _, ok = plantInCSV([]byte("id,b\nX-1,2\nX-1,4\n"), ",", "cm00")
+	_, _, ok = command.PlantInCSV([]byte("id,b\nX-1,2\nX-1,4\n"), ",", "cm00")
 	assert.False(t, ok, "identifiers must be distinct")
 }
 
