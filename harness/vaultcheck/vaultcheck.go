@@ -1,8 +1,10 @@
-// Package vaultcheck is the vault check on a real target (docker), where no gateway records
-// whether the vault injected a credential into a request: a call that
-// reached the data API with this submission's real token (identity: the
-// token, one per submission) came through the vault only if one of the
-// run's sandboxes (identity: the sandboxes its recording proxy saw it
+// Package vaultcheck judges whether the data API got the submission's token
+// through the Credential Vault (dataAPIGotRealToken).
+//
+// On a real target (docker) no gateway records whether the vault injected a
+// credential into a request: a call that reached the data API with this
+// submission's real token (identity: the token, one per submission) came
+// through the vault only if one of the run's sandboxes (identity: the sandboxes its recording proxy saw it
 // create) had that token in its Credential Vault, bound to the data API's
 // host, and was created with credentialProxy on. Both are read from what the
 // recording proxy saw: the create requests, and the vault writes sent
