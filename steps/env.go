@@ -3,6 +3,15 @@
 // InitializeScenario wires the steps into a godog suite. Scenario state lives
 // in each scenario's context, so scenarios can run concurrently.
 //
+// The steps are the suite's text and its property checks, over a framework
+// they only use (as Kubernetes' e2e tests use test/e2e/framework): a
+// command is launched and judged by harness/command, and a check's work
+// lives in a harness package named for it (harness/blame, boxpolicy,
+// closedloop, indexdeny, netprobe, owntests, readme, residual, secretscan,
+// subfile, toolcalls, vanish, vaultcheck), which returns harness/command's
+// typed errors; a step phrases what it found for an entry (verdict).
+// harness/ never imports steps/ (internal/importrules).
+//
 // Steps reach the bundled server only over HTTP (lifecycle, execd, and the
 // documented /_mock admin extension) and through the few hooks in Options.
 package steps
