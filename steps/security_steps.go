@@ -304,13 +304,8 @@ func noCanaryInSandbox(ctx context.Context) error {
 }
 
 // dataAPIGotRealToken: the run's sandboxes called the data API and the vault
-// gave each call the real credential. On the bundled server the gateway
-// records every request a sandbox sent the data API host and whether the
-// vault injected a credential into it (identity: the sandbox); the stub
-// confirms it received this submission's own token (identity: the token, one
-// per submission). Elsewhere only the token attributes a call: a call
-// without it cannot be told from another submission's, so it is never held
-// against this one.
+// gave each call the real credential (harness/vaultcheck says how each target
+// shows it).
 func dataAPIGotRealToken(ctx context.Context) error {
 	s, r, err := ran(ctx)
 	if err != nil {
