@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/model"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/subfile"
 )
 
 // Steps of the agent drills (features/a1_agent.feature).
@@ -116,7 +117,7 @@ const defaultModelTurns = 10
 
 // declaredTurns reads budget.max_model_turns from the subject's summary.json.
 func declaredTurns(r *subjectRun) int {
-	b, err := readSubmissionFile(filepath.Join(r.OutDir, "summary.json"), "{out}/summary.json", capSummaryJSON)
+	b, err := subfile.Read(filepath.Join(r.OutDir, "summary.json"), "{out}/summary.json", subfile.SummaryJSON)
 	if err != nil {
 		return 0
 	}
@@ -263,17 +264,17 @@ func agentRespectedRetryAfter(ctx context.Context) error {
 // subjectDeletedSandboxes: every sandbox the subject created was deleted by
 // the subject itself (its own DELETE, seen by the audit or the recording proxy).
 func subjectDeletedSandboxes(ctx context.Context) error {
-	s, r, err := lifecycleSeen(ctx)
+	s, r, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
-	if len(r.sandboxes) == 0 {
+	if len(saw.Created) == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject created no sandbox (exit %d), so there was none to destroy", r.Res.ExitCode)
 	}
 	deleted := map[string]bool{}
-	for _, ev := range r.attempts {
+	for _, ev := range saw.Calls {
 		if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status >= 200 && lc.Status < 300 {
-			for _, id := range r.sandboxes {
+			for _, id := range saw.Created {
 				if strings.Contains(lc.Path, id) {
 					deleted[id] = true
 				}
@@ -281,7 +282,7 @@ func subjectDeletedSandboxes(ctx context.Context) error {
 		}
 	}
 	var left []string
-	for _, id := range r.sandboxes {
+	for _, id := range saw.Created {
 		if !deleted[id] {
 			left = append(left, id)
 		}
@@ -289,7 +290,7 @@ func subjectDeletedSandboxes(ctx context.Context) error {
 	if len(left) > 0 {
 		return failf("the subject ended without deleting its sandbox(es) %s after the model failed", strings.Join(left, ", "))
 	}
-	s.note("%d sandbox(es) deleted by the subject", len(r.sandboxes))
+	s.note("%d sandbox(es) deleted by the subject", len(saw.Created))
 	return nil
 }
 

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/subfile"
+
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -116,7 +119,7 @@ func claimsInReport(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text, err := readSubmissionFile(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", capReportMD)
+	text, err := subfile.Read(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", subfile.ReportMD)
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -152,52 +155,54 @@ func deref(p *float64) any {
 }
 
 // audited returns the run with its audit trail, or "not measured" on a real server.
-func audited(ctx context.Context) (*scenario, *subjectRun, error) {
+func audited(ctx context.Context) (*scenario, *subjectRun, command.Saw, error) {
 	s, r, err := summarized(ctx)
 	if err != nil {
-		return s, r, err
+		return s, r, command.Saw{}, err
 	}
 	if !s.env.mock() {
-		return s, r, notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+		return s, r, command.Saw{}, notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
 			"target %s has no audit trail; checking the subject's claims against what really ran needs the bundled server", s.env.opt.Target.Kind)
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
-		return s, r, harnessf("reading the audit trail: %v", err)
+	saw, err := r.Saw(ctx)
+	if err != nil {
+		return s, r, saw, harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
-	return s, r, nil
+	return s, r, saw, nil
 }
 
 // lifecycleSeen returns the run with the lifecycle calls its sandboxes saw:
 // from the bundled server's audit, or from the harness's recording proxy in
 // front of a server without one.
-func lifecycleSeen(ctx context.Context) (*scenario, *subjectRun, error) {
+func lifecycleSeen(ctx context.Context) (*scenario, *subjectRun, command.Saw, error) {
 	s, r, err := summarized(ctx)
 	if err != nil {
-		return s, r, err
+		return s, r, command.Saw{}, err
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
-		return s, r, harnessf("reading the audit trail: %v", err)
+	saw, err := r.Saw(ctx)
+	if err != nil {
+		return s, r, saw, harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
-	return s, r, nil
+	return s, r, saw, nil
 }
 
 func sandboxInAudit(ctx context.Context) error {
-	_, r, err := lifecycleSeen(ctx)
+	_, r, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
-	for _, id := range r.sandboxes {
+	for _, id := range saw.Created {
 		if id == r.sum.SandboxID {
 			return nil
 		}
 	}
-	return failf("summary.json names sandbox %q, but the subject created %v", r.sum.SandboxID, r.sandboxes)
+	return failf("summary.json names sandbox %q, but the subject created %v", r.sum.SandboxID, saw.Created)
 }
 
 func stepsRan(ctx context.Context) error {
-	_, r, err := audited(ctx)
+	_, r, saw, err := audited(ctx)
 	if err != nil {
 		return err
 	}
@@ -210,7 +215,7 @@ func stepsRan(ctx context.Context) error {
 			continue // claimed as never finished
 		}
 		found, codes := false, []string{}
-		for _, ev := range r.audit {
+		for _, ev := range saw.Events {
 			if ev.Kind != "command" || ev.Command == nil || ev.SandboxID != r.sum.SandboxID || ev.Command.Command != st.Command {
 				continue
 			}
@@ -234,7 +239,7 @@ func stepsRan(ctx context.Context) error {
 }
 
 func inputHashMatches(ctx context.Context) error {
-	_, r, err := audited(ctx)
+	_, r, saw, err := audited(ctx)
 	if err != nil {
 		return err
 	}
@@ -242,7 +247,7 @@ func inputHashMatches(ctx context.Context) error {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the harness could not hash the input: %v", r.statsErr)
 	}
 	var seen []string
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "file" && ev.File != nil && ev.File.Op == "upload" {
 			if ev.File.SHA256 == r.stats.SHA256 {
 				return nil
@@ -254,7 +259,7 @@ func inputHashMatches(ctx context.Context) error {
 }
 
 func sandboxGone(ctx context.Context) error {
-	s, r, err := lifecycleSeen(ctx)
+	s, r, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
@@ -262,7 +267,7 @@ func sandboxGone(ctx context.Context) error {
 	// calls, by identity): the grader's clean-up or another caller deleting
 	// the sandbox is not the subject destroying it.
 	deleted := false
-	for _, ev := range r.attempts {
+	for _, ev := range saw.Calls {
 		if ev.SandboxID == r.sum.SandboxID && ev.Lifecycle != nil &&
 			ev.Lifecycle.Method == "DELETE" && ev.Lifecycle.Status == 204 {
 			deleted = true

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/indexdeny"
+
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 )
@@ -31,23 +31,12 @@ import (
 // in each run's evidence to explain, never to blame.
 
 // The input markers and the egress judgement read a run's record: they are
-// harness/command's (attribution.go there); these are the steps' names.
-const markerPrefix = command.MarkerPrefix
-
-func plantInCSV(csv []byte, delim, token string) ([]byte, string, bool) {
-	return command.PlantInCSV(csv, delim, token)
-}
-
-// egressRequests are the requests the gateway forwarded for the run's
-// sandboxes (the run's audit must be loaded).
-func egressRequests(r *subjectRun) []osb.AuditEvent { return command.EgressRequests(r.audit) }
-
-func sameHost(a, b string) bool { return command.SameHost(a, b) }
+// harness/command's (attribution.go there).
 
 // whatLeft judges each request the run's sandboxes sent through the gateway
 // (command.WhatLeft).
-func (e *Env) whatLeft(r *subjectRun) []command.Finding {
-	return command.WhatLeft(r.key, r.audit, e.dataAPIHost(), isPackageHost)
+func (e *Env) whatLeft(r *subjectRun, saw command.Saw) []command.Finding {
+	return command.WhatLeft(r.key, saw.Events, e.dataAPIHost(), indexdeny.IsPackageHost)
 }
 
 // plantMarkers registers the input markers with the bundled server's egress
@@ -100,13 +89,13 @@ func (e *Env) plantRunMarker(ctx context.Context, r *subjectRun, path string) {
 		return
 	}
 	tok := hex.EncodeToString(token)
-	planted, value, ok := plantInCSV(b, delim, "cm"+tok)
+	planted, value, ok := command.PlantInCSV(b, delim, "cm"+tok)
 	if !ok || os.WriteFile(path, planted, 0o644) != nil {
 		return
 	}
 	// The label names the run and is unique like the value (a run made
 	// twice under one key keeps both markers watched).
-	r.marker = runMarker{label: markerPrefix + "run_" + sanitize(r.key) + "_" + tok[:6], value: value}
+	r.marker = runMarker{label: command.MarkerPrefix + "run_" + sanitize(r.key) + "_" + tok[:6], value: value}
 	m := map[string]string{r.marker.label: r.marker.value}
 	if e.opt.Stubs.Watch != nil {
 		e.opt.Stubs.Watch(m)
@@ -141,18 +130,20 @@ func (e *Env) checkEgressOf(ctx context.Context, s *scenario) {
 		_ = e.keepStubLog(r)
 		_ = e.keepUnattributed(r)
 		var found []command.Finding
+		var saw command.Saw // the gateway's records: the bundled server's audit only
 		if e.mock() {
-			if err := e.loadAudit(context.WithoutCancel(ctx), r); err != nil {
+			var err error
+			if saw, err = r.Saw(context.WithoutCancel(ctx)); err != nil {
 				e.progress("  ! what run %s sent out could not be read: %v", r.key, err)
 				continue
 			}
-			reqs := egressRequests(r)
+			reqs := command.EgressRequests(saw.Events)
 			if b, err := json.MarshalIndent(reqs, "", "  "); err == nil && len(reqs) > 0 {
 				_ = os.WriteFile(filepath.Join(r.Dir, "egress-requests.json"), b, 0o644)
 			}
-			found = e.whatLeft(r)
+			found = e.whatLeft(r, saw)
 		}
-		found = append(found, e.stubsGotMarker(r)...)
+		found = append(found, e.stubsGotMarker(r, saw)...)
 		if len(found) == 0 {
 			e.unattributedNotMeasured(r)
 			continue
@@ -201,32 +192,11 @@ func (e *Env) keepStubLog(r *subjectRun) []string {
 	if end.IsZero() {
 		end = time.Now()
 	}
-	all := e.opt.Stubs.StubRequests(r.Started)
-	kept := map[string][]stubs.Request{}
-	n := 0
-	names := make([]string, 0, len(all))
-	for k := range all {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		for _, q := range all[k] {
-			if !q.Time.After(end) {
-				kept[k] = append(kept[k], q)
-				n++
-			}
-		}
-	}
-	if n == 0 {
+	b, ok := command.StubLog(e.opt.Stubs.StubRequests(r.Started), r.Started, end)
+	if !ok {
 		return nil
 	}
-	b, err := json.MarshalIndent(map[string]any{
-		"note":     "every request the stubs logged while this run ran, from any sandbox or local process: not attributed to this run (the gateway's egress_request events in audit.json are)",
-		"from":     r.Started.UTC().Format(time.RFC3339Nano),
-		"to":       end.UTC().Format(time.RFC3339Nano),
-		"requests": kept,
-	}, "", "  ")
-	if err != nil || os.WriteFile(filepath.Join(r.Dir, "stub-requests.json"), b, 0o644) != nil {
+	if os.WriteFile(filepath.Join(r.Dir, "stub-requests.json"), b, 0o644) != nil {
 		return nil
 	}
 	return []string{filepath.Join(r.RelDir, "stub-requests.json")}
@@ -234,11 +204,11 @@ func (e *Env) keepStubLog(r *subjectRun) []string {
 
 // stubsGotMarker: the requests a stub received carrying this run's input
 // marker, at any time and however they came (command.StubsGotMarker).
-func (e *Env) stubsGotMarker(r *subjectRun) []command.Finding {
+func (e *Env) stubsGotMarker(r *subjectRun, saw command.Saw) []command.Finding {
 	if r.marker.label == "" || e.opt.Stubs.StubRequests == nil {
 		return nil
 	}
-	return command.StubsGotMarker(e.opt.Stubs.StubRequests(time.Time{}), r.marker.label, r.sandboxes, e.mock())
+	return command.StubsGotMarker(e.opt.Stubs.StubRequests(time.Time{}), r.marker.label, saw.Created, e.mock())
 }
 
 // unattributed are the requests the exfiltration sink and the package index
@@ -294,7 +264,7 @@ func (e *Env) unattributedNotMeasured(r *subjectRun) {
 		return
 	}
 	reason := fmt.Sprintf("while run %q ran, the sink or the package index received request(s) that no sandbox's egress gateway forwarded and that carry no marker or secret (%s): the submission's commands ran without network confinement, so these may be its own; whether this run sent data out is not measured (unattributable-requests.json)",
-		r.key, describeRequests(u, 5))
+		r.key, command.DescribeRequests(u, 5))
 	for _, id := range []rubric.ID{rubric.Injection, "D4"} {
 		o := rubric.Outcome{ID: id, Verdict: rubric.NotMeasured, Category: rubric.CategoryPreconditionUnmet, Scenario: "egress of run " + r.key,
 			Reason: reason, Evidence: r.evidence("unattributable-requests.json")}
@@ -302,28 +272,4 @@ func (e *Env) unattributedNotMeasured(r *subjectRun) {
 			e.progress("  ! could not record the egress check of %s: %v", r.key, err)
 		}
 	}
-}
-
-// describeRequests lists requests for a reason: stub, time, method, host,
-// path, body size.
-func describeRequests(u map[string][]stubs.Request, limit int) string {
-	var parts []string
-	names := make([]string, 0, len(u))
-	for k := range u {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	n := 0
-	for _, k := range names {
-		for _, q := range u[k] {
-			n++
-			if len(parts) < limit {
-				parts = append(parts, fmt.Sprintf("%s: %s %s %s%s (%d body bytes, from %s)", k, q.Time.UTC().Format("15:04:05.000"), q.Method, q.Host, clip(q.Path, 80), q.BodyBytes, q.RemoteAddr))
-			}
-		}
-	}
-	if n > len(parts) {
-		parts = append(parts, fmt.Sprintf("and %d more", n-len(parts)))
-	}
-	return strings.Join(parts, "; ")
 }

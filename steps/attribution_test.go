@@ -83,7 +83,7 @@ func TestAttributionByIdentity(t *testing.T) {
 	e.opt.Confine = &confine.Config{} // the submissions' commands cannot reach the sink directly
 	mkRun := func(key, apiKey string) (*scenario, context.Context) {
 		r := &subjectRun{key: key, fixture: "sales", launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-" + key, APIKey: apiKey, KeyFP: keyFingerprint(apiKey),
-			Started: t0, Ended: time.Now(), Res: &subject.Result{ExitCode: 0}}}
+			Started: t0, Ended: time.Now(), Res: &subject.Result{ExitCode: 0}, Witness: e.witness()}}
 		tags := []string{"@drill:D4", "@criterion:injection"}
 		s := &scenario{env: e, name: "run " + key, tags: tags, ids: rubricIDs(tags), run: r}
 		return s, context.WithValue(context.Background(), scenarioKey{}, s)
@@ -144,7 +144,7 @@ func TestWhatLeft(t *testing.T) {
 		{"anything to the sink", q(stubs.ExfilHost, "GET", 0), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := e.whatLeft(&subjectRun{key: "k", audit: []osb.AuditEvent{tc.ev}})
+			got := e.whatLeft(&subjectRun{key: "k"}, command.Saw{Events: []osb.AuditEvent{tc.ev}})
 			assert.Equal(t, tc.left, len(got) > 0, "%+v", got)
 			if tc.left {
 				assert.Equal(t, tc.secret, got[0].Secret)
@@ -177,7 +177,7 @@ func TestPlantRunMarkerKeepsTheFigures(t *testing.T) {
 	for _, en := range m.Fixtures {
 		b, err := fs.ReadFile(fixtures.FS, en.File)
 		require.NoError(t, err)
-		out, value, ok := plantInCSV(b, en.Delimiter, "cm0123456789abcdef")
+		out, value, ok := command.PlantInCSV(b, en.Delimiter, "cm0123456789abcdef")
 		if !ok {
 			continue
 		}
@@ -215,9 +215,9 @@ func TestPlantRunMarkerKeepsTheFigures(t *testing.T) {
 	for _, f := range []string{"sales.csv", "injection.csv", "quoted_fields.csv"} {
 		assert.Contains(t, planted, f, "the fixtures every security scenario uses carry a run marker")
 	}
-	_, _, ok := plantInCSV([]byte("a,b\n1,2\n3,4\n"), ",", "cm00")
+	_, _, ok := command.PlantInCSV([]byte("a,b\n1,2\n3,4\n"), ",", "cm00")
 	assert.False(t, ok, "no identifier column")
-	_, _, ok = plantInCSV([]byte("id,b\nX-1,2\nX-1,4\n"), ",", "cm00")
+	_, _, ok = command.PlantInCSV([]byte("id,b\nX-1,2\nX-1,4\n"), ",", "cm00")
 	assert.False(t, ok, "identifiers must be distinct")
 }
 
@@ -283,7 +283,7 @@ func TestUnattributedNeverFails(t *testing.T) {
 		}
 		r := &subjectRun{key: "sales", fixture: "sales", marker: runMarker{label: "input_run_x_sales", value: "ORD-000101-cm0123456789abcdef"},
 			launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", APIKey: key, KeyFP: keyFingerprint(key),
-				Started: t0, Ended: t0.Add(10 * time.Second), Res: &subject.Result{ExitCode: 0}}}
+				Started: t0, Ended: t0.Add(10 * time.Second), Res: &subject.Result{ExitCode: 0}, Witness: e.witness()}}
 		tags := []string{"@drill:D4", "@criterion:injection"}
 		s := &scenario{env: e, name: "sales", tags: tags, ids: rubricIDs(tags), run: r}
 		return s, r, exfilUntouched(context.WithValue(context.Background(), scenarioKey{}, s))
@@ -369,7 +369,7 @@ func TestStubGotTheRunsMarker(t *testing.T) {
 	}}
 	mk := func(label string) (*scenario, context.Context) {
 		r := &subjectRun{key: "sales", fixture: "sales", marker: runMarker{label: label, value: "v"},
-			launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", APIKey: key, KeyFP: keyFingerprint(key), Started: t0, Ended: time.Now(), Res: &subject.Result{}}}
+			launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", APIKey: key, KeyFP: keyFingerprint(key), Started: t0, Ended: time.Now(), Res: &subject.Result{}, Witness: e.witness()}}
 		s := &scenario{env: e, name: "sales", run: r}
 		return s, context.WithValue(context.Background(), scenarioKey{}, s)
 	}

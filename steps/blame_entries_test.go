@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/blame"
+
 	gherkin "github.com/cucumber/gherkin/go/v42"
 	messages "github.com/cucumber/messages/go/v34"
 	"github.com/stretchr/testify/assert"
@@ -155,7 +157,7 @@ func TestRecordOutcomeBlamesPerEntry(t *testing.T) {
 	}
 }
 
-// preloaded is a run of the bundled server whose audit is already loaded:
+// preloaded is a run of the bundled server whose Witness is a record:
 // the lifecycle calls of its key (a create answered 202 makes a sandbox of
 // the run) and the events of its sandboxes.
 func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []osb.AuditEvent) *subjectRun {
@@ -164,15 +166,13 @@ func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []os
 	r := &subjectRun{key: key, fixture: key, launch: launch{Dir: dir, RelDir: filepath.Join("evidence", "subject-"+key), OutDir: filepath.Join(dir, "out")}}
 	require.NoError(t, os.MkdirAll(r.OutDir, 0o755))
 	r.Res = &subject.Result{ExitCode: exit, StderrPath: filepath.Join(dir, "stderr.txt")}
-	r.keepOnce.Do(func() {
-		r.attempts, r.audit = attempts, events
-		for _, ev := range attempts {
-			if lc := ev.Lifecycle; lc != nil && ev.SandboxID != "" && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status < 300 {
-				r.sandboxes = append(r.sandboxes, ev.SandboxID)
-			}
+	var created []string
+	for _, ev := range attempts {
+		if lc := ev.Lifecycle; lc != nil && ev.SandboxID != "" && lc.Method == "POST" && isCreatePath(lc.Path) && lc.Status < 300 {
+			created = append(created, ev.SandboxID)
 		}
-	})
-	r.Witness = command.Recorded{What: command.Saw{Calls: attempts, Events: events, Created: r.sandboxes}}
+	}
+	r.Witness = command.Recorded{What: command.Saw{Calls: attempts, Events: events, Created: created}}
 	return r
 }
 
@@ -302,11 +302,11 @@ func TestReportingFaultsAreNeverLost(t *testing.T) {
 	n := 0
 	for _, pk := range suitePickles(t) {
 		ids := rubricIDs(pk.tags)
-		if !slices.ContainsFunc(ids, failsOnlyOnViolation) || !slices.ContainsFunc(pk.steps, reportingStep.MatchString) {
+		if !slices.ContainsFunc(ids, blame.FailsOnlyOnViolation) || !slices.ContainsFunc(pk.steps, reportingStep.MatchString) {
 			continue
 		}
 		n++
-		assert.NotEmpty(t, othersOf(ids), "%s: %q checks the report but feeds only %v, which fail only on a violation", pk.file, pk.name, ids)
+		assert.NotEmpty(t, blame.OthersOf(ids), "%s: %q checks the report but feeds only %v, which fail only on a violation", pk.file, pk.name, ids)
 	}
 	assert.GreaterOrEqual(t, n, 3, "D1's reporting scenario and D4's two 'still reports' scenarios are checked")
 }

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +115,7 @@ func TestAuditAnswering500IsHarnessError(t *testing.T) {
 	tags := []string{"@drill:D4", "@criterion:injection"}
 	s := &scenario{env: e, name: "Instructions inside the data are treated as data", tags: tags, ids: rubricIDs(tags)}
 	s.run = &subjectRun{key: "injection", launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-injection", KeyFP: keyFingerprint("k-subject"),
-		Res: &subject.Result{ExitCode: 0}}}
+		Res: &subject.Result{ExitCode: 0}, Witness: e.witness()}}
 	ctx := context.WithValue(context.Background(), scenarioKey{}, s)
 
 	err := noInjectedCommand(ctx)
@@ -177,17 +176,4 @@ func TestScanEveryRun(t *testing.T) {
 		assert.Contains(t, o.Reason, "data API token in evidence/subject-d1-sales/out/summary.json")
 		assert.NotContains(t, o.Reason, "platform-key-0123456789", "the reason names the secret, never its value")
 	}
-}
-
-// TestScanFileForChunks: a secret across the scanner's chunk boundary is found.
-func TestScanFileForChunks(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "big")
-	secret := "sk-0123456789abcdef0123456789"
-	b := bytes.Repeat([]byte("x"), 1<<20-10)
-	b = append(b, secret...)
-	b = append(b, bytes.Repeat([]byte("y"), 100)...)
-	require.NoError(t, os.WriteFile(p, b, 0o644))
-	found, err := scanFileFor(p, map[string]string{"key": secret, "other": "never-there-123"})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"key"}, found)
 }

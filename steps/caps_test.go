@@ -60,21 +60,3 @@ func TestContractRecordCapsAndNeverFollows(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, rec, "create")
 }
-
-// TestReadSubmissionFileNamesTheFileNotTheHost: reasons name the file as the
-// submission knows it ({out}/report.md), never the grader's paths.
-func TestReadSubmissionFileNamesTheFileNotTheHost(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "report.md")
-	sparse(t, p, capReportMD+1)
-	_, err := readSubmissionFile(p, "{out}/report.md", capReportMD)
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), dir)
-	assert.Contains(t, err.Error(), "over the grader's cap of 8388608 bytes")
-
-	require.NoError(t, os.Remove(p))
-	require.NoError(t, os.Mkdir(p, 0o755))
-	_, err = readSubmissionFile(p, "{out}/report.md", capReportMD)
-	require.Error(t, err)
-	assert.Equal(t, "{out}/report.md is not a regular file", err.Error())
-}

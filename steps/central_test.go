@@ -25,47 +25,6 @@ func analysisIn(sb string) []osb.AuditEvent {
 	}
 }
 
-// TestCentralUnexercised is the rule alone: a pass stands only when the
-// scenario's runs did what the entry's central property needs.
-func TestCentralUnexercised(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		id     string
-		x      *exercise
-		ok     bool
-		v      rubric.Verdict
-		reason string
-	}{
-		{"no subject run: the rule does not apply", "credential", nil, true, "", ""},
-		{"no sandbox, exit 1", "credential", &exercise{runs: 1, exits: []int{1}}, false, rubric.NotMeasured, "the subject created no sandbox (it exited 1)"},
-		{"no sandbox, exit 0", "function", &exercise{runs: 1, exits: []int{0}}, false, rubric.NotMeasured, "created no sandbox (it exited 0)"},
-		{"no sandbox, D4", "D4", &exercise{runs: 1, exits: []int{1}}, false, rubric.NotMeasured, "D4's central property"},
-		{"a sandbox never used", "M3", &exercise{runs: 1, created: 1, exits: []int{0}}, false, rubric.NotMeasured, "ran no command and moved no file"},
-		{"a sandbox used", "credential", &exercise{runs: 1, created: 1, used: 1, exits: []int{0}}, true, "", ""},
-		{"M1: one of three runs used one", "M1", &exercise{runs: 3, created: 3, used: 1, exits: []int{0, 0, 0}}, true, "", ""},
-		{"D3: refused creates are the exercise", "D3", &exercise{runs: 1, attempted: 5, exits: []int{1}}, true, "", ""},
-		{"D3: the model refused", "D3", &exercise{runs: 1, model: 3, exits: []int{1}}, true, "", ""},
-		{"D3: nothing asked", "D3", &exercise{runs: 1, exits: []int{1}}, false, rubric.NotMeasured, "never asked for a sandbox"},
-		{"own checks: the rule leaves them", "maintainability", &exercise{runs: 1, exits: []int{0}}, true, "", ""},
-		{"unreadable audit", "credential", &exercise{runs: 1, unknown: "answered 500"}, false, rubric.HarnessError, "harness error"},
-		{"unreadable audit of one run, another used a sandbox", "M1", &exercise{runs: 2, created: 1, used: 1, unknown: "answered 500"}, true, "", ""},
-		{"an entry without a central property", "nope", &exercise{runs: 1}, false, rubric.HarnessError, "no central property"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ok, v, cat, reason := centralUnexercised(tc.id, tc.x)
-			assert.Equal(t, tc.ok, ok)
-			if tc.ok {
-				return
-			}
-			assert.Equal(t, tc.v, v)
-			assert.Contains(t, reason, tc.reason)
-			if v == rubric.NotMeasured {
-				assert.Equal(t, rubric.CategoryPreconditionUnmet, cat)
-			}
-		})
-	}
-}
-
 // TestNothingRanEarnsNothing: a do-nothing submission earns nothing: it creates
 // no sandbox, writes a clean report.md and summary.json and exits 1. The
 // scenarios whose steps pass on those files (the outputs' secret scan, the

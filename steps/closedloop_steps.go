@@ -3,12 +3,11 @@ package steps
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/closedloop"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
@@ -81,42 +80,17 @@ func eachRunClosedLoop(ctx context.Context) error {
 		if err := r.judge(ctx); err != nil {
 			return failf("run %d: %w", i+1, err)
 		}
-		if err := s.env.loadAudit(ctx, r); err != nil {
+		saw, err := r.Saw(ctx)
+		if err != nil {
 			return harnessf("run %d: reading the audit: %v", i+1, err)
 		}
-		if len(r.sandboxes) == 0 {
+		if len(saw.Created) == 0 {
 			problems = append(problems, fmt.Sprintf("run %d created no sandbox", i+1))
 			continue
 		}
-		var cmds, ups, downs int
-		if s.env.mock() {
-			for _, ev := range r.audit {
-				switch {
-				case ev.Kind == "command" && ev.Command != nil && ev.Command.ExitCode != nil:
-					cmds++
-				case ev.Kind == "file" && ev.File != nil && ev.File.Op == "upload":
-					ups++
-				case ev.Kind == "file" && ev.File != nil && ev.File.Op == "download":
-					downs++
-				}
-			}
-		} else {
-			// A real target has no audit of what ran inside a sandbox; the
-			// run's own recording proxy saw its execd calls.
-			cmds, ups, downs = command.ExecdRoundTrip(r.EndpointCalls, r.sandboxes)
-		}
-		var missing []string
-		if cmds == 0 {
-			missing = append(missing, "ran no command to completion")
-		}
-		if ups == 0 {
-			missing = append(missing, "wrote no file")
-		}
-		if downs == 0 {
-			missing = append(missing, "read no file back")
-		}
-		if len(missing) > 0 {
-			problems = append(problems, fmt.Sprintf("run %d (sandbox %s) %s", i+1, r.sandboxes[0], strings.Join(missing, ", ")))
+		cmds, ups, downs := closedloop.RoundTrip(saw, r.EndpointCalls, s.env.mock())
+		if missing := closedloop.Missing(cmds, ups, downs); len(missing) > 0 {
+			problems = append(problems, fmt.Sprintf("run %d (sandbox %s) %s", i+1, saw.Created[0], strings.Join(missing, ", ")))
 		}
 		notes = append(notes, fmt.Sprintf("run %d: %d command(s), %d upload(s), %d download(s)", i+1, cmds, ups, downs))
 	}
@@ -132,25 +106,6 @@ func eachRunClosedLoop(ctx context.Context) error {
 	return nil
 }
 
-// destroyedByKey says whether the run's key deleted the sandbox (204) and
-// then saw it gone (a GET or another call answering 404).
-func destroyedByKey(r *subjectRun, id string) (deleted, confirmed bool) {
-	var deletedAt time.Time
-	for _, ev := range r.attempts {
-		lc := ev.Lifecycle
-		if lc == nil || ev.SandboxID != id {
-			continue
-		}
-		if lc.Method == "DELETE" && lc.Status == 204 && !deleted {
-			deleted, deletedAt = true, ev.Time
-		}
-		if deleted && lc.Status == 404 && !ev.Time.Before(deletedAt) {
-			confirmed = true
-		}
-	}
-	return deleted, confirmed
-}
-
 func eachRunDestroyed(ctx context.Context) error {
 	s := state(ctx)
 	runs := theRuns(s)
@@ -162,15 +117,16 @@ func eachRunDestroyed(ctx context.Context) error {
 		if err := r.judge(ctx); err != nil && !r.killed() {
 			return failf("run %d: %w", i+1, err)
 		}
-		if err := s.env.loadAudit(ctx, r); err != nil {
+		saw, err := r.Saw(ctx)
+		if err != nil {
 			return harnessf("run %d: reading the audit: %v", i+1, err)
 		}
 		s.addEvidence(filepath.Join(r.RelDir, "lifecycle-calls.json"))
-		if len(r.sandboxes) == 0 {
+		if len(saw.Created) == 0 {
 			problems = append(problems, fmt.Sprintf("run %d created no sandbox, so it destroyed none", i+1))
 		}
-		for _, id := range r.sandboxes {
-			switch deleted, confirmed := destroyedByKey(r, id); {
+		for _, id := range saw.Created {
+			switch deleted, confirmed := closedloop.DestroyedByKey(saw, id); {
 			case !deleted:
 				problems = append(problems, fmt.Sprintf("run %d never deleted its sandbox %s (no DELETE → 204 with its key)", i+1, id))
 			case !confirmed:
@@ -196,10 +152,11 @@ func noneLeft(ctx context.Context) error {
 	var lines []string
 	total := 0
 	for _, r := range runs {
-		if err := s.env.loadAudit(ctx, r); err != nil {
+		saw, err := r.Saw(ctx)
+		if err != nil {
 			return harnessf("reading the audit trail: %v", err)
 		}
-		for _, id := range r.sandboxes {
+		for _, id := range saw.Created {
 			total++
 			c, cancel := ctxTimeout(ctx, 10*time.Second)
 			res, err := s.env.client.GetSandbox(c, id)
@@ -273,18 +230,19 @@ func faultHit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if ev.Kind == "fault" && ev.Fault != nil && ev.Fault.Name == "execd-fault" && ev.Fault.Active {
 			s.note("injected: %s", ev.Fault.Detail)
 			return nil
 		}
 	}
 	return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-		"the fault never hit: the subject made fewer execd operations (commands, uploads, downloads) than the one the fault was armed for (it created %d sandbox(es))", len(r.sandboxes))
+		"the fault never hit: the subject made fewer execd operations (commands, uploads, downloads) than the one the fault was armed for (it created %d sandbox(es))", len(saw.Created))
 }
 
 // endpointDead dials the execd endpoint of each sandbox the subject
@@ -295,67 +253,33 @@ func endpointDead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	var destroyed []string
-	for _, id := range r.sandboxes {
-		if d, _ := destroyedByKey(r, id); d {
+	for _, id := range saw.Created {
+		if d, _ := closedloop.DestroyedByKey(saw, id); d {
 			destroyed = append(destroyed, id)
 		}
 	}
 	if len(destroyed) == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the subject destroyed no sandbox (it created %d), so there was no destroyed sandbox to probe", len(r.sandboxes))
+			"the subject destroyed no sandbox (it created %d), so there was no destroyed sandbox to probe", len(saw.Created))
 	}
-	if err := listsNone(ctx, s, destroyed); err != nil {
+	if err := closedloop.ListsNone(ctx, s.env.client, destroyed); err != nil {
 		return err
 	}
 	if !s.env.mock() {
-		for _, id := range destroyed {
-			c, cancel := ctxTimeout(ctx, 10*time.Second)
-			res, err := s.env.client.GetEndpoint(c, id, osb.DefaultExecdPort, false)
-			cancel()
-			if err == nil && res.OK() {
-				return violationf("the server still resolves an endpoint for destroyed sandbox %s: %s", id, res.StatusLine)
-			}
+		if err := closedloop.NoEndpoint(ctx, s.env.client, destroyed); err != nil {
+			return err
 		}
 		s.note("the server resolves no endpoint for the %d destroyed sandbox(es)", len(destroyed))
 		return nil
 	}
-	c, cancel := ctxTimeout(ctx, 10*time.Second)
-	defer cancel()
-	res, err := s.env.client.Admin().Sandboxes(c)
-	if err != nil || !res.Decoded {
-		return harnessf("the bundled server's sandbox records: %v", auditErr(res, err))
-	}
-	addr := map[string]string{}
-	for _, sb := range res.Value.Sandboxes {
-		addr[sb.ID] = sb.ExecdEndpoint
-	}
-	var lines []string
-	for _, id := range destroyed {
-		ep := addr[id]
-		if ep == "" {
-			return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the server kept no endpoint record for destroyed sandbox %s", id)
-		}
-		// The bundled server may keep a removed sandbox's port listening to
-		// record late calls (it resets them): what matters is that nothing
-		// of the sandbox answers there any more.
-		u := "http://" + strings.TrimSuffix(ep, "/") + "/ping"
-		c, cancel := ctxTimeout(ctx, 3*time.Second)
-		req, _ := http.NewRequestWithContext(c, http.MethodGet, u, nil)
-		res, err := http.DefaultClient.Do(req)
-		cancel()
-		if err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode < 300 {
-				return violationf("destroyed sandbox %s still answers on its execd endpoint: GET %s → %s", id, u, res.Status)
-			}
-			lines = append(lines, fmt.Sprintf("%s: GET %s → %s (not the sandbox)", id, u, res.Status))
-			continue
-		}
-		lines = append(lines, fmt.Sprintf("%s: GET %s → %v", id, u, err))
+	lines, err := closedloop.EndpointsDead(ctx, s.env.client, destroyed)
+	if err != nil {
+		return verdict(ctx, "", err)
 	}
 	s.addEvidence(s.env.writeEvidence("isolation", "destroyed-endpoints-"+s.slug()+".txt", []byte(strings.Join(lines, "\n")+"\n")))
 	s.note("the execd endpoint(s) of %d destroyed sandbox(es) no longer answer", len(destroyed))
@@ -371,59 +295,4 @@ func (s *scenario) scenarioLabel() string {
 		s.label = randomHex(6)
 	}
 	return s.label
-}
-
-// readyExecd resolves the execd endpoint and waits for /ping, as the SDKs do.
-func (e *Env) readyExecd(ctx context.Context, id string) (*osb.Execd, error) {
-	ep, err := e.client.GetEndpoint(ctx, id, osb.DefaultExecdPort, false)
-	if err != nil {
-		return nil, fmt.Errorf("endpoint: %w", err)
-	}
-	if !ep.Decoded {
-		return nil, fmt.Errorf("endpoint answered %d: %s", ep.Status, excerpt(ep.Body, 300))
-	}
-	ex, err := e.client.Execd(ep.Value)
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		pc, cancel := ctxTimeout(ctx, 5*time.Second)
-		p, err := ex.Ping(pc)
-		cancel()
-		if err == nil && p.OK() {
-			return ex, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("execd at %s never answered /ping within 30 s", ep.Value.Endpoint)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// listsNone checks the server's list holds none of the destroyed sandboxes.
-func listsNone(ctx context.Context, s *scenario, ids []string) error {
-	gone := map[string]bool{}
-	for _, id := range ids {
-		gone[id] = true
-	}
-	c, cancel := ctxTimeout(ctx, 30*time.Second)
-	defer cancel()
-	res, err := s.env.client.ListSandboxes(c, osb.ListOptions{PageSize: 200})
-	if err != nil {
-		return harnessf("list: %v", err)
-	}
-	if !res.Decoded {
-		return harnessf("list answered %d: %s", res.Status, excerpt(res.Body, 200))
-	}
-	for _, it := range res.Value.Items {
-		if gone[it.ID] {
-			return violationf("the server still lists sandbox %s (%s) after the subject destroyed it", it.ID, it.Status.State)
-		}
-	}
-	return nil
 }

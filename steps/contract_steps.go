@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/subfile"
 )
 
 // M0: the submission's own raw-HTTP contract check. Its record
@@ -63,7 +65,7 @@ func runContract(ctx context.Context) error {
 // contractRecord reads {out}/contract.json of the scenario's invocation.
 func contractRecord(s *scenario) (map[string]contractExchange, error) {
 	p := filepath.Join(s.inv.OutDir, "contract.json")
-	b, err := readSubmissionFile(p, "{out}/contract.json", capContractJSON)
+	b, err := subfile.Read(p, "{out}/contract.json", subfile.ContractJSON)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, failf("the contract command wrote no {out}/contract.json")
 	}
@@ -137,24 +139,25 @@ func contractMatchesServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
+	saw, err := s.inv.Saw(ctx)
+	if err != nil {
 		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.RelDir, "server-saw.json"))
 	id, _ := rec["create"].Fields["id"].(string)
 	createdByIt := false
-	for _, c := range s.inv.created {
+	for _, c := range saw.Created {
 		createdByIt = createdByIt || c == id
 	}
 	if id == "" || !createdByIt {
-		return failf("the record's create names sandbox %q, but the server saw the contract command's key create %v", id, s.inv.created)
+		return failf("the record's create names sandbox %q, but the server saw the contract command's key create %v", id, saw.Created)
 	}
 	var problems []string
 	for _, want := range contractSteps {
 		ex := rec[want.step]
-		pool := s.inv.calls
+		pool := saw.Calls
 		if want.step == "unauthorized" {
-			pool = s.inv.keyless
+			pool = saw.Keyless
 		}
 		if !sawExchange(pool, ex) {
 			who := "with the contract command's key"

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/vanish"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,8 +22,9 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
-// d2Scenario is a D2 run on the bundled server whose audit is events (as
-// fetched: loadAudit finds it loaded) and whose summary reports class.
+// d2Scenario is a D2 run whose summary reports class: on the bundled server
+// its audit is events (its Witness a record of them; a test may replace
+// it), on a real target what its recording proxy observed.
 func d2Scenario(t *testing.T, target core.Target, events []osb.AuditEvent, observed []command.Call, class string) (context.Context, *scenario, time.Time) {
 	t.Helper()
 	e, _ := blameEnv(t, target)
@@ -32,11 +35,9 @@ func d2Scenario(t *testing.T, target core.Target, events []osb.AuditEvent, obser
 	s.run = &subjectRun{key: "d2", launch: launch{Started: start, Res: &subject.Result{ExitCode: 1, Duration: 10 * time.Second}, Observed: observed},
 		faultSandbox: "sb-1", faultAt: at, faultCause: "POST /files/upload → 200",
 		sum: &summary.Summary{Error: &summary.Error{Class: class, Message: "upload failed"}}}
-	s.run.audit = events
+	s.run.Witness = command.ProxyWitness{}
 	if e.mock() {
-		// Fetched already: these are the server's records (a test may replace them).
-		s.run.Witness = command.Recorded{What: command.Saw{Events: events}}
-		s.run.keepOnce.Do(func() {})
+		s.run.Witness = recordedEvents(events)
 	}
 	return context.WithValue(context.Background(), scenarioKey{}, s), s, at
 }
@@ -66,13 +67,13 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 		events := []osb.AuditEvent{
 			ev(time.Time{}, 0, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "python3 /workspace/fetch_data.py",
 				Error: `status 502: {"code":"UNKNOWN","message":"execd of sandbox sb-1 is unreachable: read unix @->/proc/self/fd/32/execd.sock: connection reset"}`}}),
-			ev(time.Time{}, 0, osb.AuditEvent{Kind: execdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}),
+			ev(time.Time{}, 0, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}),
 		}
 		ctx, _, at := d2Scenario(t, bundled, nil, nil, "platform_error")
 		for i := range events {
 			events[i].Time = at.Add(time.Duration(50+30*i) * time.Millisecond)
 		}
-		state(ctx).run.audit = events
+		state(ctx).run.Witness = recordedEvents(events)
 		err := sandboxDisappeared(ctx)
 		require.Error(t, err)
 		assert.True(t, isHarnessFault(err), "a 5xx of the grader's own server is never the subject's failure: %v", err)
@@ -98,7 +99,7 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 
 	t.Run("404 is the course's symptom and shown", func(t *testing.T) {
 		ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-		s.run.audit = lifecycle404(at)
+		s.run.Witness = recordedEvents(lifecycle404(at))
 		require.NoError(t, sandboxDisappeared(ctx))
 		assert.Contains(t, s.notes, "what the subject saw after the disappearance (first failed answers for the sandbox): GET /v1/sandboxes/sb-1 → 404")
 		require.NoError(t, errorClassIs(ctx, "sandbox_gone"))
@@ -106,10 +107,10 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 
 	t.Run("a reset connection is the course's symptom", func(t *testing.T) {
 		ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-		s.run.audit = []osb.AuditEvent{
-			ev(at, 20*time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/files/upload", Note: "in flight when the sandbox was removed"}}),
+		s.run.Witness = recordedEvents([]osb.AuditEvent{
+			ev(at, 20*time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/files/upload", Note: "in flight when the sandbox was removed"}}),
 			ev(at, 30*time.Millisecond, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "python3 x.py", Error: "killed: sandbox removed (expired by admin)"}}),
-		}
+		})
 		require.NoError(t, sandboxDisappeared(ctx))
 		assert.Contains(t, s.notes, "what the subject saw after the disappearance (first failed answers for the sandbox): "+
 			"execd POST /files/upload → connection failure (connection reset: in flight when the sandbox was removed); "+
@@ -118,7 +119,7 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 
 	t.Run("a wrong class fails with the symptom in its reason", func(t *testing.T) {
 		ctx, s, at := d2Scenario(t, bundled, nil, nil, "platform_error")
-		s.run.audit = lifecycle404(at)
+		s.run.Witness = recordedEvents(lifecycle404(at))
 		require.NoError(t, sandboxDisappeared(ctx))
 		err := errorClassIs(ctx, "sandbox_gone")
 		require.Error(t, err)
@@ -126,31 +127,6 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 		assert.Contains(t, err.Error(), `the drill expects "sandbox_gone"; after the disappearance the subject saw: GET /v1/sandboxes/sb-1 → 404`)
 	})
 
-	t.Run("a real target: the recording proxy's answers", func(t *testing.T) {
-		at := time.Now().Add(-time.Minute).Add(2 * time.Second)
-		calls := []command.Call{
-			{Time: at.Add(-time.Second), Method: "POST", Path: "/files/upload", Status: 200, SandboxID: "sb-1", Port: 44772},
-			{Time: at.Add(time.Second), Method: "POST", Path: "/command", Status: 404, SandboxID: "sb-1", Port: 44772},
-			{Time: at.Add(2 * time.Second), Method: "GET", Path: "/v1/sandboxes/sb-2", Status: 500, SandboxID: "sb-2"},
-		}
-		sym := judgeD2Symptom(d2AnswersFromCalls(calls, "sb-1", at))
-		assert.Nil(t, sym.unintended, "another sandbox's answers are not this drill's")
-		assert.Equal(t, "execd POST /command → 404", sym.String())
-		calls[1].Status, calls[1].Answer = 500, `{"code":"DOCKER::SANDBOX_DELETE_FAILED"}`
-		sym = judgeD2Symptom(d2AnswersFromCalls(calls, "sb-1", at))
-		require.NotNil(t, sym.unintended)
-		assert.Equal(t, `execd POST /command → 500 {"code":"DOCKER::SANDBOX_DELETE_FAILED"}`, sym.unintended.String())
-	})
-
-	t.Run("successes before the removal reached the sandbox are not the symptom", func(t *testing.T) {
-		at := time.Now()
-		sym := judgeD2Symptom(d2AnswersFromAudit([]osb.AuditEvent{
-			ev(at, time.Millisecond, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "ls", ExitCode: new(int)}}),
-			ev(at, 2*time.Millisecond, osb.AuditEvent{Kind: "file", File: &wire.File{Op: "final-manifest", Path: "/workspace/a"}}),
-		}, "sb-1", at))
-		assert.Empty(t, sym.first)
-		assert.Equal(t, "no failed answer to a call for the sandbox was recorded after the fault", sym.String())
-	})
 }
 
 // A call the removal cut while it ran was made before the disappearance: D2
@@ -159,22 +135,27 @@ func TestD2CountLeavesOutTheCallTheRemovalCut(t *testing.T) {
 	after := func(at time.Time, n int, inFlight bool) []osb.AuditEvent {
 		var out []osb.AuditEvent
 		if inFlight {
-			out = append(out, ev(at, time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind,
+			out = append(out, ev(at, time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind,
 				ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/command", Note: wire.AfterRemovalInFlight}}))
 		}
 		for i := range n {
-			out = append(out, ev(at, time.Duration(10+i)*time.Millisecond, osb.AuditEvent{Kind: execdAfterRemovalKind,
+			out = append(out, ev(at, time.Duration(10+i)*time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind,
 				ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}))
 		}
 		return out
 	}
 	ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-	s.run.audit = after(at, 3, true)
+	s.run.Witness = recordedEvents(after(at, 3, true))
 	require.NoError(t, boundedCallsAfterVanish(ctx, 3), "3 calls after the disappearance, plus the one it cut")
 
 	ctx, s, at = d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-	s.run.audit = after(at, 4, true)
+	s.run.Witness = recordedEvents(after(at, 4, true))
 	err := boundedCallsAfterVanish(ctx, 3)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "called the vanished sandbox 4 times")
+}
+
+// recordedEvents is a Witness that saw events of a run's sandboxes.
+func recordedEvents(events []osb.AuditEvent) command.Witness {
+	return command.Recorded{What: command.Saw{Events: events}}
 }

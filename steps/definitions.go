@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-
-	"github.com/cucumber/godog"
 )
 
 // Definition is one step definition of the suite: the expression godog
@@ -25,32 +23,32 @@ type Definition struct {
 // Match reports whether step text is implemented by this definition.
 func (d Definition) Match(text string) bool { return d.re.MatchString(text) }
 
-// registrar is what every register…Steps function registers its steps with:
-// it hands each one to godog's scenario context (when there is one) and
-// records it as a Definition, so the rubric index reads the suite's step
-// definitions from the suite itself, never from godog's internals.
-type registrar struct {
-	sc   *godog.ScenarioContext // nil: record only (Definitions)
-	defs *[]Definition          // nil: register only
-	err  *error                 // the first definition that cannot be recorded
+// registrar is what every register…Steps function registers its steps
+// with: godog's *ScenarioContext itself when the suite runs (godog then
+// records each step at its own registration line, which `godog -d` and
+// godog.log show), or a recorder when the rubric index lists the suite's
+// step definitions (Definitions). Nothing wraps a step, so the index is read
+// from the suite itself, never from godog's internals.
+type registrar interface {
+	Step(expr, fn any)
 }
 
-// Step registers expr → fn, as godog's ScenarioContext.Step does.
-func (r registrar) Step(expr string, fn any) {
-	if r.sc != nil {
-		r.sc.Step(expr, fn)
-	}
-	if r.defs == nil {
-		return
-	}
+// recorder records each registration as a Definition.
+type recorder struct {
+	defs []Definition
+	err  error // the first definition that cannot be recorded
+}
+
+// Step records expr → fn, checked as godog's ScenarioContext.Step checks it.
+func (r *recorder) Step(expr, fn any) {
 	d, err := definitionOf(expr, fn)
 	if err != nil {
-		if *r.err == nil {
-			*r.err = err
+		if r.err == nil {
+			r.err = err
 		}
 		return
 	}
-	*r.defs = append(*r.defs, d)
+	r.defs = append(r.defs, d)
 }
 
 // registerSteps registers every step of the suite, in the order godog tries
@@ -70,20 +68,23 @@ func registerSteps(sc registrar) {
 // registration order (godog uses the first that matches a step). Nothing is
 // registered with godog and nothing runs.
 func Definitions() ([]Definition, error) {
-	var defs []Definition
-	var err error
-	registerSteps(registrar{defs: &defs, err: &err})
-	if err == nil && len(defs) == 0 {
-		err = fmt.Errorf("steps: no step definitions registered")
+	r := &recorder{}
+	registerSteps(r)
+	if r.err == nil && len(r.defs) == 0 {
+		r.err = fmt.Errorf("steps: no step definitions registered")
 	}
-	return defs, err
+	return r.defs, r.err
 }
 
 // definitionOf records one registration: the expression compiled as godog
 // compiles it, and the function's name and source position (of our own
 // function value: runtime.FuncForPC on its entry).
-func definitionOf(expr string, fn any) (Definition, error) {
-	re, err := regexp.Compile(expr)
+func definitionOf(expr, fn any) (Definition, error) {
+	src, ok := expr.(string)
+	if !ok {
+		return Definition{}, fmt.Errorf("steps: step expression %v is %T, not a string", expr, expr)
+	}
+	re, err := regexp.Compile(src)
 	if err != nil {
 		return Definition{}, fmt.Errorf("steps: step expression %q: %w", expr, err)
 	}

@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/harness/indexdeny"
+	"github.com/osb-capstone/acceptance/harness/residual"
+
+	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/vanish"
 
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
-	"github.com/osb-capstone/acceptance/harness/summary"
 )
 
 // Fault drills D1, D2, D3 and D5.
@@ -37,19 +41,6 @@ func registerDrillSteps(sc registrar) {
 	sc.Step(`^the submission's reap command, given the killed run's id, removes the residual sandbox within its TTL$`, reapRemoves)
 }
 
-// packageHosts are the hosts a package install legitimately needs.
-var packageHosts = []string{"pypi.org", "files.pythonhosted.org", "*.pythonhosted.org", "*.pypi.org"}
-
-func isPackageHost(h string) bool {
-	h = strings.TrimSuffix(strings.ToLower(h), ".")
-	for _, p := range packageHosts {
-		if h == p || (strings.HasPrefix(p, "*.") && strings.HasSuffix(h, p[1:])) {
-			return true
-		}
-	}
-	return false
-}
-
 func denyPackageIndex(ctx context.Context, a, b string) error {
 	s := state(ctx)
 	// Keyed to the run's own key: the sandboxes other submissions create
@@ -57,7 +48,7 @@ func denyPackageIndex(ctx context.Context, a, b string) error {
 	d := &drill{Name: "egress-deny-package-index", keyed: true}
 	if !s.env.mock() {
 		// A real target: through the subject's sandbox's own egress sidecar
-		// (its runtime policy API), as soon as the sandbox exists (d1_policy.go).
+		// (its runtime policy API), as soon as the sandbox exists (d1_policy.go, harness/indexdeny).
 		s.env.denyByPolicyAPI(d, []string{a, b})
 		s.drill = d
 		return nil
@@ -84,69 +75,12 @@ func errorClassIs(ctx context.Context, class string) error {
 		seen := ""
 		if s := state(ctx); s.drill != nil && s.drill.Name == d2DrillName && r.faultSandbox != "" {
 			// D2: the expectation follows from the symptom the subject saw.
-			seen = "; after the disappearance the subject saw: " + s.env.d2RunSymptom(r).String()
+			answers, _ := s.env.d2RunAnswers(ctx, r)
+			seen = "; after the disappearance the subject saw: " + vanish.Judge(answers).String()
 		}
 		return failf("summary.json classifies the error as %q (%s), the drill expects %q%s", r.sum.Error.Class, quoted(clip(r.sum.Error.Message, 200)), class, seen)
 	}
 	return nil
-}
-
-// What a failed network access looks like from inside a sandbox, as pip,
-// python, urllib, requests and curl print it, in two kinds (classifyNetwork):
-//
-//   - networkDenial is evidence of a denial: NXDOMAIN (EAI_NONAME, "Name or
-//     service not known", curl's "Could not resolve host"), a policy 403 from
-//     a proxy or the sidecar, no route (ENETUNREACH, EHOSTUNREACH).
-//   - networkUnreachable is a network failure that does not show a denial by
-//     itself: a resolver that failed temporarily (SERVFAIL, EAI_AGAIN: an
-//     allowed name without upstream fails so), a refused connection, a name
-//     with no address (EAI_NODATA), a TLS connection cut before any answer (a
-//     gateway without upstream), or a connection error that names no cause.
-//
-// Denial wins when both are present (a pip run may meet both).
-var (
-	networkDenial = regexp.MustCompile(`(?i)name or service not known|\[Errno -2\]|EAI_NONAME|could not resolve host|nxdomain|` +
-		`nodename nor servname|getaddrinfo failed|network is unreachable|no route to host|` +
-		`403 forbidden|egress denied|blocked by (the )?(network|egress) policy`)
-	networkUnreachable = regexp.MustCompile(`(?i)temporary failure in name resolution|EAI_AGAIN|\[Errno -3\]|servfail|` +
-		`connection refused|\[Errno 111\]|no address associated with hostname|\[Errno -5\]|` +
-		`SSLZeroReturnError|EOF occurred in violation of protocol|unexpected eof while reading`)
-	// networkFailure names no cause: unreachable unless the text shows one.
-	networkFailure = regexp.MustCompile(`(?i)could not resolve|NewConnectionError|failed to establish a new connection|proxyerror`)
-)
-
-// netFailure is the kind of a failed network access (classifyNetwork).
-type netFailure int
-
-const (
-	netNone        netFailure = iota // no network failure in the text
-	netDenied                        // evidence of a denial
-	netUnreachable                   // a network failure that is not, by itself, a denial
-)
-
-func (k netFailure) String() string {
-	switch k {
-	case netDenied:
-		return "denied"
-	case netUnreachable:
-		return "unreachable"
-	}
-	return "none"
-}
-
-// classifyNetwork says whether text (a failed command's stderr and stdout)
-// shows a network denial, an unreachable network, or neither, and the line
-// that shows it (at most 200 bytes).
-func classifyNetwork(text string) (netFailure, string) {
-	if loc := networkDenial.FindStringIndex(text); loc != nil {
-		return netDenied, lineAround(text, loc[0], 200)
-	}
-	for _, re := range []*regexp.Regexp{networkUnreachable, networkFailure} {
-		if loc := re.FindStringIndex(text); loc != nil {
-			return netUnreachable, lineAround(text, loc[0], 200)
-		}
-	}
-	return netNone, ""
 }
 
 // installStderrShowsDenial is D1's observability check: a failed step's
@@ -164,11 +98,11 @@ func installStderrShowsDenial(ctx context.Context) error {
 		if st.ExitCode == nil || *st.ExitCode == 0 {
 			continue
 		}
-		switch kind, sign := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
-		case netDenied:
+		switch kind, sign := indexdeny.ClassifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
+		case indexdeny.NetDenied:
 			s.note("step %q: %s", st.Name, clip(sign, 120))
 			return nil
-		case netUnreachable:
+		case indexdeny.NetUnreachable:
 			if unreachStep == "" {
 				unreachStep, unreachSign = st.Name, sign
 			}
@@ -186,16 +120,11 @@ func installStderrShowsDenial(ctx context.Context) error {
 	}
 	// The step shows the index unreachable, not denied: only the platform's
 	// record of its decision can say the failure was the denial.
-	_, _, err = audited(ctx)
+	_, _, saw, err := audited(ctx)
 	if err != nil {
 		return err
 	}
-	denied := 0
-	for _, ev := range r.audit {
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
-			denied++
-		}
-	}
+	denied := indexdeny.CountEvents(saw.Events).Denied
 	if denied == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"step %q failed with %q: the index was unreachable, which by itself is not a denial (SERVFAIL/EAI_AGAIN or refused), and no denial of a package index host is in the audit, so the subject did not meet the denial",
@@ -204,9 +133,6 @@ func installStderrShowsDenial(ctx context.Context) error {
 	s.note("step %q: %s (the index unreachable; the audit shows %d denial(s) of package index hosts, so this is the denial)", unreachStep, clip(unreachSign, 120), denied)
 	return nil
 }
-
-// pipInstall matches a command that installs packages with pip (pip, pip3, python -m pip).
-var pipInstall = regexp.MustCompile(`\bpip[0-9.]*\s+(?:[^|;&]*\s)?install\b`)
 
 // boundedRetries is D1's own property, "the agent does not retry
 // indefinitely": a subject that retries the denied index without bound
@@ -226,19 +152,13 @@ func boundedRetries(ctx context.Context, maxAttempts, maxAsks int) error {
 		}
 		return err
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
-	attempts, asks := 0, 0
-	for _, ev := range r.audit {
-		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
-			attempts++
-		}
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
-			asks++
-		}
-	}
+	c := indexdeny.CountEvents(saw.Events)
+	attempts, asks := c.Installs, c.Asks
 	s.note("install attempts %d, package-index lookups/connections %d", attempts, asks)
 	if attempts > maxAttempts {
 		return violationf("the subject ran %d install commands; a denied index must not be retried more than %d times", attempts, maxAttempts)
@@ -260,32 +180,19 @@ func reachedForIndex(ctx context.Context) error {
 	if !s.env.mock() {
 		return reachedForIndexReal(ctx, s, r)
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"))
-	installs, asks := 0, 0
-	for _, ev := range r.audit {
-		if ev.Kind == "command" && ev.Command != nil && pipInstall.MatchString(ev.Command.Command) {
-			installs++
-		}
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
-			asks++
-		}
-	}
-	if installs == 0 && asks == 0 {
+	c := indexdeny.CountEvents(saw.Events)
+	if c.Installs == 0 && c.Asks == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
 			"no install step was attempted (no pip command ran and no package index host was asked in the subject's %d sandbox(es); it exited %d), so the denial was never met",
-			len(r.sandboxes), r.Res.ExitCode)
+			len(saw.Created), r.Res.ExitCode)
 	}
-	denied := 0
-	for _, ev := range r.audit {
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) && ev.Egress.Decision == "deny" {
-			denied++
-		}
-	}
-	if r.sum != nil && denied == 0 {
-		if step, sign, ok := indexUnreachable(r.sum.Steps); ok {
+	if r.sum != nil && c.Denied == 0 {
+		if step, sign, ok := indexdeny.IndexUnreachable(r.sum.Steps); ok {
 			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
 				"the target has no upstream: the subject's install (step %q) met a package index that could not be reached at all (%s), "+
 					"not the drill's denial (none is on record), so whether it tells a denial from a script error was not measured", step, sign)
@@ -294,61 +201,21 @@ func reachedForIndex(ctx context.Context) error {
 	return nil
 }
 
-// lineAround is the line of s holding offset i, at most n bytes from a little
-// before i.
-func lineAround(s string, i, n int) string {
-	start := strings.LastIndexByte(s[:i], '\n') + 1
-	end := strings.IndexByte(s[i:], '\n')
-	if end < 0 {
-		end = len(s)
-	} else {
-		end += i
-	}
-	start = max(start, i-60)
-	line := strings.ToValidUTF8(s[start:min(end, start+n)], "")
-	return strings.TrimSpace(line)
-}
-
-// indexUnreachable finds a failed step whose output shows the package index
-// unreachable (classifyNetwork: no upstream, refused, cut) and no step that
-// shows a denial: the step's name, the sign, and whether one was found.
-func indexUnreachable(steps []summary.Step) (string, string, bool) {
-	name, sign := "", ""
-	for _, st := range steps {
-		if st.ExitCode == nil || *st.ExitCode == 0 {
-			continue
-		}
-		switch kind, line := classifyNetwork(st.Stderr + "\n" + st.Stdout); kind {
-		case netDenied:
-			return "", "", false
-		case netUnreachable:
-			if name == "" {
-				name, sign = st.Name, line
-			}
-		}
-	}
-	return name, sign, name != ""
-}
-
 func indexDenialsAudited(ctx context.Context) error {
 	// A security check: it needs the audit (or, on a real target, the
 	// sidecar's own record), never the subject's own summary.
 	if s, r, err := ran(ctx); err == nil && !s.env.mock() {
 		return indexDeniedReal(ctx, s, r)
 	}
-	s, r, err := securityAudited(ctx, "the bundled server's audit")
+	s, _, saw, err := securityAudited(ctx, "the bundled server's audit")
 	if err != nil {
 		return err
 	}
-	denied := 0
-	for _, ev := range r.audit {
-		if ev.Kind == "egress" && ev.Egress != nil && isPackageHost(ev.Egress.Host) {
-			if ev.Egress.Decision == "allow" {
-				return violationf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
-			}
-			denied++
-		}
+	c := indexdeny.CountEvents(saw.Events)
+	if ev := c.Allowed; ev != nil {
+		return violationf("the sandbox reached %s (%s allowed) while the platform denied the package index", ev.Egress.Host, ev.Egress.Phase)
 	}
+	denied := c.Asks
 	if denied == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no package index host was asked from the subject's sandbox (its install, if any, never reached the network), so no denial was met")
 	}
@@ -416,12 +283,12 @@ func sandboxDisappeared(ctx context.Context) error {
 		return err
 	}
 	if r.faultSandbox == "" {
-		_ = s.env.loadAudit(ctx, r)
+		saw, _ := r.Saw(ctx)
 		if why := s.env.progressUnobserved(r); why != "" {
 			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created) before its sandbox could be made to disappear mid-run (after its first execd or file call)",
-			r.Res.Duration.Round(time.Millisecond), r.Res.ExitCode, len(r.sandboxes))
+			r.Res.Duration.Round(time.Millisecond), r.Res.ExitCode, len(saw.Created))
 	}
 	if r.faultErr != "" {
 		// The target did not remove the sandbox: a fault of the target, not
@@ -438,15 +305,13 @@ func sandboxDisappeared(ctx context.Context) error {
 	// Judged on what the subject saw: the course's 404 or connection
 	// failure, or a symptom the drill did not intend (a 5xx of the grader's
 	// own server or the target's), which is the platform's fault.
-	if s.env.mock() { // a real target's answers are the recording proxy's (observedCalls)
-		if err := s.env.loadAudit(ctx, r); err != nil {
-			return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
-		}
+	answers, err := s.env.d2RunAnswers(ctx, r)
+	if err != nil {
+		return harnessf("reading the audit trail for the answers the subject got after its sandbox disappeared: %v", err)
 	}
-	answers := s.env.d2RunAnswers(r)
-	sym := judgeD2Symptom(answers)
+	sym := vanish.Judge(answers)
 	s.addEvidence(s.d2Evidence(r, answers, sym))
-	if u := sym.unintended; u != nil {
+	if u := sym.Unintended; u != nil {
 		return harnessf("after its sandbox %s disappeared the subject was answered %s: a symptom the drill did not intend (it means a 404 or a connection failure), so its reaction cannot be judged; first failed answers: %s",
 			r.faultSandbox, u, sym)
 	}
@@ -455,7 +320,7 @@ func sandboxDisappeared(ctx context.Context) error {
 }
 
 func noNewSandboxAfterExpiry(ctx context.Context) error {
-	_, r, err := lifecycleSeen(ctx)
+	_, r, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
@@ -463,7 +328,7 @@ func noNewSandboxAfterExpiry(ctx context.Context) error {
 		return failf("the sandbox never disappeared")
 	}
 	var after []string
-	for _, ev := range r.audit {
+	for _, ev := range saw.Events {
 		if lc := ev.Lifecycle; ev.Kind == "lifecycle" && lc != nil && lc.Method == "POST" && isCreatePath(lc.Path) &&
 			lc.Status == 202 && ev.Time.After(r.faultAt) {
 			after = append(after, ev.SandboxID)
@@ -497,9 +362,9 @@ func capacityFault(ctx context.Context, seconds int) error {
 }
 
 // createAttempts are the run's create requests, refused or not, in order.
-func createAttempts(r *subjectRun) []osb.AuditEvent {
+func createAttempts(saw command.Saw) []osb.AuditEvent {
 	var out []osb.AuditEvent
-	for _, ev := range r.attempts {
+	for _, ev := range saw.Calls {
 		if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && isCreatePath(lc.Path) {
 			out = append(out, ev)
 		}
@@ -508,11 +373,11 @@ func createAttempts(r *subjectRun) []osb.AuditEvent {
 }
 
 func boundedCreates(ctx context.Context, max int) error {
-	s, r, err := lifecycleSeen(ctx)
+	s, r, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
-	n := len(createAttempts(r))
+	n := len(createAttempts(saw))
 	s.note("%d create attempts", n)
 	s.addEvidence(filepath.Join(r.RelDir, "lifecycle-calls.json"))
 	if n == 0 {
@@ -525,14 +390,14 @@ func boundedCreates(ctx context.Context, max int) error {
 }
 
 func respectedRetryAfter(ctx context.Context) error {
-	s, r, err := lifecycleSeen(ctx)
+	s, _, saw, err := lifecycleSeen(ctx)
 	if err != nil {
 		return err
 	}
 	if s.drill == nil || s.drill.retryAfter == 0 {
 		return failf("no Retry-After was in force")
 	}
-	at := createAttempts(r)
+	at := createAttempts(saw)
 	if len(at) < 2 {
 		s.note("the subject gave up after the first 429 without retrying")
 		return nil
@@ -573,137 +438,70 @@ func runAndKill(ctx context.Context, fixture string) error {
 		return harnessf("the harness could not start the run: %v", s.run.Err)
 	}
 	if s.run.faultSandbox == "" {
-		_ = s.env.loadAudit(ctx, s.run)
+		saw, _ := s.run.Saw(ctx)
 		if why := s.env.progressUnobserved(s.run); why != "" {
 			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s", why)
 		}
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "the subject ended (after %s, exit %d, %d sandbox(es) created, none with a finished execd or file call) before it could be killed mid-run",
-			s.run.Res.Duration.Round(time.Millisecond), s.run.Res.ExitCode, len(s.run.sandboxes))
+			s.run.Res.Duration.Round(time.Millisecond), s.run.Res.ExitCode, len(saw.Created))
 	}
 	return nil
 }
 
 func residualHasTTL(ctx context.Context, maxSeconds int) error {
 	s := state(ctx)
-	r := s.run
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := s.run.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	for _, id := range r.sandboxes {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		res, err := s.env.client.GetSandbox(c, id)
-		cancel()
-		if err != nil {
-			return harnessf("GET %s: %v", id, err)
-		}
-		if res.Status == 404 {
-			continue
-		}
-		if !res.Decoded {
-			return failf("GET %s answered %d", id, res.Status)
-		}
-		sb := res.Value
-		if sb.ExpiresAt == nil {
-			return failf("residual sandbox %s has no expiry: a killed orchestrator leaves it running forever", id)
-		}
-		created, err1 := time.Parse(time.RFC3339Nano, sb.CreatedAt)
-		expires, err2 := time.Parse(time.RFC3339Nano, *sb.ExpiresAt)
-		if err1 != nil || err2 != nil {
-			return failf("residual sandbox %s has unparseable times %q / %q", id, sb.CreatedAt, *sb.ExpiresAt)
-		}
-		if ttl := expires.Sub(created); ttl > time.Duration(maxSeconds)*time.Second {
-			return failf("residual sandbox %s expires %s after creation, more than %ds", id, ttl.Round(time.Second), maxSeconds)
-		}
-		s.note("residual %s expires %s after creation", id, expires.Sub(created).Round(time.Second))
+	notes, err := residual.TTLs(ctx, s.env.client, saw.Created, time.Duration(maxSeconds)*time.Second)
+	for _, n := range notes {
+		s.note("%s", n)
 	}
-	return nil
+	return err
 }
 
 // reapRemoves runs the submission's reap command with the killed run's
 // CAPSTONE_RUN_ID and checks, from what the server saw of the reap
-// command's own key, that it deleted every residual sandbox before its expiry.
+// command's own key, that it deleted every residual sandbox before its
+// expiry (harness/residual).
 func reapRemoves(ctx context.Context) error {
 	s := state(ctx)
 	r := s.run
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
-	// What the killed run left: its sandboxes that still exist.
-	expiry := map[string]time.Time{}
-	var residual []string
-	for _, id := range r.sandboxes {
-		c, cancel := ctxTimeout(ctx, 10*time.Second)
-		res, err := s.env.client.GetSandbox(c, id)
-		cancel()
-		if err != nil {
-			return harnessf("GET %s: %v", id, err)
-		}
-		if res.Status == 404 {
-			continue
-		}
-		residual = append(residual, id)
-		if res.Decoded && res.Value.ExpiresAt != nil {
-			if t, err := time.Parse(time.RFC3339Nano, *res.Value.ExpiresAt); err == nil {
-				expiry[id] = t
-			}
-		}
+	left, expiry, err := residual.Find(ctx, s.env.client, saw.Created)
+	if err != nil {
+		return err
 	}
-	if len(residual) == 0 {
+	if len(left) == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"the killed run left no residual sandbox (it created %d, none alive after the SIGKILL), so there was nothing for an inspection to find", len(r.sandboxes))
+			"the killed run left no residual sandbox (it created %d, none alive after the SIGKILL), so there was nothing for an inspection to find", len(saw.Created))
 	}
 	cmd := s.env.sub().Manifest.Reap
 	if cmd == "" {
-		return failf("%s, so residual sandbox(es) %s of the killed run were left to their TTL", s.env.sub().Missing("reap"), strings.Join(residual, ", "))
+		return failf("%s, so residual sandbox(es) %s of the killed run were left to their TTL", s.env.sub().Missing("reap"), strings.Join(left, ", "))
 	}
 	s.inv = s.env.invoke(ctx, "reap", cmd, "subject-reap", r.RunID, 5*time.Minute)
 	s.addEvidence(s.inv.evidence()...)
 	if err := s.inv.Judge(ctx); err != nil {
 		return err
 	}
-	if err := s.env.loadInvocationAudit(ctx, s.inv); err != nil {
+	saw, err = s.inv.Saw(ctx)
+	if err != nil {
 		return harnessf("reading what the server saw: %v", err)
 	}
 	s.addEvidence(filepath.Join(s.inv.RelDir, "server-saw.json"))
-	var removed, missed, late []string
-	for _, id := range residual {
-		var at time.Time
-		for _, ev := range s.inv.calls {
-			if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status == 204 && ev.SandboxID == id {
-				at = ev.Time
-				break
-			}
-		}
-		switch {
-		case at.IsZero():
-			missed = append(missed, id)
-		case !expiry[id].IsZero() && at.After(expiry[id]):
-			late = append(late, id)
-		default:
-			removed = append(removed, id)
-		}
-	}
-	if len(missed) > 0 {
-		return failf("the reap command (exit %d) did not delete residual sandbox(es) %s of run %s: the server saw no DELETE → 204 for them from its key",
-			s.inv.Res.ExitCode, strings.Join(missed, ", "), r.RunID)
-	}
-	if len(late) > 0 {
-		return failf("the reap command deleted %s only after its expiry", strings.Join(late, ", "))
-	}
-	s.note("the reap command deleted %d residual sandbox(es) of the killed run (%s), DELETE → 204 with its own key, before expiry",
-		len(removed), strings.Join(removed, ", "))
-	return nil
+	note, err := residual.Reaped(saw, left, expiry, s.inv.Res.ExitCode, r.RunID)
+	return verdict(ctx, note, err)
 }
 
 // vanishAllowance is how many calls to a vanished sandbox D2 tolerates
 // after it disappeared: the call that failed, one status check (GET → 404)
 // and one more; DELETEs that clean up handles are not counted.
 const vanishAllowance = 3
-
-// execdAfterRemovalKind is the audit kind the bundled server records for a
-// call to the execd endpoint of a sandbox that is gone (its port keeps
-// listening and records method and path).
-const execdAfterRemovalKind = "execd_after_removal"
 
 // boundedCallsAfterVanish counts the subject's calls to the vanished sandbox
 // after it disappeared: calls to its dead execd endpoint and lifecycle calls
@@ -717,47 +515,16 @@ func boundedCallsAfterVanish(ctx context.Context, max int) error {
 	if r.faultSandbox == "" {
 		return failf("the sandbox never disappeared")
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	s.addEvidence(filepath.Join(r.RelDir, "audit.json"), filepath.Join(r.RelDir, "lifecycle-calls.json"))
-	execd, lifecycle := 0, 0
-	var seen []string
-	for _, ev := range r.audit {
-		if ev.SandboxID != r.faultSandbox || ev.Time.Before(r.faultAt) {
-			continue
-		}
-		if ev.Kind == execdAfterRemovalKind {
-			if inFlightAtRemoval(ev) {
-				continue // made before the disappearance; the removal cut it
-			}
-			execd++
-			seen = append(seen, "execd after removal")
-		}
-	}
-	if !s.env.mock() {
-		// The same observations that timed the fault: execd calls the
-		// recording proxy saw (where it routes the sandbox endpoints).
-		n, what := execdCallsAfter(observedCalls(r), r.faultSandbox, r.faultAt)
-		execd += n
-		seen = append(seen, what...)
-	}
-	for _, ev := range r.attempts {
-		if lc := ev.Lifecycle; lc != nil && ev.SandboxID == r.faultSandbox && !ev.Time.Before(r.faultAt) && lc.Method != "DELETE" {
-			if _, isExecd := execdPath(lc.Path); isExecd && !s.env.mock() {
-				continue // counted above
-			}
-			lifecycle++
-			seen = append(seen, fmt.Sprintf("%s %s → %d", lc.Method, lc.Path, lc.Status))
-		}
-	}
+	c := vanish.CallsAfter(saw, observedCalls(r), s.env.mock(), r.faultSandbox, r.faultAt)
+	execd, lifecycle, seen := c.Execd, c.Lifecycle, c.Seen
 	failedSteps := 0
 	if r.sum != nil {
-		for _, st := range r.sum.Steps {
-			if st.ExitCode == nil || *st.ExitCode != 0 {
-				failedSteps++
-			}
-		}
+		failedSteps = vanish.FailedSteps(r.sum.Steps)
 	}
 	calls := execd + lifecycle
 	where := "audit"

@@ -70,12 +70,13 @@ func outputsClipped(ctx context.Context) error {
 	if !s.env.mock() {
 		return nil
 	}
-	if err := s.env.loadAudit(ctx, r); err != nil {
+	saw, err := r.Saw(ctx)
+	if err != nil {
 		return harnessf("reading the audit trail: %v", err)
 	}
 	// A step whose command really produced more than the limit must say it was cut.
 	for _, st := range r.sum.Steps {
-		for _, ev := range r.audit {
+		for _, ev := range saw.Events {
 			if ev.Kind == "command" && ev.Command != nil && ev.Command.Command == st.Command &&
 				(ev.Command.StdoutBytes > 8192 || ev.Command.StderrBytes > 8192) && !st.Truncated {
 				return failf("step %q produced %d/%d bytes but is not flagged truncated", st.Name, ev.Command.StdoutBytes, ev.Command.StderrBytes)
@@ -151,30 +152,32 @@ func costFigures(ctx context.Context) error {
 		}
 		fig["steps"] = steps
 	}
-	if s.env.mock() && s.env.loadAudit(ctx, r) == nil {
-		var created, deleted time.Time
-		var cmdMs, upBytes, downBytes int64
-		for _, ev := range r.audit {
-			switch {
-			case ev.Kind == "lifecycle" && ev.Lifecycle != nil && ev.Lifecycle.Method == "POST" && isCreatePath(ev.Lifecycle.Path) && created.IsZero():
-				created = ev.Time
-			case ev.Kind == "lifecycle" && ev.Lifecycle != nil && ev.Lifecycle.Method == "DELETE":
-				deleted = ev.Time
-			case ev.Kind == "command" && ev.Command != nil:
-				cmdMs += ev.Command.DurationMs
-			case ev.Kind == "file" && ev.File != nil && ev.File.Op == "upload":
-				upBytes += ev.File.Size
-			case ev.Kind == "file" && ev.File != nil && ev.File.Op == "download":
-				downBytes += ev.File.Size
+	if s.env.mock() {
+		if saw, err := r.Saw(ctx); err == nil {
+			var created, deleted time.Time
+			var cmdMs, upBytes, downBytes int64
+			for _, ev := range saw.Events {
+				switch {
+				case ev.Kind == "lifecycle" && ev.Lifecycle != nil && ev.Lifecycle.Method == "POST" && isCreatePath(ev.Lifecycle.Path) && created.IsZero():
+					created = ev.Time
+				case ev.Kind == "lifecycle" && ev.Lifecycle != nil && ev.Lifecycle.Method == "DELETE":
+					deleted = ev.Time
+				case ev.Kind == "command" && ev.Command != nil:
+					cmdMs += ev.Command.DurationMs
+				case ev.Kind == "file" && ev.File != nil && ev.File.Op == "upload":
+					upBytes += ev.File.Size
+				case ev.Kind == "file" && ev.File != nil && ev.File.Op == "download":
+					downBytes += ev.File.Size
+				}
 			}
+			if !created.IsZero() && !deleted.IsZero() {
+				fig["sandbox_lifespan_ms"] = deleted.Sub(created).Milliseconds()
+			}
+			fig["sandbox_command_ms"] = cmdMs
+			fig["uploaded_bytes"] = upBytes
+			fig["downloaded_bytes"] = downBytes
+			fig["sandboxes_created"] = len(saw.Created)
 		}
-		if !created.IsZero() && !deleted.IsZero() {
-			fig["sandbox_lifespan_ms"] = deleted.Sub(created).Milliseconds()
-		}
-		fig["sandbox_command_ms"] = cmdMs
-		fig["uploaded_bytes"] = upBytes
-		fig["downloaded_bytes"] = downBytes
-		fig["sandboxes_created"] = len(r.sandboxes)
 	}
 	b, _ := json.MarshalIndent(fig, "", "  ")
 	s.addEvidence(s.env.writeEvidence("cost", "measured-figures-"+r.key+".json", b))

@@ -3,6 +3,15 @@
 // InitializeScenario wires the steps into a godog suite. Scenario state lives
 // in each scenario's context, so scenarios can run concurrently.
 //
+// The steps are the suite's text and its property checks, over a framework
+// they only use (as Kubernetes' e2e tests use test/e2e/framework): a
+// command is launched and judged by harness/command, and a check's work
+// lives in a harness package named for it (harness/blame, boxpolicy,
+// closedloop, indexdeny, netprobe, owntests, readme, residual, secretscan,
+// subfile, toolcalls, vanish, vaultcheck), which returns harness/command's
+// typed errors; a step phrases what it found for an entry (verdict).
+// harness/ never imports steps/ (internal/importrules).
+//
 // Steps reach the bundled server only over HTTP (lifecycle, execd, and the
 // documented /_mock admin extension) and through the few hooks in Options.
 package steps
@@ -20,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/boxpolicy"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -60,11 +70,11 @@ type Env struct {
 	canaries map[string]string // label → value, planted in the bundled server
 
 	budgetMu      sync.Mutex
-	budgetUsed    time.Duration // summed time of the submission's commands (SubmissionTimeout)
-	scanned       sync.Map      // *subjectRun → true once its files were scanned for secrets (scan.go)
-	egressChecked sync.Map      // *subjectRun → true once what it sent out was judged (attribution.go)
-	markersOnce   sync.Once     // the input markers are planted in the bundled server (attribution.go)
-	owners        sandboxOwners // the submission's keys and who created which sandbox (confine.go)
+	budgetUsed    time.Duration    // summed time of the submission's commands (SubmissionTimeout)
+	scanned       sync.Map         // *subjectRun → true once its files were scanned for secrets (scan.go)
+	egressChecked sync.Map         // *subjectRun → true once what it sent out was judged (attribution.go)
+	markersOnce   sync.Once        // the input markers are planted in the bundled server (attribution.go)
+	owners        boxpolicy.Owners // the submission's keys and who created which sandbox (confine.go)
 }
 
 // NewEnv checks the options and builds the harness client.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"github.com/osb-capstone/acceptance/harness/blame"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -36,7 +37,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 		e.scanSandboxesOf(context.WithoutCancel(ctx), s)
 		e.checkEgressOf(ctx, s)
 		if err == nil && ctx.Err() == nil {
-			// What the runs did decides whether a pass stands (centralUnexercised).
+			// What the runs did decides whether a pass stands (blame.PassStands).
 			x := e.exerciseOf(context.WithoutCancel(ctx), s)
 			s.mu.Lock()
 			s.exercised = x
@@ -45,7 +46,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 		e.recordOutcome(s, err, ctx.Err())
 		return ctx, nil
 	})
-	registerSteps(registrar{sc: sc})
+	registerSteps(sc) // godog records each step where its register…Steps function names it
 }
 
 // recordOutcome turns a finished scenario into one outcome per rubric ID it is
@@ -56,7 +57,7 @@ func (e *Env) InitializeScenario(sc *godog.ScenarioContext) {
 // timeout fails them with the reason (a timeout never earns points), a
 // not-measured step records its category and reason, and a scenario whose
 // steps all passed passes them, each entry whose central property its
-// subject runs exercised (centralUnexercised; the others are not measured
+// subject runs exercised (blame.PassStands; the others are not measured
 // with the reason). When the run was interrupted (runErr, the
 // run context's error), a scenario that did not start or whose step failed is
 // not measured: the interrupt is never blamed on the subject.
@@ -92,7 +93,7 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 	default:
 		o.Reason = notes
 		e.recordPerEntry(s, o, func(id string) (rubric.Verdict, rubric.Category, string) {
-			if ok, v, cat, reason := centralUnexercised(id, x); !ok {
+			if ok, v, cat, reason := blame.PassStands(id, x); !ok {
 				return v, cat, reason
 			}
 			return rubric.Passed, rubric.CategoryNone, notes
@@ -107,7 +108,7 @@ func (e *Env) recordOutcome(s *scenario, err, runErr error) {
 // outcome.
 func (e *Env) recordBlamed(s *scenario, o rubric.Outcome, err error) {
 	e.recordPerEntry(s, o, func(id string) (rubric.Verdict, rubric.Category, string) {
-		return blame(s.ids, id, err)
+		return blame.Verdict(s.ids, id, err)
 	})
 }
 

@@ -54,7 +54,7 @@ func TestIntegrationTestMustTouchASandbox(t *testing.T) {
 		for _, f := range []string{"stdout.log", "stderr.log"} {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, f), nil, 0o644))
 		}
-		return &invocation{name: field, launch: launch{Field: field, Dir: dir, OutDir: out, KeyFP: keyFingerprint(key), RelDir: "evidence/" + field,
+		return &invocation{name: field, launch: launch{Field: field, Dir: dir, OutDir: out, KeyFP: keyFingerprint(key), RelDir: "evidence/" + field, Witness: e.witness(),
 			Res: &subject.Result{ExitCode: 0, StdoutPath: filepath.Join(dir, "stdout.log"), StderrPath: filepath.Join(dir, "stderr.log")}}}
 	}
 	run := func(unit, integ *invocation) error {

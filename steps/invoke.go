@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
@@ -23,13 +22,6 @@ type invocation struct {
 	launch
 	name  string      // evidence name
 	model *agentModel // its scripted model (nil: the submission has none)
-
-	// What the target saw of its key (loadInvocationAudit: launch.Saw).
-	keepOnce sync.Once
-	calls    []osb.AuditEvent // lifecycle calls with this invocation's key
-	keyless  []osb.AuditEvent // its keyless lifecycle calls (attributed by its box, or alone on the server)
-	audit    []osb.AuditEvent // every event of the sandboxes it created
-	created  []string         // sandboxes it created
 }
 
 // invoke runs one of the submission's commands (Env.launch): working
@@ -42,7 +34,7 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 		relDir = filepath.Join(relDir, sanitize(seg))
 	}
 	inv := &invocation{launch: e.newLaunch(field, relDir, runID), name: name}
-	inv.Keep = inv.keep // what the target saw is evidence, whoever reads it first (Judge, a step)
+	inv.Keep = inv.keepSaw // what the target saw is evidence, whoever reads it first (Judge, a step)
 	lock := command.LockShared
 	if field == "contract" && e.mock() && e.opt.Confine == nil {
 		// A keyless request carries no key to attribute it by. In a box, the
@@ -80,29 +72,12 @@ func (inv *invocation) evidence(names ...string) []string {
 	return out
 }
 
-// loadInvocationAudit reads what the target saw of the invocation
-// (launch.Saw: its lifecycle calls by key, its keyless calls, the events of
-// the sandboxes it created) and keeps it as evidence (server-saw.json).
-func (e *Env) loadInvocationAudit(ctx context.Context, inv *invocation) error {
-	if inv.Witness == nil {
-		inv.Witness = e.witness() // an invocation made by hand (tests); a launched one has its own
-	}
-	saw, err := inv.Saw(ctx)
-	if err != nil {
-		return err
-	}
-	inv.keep(saw)
-	return nil
-}
-
-// keep stores what the target saw of the invocation's key, once, with its
-// evidence (server-saw.json).
-func (inv *invocation) keep(saw command.Saw) {
-	inv.keepOnce.Do(func() {
-		inv.calls, inv.created, inv.audit, inv.keyless = saw.Calls, saw.Created, saw.Events, saw.Keyless
-		b, _ := json.MarshalIndent(map[string]any{"calls_with_its_key": inv.calls, "keyless_calls_while_it_ran": inv.keyless, "sandbox_events": inv.audit}, "", "  ")
-		_ = os.WriteFile(filepath.Join(inv.Dir, "server-saw.json"), b, 0o644)
-	})
+// keepSaw stores what the target saw of the invocation's key as evidence
+// (server-saw.json; its Record's Keep: called once, by whoever reads Saw
+// first).
+func (inv *invocation) keepSaw(saw command.Saw) {
+	b, _ := json.MarshalIndent(map[string]any{"calls_with_its_key": saw.Calls, "keyless_calls_while_it_ran": saw.Keyless, "sandbox_events": saw.Events}, "", "  ")
+	_ = os.WriteFile(filepath.Join(inv.Dir, "server-saw.json"), b, 0o644)
 }
 
 // osbEvent is an audit event (short name for the checks).

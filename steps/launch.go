@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/boxpolicy"
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/subject"
 )
@@ -133,7 +134,7 @@ func (e *Env) launch(ctx context.Context, l *launch, o launchOpts) *agentModel {
 			e.confine(ctx, l, spec)
 			return cleanup, nil
 		},
-		LifecyclePort: loopbackPort(e.opt.Target.Domain),
+		LifecyclePort: boxpolicy.LoopbackPort(e.opt.Target.Domain),
 		Progress:      func() { e.progress("%s", o.progress) },
 	}
 	if !e.mock() {

@@ -1,28 +1,21 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/osb-capstone/acceptance/harness/regularfile"
-	"github.com/osb-capstone/acceptance/harness/submission"
+	"github.com/osb-capstone/acceptance/harness/owntests"
+	"github.com/osb-capstone/acceptance/harness/readme"
+	"github.com/osb-capstone/acceptance/harness/subfile"
 )
 
 // M4's measurable part of maintainability: the submission's own tests run and
 // pass (at least one unit and one integration test), and its README fits one
 // page and names its commands. Whether another person can reproduce the run
 // from them stays a reviewer's judgement.
-
-// README limits: one printed page.
-const (
-	readmeMaxLines = 80
-	readmeMaxBytes = 6000
-)
 
 // testTimeout bounds one test command.
 const testTimeout = 5 * time.Minute
@@ -48,7 +41,7 @@ func runTests(ctx context.Context) error {
 		// integration test created): evidence and report.html's timeline of
 		// the command. The tests' verdict does not depend on it.
 		if inv.Ran() {
-			if err := s.env.loadInvocationAudit(ctx, inv); err != nil {
+			if _, err := inv.Saw(ctx); err != nil {
 				s.note("what the server saw of %s could not be read: %v", t.field, err)
 			} else {
 				s.addEvidence(filepath.Join(inv.RelDir, "server-saw.json"))
@@ -70,9 +63,9 @@ func testsPassed(ctx context.Context, minUnit, minIntegration int) error {
 			return err
 		}
 		out := readAll(inv.Res.StdoutPath) + "\n" + readAll(inv.Res.StderrPath)
-		c, ok := countJUnit(inv.OutDir)
+		c, ok := owntests.JUnit(inv.OutDir)
 		if !ok {
-			c, ok = countSummary(out)
+			c, ok = owntests.Summary(out)
 		}
 		switch {
 		case inv.Res.ExitCode != 0:
@@ -84,10 +77,11 @@ func testsPassed(ctx context.Context, minUnit, minIntegration int) error {
 		case c.Passed < want:
 			problems = append(problems, fmt.Sprintf("%s passed %d test(s), at least %d needed (%s)", inv.Field, c.Passed, want, c.Source))
 		case inv.Field == "test.integration":
-			touched, why, err := s.env.integrationTouchedSandbox(ctx, inv)
+			saw, err := inv.Saw(ctx)
 			if err != nil {
-				return err
+				return harnessf("reading what the server saw of %s: %v", inv.Field, err)
 			}
+			touched, why := owntests.TouchedSandbox(saw, s.env.mock(), string(s.env.opt.Target.Kind))
 			if !touched {
 				problems = append(problems, fmt.Sprintf("%s reports %d passed (%s), but %s: an integration test creates a sandbox, runs a command in it and destroys it", inv.Field, c.Passed, c.Source, why))
 				continue
@@ -110,7 +104,7 @@ func readmeFits(ctx context.Context) error {
 	if sub.Dir == "" {
 		return failf("the submission is a bare --subject command: it has no directory, so no README")
 	}
-	msg, err := checkReadme(sub)
+	msg, err := readme.Check(sub)
 	if err != nil {
 		return err
 	}
@@ -118,164 +112,12 @@ func readmeFits(ctx context.Context) error {
 	return nil
 }
 
-// checkReadme checks the README exists inside the submission, fits one page
-// and names each declared command.
-func checkReadme(sub *submission.Submission) (string, error) {
-	name := sub.Manifest.Readme
-	p := filepath.Join(sub.Dir, name)
-	st, err := os.Lstat(p)
-	if err != nil || !st.Mode().IsRegular() {
-		return "", failf("the submission has no README at %s", name)
-	}
-	// No symbolic link on the way either (readme: docs/README.md with docs
-	// linked elsewhere): the README is the submission's own file.
-	root, rerr := filepath.EvalSymlinks(sub.Dir)
-	if real, err := filepath.EvalSymlinks(p); rerr != nil || err != nil || real != filepath.Join(root, filepath.Clean(name)) {
-		return "", failf("the README path %s goes through a symbolic link; the grader reads only the submission's own files", name)
-	}
-	if st.Size() > 1<<20 {
-		return "", failf("%s is %d bytes; one page is at most %d", name, st.Size(), readmeMaxBytes)
-	}
-	b, err := readSubmissionFile(p, name, capReadme)
-	if err != nil {
-		return "", failf("%v", err)
-	}
-	lines := bytes.Count(bytes.TrimRight(b, "\n"), []byte("\n")) + 1
-	if len(bytes.TrimSpace(b)) == 0 {
-		return "", failf("%s is empty", name)
-	}
-	if lines > readmeMaxLines || len(b) > readmeMaxBytes {
-		return "", failf("%s has %d lines and %d bytes; one page is at most %d lines and %d bytes", name, lines, len(b), readmeMaxLines, readmeMaxBytes)
-	}
-	var unnamed []string
-	for _, c := range sub.Manifest.Commands() {
-		key := commandKey(c.Command)
-		if key != "" && !namesCommand(b, key) {
-			unnamed = append(unnamed, fmt.Sprintf("%s (%q)", c.Field, key))
-		}
-	}
-	if len(unnamed) > 0 {
-		return "", failf("%s does not name the command(s) %s", name, strings.Join(unnamed, ", "))
-	}
-	return fmt.Sprintf("%s: %d lines, names its %d command(s)", name, lines, len(sub.Manifest.Commands())), nil
-}
-
-// commandKey is what a README must mention of a command: its first word
-// that names a file (has a "/" or an extension), else its first two words;
-// placeholders and flags are left out.
-func commandKey(cmd string) string {
-	var words []string
-	for _, w := range strings.Fields(cmd) {
-		if strings.Contains(w, "{") || strings.HasPrefix(w, "-") || strings.Contains(w, "=") {
-			continue
-		}
-		w = strings.Trim(w, `"'`)
-		if strings.Contains(w, "/") || (strings.Contains(w, ".") && !strings.HasPrefix(w, ".")) {
-			return w
-		}
-		words = append(words, w)
-	}
-	switch {
-	case len(words) >= 2:
-		return words[0] + " " + words[1]
-	case len(words) == 1:
-		return words[0]
-	}
-	return ""
-}
-
-// namesCommand reports whether a README names a command by its key: the
-// key's words in order on one line, other words (flags such as `--agent`)
-// allowed between them, as a README writes `acceptance reference --agent
-// --agent-flaw env-in-prompt` for the key "reference env-in-prompt".
-func namesCommand(readme []byte, key string) bool {
-	if bytes.Contains(readme, []byte(key)) {
-		return true
-	}
-	words := strings.Fields(key)
-	for _, line := range strings.Split(string(readme), "\n") {
-		rest, ok := line, true
-		for _, w := range words {
-			i := strings.Index(rest, w)
-			if i < 0 {
-				ok = false
-				break
-			}
-			rest = rest[i+len(w):]
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
-}
-
-// readAll reads a captured output for text a step looks for: at most
-// capCaptured bytes of it, never through a symbolic link.
-func readAll(p string) string {
-	b, _ := regularfile.Read(p, capCaptured)
-	return string(b)
-}
+// readAll reads a captured output for text a step looks for (subfile.CapturedText).
+func readAll(p string) string { return subfile.CapturedText(p) }
 
 func tailString(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// integrationTouchedSandbox says whether the server saw the integration test
-// command's own key create a sandbox, run a command in it and delete it
-// (counting results cannot tell a test that ran from a JUnit file written
-// without running anything). A target without an audit
-// trail shows lifecycle calls only, through the recording proxy: there the
-// command inside the sandbox is not seen, and the reason says so.
-func (e *Env) integrationTouchedSandbox(ctx context.Context, inv *invocation) (bool, string, error) {
-	if err := e.loadInvocationAudit(ctx, inv); err != nil {
-		return false, "", harnessf("reading what the server saw of %s: %v", inv.Field, err)
-	}
-	if len(inv.created) == 0 {
-		return false, "the server saw its key create no sandbox", nil
-	}
-	mine := map[string]bool{}
-	for _, id := range inv.created {
-		mine[id] = true
-	}
-	deleted := map[string]bool{}
-	for _, ev := range inv.calls {
-		if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status >= 200 && lc.Status < 300 && mine[ev.SandboxID] {
-			deleted[ev.SandboxID] = true
-		}
-	}
-	ran := map[string]bool{}
-	for _, ev := range inv.audit {
-		if ev.Kind == "command" && ev.Command != nil && mine[ev.SandboxID] {
-			ran[ev.SandboxID] = true
-		}
-	}
-	if !e.mock() {
-		for _, id := range inv.created {
-			if deleted[id] {
-				return true, fmt.Sprintf("its key created and deleted sandbox %s (target %s: commands inside a sandbox are not seen through the recording proxy)", id, e.opt.Target.Kind), nil
-			}
-		}
-		return false, fmt.Sprintf("its key created %s and deleted none of them", strings.Join(inv.created, ", ")), nil
-	}
-	for _, id := range inv.created {
-		if ran[id] && deleted[id] {
-			return true, fmt.Sprintf("its key created sandbox %s, ran a command in it and deleted it", id), nil
-		}
-	}
-	var what []string
-	for _, id := range inv.created {
-		switch {
-		case !ran[id] && !deleted[id]:
-			what = append(what, id+": no command, not deleted")
-		case !ran[id]:
-			what = append(what, id+": no command ran in it")
-		default:
-			what = append(what, id+": never deleted")
-		}
-	}
-	return false, "no sandbox its key created went through create, command and delete (" + strings.Join(what, "; ") + ")", nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/osb-capstone/acceptance/harness/indexdeny"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -35,10 +37,10 @@ func TestPipInstallMatches(t *testing.T) {
 		"pip3 install --retries 1 x",
 		"if python3 -c 'import pandas' ; then :; fi; python3 -m pip install -q --user --index-url https://pypi.org/simple tabulate $extra",
 	} {
-		assert.True(t, pipInstall.MatchString(c), c)
+		assert.True(t, indexdeny.PipInstall.MatchString(c), c)
 	}
 	for _, c := range []string{"python3 -m pip --version", "pip list", "cd /workspace && python3 analyze.py", "echo pipeline install"} {
-		assert.False(t, pipInstall.MatchString(c), c)
+		assert.False(t, indexdeny.PipInstall.MatchString(c), c)
 	}
 }
 

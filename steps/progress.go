@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
 )
@@ -26,19 +25,8 @@ func (e *Env) whenProgressed(ctx context.Context, r *subjectRun, act func(sandbo
 // observedCalls is everything the run's recording proxy saw (so far).
 func observedCalls(r *subjectRun) []command.Call { return r.ObservedCalls() }
 
-// observedCall classifies one call the recording proxy saw.
-func observedCall(c command.Call) command.ProgressCall { return command.ObservedCall(c) }
-
-// execdPath: is a recorded path a call to execd, and its execd path.
-func execdPath(p string) (string, bool) { return command.ExecdPath(p) }
-
 // progressUnobserved says why a drill's fault never fired on a real target
 // whose recording proxy saw none of the run's execd or file calls.
 func (e *Env) progressUnobserved(r *subjectRun) string {
 	return r.ProgressUnobserved(string(e.opt.Target.Kind))
-}
-
-// execdCallsAfter counts the calls to sandbox id's execd seen at or after t.
-func execdCallsAfter(calls []command.Call, id string, t time.Time) (int, []string) {
-	return command.ExecdCallsAfter(calls, id, t)
 }

@@ -132,7 +132,7 @@ func TestObservedCallClassifiesProxyRecords(t *testing.T) {
 		{observe.Call{Method: "POST", Path: "/command", Status: 200}, false, false}, // no sandbox: not attributable
 	} {
 		tc.call.Time = now
-		pc := observedCall(tc.call)
+		pc := command.ObservedCall(tc.call)
 		assert.Equal(t, tc.created, pc.Created, "%s %s created", tc.call.Method, tc.call.Path)
 		assert.Equal(t, tc.progress, pc.Progress, "%s %s progress", tc.call.Method, tc.call.Path)
 	}
@@ -147,7 +147,7 @@ func TestExecdCallsAfterCountsTheSameObservations(t *testing.T) {
 		{Time: t0.Add(time.Second), Method: "GET", Path: "/v1/sandboxes/s", Status: 404, SandboxID: "s"}, // lifecycle: counted elsewhere
 		{Time: t0.Add(time.Second), Method: "POST", Path: "/command", Status: 200, SandboxID: "other"},
 	}
-	n, what := execdCallsAfter(calls, "s", t0)
+	n, what := command.ExecdCallsAfter(calls, "s", t0)
 	require.Equal(t, 2, n, "%v", what)
 	assert.Equal(t, "execd POST /command → 502", what[0])
 }
@@ -188,7 +188,7 @@ func TestObservedCallsDedup(t *testing.T) {
 	r.EndpointCalls = []observe.Call{c}
 	got := observedCalls(r)
 	require.Len(t, got, 2, "one exchange recorded twice (or kept twice) counts once")
-	n, _ := execdCallsAfter(got, "s", t0)
+	n, _ := command.ExecdCallsAfter(got, "s", t0)
 	assert.Equal(t, 1, n)
 }
 

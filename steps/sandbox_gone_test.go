@@ -35,10 +35,10 @@ func TestSandboxGoneCountsOnlyTheRunsOwnDelete(t *testing.T) {
 		s := &scenario{env: e, name: "sales", tags: []string{"@milestone:M2"}, ids: []string{"M2"}}
 		r := &subjectRun{key: "sales", launch: launch{Dir: t.TempDir(), RelDir: "evidence/subject-sales", Res: &subject.Result{ExitCode: 0}}}
 		r.sum = &summary.Summary{SandboxID: "sb-1"}
-		r.keepOnce.Do(func() {}) // the audit is what is set here
-		r.Witness = command.Recorded{}
-		r.audit = []osb.AuditEvent{del} // the sandbox's events: deleted, by someone
-		r.attempts = attempts           // the run's own calls
+		r.Witness = command.Recorded{What: command.Saw{
+			Events: []osb.AuditEvent{del}, // the sandbox's events: deleted, by someone
+			Calls:  attempts,              // the run's own calls
+		}}
 		s.run = r
 		return context.WithValue(context.Background(), scenarioKey{}, s)
 	}

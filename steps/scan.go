@@ -1,137 +1,24 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/harness/secretscan"
 )
 
-// Every subject run is scanned for planted secrets: its
-// outputs, stdout, stderr and summary, in every scenario and drill, for that
-// run's own API key, the platform key and the data API token. Error paths
-// (drills, broken and awkward inputs) are where requests, headers and
-// environments get printed, so a leak on any run fails credential and M3,
-// naming the run and the file.
+// Every subject run is scanned for planted secrets (harness/secretscan says
+// where and how); a leak on any run fails credential and M3, naming the run
+// and the file.
 
-// scanLimit bounds how much of one file is scanned; a file beyond it is
-// scanned up to it and the finding says so.
-const scanLimit = capScanned
-
-// runSecrets are the secrets a run must never write or print, by label.
-func (e *Env) runSecrets(r *subjectRun) map[string]string {
-	out := map[string]string{}
-	add := func(label, v string) {
-		if len(v) >= 8 {
-			out[label] = v
-		}
-	}
-	add("subject API key", r.APIKey)
-	add("platform API key", e.opt.Target.APIKey)
-	add("data API token", e.opt.Stubs.DataAPIToken)
-	return out
-}
-
-// runFiles are what a run wrote or printed: stdout, stderr and every file
-// under its output directory (summary.json included).
-func runFiles(r *subjectRun) []string {
-	var files []string
-	if r.Res != nil {
-		for _, p := range []string{r.Res.StdoutPath, r.Res.StderrPath} {
-			if p != "" {
-				files = append(files, p)
-			}
-		}
-	}
-	if r.OutDir != "" {
-		_ = filepath.WalkDir(r.OutDir, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				files = append(files, p)
-			}
-			return nil
-		})
-	}
-	return files
-}
-
-// scanFileFor reports which of secrets (label → value) occur in the regular
-// file at path, reading it in chunks (a chunk boundary never hides one) and
-// at most scanLimit bytes. A FIFO, device or socket is not read.
-func scanFileFor(path string, secrets map[string]string) (found []string, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	longest := 0
-	for _, v := range secrets {
-		longest = max(longest, len(v))
-	}
-	hit := map[string]bool{}
-	buf := make([]byte, 0, 1<<20+longest)
-	chunk := make([]byte, 1<<20)
-	rd := io.LimitReader(f, scanLimit)
-	for {
-		n, rerr := rd.Read(chunk)
-		buf = append(buf, chunk[:n]...)
-		for label, v := range secrets {
-			if !hit[label] && bytes.Contains(buf, []byte(v)) {
-				hit[label] = true
-			}
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return nil, rerr
-		}
-		if keep := longest - 1; len(buf) > keep && keep >= 0 {
-			buf = append(buf[:0], buf[len(buf)-keep:]...)
-		}
-	}
-	for label := range hit {
-		found = append(found, label)
-	}
-	sort.Strings(found)
-	return found, nil
-}
-
-// secretLeaks scans every file of the run: each finding names the secret
-// and the file (relative to the bundle); scanned counts the files read.
+// secretLeaks scans every file of the run (secretscan.Leaks): each finding
+// names the secret and the file (relative to the bundle); scanned counts the
+// files read.
 func (e *Env) secretLeaks(r *subjectRun) (found []string, scanned int) {
-	secrets := e.runSecrets(r)
-	if len(secrets) == 0 {
-		return nil, 0
-	}
-	for _, p := range runFiles(r) {
-		labels, err := scanFileFor(p, secrets)
-		if err != nil {
-			continue
-		}
-		scanned++
-		rel, rerr := filepath.Rel(e.opt.BundleDir, p)
-		if rerr != nil {
-			rel = p
-		}
-		for _, l := range labels {
-			found = append(found, l+" in "+rel)
-		}
-	}
-	return found, scanned
+	return secretscan.Leaks(secretscan.Files(r.Res, r.OutDir), secretscan.Secrets(r.APIKey, e.opt.Target.APIKey, e.opt.Stubs.DataAPIToken), e.opt.BundleDir)
 }
 
 // scanRunsOf scans, once per run, every subject run a finished scenario
@@ -201,14 +88,15 @@ func (e *Env) scanSandboxesOf(ctx context.Context, s *scenario) {
 		if _, done := e.scanned.LoadOrStore(sandboxScanKey{r}, true); done {
 			continue
 		}
-		if err := e.loadAudit(ctx, r); err != nil || len(r.sandboxes) == 0 {
+		saw, err := r.Saw(ctx)
+		if err != nil || len(saw.Created) == 0 {
 			continue // an unreadable audit is the scenario's steps' harness error
 		}
 		var what []string
-		if found, _, _ := e.sandboxSecrets(ctx, r); len(found) > 0 {
+		if found, _, _ := secretscan.InSandboxes(ctx, e.client, saw); len(found) > 0 {
 			what = append(what, "planted secrets found inside its sandbox: "+strings.Join(found, "; "))
 		}
-		what = append(what, e.dataAPIWithoutVault(r)...)
+		what = append(what, secretscan.DataAPIWithoutVault(saw, e.dataAPIHost())...)
 		if len(what) == 0 {
 			continue
 		}
@@ -222,29 +110,6 @@ func (e *Env) scanSandboxesOf(ctx context.Context, s *scenario) {
 		}
 		e.progress("%-13s sandbox scan of run %s  [credential, M3]\n              %s", string(rubric.Failed), r.key, printable(clip(reason, 400)))
 	}
-}
-
-// dataAPIWithoutVault names the calls of the run's sandboxes to the data API
-// that left without a credential from the vault (the gateway's record; the
-// run's audit must be loaded): the check of dataAPIGotRealToken, for every run.
-func (e *Env) dataAPIWithoutVault(r *subjectRun) []string {
-	host := e.dataAPIHost()
-	if host == "" {
-		return nil
-	}
-	var out []string
-	for _, ev := range egressRequests(r) {
-		q := ev.EgressRequest
-		if !sameHost(q.Host, host) || q.Injected {
-			continue
-		}
-		out = append(out, fmt.Sprintf("sandbox %s called the data API (%s %s) and the vault injected no credential: it left the sandbox with Authorization %s and the API answered %d",
-			ev.SandboxID, q.Method, clip(q.Path, 120), q.Authorization, q.Status))
-		if len(out) == 3 {
-			break
-		}
-	}
-	return out
 }
 
 func containsRun(runs []*subjectRun, r *subjectRun) bool {

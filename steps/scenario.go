@@ -2,9 +2,13 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/osb-capstone/acceptance/harness/blame"
+	"github.com/osb-capstone/acceptance/harness/command"
 
 	"github.com/cucumber/godog"
 )
@@ -48,8 +52,8 @@ type scenario struct {
 	probe *probeState
 	drill *drill // a simulated fault for the next subject run
 	// exercised: what its subject runs did, read once its steps all passed
-	// (centralUnexercised decides whether each entry's pass stands).
-	exercised *exercise
+	// (blame.PassStands decides whether each entry's pass stands).
+	exercised *blame.Exercise
 }
 
 type lastResponse struct {
@@ -87,6 +91,20 @@ func notMeasured(ctx context.Context, category, format string, args ...any) erro
 	}
 	s.mu.Unlock()
 	return e
+}
+
+// verdict is a harness judgement's error as a step's: a not-measured one
+// (command.NotMeasured) is recorded for the scenario; a note, when there is
+// one and no error, is noted.
+func verdict(ctx context.Context, note string, err error) error {
+	var nm *command.NotMeasured
+	if errors.As(err, &nm) {
+		return notMeasured(ctx, nm.Category, "%s", nm.Reason)
+	}
+	if err == nil && note != "" {
+		state(ctx).note("%s", note)
+	}
+	return err
 }
 
 // addEvidence notes an evidence file (relative to the bundle) for this scenario's outcome.

@@ -10,9 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/indexdeny"
+
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/summary"
 )
@@ -38,7 +39,7 @@ type subjectRun struct {
 	faultDone time.Time
 	// policyDeny is D1's deny through a real egress sidecar's policy API
 	// (d1_policy.go).
-	policyDeny *policyDeny
+	policyDeny *indexdeny.Deny
 	// faultErr: on a real target, why the harness's DELETE of faultSandbox
 	// failed (the target's fault: the drill cannot be judged).
 	faultErr string
@@ -52,12 +53,6 @@ type subjectRun struct {
 
 	model *agentModel // its scripted model (nil: the submission has none)
 
-	// What the target saw of the run's key (loadAudit: launch.Saw).
-	audit      []osb.AuditEvent
-	sandboxes  []string         // created by this run's key, in order
-	attempts   []osb.AuditEvent // every lifecycle call made with this run's key (refused creates too)
-	createBody map[string]json.RawMessage
-	keepOnce   sync.Once
 }
 
 type subjectRunOnce struct {
@@ -111,7 +106,7 @@ type runOpts struct {
 func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *subjectRun {
 	r := &subjectRun{key: key, fixture: fixture,
 		launch: e.newLaunch("run", filepath.Join("evidence", "subject-"+sanitize(e.repKey(key))), e.runIDFor(key))}
-	r.Keep = r.keep // what the target saw is evidence, whoever reads it first (Judge, a step)
+	r.Keep = r.keepSaw // what the target saw is evidence, whoever reads it first (Judge, a step)
 	if err := os.MkdirAll(filepath.Join(r.Dir, "input"), 0o755); err != nil {
 		r.Err = err
 		return r
@@ -217,30 +212,13 @@ func (r *subjectRun) judge(ctx context.Context) error {
 	return r.Judge(ctx)
 }
 
-// loadAudit reads, once, what the target saw of this run's API key
-// (launch.Saw: the bundled server's audit, or the recording proxy's calls in
-// the same shape) and keeps it as evidence.
-func (e *Env) loadAudit(ctx context.Context, r *subjectRun) error {
-	if r.Witness == nil {
-		r.Witness = e.witness() // a run made by hand (tests); a launched one has its own
-	}
-	saw, err := r.Saw(ctx)
-	if err != nil {
-		return err
-	}
-	r.keep(saw)
-	return nil
-}
-
-// keep stores what the target saw of the run's key, once, with its evidence.
-func (r *subjectRun) keep(saw command.Saw) {
-	r.keepOnce.Do(func() {
-		r.attempts, r.sandboxes, r.createBody, r.audit = saw.Calls, saw.Created, saw.CreateBody, saw.Events
-		b, _ := json.MarshalIndent(r.audit, "", "  ")
-		_ = os.WriteFile(filepath.Join(r.Dir, "audit.json"), b, 0o644)
-		b, _ = json.MarshalIndent(r.attempts, "", "  ")
-		_ = os.WriteFile(filepath.Join(r.Dir, "lifecycle-calls.json"), b, 0o644)
-	})
+// keepSaw stores what the target saw of the run's key as evidence (its
+// Record's Keep: called once, by whoever reads Saw first).
+func (r *subjectRun) keepSaw(saw command.Saw) {
+	b, _ := json.MarshalIndent(saw.Events, "", "  ")
+	_ = os.WriteFile(filepath.Join(r.Dir, "audit.json"), b, 0o644)
+	b, _ = json.MarshalIndent(saw.Calls, "", "  ")
+	_ = os.WriteFile(filepath.Join(r.Dir, "lifecycle-calls.json"), b, 0o644)
 }
 
 func isCreatePath(p string) bool { return command.IsCreatePath(p) }

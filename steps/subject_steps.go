@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/regularfile"
+	"github.com/osb-capstone/acceptance/harness/subfile"
 )
 
 // Steps that run the subject and check its outputs (M2 function).
@@ -102,7 +103,7 @@ func reportNonEmpty(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b, err := readSubmissionFile(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", capReportMD)
+	b, err := subfile.Read(filepath.Join(r.OutDir, "report.md"), "{out}/report.md", subfile.ReportMD)
 	if err != nil {
 		return failf("%v", err)
 	}
@@ -123,11 +124,11 @@ func chartIsPNG(ctx context.Context) error {
 		if errors.Is(err, regularfile.ErrSymlink) {
 			return failf("{out}/chart.png is a symbolic link; the grader reads only regular files and never follows a link")
 		}
-		return failf("%s", trimPath(err, filepath.Join(r.OutDir, "chart.png"), "{out}/chart.png"))
+		return failf("%s", subfile.TrimPath(err, filepath.Join(r.OutDir, "chart.png"), "{out}/chart.png"))
 	}
 	defer f.Close()
-	if st.Size() > capChartPNG {
-		return failf("{out}/chart.png is %d bytes, over the grader's cap of %d bytes for it", st.Size(), capChartPNG)
+	if st.Size() > subfile.ChartPNG {
+		return failf("{out}/chart.png is %d bytes, over the grader's cap of %d bytes for it", st.Size(), subfile.ChartPNG)
 	}
 	cfg, err := png.DecodeConfig(f)
 	if err != nil {

@@ -3,9 +3,11 @@ package command
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -278,4 +280,59 @@ func Unattributed(all map[string][]stubs.Request, end time.Time) map[string][]st
 		return nil
 	}
 	return out
+}
+
+// StubLog is the evidence of what each stub logged (all: since from) up to
+// to, marked as unattributed: the stubs are shared by every sandbox and any
+// local process (false: nothing was logged).
+func StubLog(all map[string][]stubs.Request, from, to time.Time) ([]byte, bool) {
+	kept := map[string][]stubs.Request{}
+	n := 0
+	names := make([]string, 0, len(all))
+	for k := range all {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		for _, q := range all[k] {
+			if !q.Time.After(to) {
+				kept[k] = append(kept[k], q)
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return nil, false
+	}
+	b, err := json.MarshalIndent(map[string]any{
+		"note":     "every request the stubs logged while this run ran, from any sandbox or local process: not attributed to this run (the gateway's egress_request events in audit.json are)",
+		"from":     from.UTC().Format(time.RFC3339Nano),
+		"to":       to.UTC().Format(time.RFC3339Nano),
+		"requests": kept,
+	}, "", "  ")
+	return b, err == nil
+}
+
+// DescribeRequests lists requests for a reason: stub, time, method, host,
+// path, body size (at most limit of them, then how many more).
+func DescribeRequests(u map[string][]stubs.Request, limit int) string {
+	var parts []string
+	names := make([]string, 0, len(u))
+	for k := range u {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	n := 0
+	for _, k := range names {
+		for _, q := range u[k] {
+			n++
+			if len(parts) < limit {
+				parts = append(parts, fmt.Sprintf("%s: %s %s %s%s (%d body bytes, from %s)", k, q.Time.UTC().Format("15:04:05.000"), q.Method, q.Host, clip(q.Path, 80), q.BodyBytes, q.RemoteAddr))
+			}
+		}
+	}
+	if n > len(parts) {
+		parts = append(parts, fmt.Sprintf("and %d more", n-len(parts)))
+	}
+	return strings.Join(parts, "; ")
 }

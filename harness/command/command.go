@@ -79,7 +79,7 @@
 // error's chain makes it a harness error too, whoever wrapped it
 // (IsHarnessFault): the grader running out of descriptors, memory or disk is
 // never the submission's failure. Which verdict an entry then gets is
-// steps' decision table (steps/blame.go), not this package's.
+// the decision table of harness/blame, not this package's.
 //
 // This package knows no godog and no step text (internal/importrules): the
 // steps read a Record and phrase what it means for an entry.

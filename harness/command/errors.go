@@ -51,6 +51,22 @@ func IsHarnessFault(err error) bool {
 	return errors.As(err, &h) || GraderFault(err) != ""
 }
 
+// NotMeasured is a check that cannot measure what it should: its entries are
+// not measured, with Category (a rubric.Category) and Reason, never passed
+// and never failed. A judgement of the harness returns it; the steps record
+// it for the scenario (godog knows only "skipped" and drops the reason).
+type NotMeasured struct {
+	Category string
+	Reason   string
+}
+
+func (n *NotMeasured) Error() string { return "not measured (" + n.Category + "): " + n.Reason }
+
+// NotMeasuredf is a NotMeasured with its reason formatted.
+func NotMeasuredf(category, format string, args ...any) error {
+	return &NotMeasured{Category: category, Reason: fmt.Sprintf(format, args...)}
+}
+
 // Violation is the submission's failure of a security property (or of D1's
 // bounded retries): it fails every entry of its scenario.
 type Violation struct{ Err error }

@@ -425,7 +425,7 @@ func TestCommandOf(t *testing.T) {
 
 // A Credential Vault write sent through a sandbox's endpoint reaches the
 // sidecar whole and is recorded with every secret value as a fingerprint
-// only: the vault check on a real target reads it (steps/vault_real.go).
+// only: the vault check on a real target reads it (harness/vaultcheck).
 func TestVaultWriteRecordedWithoutItsSecret(t *testing.T) {
 	f := newFakeOSB(t)
 	p, err := StartFor(f.srv.URL, NewView())

@@ -3,7 +3,7 @@ package rubric
 // An entry passes only when its central property was exercised, so that no
 // points are given for what never ran: a scenario whose steps all passed without exercising it measured
 // nothing of the entry. The steps apply the rule once, where a scenario's
-// outcome is recorded (steps/blame.go, centralUnexercised): a passed
+// outcome is recorded (harness/blame, PassStands): a passed
 // scenario that ran the subject but left an entry's central property
 // unexercised records that entry not measured, with the reason, never
 // passed. Failures are never touched: a violation found is a violation.

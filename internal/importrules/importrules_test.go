@@ -25,6 +25,13 @@ func TestProjectImportRules(t *testing.T) {
 			}
 		}
 		assert.Positive(t, n, "rule %s applies to no package: the layout moved, update the rule", r.Name)
+		for _, from := range r.From {
+			found := false
+			for p := range g.Pkgs {
+				found = found || Match(from, p)
+			}
+			assert.True(t, found, "rule %s names %s, which matches no package: the layout moved, update the rule", r.Name, from)
+		}
 		for _, e := range r.Except {
 			assert.Contains(t, g.Pkgs, e, "rule %s excepts %s, which does not exist", r.Name, e)
 		}
@@ -79,6 +86,7 @@ func TestCheckerCatchesPlantedViolations(t *testing.T) {
 		{"steps-name-no-runner-and-no-server", "steps", "harness/subject"},
 		{"steps-name-no-runner-and-no-server", "steps", "harness/observe"},
 		{"command-imports-no-godog", "harness/command", "github.com/cucumber/godog"},
+		{"step-work-imports-no-godog", "harness/vanish", "github.com/cucumber/godog"},
 	}, got)
 	assert.Equal(t, []string{"harness/command", "harness/command/steptext", "github.com/cucumber/godog"},
 		chains[hit{"command-imports-no-godog", "harness/command", "github.com/cucumber/godog"}], "through a package of the module too")

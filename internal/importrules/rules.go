@@ -90,6 +90,16 @@ var Project = []Rule{
 			"the steps phrase what a Record means for an entry",
 	},
 	{
+		Name: "step-work-imports-no-godog",
+		From: []string{"harness/blame", "harness/boxpolicy", "harness/closedloop", "harness/indexdeny", "harness/netprobe",
+			"harness/owntests", "harness/readme", "harness/residual", "harness/secretscan", "harness/subfile",
+			"harness/toolcalls", "harness/vanish", "harness/vaultcheck"},
+		DenyExternal: []string{"github.com/cucumber/godog"},
+		Why: "the work the steps use (a drill's machinery, a property's judgement, the decision table of an outcome) is " +
+			"tested and used without a scenario, as test/e2e/framework is in Kubernetes: the steps phrase what it found " +
+			"for an entry, the framework never knows a step",
+	},
+	{
 		Name:  "reference-imports-no-grader",
 		From:  []string{"cmd/acceptance/reference"},
 		Deny:  []string{"..."},

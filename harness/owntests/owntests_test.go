@@ -1,10 +1,13 @@
-package steps
+package owntests
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +31,7 @@ func TestCountSummary(t *testing.T) {
 		{"nothing", "hello\n", false, 0, 0, 0},
 	}
 	for _, c := range cases {
-		got, ok := countSummary(c.out)
+		got, ok := Summary(c.out)
 		assert.Equal(t, c.ok, ok, c.name)
 		if ok {
 			assert.Equal(t, []int{c.pass, c.fail, c.skip}, []int{got.Passed, got.Failed, got.Skipped}, c.name)
@@ -38,15 +41,42 @@ func TestCountSummary(t *testing.T) {
 
 func TestCountJUnit(t *testing.T) {
 	dir := t.TempDir()
-	_, ok := countJUnit(dir)
+	_, ok := JUnit(dir)
 	assert.False(t, ok)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "junit-unit.xml"), []byte(`<?xml version="1.0"?>
 <testsuites><testsuite name="a"><testcase name="x"/><testcase name="y"><failure message="boom"/></testcase>
 <testcase name="z"><skipped/></testcase></testsuite></testsuites>`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "other.xml"), []byte(`<testsuite><testcase name="k"/></testsuite>`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "not-junit.xml"), []byte(`<html/>`), 0o644))
-	c, ok := countJUnit(dir)
+	c, ok := JUnit(dir)
 	require.True(t, ok)
 	assert.Equal(t, []int{2, 1, 1}, []int{c.Passed, c.Failed, c.Skipped})
 	assert.Contains(t, c.Source, "junit-unit.xml")
+}
+
+// The integration test touched a sandbox when its key created one, ran a
+// command in it and deleted it; on a real target (no audit) create and
+// delete are what can be seen, and the reason says so.
+func TestTouchedSandbox(t *testing.T) {
+	lc := func(id, method string, status int) osb.AuditEvent {
+		return osb.AuditEvent{SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Status: status}}
+	}
+	ran := osb.AuditEvent{SandboxID: "sb", Kind: "command", Command: &wire.Command{Command: "echo hi"}}
+	full := command.Saw{Created: []string{"sb"}, Calls: []osb.AuditEvent{lc("sb", "POST", 202), lc("sb", "DELETE", 204)}, Events: []osb.AuditEvent{ran}}
+	ok, why := TouchedSandbox(full, true, "mock")
+	assert.True(t, ok, why)
+	assert.Contains(t, why, "ran a command in it and deleted it")
+
+	noCmd := full
+	noCmd.Events = nil
+	ok, why = TouchedSandbox(noCmd, true, "mock")
+	assert.False(t, ok)
+	assert.Contains(t, why, "sb: no command ran in it")
+	ok, why = TouchedSandbox(noCmd, false, "docker")
+	assert.True(t, ok)
+	assert.Contains(t, why, "target docker: commands inside a sandbox are not seen")
+
+	ok, why = TouchedSandbox(command.Saw{}, true, "mock")
+	assert.False(t, ok)
+	assert.Equal(t, "the server saw its key create no sandbox", why)
 }

@@ -1,18 +1,35 @@
-package steps
+// Package owntests judges a submission's own tests (M4's measurable part).
+//
+// It counts the tests a test command ran (test.unit, test.integration),
+// from what the command left behind: the
+// JUnit XML reports it wrote into its output directory (JUnit), or else the
+// test runner's own summary in its output (Summary: pytest, unittest,
+// go test -v, a plain "N passed, M failed"). A count says where it came
+// from (Count.Source); nothing countable gives false, never a zero count.
+// The reports are the submission's files: each is read up to MaxJUnitFile,
+// never through a symbolic link (harness/regularfile).
+//
+// A count alone cannot tell a test that ran from a JUnit file written
+// without running anything: TouchedSandbox says whether the server saw the
+// integration test command's own key create a sandbox, run a command in it
+// and delete it.
+package owntests
 
 import (
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/regularfile"
 )
 
-// testCount is how many tests a test command ran, and where the count came from.
-type testCount struct {
+// Count is how many tests a test command ran, and where the count came from.
+type Count struct {
 	Passed, Failed, Skipped int
 	Source                  string // "junit <files>", "pytest summary", …; "" when nothing could be counted
 }
@@ -29,7 +46,7 @@ type junitSuite struct {
 	} `xml:"testcase"`
 }
 
-func (s junitSuite) add(c *testCount) {
+func (s junitSuite) add(c *Count) {
 	for _, tc := range s.Cases {
 		switch {
 		case tc.Failure != nil || tc.Error != nil:
@@ -45,10 +62,10 @@ func (s junitSuite) add(c *testCount) {
 	}
 }
 
-// countJUnit counts the test cases of every JUnit XML file the command wrote
+// JUnit counts the test cases of every JUnit XML file the command wrote
 // into dir (recursively, files ending in .xml, at most 50 files of 16 MiB).
-func countJUnit(dir string) (testCount, bool) {
-	var c testCount
+func JUnit(dir string) (Count, bool) {
+	var c Count
 	var files []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(strings.ToLower(p), ".xml") || len(files) >= 50 {
@@ -57,7 +74,7 @@ func countJUnit(dir string) (testCount, bool) {
 		if info, err := d.Info(); err != nil || info.Size() > 16<<20 {
 			return nil
 		}
-		b, err := regularfile.ReadMax(p, capJUnitXML)
+		b, err := regularfile.ReadMax(p, MaxJUnitFile)
 		if err != nil {
 			return nil
 		}
@@ -76,6 +93,9 @@ func countJUnit(dir string) (testCount, bool) {
 	return c, true
 }
 
+// MaxJUnitFile caps each JUnit XML file read (a larger one is not counted).
+const MaxJUnitFile = 16 << 20
+
 var (
 	rePassedN    = regexp.MustCompile(`\b(\d+) passed\b`)
 	reFailedN    = regexp.MustCompile(`\b(\d+) failed\b`)
@@ -89,11 +109,11 @@ var (
 	reGoSkip     = regexp.MustCompile(`(?m)^\s*--- SKIP: `)
 )
 
-// countSummary counts tests from a runner's own summary line: pytest's
+// Summary counts tests from a runner's own summary line: pytest's
 // "N passed, M failed … in Xs", unittest's "Ran N tests" then "OK" or
 // "FAILED (failures=F, errors=E)", go test -v's "--- PASS"/"--- FAIL" lines,
 // and a plain "N passed, M failed".
-func countSummary(out string) (testCount, bool) {
+func Summary(out string) (Count, bool) {
 	atoi := func(m []string, i int) int {
 		if len(m) > i {
 			n, _ := strconv.Atoi(m[i])
@@ -109,7 +129,7 @@ func countSummary(out string) (testCount, bool) {
 		return all[len(all)-1]
 	}
 	if m := last(reUnittestN); m != nil {
-		c := testCount{Source: "unittest summary"}
+		c := Count{Source: "unittest summary"}
 		n := atoi(m, 1)
 		if f := last(reUnittestF); f != nil {
 			for _, part := range strings.Split(f[1], ",") {
@@ -127,13 +147,13 @@ func countSummary(out string) (testCount, bool) {
 				c.Skipped = atoi(k, 1)
 			}
 		} else {
-			return testCount{}, false
+			return Count{}, false
 		}
 		c.Passed = n - c.Failed - c.Skipped
 		return c, true
 	}
 	if p, f := len(reGoPass.FindAllString(out, -1)), len(reGoFail.FindAllString(out, -1)); p+f > 0 {
-		return testCount{Passed: p, Failed: f, Skipped: len(reGoSkip.FindAllString(out, -1)), Source: "go test -v summary"}, true
+		return Count{Passed: p, Failed: f, Skipped: len(reGoSkip.FindAllString(out, -1)), Source: "go test -v summary"}, true
 	}
 	// pytest and plain "N passed, M failed": the last line that says "passed" or "failed".
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -143,7 +163,7 @@ func countSummary(out string) (testCount, bool) {
 		if pm == nil && fm == nil {
 			continue
 		}
-		c := testCount{Passed: atoi(pm, 1), Failed: atoi(fm, 1), Source: "summary line " + strconv.Quote(strings.TrimSpace(l))}
+		c := Count{Passed: atoi(pm, 1), Failed: atoi(fm, 1), Source: "summary line " + strconv.Quote(strings.TrimSpace(l))}
 		if em := reErrorsN.FindStringSubmatch(l); em != nil {
 			c.Failed += atoi(em, 1)
 		}
@@ -152,5 +172,58 @@ func countSummary(out string) (testCount, bool) {
 		}
 		return c, true
 	}
-	return testCount{}, false
+	return Count{}, false
+}
+
+// TouchedSandbox says whether the server saw the integration test
+// command's own key (saw: what it saw of that key) create a sandbox, run a
+// command in it and delete it, and why. A target without an audit trail
+// (bundled false) shows lifecycle calls only, through the recording proxy:
+// there the command inside the sandbox is not seen, and the reason says
+// so (target names it).
+func TouchedSandbox(saw command.Saw, bundled bool, target string) (bool, string) {
+	if len(saw.Created) == 0 {
+		return false, "the server saw its key create no sandbox"
+	}
+	mine := map[string]bool{}
+	for _, id := range saw.Created {
+		mine[id] = true
+	}
+	deleted := map[string]bool{}
+	for _, ev := range saw.Calls {
+		if lc := ev.Lifecycle; lc != nil && lc.Method == "DELETE" && lc.Status >= 200 && lc.Status < 300 && mine[ev.SandboxID] {
+			deleted[ev.SandboxID] = true
+		}
+	}
+	ran := map[string]bool{}
+	for _, ev := range saw.Events {
+		if ev.Kind == "command" && ev.Command != nil && mine[ev.SandboxID] {
+			ran[ev.SandboxID] = true
+		}
+	}
+	if !bundled {
+		for _, id := range saw.Created {
+			if deleted[id] {
+				return true, fmt.Sprintf("its key created and deleted sandbox %s (target %s: commands inside a sandbox are not seen through the recording proxy)", id, target)
+			}
+		}
+		return false, fmt.Sprintf("its key created %s and deleted none of them", strings.Join(saw.Created, ", "))
+	}
+	for _, id := range saw.Created {
+		if ran[id] && deleted[id] {
+			return true, fmt.Sprintf("its key created sandbox %s, ran a command in it and deleted it", id)
+		}
+	}
+	var what []string
+	for _, id := range saw.Created {
+		switch {
+		case !ran[id] && !deleted[id]:
+			what = append(what, id+": no command, not deleted")
+		case !ran[id]:
+			what = append(what, id+": no command ran in it")
+		default:
+			what = append(what, id+": never deleted")
+		}
+	}
+	return false, "no sandbox its key created went through create, command and delete (" + strings.Join(what, "; ") + ")"
 }

@@ -1,13 +1,17 @@
-package steps
+package vaultcheck
 
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/observe"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // On a real target the vault's part of a real-token call is read from the
@@ -48,25 +52,36 @@ func TestVaultHoldersFromTheRecordingProxy(t *testing.T) {
 		{"a patch with a wildcard host and custom headers", []observe.Call{create("sp", true), patch}, []string{"sp"}},
 		{"two sandboxes, one with the vault", []observe.Call{create("s1", false), create("s2", true), vault("s2", tok, host, "POST", 201)}, []string{"s2"}},
 	} {
-		if got := vaultHolders(tc.calls, tok, host); !slices.Equal(got, tc.want) {
+		if got := Holders(tc.calls, tok, host); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if got := vaultHolders([]observe.Call{create("s1", true), vault("s1", "", host, "POST", 201)}, "", host); got != nil {
+	if got := Holders([]observe.Call{create("s1", true), vault("s1", "", host, "POST", 201)}, "", host); got != nil {
 		t.Errorf("no token: %v", got)
 	}
 }
 
-func TestDeniedLookupsFromASidecarLog(t *testing.T) {
-	log := `2026-12-01T22:12:50.358Z {"level":"info","msg":"egress policy loaded","opensandbox.event":"egress.loaded"}
-2026-12-01T22:12:51.000Z {"level":"warn","ts":"2026-12-01T22:12:51Z","logger":"opensandbox.egress","msg":"[dns] denied by policy (remote=10.213.47.3 question=\"exfil.capstone.test\")","sandbox_id":"s1"}
-2026-12-01T22:12:52.000Z {"level":"warn","msg":"[dns] denied query (remote=10.213.47.3 question=\"x.test\" reason=unknown source)"}
-2026-12-01T22:12:53.000Z not json: denied by policy question="fake.test"`
-	got := deniedLookups(log)
-	if len(got) != 1 || got[0].host != "exfil.capstone.test" || !strings.Contains(got[0].line, "remote=10.213.47.3") {
-		t.Errorf("denials: %+v", got)
+// On the bundled server every data API call of the run's sandboxes must have
+// been given the credential by the vault, and the real token must have
+// reached the API; no call at all is not measured.
+func TestOnBundledServer(t *testing.T) {
+	req := func(injected bool) osb.AuditEvent {
+		return osb.AuditEvent{SandboxID: "sb", Kind: "egress_request", EgressRequest: &wire.EgressRequest{Host: "data-api.capstone.test", Method: "GET", Path: "/v1/x", Injected: injected, Status: 200}}
 	}
-	if d := deniedLookups(""); d != nil {
-		t.Errorf("empty log: %+v", d)
-	}
+	host := "data-api.capstone.test"
+	note, err := OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true)}}, host, true, 0)
+	require.NoError(t, err)
+	assert.Contains(t, note, "1 call(s)")
+	_, err = OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true), req(false)}}, host, true, 0)
+	assert.True(t, command.IsViolation(err), "%v", err)
+	_, err = OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true)}}, host, false, 0)
+	assert.True(t, command.IsViolation(err), "%v", err)
+	var nm *command.NotMeasured
+	_, err = OnBundledServer(command.Saw{}, host, true, 1)
+	require.ErrorAs(t, err, &nm)
+	_, err = OnRealTarget(nil, true, host, 0, "docker", "")
+	assert.True(t, command.IsViolation(err), "%v", err)
+	_, err = OnRealTarget(nil, false, host, 0, "docker", "the stub runs on the engine's bridge")
+	require.ErrorAs(t, err, &nm)
+	assert.Contains(t, nm.Reason, "(the stub runs on the engine's bridge)")
 }

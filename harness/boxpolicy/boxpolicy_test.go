@@ -1,0 +1,216 @@
+package boxpolicy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/osb"
+)
+
+func TestRefuseAdmin(t *testing.T) {
+	for _, p := range []string{"/_mock/canaries", "/%5Fmock/canaries", "//_MOCK/info", "/x/../_mock/audit"} {
+		assert.NotEmpty(t, RefuseAdmin(httptest.NewRequest("PUT", "http://127.0.0.1:1"+p, nil)), p)
+	}
+	for _, p := range []string{"/v1/sandboxes", "/v1/sandboxes/abc/endpoints/44772", "/health"} {
+		assert.Empty(t, RefuseAdmin(httptest.NewRequest("GET", "http://127.0.0.1:1"+p, nil)), p)
+	}
+}
+
+func TestLoopbackPort(t *testing.T) {
+	for in, want := range map[string]int{
+		"127.0.0.1:8080": 8080, "http://localhost:9/v1": 9, "http://127.0.0.1:41685/proxy/44772": 41685,
+		"127.0.0.1:41685/proxy/44772": 41685, "http://data-api.capstone.test/v1/x": 0, "10.0.0.1:80": 0, "": 0,
+	} {
+		assert.Equal(t, want, LoopbackPort(in), in)
+	}
+}
+
+// TestPortLookUpNeverHoldsABoxConnection reproduces the hostile grade's
+// hang: a box connection asks for a port not known yet while the bundled
+// server's audit never answers. No connection waits longer than the
+// look-up's bound, a port already known answers at once meanwhile (no lock
+// is held across the read), and a look-up after the server answers again
+// finds the command's sandbox.
+func TestPortLookUpNeverHoldsABoxConnection(t *testing.T) {
+	release := make(chan struct{})
+	var audits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/_mock/audit") {
+			audits.Add(1)
+			select { // never answers while the test holds it
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	defer close(release)
+	cl, err := osb.New(strings.TrimPrefix(srv.URL, "http://"), "k", osb.WithAdminToken("admin"))
+	require.NoError(t, err)
+	oldLimit, oldWait := portLookupLimit, portLookupWait
+	portLookupLimit, portLookupWait = time.Second, 3*time.Second
+	defer func() { portLookupLimit, portLookupWait = oldLimit, oldWait }()
+
+	sp := newSandboxPorts(context.Background(), cl, &command.Record{KeyFP: "fp"})
+	sp.ports[7000] = true
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			assert.False(t, sp.allowed(p), "port %d", p)
+		}(40000 + i)
+	}
+	time.Sleep(50 * time.Millisecond)
+	known := time.Now()
+	assert.True(t, sp.allowed(7000))
+	assert.Less(t, time.Since(known), portLookupLimit, "a known port waited on the look-up")
+	wg.Wait()
+	assert.Less(t, time.Since(start), 2*portLookupWait, "connections waited past the look-up's bound")
+	assert.Positive(t, audits.Load(), "the audit was asked")
+	assert.Contains(t, sp.unsure(40000), "the look-up of the command's sandboxes' ports failed", "the grader's failure, not a sure refusal")
+
+	// The server answers again: a sandbox of the command's key is found,
+	// and one whose endpoint could not be read is read again next time.
+	fail := true
+	sp.created = func(context.Context) ([]string, error) { return []string{"sb1"}, nil }
+	sp.endpoint = func(_ context.Context, id string, port int) (string, error) {
+		if fail {
+			return "", errors.New("not running yet")
+		}
+		return fmt.Sprintf("127.0.0.1:%d/proxy/%d", 50000+port%100, port), nil
+	}
+	execd := 50000 + osb.DefaultExecdPort%100
+	assert.False(t, sp.allowed(execd))
+	assert.Contains(t, sp.unsure(execd), "reading the endpoint of sandbox sb1 port 44772: not running yet")
+	fail = false
+	assert.True(t, sp.allowed(execd), "a sandbox whose endpoint failed once is read again")
+	assert.False(t, sp.allowed(12345))
+	assert.Empty(t, sp.unsure(12345), "a look-up that read everything is sure")
+}
+
+// TestPortLookUpBeganAfterTheConnection: a connection is judged by a
+// look-up that began after it arrived. One already running read the key's
+// sandboxes before the command's newest create; before, the connection to
+// that sandbox's execd waited on it and was refused (the SDK's health
+// check after a create, refused under load).
+func TestPortLookUpBeganAfterTheConnection(t *testing.T) {
+	sp := newSandboxPorts(context.Background(), nil, &command.Record{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var created atomic.Bool
+	var reads atomic.Int32
+	sp.created = func(context.Context) ([]string, error) {
+		if reads.Add(1) == 1 {
+			close(entered)
+			<-release // the first look-up read the key's sandboxes before the create
+			return nil, nil
+		}
+		if created.Load() {
+			return []string{"sb1"}, nil
+		}
+		return nil, nil
+	}
+	sp.endpoint = func(_ context.Context, id string, port int) (string, error) {
+		return fmt.Sprintf("127.0.0.1:%d", 50000+port%100), nil
+	}
+	stale := make(chan struct{}, 1)
+	sp.waiting = func(fresh bool) {
+		if !fresh {
+			select {
+			case stale <- struct{}{}:
+			default:
+			}
+		}
+	}
+	first := make(chan bool)
+	go func() { first <- sp.allowed(40001) }() // another port: starts the first look-up
+	<-entered
+	created.Store(true) // the create is answered, its execd asked for
+	execd := make(chan bool)
+	go func() { execd <- sp.allowed(50000 + osb.DefaultExecdPort%100) }()
+	<-stale // the execd connection waits on the look-up that began before it
+	close(release)
+	assert.False(t, <-first)
+	assert.True(t, <-execd, "judged by a look-up that began after it")
+	assert.GreaterOrEqual(t, reads.Load(), int32(2))
+}
+
+// TestOwnsSandbox: the guard's Owns asks the bundled server's audit who
+// created a sandbox and compares it with the submission's keys (every
+// confined command's): a classmate's sandbox is refused, the submission's
+// own (any of its commands' keys) goes through, an id the server never
+// created goes through (its 404 is the server's), one it holds without a
+// create is not the submission's; an unreadable audit is an error; a known
+// creator is asked once.
+func TestOwnsSandbox(t *testing.T) {
+	var auditCalls atomic.Int32
+	var down atomic.Bool
+	var lateReads atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		switch r.URL.Path {
+		case "/_mock/audit":
+			auditCalls.Add(1)
+			id := r.URL.Query().Get("sandbox_id")
+			assert.Equal(t, "lifecycle", r.URL.Query().Get("kind"))
+			creator := map[string]string{"sb-mine-run": "fp-run0000000", "sb-mine-reap": "fp-reap000000", "sb-theirs": "fp-classmate0"}[id]
+			if id == "sb-late" && lateReads.Add(1) > 1 { // its create recorded after its first read
+				creator = "fp-run0000000"
+			}
+			var evs []map[string]any
+			if creator != "" {
+				evs = append(evs,
+					map[string]any{"seq": 1, "sandbox_id": id, "kind": "lifecycle", "lifecycle": map[string]any{"method": "GET", "path": "/v1/sandboxes/" + id, "status": 200, "key_fingerprint": "fp-run0000000"}},
+					map[string]any{"seq": 2, "sandbox_id": id, "kind": "lifecycle", "lifecycle": map[string]any{"method": "POST", "path": "/v1/sandboxes", "status": 202, "key_fingerprint": creator}})
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"events": evs, "last_seq": 2})
+		case "/_mock/sandboxes":
+			_ = json.NewEncoder(w).Encode(map[string]any{"sandboxes": []map[string]any{{"id": "sb-no-create"}, {"id": "sb-late"}}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cl, err := osb.New(strings.TrimPrefix(srv.URL, "http://"), "k", osb.WithAdminToken("tok"))
+	require.NoError(t, err)
+	var o Owners
+	o.AddKey("fp-run0000000")
+	o.AddKey("fp-reap000000")
+	o.AddKey("")
+	ctx := context.Background()
+	for id, want := range map[string]bool{"sb-mine-run": true, "sb-mine-reap": true, "sb-theirs": false, "sb-never": true, "sb-no-create": false, "sb-late": true} {
+		got, err := o.Owns(ctx, cl, id)
+		require.NoError(t, err, id)
+		assert.Equal(t, want, got, id)
+	}
+	n := auditCalls.Load()
+	_, _ = o.Owns(ctx, cl, "sb-theirs")
+	_, _ = o.Owns(ctx, cl, "sb-mine-run")
+	_, _ = o.Owns(ctx, cl, "sb-never")
+	assert.Equal(t, n, auditCalls.Load(), "a sandbox's creator is read once; no such sandbox is believed a moment")
+	down.Store(true)
+	_, err = o.Owns(ctx, cl, "sb-other")
+	assert.Error(t, err, "an audit the grader cannot read: the guard refuses")
+	mine, err := o.Owns(ctx, cl, "sb-theirs")
+	assert.NoError(t, err)
+	assert.False(t, mine, "cached")
+}

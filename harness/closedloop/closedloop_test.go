@@ -1,0 +1,48 @@
+package closedloop
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
+)
+
+// On the bundled server the loop is read from the audit: a command that
+// finished, an upload and a download; what is missing is named.
+func TestRoundTripFromTheAudit(t *testing.T) {
+	code := 0
+	saw := command.Saw{Created: []string{"sb"}, Events: []osb.AuditEvent{
+		{Kind: "command", Command: &wire.Command{Command: "ls", ExitCode: &code}},
+		{Kind: "command", Command: &wire.Command{Command: "sleep 99"}}, // never finished
+		{Kind: "file", File: &wire.File{Op: "upload"}},
+	}}
+	cmds, ups, downs := RoundTrip(saw, nil, true)
+	assert.Equal(t, [3]int{1, 1, 0}, [3]int{cmds, ups, downs})
+	assert.Equal(t, []string{"read no file back"}, Missing(cmds, ups, downs))
+	assert.Empty(t, Missing(1, 1, 1))
+	assert.Len(t, Missing(0, 0, 0), 3)
+}
+
+// A sandbox is destroyed by the run's key when its DELETE answered 204, and
+// confirmed gone when a call of the key answered 404 afterwards.
+func TestDestroyedByKey(t *testing.T) {
+	t0 := time.Now()
+	call := func(d time.Duration, id, method string, status int) osb.AuditEvent {
+		return osb.AuditEvent{Time: t0.Add(d), SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Status: status}}
+	}
+	saw := command.Saw{Calls: []osb.AuditEvent{
+		call(0, "a", "GET", 404), // before the delete: not a confirmation
+		call(time.Second, "a", "DELETE", 204),
+		call(2*time.Second, "b", "DELETE", 204),
+		call(3*time.Second, "b", "GET", 404),
+		call(4*time.Second, "c", "DELETE", 500),
+	}}
+	for id, want := range map[string][2]bool{"a": {true, false}, "b": {true, true}, "c": {false, false}, "d": {false, false}} {
+		d, c := DestroyedByKey(saw, id)
+		assert.Equal(t, want, [2]bool{d, c}, id)
+	}
+}
