@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,10 +32,16 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	threshold := fs.String("threshold", "25%", "relative increase of a median that can be a regression (besides exceeding the spread)")
 	floorMs := fs.Float64("floor-ms", compare.DefaultOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
 	rejudge := fs.String("judge", "", "judge an earlier upgrade check's runs again (its directory) without running anything, e.g. with another --threshold")
+	var sides [2]upgradecheck.Images
+	fs.StringVar(&sides[0].Execd, "from-execd-image", "", "the execd image of --from's runs (default: the one its server version names)")
+	fs.StringVar(&sides[0].Egress, "from-egress-image", "", "the egress image of --from's runs (default: the one its server version names)")
+	fs.StringVar(&sides[1].Execd, "to-execd-image", "", "the execd image of --to's runs (default: the one its server version names)")
+	fs.StringVar(&sides[1].Egress, "to-egress-image", "", "the egress image of --to's runs (default: the one its server version names)")
+	order := fs.String("order", upgradecheck.OrderABBA, "the runs' order: abba (A B, B A, …) or random (each round's pair drawn from --seed)")
 	var runArgs stringList
-	fs.Var(&runArgs, "run-arg", "an extra flag passed to every run (repeatable), e.g. --run-arg=--egress-image=X")
+	fs.Var(&runArgs, "run-arg", "an extra flag passed to every run (repeatable), e.g. --run-arg=--sandbox-image=X (execd and egress go per side)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acceptance upgrade-check --from A [--to B] [--rounds N] [--tags EXPR] [--subject S] [--out DIR]")
+		fmt.Fprintln(stderr, "usage: acceptance upgrade-check --from A [--to B] [--from-execd-image REF --from-egress-image REF] [--to-execd-image REF --to-egress-image REF] [--rounds N] [--order abba|random] [--tags EXPR] [--subject S] [--out DIR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -75,6 +82,22 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
+	if *order != upgradecheck.OrderABBA && *order != upgradecheck.OrderRandom {
+		fmt.Fprintf(stderr, "acceptance upgrade-check: --order must be %s or %s\n", upgradecheck.OrderABBA, upgradecheck.OrderRandom)
+		return 2
+	}
+	for _, a := range runArgs {
+		if strings.HasPrefix(a, "--execd-image") || strings.HasPrefix(a, "--egress-image") || strings.HasPrefix(a, "-execd-image") || strings.HasPrefix(a, "-egress-image") {
+			fmt.Fprintf(stderr, "acceptance upgrade-check: --run-arg=%s would give both versions one image: use --from-execd-image/--to-execd-image (and egress) to give each side its own\n", a)
+			return 2
+		}
+	}
+	for i, v := range []string{*from, *to} {
+		if err := dockertarget.CheckPairing(v, sides[i].Execd, sides[i].Egress); err != nil {
+			fmt.Fprintf(stderr, "acceptance upgrade-check: %v (per side: --%s-execd-image, --%s-egress-image)\n", err, []string{"from", "to"}[i], []string{"from", "to"}[i])
+			return 2
+		}
+	}
 	if err := checkTags(*tags); err != nil {
 		fmt.Fprintf(stderr, "acceptance upgrade-check: %v\n", err)
 		return 2
@@ -98,6 +121,6 @@ func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	return upgradecheck.Check(ctx, upgradecheck.Config{
 		From: *from, To: *to, Rounds: *rounds, Tags: *tags, Subject: *subject, Out: *out, Seed: *seed,
-		RunArgs: runArgs, Options: opts, Self: self,
+		RunArgs: runArgs, Options: opts, Self: self, FromImages: sides[0], ToImages: sides[1], Order: *order,
 	}, stdout, stderr)
 }
