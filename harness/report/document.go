@@ -47,7 +47,7 @@ type Document struct {
 	// bundled server). Each entry row names those its verdict rests on.
 	StandIns []rubric.Component `json:"stand_ins,omitempty"`
 	// Provenance is each real-target component's provenance label (official,
-	// from the engine, upstream-built from commit X, stand-in), from the
+	// from the engine, declares upstream commit X (not verified), stand-in), from the
 	// "component: …" versions; each entry row carries those its verdict rests on.
 	Provenance map[rubric.Component]string `json:"provenance,omitempty"`
 	StartedAt  time.Time                   `json:"started_at"`
