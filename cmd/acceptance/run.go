@@ -151,6 +151,9 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 		if !dockertarget.ValidVersion(c.serverVersion) {
 			return nil, nil, fmt.Errorf("--server-version %q is not a version", c.serverVersion)
 		}
+		if err := dockertarget.CheckPairing(c.serverVersion, c.execdImage, c.egressImage); err != nil {
+			return nil, nil, err
+		}
 	} else if c.execdImage != "" || c.egressImage != "" || c.sandboxImage != "" {
 		return nil, nil, fmt.Errorf("--execd-image, --egress-image and --sandbox-image are for --target docker")
 	}

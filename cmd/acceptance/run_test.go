@@ -39,6 +39,8 @@ func TestRunUsageErrors(t *testing.T) {
 		{"target without host", []string{"--target", "http://", "--api-key", "k"}, `--target must be "mock" or an http(s) URL`},
 		{"URL target without key", []string{"--target", "http://127.0.0.1:1"}, "needs --api-key"},
 		{"docker target, not a version", []string{"--target", "docker", "--server-version", "1.1; rm -rf /"}, `--server-version "1.1; rm -rf /" is not a version`},
+		{"docker target, a version not in the table", []string{"--target", "docker", "--server-version", "9.9.9"}, "opensandbox-server==9.9.9 is not in the version table (harness/dockertarget/versions.go"},
+		{"docker target, a version naming no images", []string{"--target", "docker", "--server-version", "0.1.0", "--execd-image", "x/execd:1"}, "opensandbox-server==0.1.0 names no images"},
 		{"image override without docker", []string{"--execd-image", "x/execd:1"}, "are for --target docker"},
 		{"subject with a NUL byte", []string{"--subject", "run\x00{out}"}, "--subject"},
 		{"empty subject", []string{"--subject", ""}, "--subject"},

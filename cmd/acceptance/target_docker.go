@@ -15,8 +15,8 @@ import (
 // startDockerTarget stands up a real OpenSandbox on Docker (--target docker;
 // harness/dockertarget) and describes it as a URL target. Its components go
 // into the report header (cfg.dockerVersions): each with its version or image
-// id and its provenance label (official, from the engine, upstream-built from
-// commit X, stand-in); the note printed here is made from the images used.
+// id and its provenance label (official, from the engine, declares upstream
+// commit X (not verified), stand-in); the note printed here is made from the images used.
 //
 // The data API stub is offered to the sandboxes on the engine's bridge over
 // plain http (dockertarget.BridgeServices), so the subjects get an http://

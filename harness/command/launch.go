@@ -250,6 +250,10 @@ func (rec *Record) launch(ctx context.Context, s Spec, o Opts) {
 	rec.closeProxy()
 }
 
+// ProxyLifecycleFile is the run's lifecycle exchanges as its recording proxy
+// saw them (observe.Call: times, answer state, shape, headers, error code).
+const ProxyLifecycleFile = "proxy-lifecycle.json"
+
 // closeProxy keeps what the recording proxy saw and closes it.
 func (rec *Record) closeProxy() {
 	if rec.Proxy == nil {
@@ -261,6 +265,12 @@ func (rec *Record) closeProxy() {
 	if len(rec.EndpointCalls) > 0 {
 		b, _ := json.MarshalIndent(rec.EndpointCalls, "", "  ")
 		_ = os.WriteFile(filepath.Join(rec.Dir, "endpoint-calls.json"), b, 0o644)
+	}
+	if len(rec.Observed) > 0 {
+		// The lifecycle exchanges with their timing and answer contract
+		// (the upgrade check's latencies and contract changes).
+		b, _ := json.MarshalIndent(rec.Observed, "", "  ")
+		_ = os.WriteFile(filepath.Join(rec.Dir, ProxyLifecycleFile), b, 0o644)
 	}
 }
 

@@ -33,12 +33,16 @@ const (
 
 // Image is one image the target uses, for the report.
 type Image struct {
-	Role    string // sandbox | execd | egress
-	Ref     string // name:tag the control plane is configured with
-	ID      string // image id (content digest)
-	StandIn bool   // built here in place of the official image
+	Role string // sandbox | execd | egress
+	Ref  string // name:tag the control plane is configured with
+	ID   string // image id (content digest)
+	// Digest is the repository digest the engine holds it under for the
+	// registry and repository its name gives ("" when none: built, loaded
+	// or tagged here, never pulled from there).
+	Digest  string
+	StandIn bool // built here in place of the official image
 	// Origin is the provenance label: OriginOfficial, OriginEngine,
-	// OriginUpstreamPrefix+commit or OriginStandIn.
+	// OriginDeclares(commit) or OriginStandIn (provenance.go).
 	Origin string
 	Note   string
 	Build  time.Duration // 0 when it came from the cache
@@ -60,6 +64,9 @@ type ImageConfig struct {
 	// PullTimeout bounds one pull attempt (default 60 s; this project's
 	// engine refuses pulls at once).
 	PullTimeout time.Duration
+	// Ledger records the harness's pulls (what makes an image official on
+	// later runs); nil keeps none.
+	Ledger *PullLedger
 }
 
 // imageEngine is what the image choice needs of the engine (a dockertest
@@ -189,12 +196,11 @@ func findOrPull(ctx context.Context, eng imageEngine, cfg ImageConfig, ref strin
 		}
 		pulled = true
 	}
-	var labels map[string]string
-	if got.Config != nil {
-		labels = got.Config.Labels
+	origin, digest := originOf(ref, got, pulled, cfg.Ledger)
+	if why := describeOrigin(ref, origin, digest); why != "" && cfg.Log != nil {
+		fmt.Fprintln(cfg.Log, "docker target: "+why)
 	}
-	origin := originFromLabels(labels, pulled)
-	return &Image{Ref: ref, ID: got.ID, Origin: origin, StandIn: origin == OriginStandIn}, ""
+	return &Image{Ref: ref, ID: got.ID, Digest: digest, Origin: origin, StandIn: origin == OriginStandIn}, ""
 }
 
 func firstLine(s string) string {

@@ -40,6 +40,14 @@ func img(id string, labels map[string]string) *dc.Image {
 	return &dc.Image{ID: id, Config: &dc.Config{Labels: labels}}
 }
 
+// pulledImg is an image as the engine holds it after a pull: with the
+// repository digest the registry served.
+func pulledImg(id, repoDigest string, labels map[string]string) *dc.Image {
+	im := img(id, labels)
+	im.RepoDigests = []string{repoDigest}
+	return im
+}
+
 var pair111 = Pairing{Server: "1.1.1", Execd: "opensandbox/execd:v1.1.0", Egress: "opensandbox/egress:v1.1.7"}
 
 func standInBuild(called *int) func() (Image, error) {
@@ -71,13 +79,13 @@ func TestChooseImageUpstreamBuiltLabelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im.Origin != "upstream-built from commit 3bb6fad3f00d" || im.StandIn {
+	if im.Origin != "declares upstream commit 3bb6fad3f00d (not verified)" || im.StandIn {
 		t.Fatalf("origin %q", im.Origin)
 	}
 }
 
 func TestChooseImagePulledIsOfficial(t *testing.T) {
-	eng := &fakeEngine{have: map[string]*dc.Image{}, registry: map[string]*dc.Image{"opensandbox/execd:v1.1.0": img("sha256:pulled", nil)}}
+	eng := &fakeEngine{have: map[string]*dc.Image{}, registry: map[string]*dc.Image{"opensandbox/execd:v1.1.0": pulledImg("sha256:pulled", "opensandbox/execd@sha256:d1", nil)}}
 	im, err := chooseImage(context.Background(), eng, ImageConfig{Pairing: pair111}, "execd", "", pair111.Execd, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +105,7 @@ func TestChooseImageOverrideWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if im.Ref != "mine/execd:dev" || im.ID != "sha256:mine" || im.Origin != "upstream-built from commit abc123" || built != 0 {
+	if im.Ref != "mine/execd:dev" || im.ID != "sha256:mine" || im.Origin != "declares upstream commit abc123 (not verified)" || built != 0 {
 		t.Fatalf("the override did not win: %+v", im)
 	}
 	// An override the engine lacks and cannot pull is an error, never a silent stand-in.
@@ -137,7 +145,7 @@ func TestPairingsTable(t *testing.T) {
 			t.Errorf("%s twice", p.Server)
 		}
 		seen[p.Server] = true
-		if !strings.HasPrefix(p.Execd, "opensandbox/execd:v") || !strings.HasPrefix(p.Egress, "opensandbox/egress:v") {
+		if p.Execd != "" && (!strings.HasPrefix(p.Execd, "opensandbox/execd:v") || !strings.HasPrefix(p.Egress, "opensandbox/egress:v")) {
 			t.Errorf("%s: %q %q", p.Server, p.Execd, p.Egress)
 		}
 	}
@@ -147,6 +155,11 @@ func TestPairingsTable(t *testing.T) {
 	}
 	if _, ok := PairingFor("0.0.0"); ok {
 		t.Error("an unknown version has a pairing")
+	}
+	for _, p := range Pairings {
+		if (p.Execd == "") != (p.Egress == "") || (p.Execd == "" && p.Note == "") {
+			t.Errorf("%s: a row without images must say why: %+v", p.Server, p)
+		}
 	}
 	if md := VersionTableMarkdown(); !strings.Contains(md, "| 1.1.1 | `opensandbox/execd:v1.1.0` | `opensandbox/egress:v1.1.7` |") {
 		t.Error(md)

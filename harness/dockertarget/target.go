@@ -39,7 +39,7 @@ type Config struct {
 type Component struct {
 	Name    string `json:"name"`
 	Version string `json:"version"` // version or image id
-	Origin  string `json:"origin"`  // a provenance label: official, from the engine, upstream-built from commit X, stand-in
+	Origin  string `json:"origin"`  // a provenance label: official, from the engine, declares upstream commit X (not verified), stand-in
 	Note    string `json:"note,omitempty"`
 }
 
@@ -124,6 +124,9 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		}
 		cfg.Binary = exe
 	}
+	if err := CheckPairing(cfg.ServerVersion, cfg.ExecdImage, cfg.EgressImage); err != nil {
+		return nil, err
+	}
 	pin, err := ResolvePin(ctx, cfg.RepoDir, cfg.CacheDir, cfg.ServerVersion, cfg.Log)
 	if err != nil {
 		return nil, err
@@ -152,7 +155,8 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 
 	t0 := time.Now()
 	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), WheelDir: cfg.WheelDir, Binary: cfg.Binary, Log: cfg.Log,
-		ExecdImage: cfg.ExecdImage, EgressImage: cfg.EgressImage, SandboxImage: cfg.SandboxImage, Pairing: pairing})
+		ExecdImage: cfg.ExecdImage, EgressImage: cfg.EgressImage, SandboxImage: cfg.SandboxImage, Pairing: pairing,
+		Ledger: &PullLedger{Path: filepath.Join(dir, "pulls.json")}})
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +232,11 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		if origin == "" {
 			origin = OriginStandIn
 		}
-		t.Components = append(t.Components, Component{Name: im.Role + " image " + im.Ref, Version: im.ID, Origin: origin, Note: im.Note})
+		note := im.Note
+		if im.Digest != "" {
+			note += "; repository digest " + im.Digest
+		}
+		t.Components = append(t.Components, Component{Name: im.Role + " image " + im.Ref, Version: im.ID, Origin: origin, Note: note})
 	}
 	t.closeFn = func() error {
 		defer lk.release()

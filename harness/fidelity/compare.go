@@ -11,11 +11,12 @@ import (
 )
 
 // splitOrigin splits a component's "<version or id> (<provenance label>)"
-// (official, from the engine, upstream-built from commit X, stand-in); a
+// (official, from the engine, declares upstream commit X (not verified),
+// stand-in; records before 2026-12-02: upstream-built from commit X); a
 // value without a label is official (records made before the labels).
 func splitOrigin(v string) (string, string) {
 	v = strings.TrimSpace(v)
-	if i := strings.LastIndex(v, " ("); i >= 0 && strings.HasSuffix(v, ")") {
+	if i := strings.Index(v, " ("); i >= 0 && strings.HasSuffix(v, ")") {
 		return v[:i], v[i+2 : len(v)-1]
 	}
 	return v, "official"

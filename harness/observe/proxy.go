@@ -71,6 +71,15 @@ type Call struct {
 	// Answer is the start of the server's answer to a lifecycle call that
 	// failed on the server's side (5xx), e.g. its error code and message.
 	Answer string `json:"answer,omitempty"`
+	// The answer's contract, for the upgrade check (contract.go): the
+	// sandbox state a lifecycle answer gave (status.state), the JSON shape
+	// of its body (keys and types, no values), its error code (a 4xx/5xx
+	// body's "code") and the names of its response headers (hop-by-hop and
+	// per-answer ones left out).
+	State     string   `json:"state,omitempty"`
+	Shape     string   `json:"shape,omitempty"`
+	ErrorCode string   `json:"error_code,omitempty"`
+	Headers   []string `json:"headers,omitempty"`
 }
 
 // Proxy is a running recording proxy.
@@ -309,6 +318,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		if rec.status >= 500 {
 			c.Answer = strings.ToValidUTF8(string(rec.head.Bytes()[:min(rec.head.Len(), 300)]), "")
 		}
+		c.State, c.Shape, c.ErrorCode = answerContract(rec.status, rec.head.Bytes())
+		c.Headers = rec.headers
 		p.add(c)
 	}()
 	switch {
@@ -351,17 +362,22 @@ func (p *Proxy) add(c Call) {
 // endpoint traffic: noHead).
 type recorder struct {
 	http.ResponseWriter
-	status int
-	head   bytes.Buffer
-	noHead bool
+	status  int
+	head    bytes.Buffer
+	noHead  bool
+	headers []string // the answer's header names (headerNames)
 }
 
 func (r *recorder) WriteHeader(code int) {
 	r.status = code
+	r.headers = headerNames(r.ResponseWriter.Header())
 	r.ResponseWriter.WriteHeader(code)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
+	if r.headers == nil {
+		r.headers = headerNames(r.ResponseWriter.Header()) // an implicit 200
+	}
 	if room := maxBody - r.head.Len(); room > 0 && !r.noHead {
 		r.head.Write(b[:min(len(b), room)])
 	}

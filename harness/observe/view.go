@@ -296,6 +296,7 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 		}
 		c.Status = rec.status
 		c.Ended = time.Now().UTC()
+		c.Headers = rec.headers
 		p.add(c)
 	}()
 	switch base, ok := p.endpointOf(id, port); {

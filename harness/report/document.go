@@ -47,7 +47,7 @@ type Document struct {
 	// bundled server). Each entry row names those its verdict rests on.
 	StandIns []rubric.Component `json:"stand_ins,omitempty"`
 	// Provenance is each real-target component's provenance label (official,
-	// from the engine, upstream-built from commit X, stand-in), from the
+	// from the engine, declares upstream commit X (not verified), stand-in), from the
 	// "component: …" versions; each entry row carries those its verdict rests on.
 	Provenance map[rubric.Component]string `json:"provenance,omitempty"`
 	StartedAt  time.Time                   `json:"started_at"`
@@ -235,7 +235,9 @@ func ProvenanceOf(versions map[string]string) map[rubric.Component]string {
 			if !ok || (name != string(c) && !strings.HasPrefix(name, string(c)+" ")) {
 				continue
 			}
-			i := strings.LastIndex(v, " (")
+			// "<id> (<label>)": the id has no space, the label may hold
+			// parentheses ("declares upstream commit X (not verified)").
+			i := strings.Index(v, " (")
 			if i < 0 || !strings.HasSuffix(v, ")") {
 				continue
 			}
@@ -261,6 +263,19 @@ func restsOnProvenance(id rubric.ID, prov map[rubric.Component]string) map[rubri
 		}
 	}
 	return out
+}
+
+// ProvenanceLine is the row's full component provenance, every component
+// its verdict rests on with its label in rubric.Components order, e.g.
+// "execd: official; egress: stand-in" ("" when it rests on none).
+func (r EntryRow) ProvenanceLine() string {
+	var parts []string
+	for _, c := range rubric.Components {
+		if p, ok := r.Provenance[c]; ok {
+			parts = append(parts, string(c)+": "+p)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // StandInNote is the per-entry marker: "rests on the stand-in execd, egress".

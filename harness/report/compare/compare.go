@@ -36,6 +36,9 @@ type Options struct {
 	FloorMs float64
 	// FloorBytes is the same for byte counts.
 	FloorBytes float64
+	// IgnoreNoise leaves fields that differ by nature (resource usage, uids,
+	// pids, timings: Denoise) out of the evidence drift.
+	IgnoreNoise bool
 	// AcrossRubrics compares bundles graded under different rubrics (their
 	// recorded rubric hashes differ) instead of refusing to; the comparison
 	// then says so first (Comparison.RubricChange).
@@ -154,6 +157,9 @@ func Compare(oldDir, newDir string, o Options) (Comparison, error) {
 		ot, ok1 := report.SnapshotText(oldDir, or.Evidence, nil)
 		nt, ok2 := report.SnapshotText(newDir, r.Evidence, nil)
 		ot, nt = bundlePath.ReplaceAllString(ot, "<bundle>/evidence/"), bundlePath.ReplaceAllString(nt, "<bundle>/evidence/")
+		if o.IgnoreNoise {
+			ot, nt = Denoise(ot), Denoise(nt)
+		}
 		if (ok1 || ok2) && ot != nt {
 			d, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(ot), B: difflib.SplitLines(nt),
 				FromFile: "old/" + string(r.ID), ToFile: "new/" + string(r.ID), Context: 1})
@@ -234,7 +240,9 @@ func figureUnit(name string) string {
 // Figures collects a bundle's latency and cost figures, keyed
 // "<run>/<figure>": from each subject run (wall clock, the subject's own
 // duration and step durations, the sandbox's lifespan and command time from
-// the audit) and the measured cost figures (evidence/cost/*.json).
+// the audit), the latencies the recording proxy saw (ProxyLatencies:
+// create→ready, delete, command round trips) and the measured cost figures
+// (evidence/cost/*.json).
 func Figures(dir string) (map[string]float64, map[string]bool) {
 	out := map[string]float64{}
 	runs := map[string]bool{}
@@ -258,6 +266,9 @@ func Figures(dir string) (map[string]float64, map[string]bool) {
 			}
 		}
 		out[r.Key+"/sandboxes_created"] = float64(len(r.Sandboxes))
+	}
+	for k, v := range ProxyLatencies(dir) {
+		out[k] = v
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, report.EvidenceDir, "cost", "*.json"))
 	for _, f := range files {

@@ -80,6 +80,9 @@ func writeGradescope(w io.Writer, d report.Document, f *report.Final, reviewed b
 		if len(r.Evidence) > 0 {
 			extra["evidence"] = r.Evidence
 		}
+		if len(r.Provenance) > 0 {
+			extra["rests_on"] = r.Provenance // each component's provenance label
+		}
 		t.ExtraData = extra
 		t.Output = gsOutput(r, fe)
 		res.Tests = append(res.Tests, t)
@@ -142,6 +145,9 @@ func gsOutput(r report.EntryRow, fe report.FinalEntry) string {
 	}
 	if len(r.StandIns) > 0 {
 		fmt.Fprintf(&b, "\n*Stand-in:* this verdict %s.\n", report.StandInNote(r.StandIns))
+	}
+	if p := r.ProvenanceLine(); p != "" {
+		fmt.Fprintf(&b, "\n*Rests on:* %s.\n", Cell(p))
 	}
 	if fe.OverrideReason != "" {
 		fmt.Fprintf(&b, "\nReviewer override (%s): %s\n", Cell(fe.Reviewer), Cell(fe.OverrideReason))

@@ -43,7 +43,15 @@ type junitCase struct {
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
-	SystemOut *junitCDATA   `xml:"system-out,omitempty"`
+	// Properties: the components the verdict rests on, each with its
+	// provenance label ("provenance: execd" → "official").
+	Properties *junitProps `xml:"properties,omitempty"`
+	SystemOut  *junitCDATA `xml:"system-out,omitempty"`
+}
+
+// junitProps is a test case's <properties> (absent when it has none).
+type junitProps struct {
+	Property []junitProperty `xml:"property"`
 }
 
 type junitCDATA struct {
@@ -88,6 +96,14 @@ func WriteJUnit(w io.Writer, d report.Document) error {
 		}
 		for _, r := range grp.rows {
 			c := junitCase{Name: string(r.ID) + ": " + r.Title, Classname: grp.class, SystemOut: &junitCDATA{Text: caseDetail(r)}}
+			for _, comp := range rubric.Components {
+				if p, ok := r.Provenance[comp]; ok {
+					if c.Properties == nil {
+						c.Properties = &junitProps{}
+					}
+					c.Properties.Property = append(c.Properties.Property, junitProperty{Name: "provenance: " + string(comp), Value: p})
+				}
+			}
 			switch r.Verdict {
 			case rubric.Failed:
 				c.Failure = &junitMessage{Message: withStandIn(r.Reason, r), Type: "failed", Text: caseDetail(r)}
@@ -149,6 +165,9 @@ func caseDetail(r report.EntryRow) string {
 	if len(r.StandIns) > 0 {
 		fmt.Fprintf(&b, "stand-in: %s\n", report.StandInNote(r.StandIns))
 	}
+	if p := r.ProvenanceLine(); p != "" {
+		fmt.Fprintf(&b, "rests on: %s\n", p)
+	}
 	for _, e := range r.Evidence {
 		fmt.Fprintf(&b, "evidence: %s\n", e)
 	}
@@ -183,6 +202,11 @@ func (s *junitSuites) clean() {
 			}
 			if c.SystemOut != nil {
 				c.SystemOut.Text = xmlText(c.SystemOut.Text)
+			}
+			if c.Properties != nil {
+				for k, p := range c.Properties.Property {
+					c.Properties.Property[k] = junitProperty{Name: xmlText(p.Name), Value: xmlText(p.Value)}
+				}
 			}
 		}
 	}

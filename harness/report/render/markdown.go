@@ -94,6 +94,9 @@ func WriteMarkdown(w io.Writer, d report.Document) error {
 			if len(r.StandIns) > 0 {
 				v += " *(stand-in: " + r.StandInList() + ")*"
 			}
+			if p := r.ProvenanceLine(); p != "" {
+				v += "<br>*rests on " + Cell(p) + "*"
+			}
 			fmt.Fprintf(&b, "| **%s** %s | %s | %s | %s | %s |\n", r.ID, Cell(r.Title), v,
 				Cell(r.Reason), evidenceLinks(r.Evidence), code(r.Reproduce))
 		}

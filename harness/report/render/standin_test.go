@@ -50,8 +50,8 @@ func TestStandInMarkedPerEntry(t *testing.T) {
 	var md strings.Builder
 	require.NoError(t, WriteMarkdown(&md, d))
 	assert.Contains(t, md.String(), "**Stand-ins:** this target's execd, egress, sandbox are built by this project")
-	assert.Contains(t, md.String(), "| **network** "+Cell("Network security: targets not allowed are denied")+" | **FAILED** *(stand-in: execd, egress, sandbox)* |")
-	assert.Contains(t, md.String(), "| **M1** M1 · Minimum closed loop | passed *(stand-in: execd, sandbox)* |")
+	assert.Contains(t, md.String(), "| **network** "+Cell("Network security: targets not allowed are denied")+" | **FAILED** *(stand-in: execd, egress, sandbox)*<br>*rests on "+Cell("execd: stand-in; egress: stand-in; sandbox: stand-in")+"* |")
+	assert.Contains(t, md.String(), "| **M1** M1 · Minimum closed loop | passed *(stand-in: execd, sandbox)*<br>*rests on "+Cell("execd: stand-in; sandbox: stand-in")+"* |")
 	assert.Contains(t, md.String(), "| **M0** M0 · Contract verification | passed | ")
 
 	var ju strings.Builder

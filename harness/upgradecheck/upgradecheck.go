@@ -1,21 +1,22 @@
-package main
+// Package upgradecheck runs and judges `acceptance upgrade-check`: one
+// subject graded on the docker target against two server versions,
+// interleaved, then compared (verdicts, evidence drift, latency against the
+// spread within each version). cmd/acceptance parses the flags.
+package upgradecheck
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
@@ -24,7 +25,30 @@ import (
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// upgradeCheckMain is `acceptance upgrade-check --from A --to B`: the
+// Config is one upgrade check, as `acceptance upgrade-check`'s flags name
+// it (cmd/acceptance parses and validates them).
+type Config struct {
+	From, To string
+	Rounds   int    // runs per version, interleaved A B A B …
+	Tags     string // godog tag expression passed to each run ("" = the full suite)
+	Subject  string // the subject graded in every run (as run --subject)
+	Out      string // the runs' bundles and upgrade-check.{md,json}
+	Seed     int64  // scenario order seed shared by every run
+	RunArgs  []string
+	Options  compare.Options // how latency figures are judged
+	Self     string          // the acceptance binary each run executes
+	// FromImages, ToImages: each side's own execd and egress (""
+	// = the images its server version names in the version table).
+	FromImages, ToImages Images
+	// Order: OrderABBA (default) or OrderRandom (drawn from Seed).
+	Order string
+}
+
+// noiseFree compares evidence with the noise left out and judges no figure
+// (figures are judged across rounds by JudgeFigures).
+var noiseFree = compare.Options{Threshold: math.Inf(1), FloorMs: math.Inf(1), FloorBytes: math.Inf(1), IgnoreNoise: true}
+
+// Check is `acceptance upgrade-check --from A --to B`: the
 // reference (or --subject) graded on the docker target against server
 // version A and B, interleaved A B A B … (--rounds each), then compared:
 // verdicts and evidence drift (compare.Compare of each side's first run),
@@ -35,115 +59,63 @@ import (
 // one run per side timing is not judged. Exit 1 on a regression, 2 when a
 // run could not complete (a version whose control plane does not start is
 // reported with its classified failure).
-func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("upgrade-check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("from", "", "the server version upgraded from (required)")
-	to := fs.String("to", dockertarget.DefaultServerVersion, "the server version upgraded to")
-	rounds := fs.Int("rounds", 2, "runs per version, interleaved A B A B …; timing is judged only with 2 or more")
-	tags := fs.String("tags", "", "godog tag expression passed to each run (default: the full suite)")
-	subject := fs.String("subject", "reference", "the subject graded in every run (as run --subject)")
-	out := fs.String("out", "", "directory for the runs' bundles and upgrade-check.{md,json} (default reports/upgrade-FROM-TO-<time>)")
-	seed := fs.Int64("seed", 0, "scenario order seed shared by every run (0 = derived from the clock)")
-	threshold := fs.String("threshold", "25%", "relative increase of a median that can be a regression (besides exceeding the spread)")
-	floorMs := fs.Float64("floor-ms", compare.DefaultOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
-	rejudge := fs.String("judge", "", "judge an earlier upgrade check's runs again (its directory) without running anything, e.g. with another --threshold")
-	var runArgs stringList
-	fs.Var(&runArgs, "run-arg", "an extra flag passed to every run (repeatable), e.g. --run-arg=--egress-image=X")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acceptance upgrade-check --from A [--to B] [--rounds N] [--tags EXPR] [--subject S] [--out DIR]")
-		fs.PrintDefaults()
+func Check(ctx context.Context, c Config, stdout, stderr io.Writer) int {
+	from, to, rounds, tags, subject, out, seed, runArgs, self := &c.From, &c.To, &c.Rounds, &c.Tags, &c.Subject, &c.Out, &c.Seed, c.RunArgs, c.Self
+	res := upgradeResult{From: *from, To: *to, Rounds: *rounds, Seed: *seed, Tags: *tags, Subject: *subject,
+		FromImages: c.FromImages, ToImages: c.ToImages}
+	if c.Order == "" {
+		c.Order = OrderABBA
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	if *rejudge != "" {
-		return rejudgeUpgrade(*rejudge, *threshold, *floorMs, stdout, stderr)
-	}
-	if *from == "" || !dockertarget.ValidVersion(*from) || !dockertarget.ValidVersion(*to) {
-		fmt.Fprintln(stderr, "acceptance upgrade-check: --from and --to must be server versions (e.g. --from 0.2.3 --to 1.1.1)")
-		return 2
-	}
-	if *from == *to {
-		fmt.Fprintln(stderr, "acceptance upgrade-check: --from and --to are the same version")
-		return 2
-	}
-	if *rounds < 1 || *rounds > 10 {
-		fmt.Fprintln(stderr, "acceptance upgrade-check: --rounds must be 1 to 10")
-		return 2
-	}
-	th, err := parseThreshold(*threshold)
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: --threshold: %v\n", err)
-		return 2
-	}
-	if err := checkTags(*tags); err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: %v\n", err)
-		return 2
-	}
-	if *seed == 0 {
-		*seed = time.Now().UnixNano() % 1_000_000
-	}
-	if *out == "" {
-		*out = filepath.Join("reports", fmt.Sprintf("upgrade-%s-%s-%s", *from, *to, time.Now().UTC().Format("20060102T150405Z")))
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: %v\n", err)
-		return 2
-	}
-	self, err := os.Executable()
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	res := upgradeResult{From: *from, To: *to, Rounds: *rounds, Seed: *seed, Tags: *tags, Subject: *subject}
-rounds:
-	for i := 1; i <= *rounds; i++ {
-		for _, v := range []string{*from, *to} {
-			dir := filepath.Join(*out, fmt.Sprintf("%s-run%d", v, i))
-			argv := []string{"run", "--target", "docker", "--server-version", v, "--seed", fmt.Sprint(*seed), "--subject", *subject, "--out", dir}
-			if *tags != "" {
-				argv = append(argv, "--tags", *tags)
-			}
-			argv = append(argv, runArgs...)
-			fmt.Fprintf(stderr, "upgrade-check: round %d/%d, opensandbox-server==%s → %s\n", i, *rounds, v, dir)
-			t0 := time.Now()
-			cmd := exec.CommandContext(ctx, self, argv...)
-			var log strings.Builder
-			cmd.Stdout, cmd.Stderr = io.MultiWriter(stderr, &log), io.MultiWriter(stderr, &log)
-			err := cmd.Run()
-			code := 0
-			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				code = 2
-			}
-			r := upgradeRun{Version: v, Round: i, Dir: dir, Exit: code, Seconds: time.Since(t0).Seconds()}
-			if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
-				r.Failure = startFailureOf(log.String())
-			}
-			res.Runs = append(res.Runs, r)
-			if ctx.Err() != nil {
-				fmt.Fprintln(stderr, "upgrade-check: interrupted")
-				return 2
-			}
-			if r.Failure != "" && !classifiedStartFailure(r.Failure) {
-				// Not a version's own start failure (the engine is busy or
-				// missing, a usage error): every further run would fail alike.
-				fmt.Fprintf(stderr, "upgrade-check: stopping: %s\n", r.Failure)
-				res.Stopped = "stopped after opensandbox-server==" + v + fmt.Sprintf(" round %d: ", i) + r.Failure
-				break rounds
-			}
+	plan := Plan(*from, *to, *rounds, c.Order, *seed)
+	res.Order, res.Sequence = c.Order, sequence(plan, *from)
+	for _, p := range plan {
+		v, i := p.Version, p.Round
+		imgs := c.FromImages
+		if v == *to {
+			imgs = c.ToImages
+		}
+		dir := filepath.Join(*out, fmt.Sprintf("%s-run%d", v, i))
+		argv := []string{"run", "--target", "docker", "--server-version", v, "--seed", fmt.Sprint(*seed), "--subject", *subject, "--out", dir}
+		if *tags != "" {
+			argv = append(argv, "--tags", *tags)
+		}
+		if imgs.Execd != "" {
+			argv = append(argv, "--execd-image", imgs.Execd)
+		}
+		if imgs.Egress != "" {
+			argv = append(argv, "--egress-image", imgs.Egress)
+		}
+		argv = append(argv, runArgs...)
+		fmt.Fprintf(stderr, "upgrade-check: round %d/%d (%s), opensandbox-server==%s → %s\n", i, *rounds, res.Sequence, v, dir)
+		t0 := time.Now()
+		cmd := exec.CommandContext(ctx, self, argv...)
+		var log strings.Builder
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(stderr, &log), io.MultiWriter(stderr, &log)
+		err := cmd.Run()
+		code := 0
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			code = 2
+		}
+		r := upgradeRun{Version: v, Round: i, Dir: dir, Exit: code, Seconds: time.Since(t0).Seconds()}
+		if _, err := os.Stat(filepath.Join(dir, "report.json")); err != nil {
+			r.Failure = startFailureOf(log.String())
+		}
+		res.Runs = append(res.Runs, r)
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "upgrade-check: interrupted")
+			return 2
+		}
+		if r.Failure != "" && !classifiedStartFailure(r.Failure) {
+			// Not a version's own start failure (the engine is busy or
+			// missing, a usage error): every further run would fail alike.
+			fmt.Fprintf(stderr, "upgrade-check: stopping: %s\n", r.Failure)
+			res.Stopped = "stopped after opensandbox-server==" + v + fmt.Sprintf(" round %d: ", i) + r.Failure
+			break
 		}
 	}
-	res.judge(compare.Options{Threshold: th, FloorMs: *floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
+	res.judge(c.Options)
 	return res.write(*out, stdout)
 }
 
@@ -157,13 +129,9 @@ func (r *upgradeResult) write(dir string, stdout io.Writer) int {
 	return r.Exit
 }
 
-// rejudgeUpgrade judges an earlier check's runs again.
-func rejudgeUpgrade(dir, threshold string, floorMs float64, stdout, stderr io.Writer) int {
-	th, err := parseThreshold(threshold)
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: --threshold: %v\n", err)
-		return 2
-	}
+// Rejudge judges an earlier check's runs (its directory) again, without
+// running anything, e.g. with another threshold.
+func Rejudge(dir string, o compare.Options, stdout, stderr io.Writer) int {
 	b, err := os.ReadFile(filepath.Join(dir, "upgrade-check.json"))
 	var old upgradeResult
 	if err == nil {
@@ -173,8 +141,9 @@ func rejudgeUpgrade(dir, threshold string, floorMs float64, stdout, stderr io.Wr
 		fmt.Fprintf(stderr, "acceptance upgrade-check: --judge %s: %v\n", dir, err)
 		return 2
 	}
-	r := upgradeResult{From: old.From, To: old.To, Rounds: old.Rounds, Seed: old.Seed, Tags: old.Tags, Subject: old.Subject, Runs: old.Runs, Stopped: old.Stopped}
-	r.judge(compare.Options{Threshold: th, FloorMs: floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
+	r := upgradeResult{From: old.From, To: old.To, Rounds: old.Rounds, Seed: old.Seed, Tags: old.Tags, Subject: old.Subject, Runs: old.Runs, Stopped: old.Stopped,
+		Order: old.Order, Sequence: old.Sequence, FromImages: old.FromImages, ToImages: old.ToImages}
+	r.judge(o)
 	return r.write(dir, stdout)
 }
 
@@ -237,8 +206,15 @@ type upgradeResult struct {
 	Rounds          int
 	Seed            int64
 	Tags, Subject   string
+	Order           string `json:",omitempty"` // abba | random
+	Sequence        string `json:",omitempty"` // the runs' order, e.g. "A B B A"
+	FromImages      Images
+	ToImages        Images
 	Runs            []upgradeRun
-	VerdictsFrom    []string // each run's overall verdict
+	DataPlane       DataPlane
+	Contract        []compare.ContractChange // facts of the answers every run of one side showed and no run of the other
+	DriftInVersion  []string                 // entries whose evidence differs between runs of one version: not shown as drift
+	VerdictsFrom    []string                 // each run's overall verdict
 	VerdictsTo      []string
 	EntryChanges    []compare.EntryChange
 	Drift           []compare.EvidenceDrift
@@ -294,9 +270,29 @@ func (r *upgradeResult) judge(o compare.Options) {
 	// the score) regressed only when every run of the new version is worse
 	// than every run of the old one; an entry whose verdict differs between
 	// rounds of one version is listed as unstable instead.
-	c, err := compare.Compare(fromDirs[0], toDirs[0], compare.Options{Threshold: math.Inf(1), FloorMs: math.Inf(1), FloorBytes: math.Inf(1)})
+	// Evidence drift leaves out what is noise by nature (compare.Denoise)
+	// and the entries whose evidence already differs between runs of one
+	// version.
+	c, err := compare.Compare(fromDirs[0], toDirs[0], noiseFree)
 	if err == nil {
-		r.EntryChanges, r.Drift = c.Entries, c.Drift
+		r.EntryChanges = c.Entries
+		varies := withinVersionDrift(fromDirs)
+		for id := range withinVersionDrift(toDirs) {
+			varies[id] = true
+		}
+		for _, d := range c.Drift {
+			if varies[string(d.ID)] {
+				r.DriftInVersion = append(r.DriftInVersion, string(d.ID))
+				continue
+			}
+			r.Drift = append(r.Drift, d)
+		}
+	}
+	r.Contract = contractChanges(fromDirs, toDirs)
+	if fd, err := report.ReadDocument(fromDirs[0]); err == nil {
+		if td, err := report.ReadDocument(toDirs[0]); err == nil {
+			r.DataPlane = judgeDataPlane(fd, td, r.From, r.To)
+		}
 	}
 	r.Regressions = append(r.Regressions, verdictRegressions(fromDirs, toDirs)...)
 	r.Unstable = append(unstableEntries(fromDirs, r.From), unstableEntries(toDirs, r.To)...)
@@ -499,7 +495,31 @@ func medianSpread(xs []float64) (float64, float64) {
 func (r *upgradeResult) markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Upgrade check: opensandbox-server %s → %s\n\n", r.From, r.To)
-	fmt.Fprintf(&b, "Subject %s, seed %d, tags %q, %d round(s) per version, interleaved.\n\n", r.Subject, r.Seed, r.Tags, r.Rounds)
+	order := "interleaved"
+	switch r.Order {
+	case OrderABBA:
+		order = "in ABBA order (" + r.Sequence + "; A = " + r.From + ")"
+	case OrderRandom:
+		order = "in an order drawn from the seed (" + r.Sequence + "; A = " + r.From + ")"
+	}
+	fmt.Fprintf(&b, "Subject %s, seed %d, tags %q, %d round(s) per version, %s.\n\n", r.Subject, r.Seed, r.Tags, r.Rounds, order)
+	if dp := r.DataPlane; dp.Note != "" {
+		fmt.Fprintf(&b, "Data plane: %s.\n\n", dp.Note)
+		if len(dp.From) > 0 || len(dp.To) > 0 {
+			b.WriteString("| version | images (id, provenance) |\n|---|---|\n")
+			for _, side := range []struct {
+				v  string
+				us []ImageUse
+			}{{r.From, dp.From}, {r.To, dp.To}} {
+				var parts []string
+				for _, u := range side.us {
+					parts = append(parts, u.String())
+				}
+				fmt.Fprintf(&b, "| %s | %s |\n", side.v, strings.Join(parts, "; "))
+			}
+			b.WriteString("\n")
+		}
+	}
 	b.WriteString("| version | round | exit | seconds | bundle |\n|---|---|---|---|---|\n")
 	for _, run := range r.Runs {
 		dir := run.Dir
@@ -523,10 +543,25 @@ func (r *upgradeResult) markdown() string {
 	if len(r.Unstable) > 0 {
 		writeList(&b, "\nUnstable within a version (differs between rounds):\n", r.Unstable)
 	}
-	if len(r.Drift) == 0 {
-		b.WriteString("\nEvidence: no drift.\n")
+	if len(r.Contract) == 0 {
+		b.WriteString("\nContract: no change (the status codes, body shapes, error codes and headers the recording proxies saw are the same on both sides).\n")
 	} else {
-		b.WriteString("\nEvidence drift:\n")
+		b.WriteString("\n**Contract changes** (seen in every run of one version and in no run of the other):\n")
+		for _, c := range r.Contract {
+			v, word := r.To, "only on"
+			if c.Side == "old" {
+				v = r.From
+			}
+			fmt.Fprintf(&b, "- %s %s: `%s`\n", word, v, c.Fact)
+		}
+	}
+	if len(r.DriftInVersion) > 0 {
+		fmt.Fprintf(&b, "\nEvidence that already differs between runs of one version (not counted as drift): %s.\n", strings.Join(r.DriftInVersion, ", "))
+	}
+	if len(r.Drift) == 0 {
+		b.WriteString("\nEvidence: no drift (resource usage, uids, pids, timings and run markers left out).\n")
+	} else {
+		b.WriteString("\nEvidence drift (resource usage, uids, pids, timings and run markers left out):\n")
 		for _, d := range r.Drift {
 			fmt.Fprintf(&b, "\n%s:\n```diff\n%s\n```\n", d.ID, d.Diff)
 		}
@@ -535,7 +570,20 @@ func (r *upgradeResult) markdown() string {
 		b.WriteString("\n" + r.TimingNote + ".\n")
 	}
 	if len(r.Figures) > 0 {
-		fmt.Fprintf(&b, "\nLatency figures (%d in every run): median [spread] per version\n\n", len(r.Figures))
+		fmt.Fprintf(&b, "\nControl-plane latencies at the recording proxy (median over each run's sandboxes, then median [spread] per version, judged %s):\n\n", orderWord(r.Order))
+		b.WriteString("| figure | " + r.From + " | " + r.To + " | judgement |\n|---|---|---|---|\n")
+		cp := 0
+		for _, f := range r.Figures {
+			if compare.ControlPlaneFigure(f.Name) {
+				cp++
+				fmt.Fprintf(&b, "| %s | %s [%s] | %s [%s] | %s |\n", f.Name, rubric.Num(f.FromMedian), rubric.Num(f.FromSpread),
+					rubric.Num(f.ToMedian), rubric.Num(f.ToSpread), judgementWord(f))
+			}
+		}
+		if cp == 0 {
+			b.WriteString("| (none: the runs' bundles hold no proxy records) | | | |\n")
+		}
+		fmt.Fprintf(&b, "\nAll latency figures (%d in every run): median [spread] per version\n\n", len(r.Figures))
 		b.WriteString("| figure | " + r.From + " | " + r.To + " | judgement |\n|---|---|---|---|\n")
 		for _, f := range r.Figures {
 			j := "not judged"
@@ -569,6 +617,28 @@ func (r *upgradeResult) markdown() string {
 		fmt.Fprintf(&b, "\nResult: regression (exit %d).\n", r.Exit)
 	}
 	return b.String()
+}
+
+func orderWord(o string) string {
+	switch o {
+	case OrderABBA:
+		return "ABBA"
+	case OrderRandom:
+		return "in seeded random order"
+	}
+	return "A B A B"
+}
+
+func judgementWord(f FigureJudgement) string {
+	switch {
+	case f.Regression:
+		return "**regression** (beyond the spread)"
+	case f.Improvement:
+		return "improvement (beyond the spread)"
+	case f.WithinTheNoise:
+		return "within the noise"
+	}
+	return "not judged"
 }
 
 // writeList writes a heading and its items as a Markdown list.
