@@ -1,21 +1,22 @@
-package main
+// Package upgradecheck runs and judges `acceptance upgrade-check`: one
+// subject graded on the docker target against two server versions,
+// interleaved, then compared (verdicts, evidence drift, latency against the
+// spread within each version). cmd/acceptance parses the flags.
+package upgradecheck
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
@@ -24,7 +25,21 @@ import (
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
-// upgradeCheckMain is `acceptance upgrade-check --from A --to B`: the
+// Config is one upgrade check, as `acceptance upgrade-check`'s flags name
+// it (cmd/acceptance parses and validates them).
+type Config struct {
+	From, To string
+	Rounds   int    // runs per version, interleaved A B A B …
+	Tags     string // godog tag expression passed to each run ("" = the full suite)
+	Subject  string // the subject graded in every run (as run --subject)
+	Out      string // the runs' bundles and upgrade-check.{md,json}
+	Seed     int64  // scenario order seed shared by every run
+	RunArgs  []string
+	Options  compare.Options // how latency figures are judged
+	Self     string          // the acceptance binary each run executes
+}
+
+// Check is `acceptance upgrade-check --from A --to B`: the
 // reference (or --subject) graded on the docker target against server
 // version A and B, interleaved A B A B … (--rounds each), then compared:
 // verdicts and evidence drift (compare.Compare of each side's first run),
@@ -35,74 +50,8 @@ import (
 // one run per side timing is not judged. Exit 1 on a regression, 2 when a
 // run could not complete (a version whose control plane does not start is
 // reported with its classified failure).
-func upgradeCheckMain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("upgrade-check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("from", "", "the server version upgraded from (required)")
-	to := fs.String("to", dockertarget.DefaultServerVersion, "the server version upgraded to")
-	rounds := fs.Int("rounds", 2, "runs per version, interleaved A B A B …; timing is judged only with 2 or more")
-	tags := fs.String("tags", "", "godog tag expression passed to each run (default: the full suite)")
-	subject := fs.String("subject", "reference", "the subject graded in every run (as run --subject)")
-	out := fs.String("out", "", "directory for the runs' bundles and upgrade-check.{md,json} (default reports/upgrade-FROM-TO-<time>)")
-	seed := fs.Int64("seed", 0, "scenario order seed shared by every run (0 = derived from the clock)")
-	threshold := fs.String("threshold", "25%", "relative increase of a median that can be a regression (besides exceeding the spread)")
-	floorMs := fs.Float64("floor-ms", compare.DefaultOptions.FloorMs, "smallest increase of a time figure (ms) that can be a regression")
-	rejudge := fs.String("judge", "", "judge an earlier upgrade check's runs again (its directory) without running anything, e.g. with another --threshold")
-	var runArgs stringList
-	fs.Var(&runArgs, "run-arg", "an extra flag passed to every run (repeatable), e.g. --run-arg=--egress-image=X")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: acceptance upgrade-check --from A [--to B] [--rounds N] [--tags EXPR] [--subject S] [--out DIR]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	if *rejudge != "" {
-		return rejudgeUpgrade(*rejudge, *threshold, *floorMs, stdout, stderr)
-	}
-	if *from == "" || !dockertarget.ValidVersion(*from) || !dockertarget.ValidVersion(*to) {
-		fmt.Fprintln(stderr, "acceptance upgrade-check: --from and --to must be server versions (e.g. --from 0.2.3 --to 1.1.1)")
-		return 2
-	}
-	if *from == *to {
-		fmt.Fprintln(stderr, "acceptance upgrade-check: --from and --to are the same version")
-		return 2
-	}
-	if *rounds < 1 || *rounds > 10 {
-		fmt.Fprintln(stderr, "acceptance upgrade-check: --rounds must be 1 to 10")
-		return 2
-	}
-	th, err := parseThreshold(*threshold)
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: --threshold: %v\n", err)
-		return 2
-	}
-	if err := checkTags(*tags); err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: %v\n", err)
-		return 2
-	}
-	if *seed == 0 {
-		*seed = time.Now().UnixNano() % 1_000_000
-	}
-	if *out == "" {
-		*out = filepath.Join("reports", fmt.Sprintf("upgrade-%s-%s-%s", *from, *to, time.Now().UTC().Format("20060102T150405Z")))
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: %v\n", err)
-		return 2
-	}
-	self, err := os.Executable()
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
+func Check(ctx context.Context, c Config, stdout, stderr io.Writer) int {
+	from, to, rounds, tags, subject, out, seed, runArgs, self := &c.From, &c.To, &c.Rounds, &c.Tags, &c.Subject, &c.Out, &c.Seed, c.RunArgs, c.Self
 	res := upgradeResult{From: *from, To: *to, Rounds: *rounds, Seed: *seed, Tags: *tags, Subject: *subject}
 rounds:
 	for i := 1; i <= *rounds; i++ {
@@ -143,7 +92,7 @@ rounds:
 			}
 		}
 	}
-	res.judge(compare.Options{Threshold: th, FloorMs: *floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
+	res.judge(c.Options)
 	return res.write(*out, stdout)
 }
 
@@ -157,13 +106,9 @@ func (r *upgradeResult) write(dir string, stdout io.Writer) int {
 	return r.Exit
 }
 
-// rejudgeUpgrade judges an earlier check's runs again.
-func rejudgeUpgrade(dir, threshold string, floorMs float64, stdout, stderr io.Writer) int {
-	th, err := parseThreshold(threshold)
-	if err != nil {
-		fmt.Fprintf(stderr, "acceptance upgrade-check: --threshold: %v\n", err)
-		return 2
-	}
+// Rejudge judges an earlier check's runs (its directory) again, without
+// running anything, e.g. with another threshold.
+func Rejudge(dir string, o compare.Options, stdout, stderr io.Writer) int {
 	b, err := os.ReadFile(filepath.Join(dir, "upgrade-check.json"))
 	var old upgradeResult
 	if err == nil {
@@ -174,7 +119,7 @@ func rejudgeUpgrade(dir, threshold string, floorMs float64, stdout, stderr io.Wr
 		return 2
 	}
 	r := upgradeResult{From: old.From, To: old.To, Rounds: old.Rounds, Seed: old.Seed, Tags: old.Tags, Subject: old.Subject, Runs: old.Runs, Stopped: old.Stopped}
-	r.judge(compare.Options{Threshold: th, FloorMs: floorMs, FloorBytes: compare.DefaultOptions.FloorBytes})
+	r.judge(o)
 	return r.write(dir, stdout)
 }
 

@@ -1,7 +1,6 @@
-package main
+package upgradecheck
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -42,21 +41,6 @@ func TestJudgeFiguresAgainstNoise(t *testing.T) {
 	// A figure missing from one run is not compared.
 	part := JudgeFigures([]map[string]float64{{"x_ms": 1, "y_ms": 2}, {"x_ms": 1}}, []map[string]float64{{"x_ms": 1, "y_ms": 2}, {"x_ms": 1}}, o)
 	assert.Len(t, part, 1)
-}
-
-func TestUpgradeCheckUsageErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{},
-		{"--from", "1.1.1", "--to", "1.1.1"},
-		{"--from", "0.2.3", "--rounds", "0"},
-		{"--from", "1; rm", "--to", "1.1.1"},
-		{"--from", "0.2.3", "stray"},
-		{"--from", "0.2.3", "--tags", "@a &&"},
-	} {
-		var out, errb bytes.Buffer
-		assert.Equal(t, 2, dispatch(append([]string{"upgrade-check"}, args...), &out, &errb), "%q: %s", args, errb.String())
-		assert.NotContains(t, errb.String(), "panic")
-	}
 }
 
 func TestUpgradeResultNoRunsIsIncomplete(t *testing.T) {
