@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // adminHandler is the /_mock admin API (a documented mock extension),
@@ -67,8 +68,8 @@ func (s *Server) adminRoutes(mux *patternMux) {
 			writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_DELETE_FAILED", err.Error())
 			return
 		}
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFault,
-			Fault: &audit.Fault{Name: "expire-now", Active: true, Detail: "expired by admin"}})
+		s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindFault,
+			Fault: &wire.Fault{Name: "expire-now", Active: true, Detail: "expired by admin"}})
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /_mock/faults/egress-deny", s.adminEgressDeny)
@@ -128,7 +129,7 @@ func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: audit.Kind(q.Get("kind")), Key: q.Get("key_fingerprint")}
+	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: wire.Kind(q.Get("kind")), Key: q.Get("key_fingerprint")}
 	if v := q.Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -151,12 +152,12 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			delete(s.egressDenyByKey, fp)
 			s.mu.Unlock()
-			s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false, Detail: "key " + fp}})
+			s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: false, Detail: "key " + fp}})
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		s.cfg.Egress.ClearDenyOverride()
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false}})
+		s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: false}})
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -188,7 +189,7 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 		}
 		s.egressDenyByKey[body.KeyFingerprint] = append([]string(nil), body.Targets...)
 		s.mu.Unlock()
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: true,
+		s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: true,
 			Detail: strings.Join(body.Targets, ",") + " for the sandboxes created with key " + body.KeyFingerprint}})
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -197,7 +198,7 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "invalid deny targets: "+err.Error())
 		return
 	}
-	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: true,
+	s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: true,
 		Detail: strings.Join(body.Targets, ",")}})
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -218,7 +219,7 @@ func (s *Server) adminCanaries(w http.ResponseWriter, r *http.Request) {
 	}
 	if label, err := s.armCanaries(body.Canaries, r.Method == http.MethodPut); err != nil {
 		writeError(w, http.StatusConflict, "MOCK::CANARIES_ADD_ONLY", err.Error())
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "canaries-add-only", Active: true,
+		s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "canaries-add-only", Active: true,
 			Detail: "refused " + r.Method + " /_mock/canaries: it would have removed or replaced the canary labelled " + strconv.Quote(label)}})
 		return
 	}

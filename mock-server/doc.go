@@ -52,7 +52,7 @@
 // that is gone:
 //
 //	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}
-//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  {"events":[audit.Event…],"last_seq":N}
+//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  {"events":[wire.Event…],"last_seq":N}
 //	       (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key
 //	       and every event of the sandboxes it created; last_seq: the cursor for the next since)
 //	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
@@ -69,7 +69,7 @@
 //	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds; changing a planted value is 409)
 //	POST   /_mock/markers {"markers":{label:value}}  204: input markers (values of the run's input data, at least
 //	       12 characters): the canary scan never looks for them, the egress gateway looks for them in what it forwards
-//	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
+//	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[wire.Canary…]} (labels, never values)
 //	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
 //	POST   /_mock/api-keys {"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key
 //	       tenancy, off unless asked for; tenancy.go) its lifecycle calls see only the sandboxes created by keys of

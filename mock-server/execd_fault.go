@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // The execd fault is a documented mock extension for milestone M1's "a run
@@ -47,7 +47,7 @@ func (s *Server) adminExecdFault(w http.ResponseWriter, r *http.Request) {
 			delete(f.rules, fp)
 		}
 		f.mu.Unlock()
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: false, Detail: "key " + fp}})
+		s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "execd-fault", Active: false, Detail: "key " + fp}})
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -64,7 +64,7 @@ func (s *Server) adminExecdFault(w http.ResponseWriter, r *http.Request) {
 	}
 	f.rules[rule.KeyFingerprint] = rule
 	f.mu.Unlock()
-	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: true,
+	s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "execd-fault", Active: true,
 		Detail: fmt.Sprintf("key %s: operation %d answers %d", rule.KeyFingerprint, rule.Call, rule.Status)}})
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -109,7 +109,7 @@ func (s *Server) injectExecdFault(w http.ResponseWriter, r *http.Request, sb *sa
 		return false
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxFaultDrain))
-	s.audit.Record(audit.Event{SandboxID: sb.id, Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: true,
+	s.audit.Record(wire.Event{SandboxID: sb.id, Kind: wire.KindFault, Fault: &wire.Fault{Name: "execd-fault", Active: true,
 		Detail: fmt.Sprintf("operation %d (%s %s) answered %d", n, r.Method, r.URL.Path, rule.Status)}})
 	writeError(w, rule.Status, "MOCK::INJECTED_FAULT", "Simulated platform fault injected by the harness (execd operation "+fmt.Sprint(n)+").")
 	return true

@@ -17,6 +17,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // ErrNotFound is returned by Go API calls naming an unknown (or already
@@ -220,10 +221,10 @@ func (s *Server) Close() error {
 }
 
 // Audit returns every audit event so far.
-func (s *Server) Audit() []audit.Event { return s.audit.Events(audit.Query{}) }
+func (s *Server) Audit() []wire.Event { return s.audit.Events(audit.Query{}) }
 
 // AuditQuery returns the events matching q.
-func (s *Server) AuditQuery(q audit.Query) []audit.Event { return s.audit.Events(q) }
+func (s *Server) AuditQuery(q audit.Query) []wire.Event { return s.audit.Events(q) }
 
 // Recorder is the audit recorder (for wiring the egress hub to the same trail).
 func (s *Server) Recorder() audit.Recorder { return s.audit }
@@ -327,8 +328,8 @@ func (s *Server) remove(id, to, reason string, expired bool) error {
 	s.finalRecord(id, sb)
 	err := sb.destroy()
 	s.releaseVolumes(sb.volumeClaims)
-	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState,
-		State: &audit.State{From: from, To: to, Reason: reason}})
+	s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindState,
+		State: &wire.State{From: from, To: to, Reason: reason}})
 	if err != nil {
 		s.log.Warn("destroy sandbox", "id", id, "err", err)
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/model"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // The agent's tool calls held against what ran, so an agent cannot hide a
@@ -76,7 +76,7 @@ type auditedCommand struct {
 	command string
 }
 
-func auditedCommands(events []osb.AuditEvent) []auditedCommand {
+func auditedCommands(events []wire.Event) []auditedCommand {
 	var out []auditedCommand
 	for _, ev := range events {
 		if ev.Kind != "command" || ev.Command == nil {

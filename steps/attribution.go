@@ -14,9 +14,9 @@ import (
 
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Attribution by identity, never by a time window, so one submission is never
@@ -40,7 +40,7 @@ func plantInCSV(csv []byte, delim, token string) ([]byte, string, bool) {
 
 // egressRequests are the requests the gateway forwarded for the run's
 // sandboxes (the run's audit must be loaded).
-func egressRequests(r *subjectRun) []osb.AuditEvent { return command.EgressRequests(r.audit) }
+func egressRequests(r *subjectRun) []wire.Event { return command.EgressRequests(r.audit) }
 
 func sameHost(a, b string) bool { return command.SameHost(a, b) }
 

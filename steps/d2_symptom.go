@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -45,7 +44,7 @@ func (a d2Answer) gone() bool { return a.Status == 0 || a.Status == 404 }
 // inFlightAtRemoval: a call the bundled server's execd endpoint reset
 // because its sandbox was removed while it ran; it was made before the
 // disappearance (D2 does not count it as a call to the vanished sandbox).
-func inFlightAtRemoval(ev osb.AuditEvent) bool {
+func inFlightAtRemoval(ev wire.Event) bool {
 	return ev.ExecdAfterRemoval != nil && ev.ExecdAfterRemoval.Note == wire.AfterRemovalInFlight
 }
 
@@ -65,7 +64,7 @@ var statusPrefix = regexp.MustCompile(`^status (\d{3}): ?(.*)$`)
 // for sandbox id recorded at or after the fault (lifecycle and proxy calls,
 // execd commands and file operations, calls its execd endpoint reset), in
 // order, successes included (a call that the removal had not reached yet).
-func d2AnswersFromAudit(events []osb.AuditEvent, id string, at time.Time) []d2Answer {
+func d2AnswersFromAudit(events []wire.Event, id string, at time.Time) []d2Answer {
 	var out []d2Answer
 	for _, ev := range events {
 		if ev.SandboxID != id || ev.Time.Before(at) {

@@ -14,6 +14,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/summary"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Fault drills D1, D2, D3 and D5.
@@ -497,8 +498,8 @@ func capacityFault(ctx context.Context, seconds int) error {
 }
 
 // createAttempts are the run's create requests, refused or not, in order.
-func createAttempts(r *subjectRun) []osb.AuditEvent {
-	var out []osb.AuditEvent
+func createAttempts(r *subjectRun) []wire.Event {
+	var out []wire.Event
 	for _, ev := range r.attempts {
 		if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && isCreatePath(lc.Path) {
 			out = append(out, ev)

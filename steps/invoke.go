@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-
-	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // invocation is one run of one of the submission's other entry points
@@ -26,10 +25,10 @@ type invocation struct {
 
 	// What the target saw of its key (loadInvocationAudit: launch.Saw).
 	keepOnce sync.Once
-	calls    []osb.AuditEvent // lifecycle calls with this invocation's key
-	keyless  []osb.AuditEvent // its keyless lifecycle calls (attributed by its box, or alone on the server)
-	audit    []osb.AuditEvent // every event of the sandboxes it created
-	created  []string         // sandboxes it created
+	calls    []wire.Event // lifecycle calls with this invocation's key
+	keyless  []wire.Event // its keyless lifecycle calls (attributed by its box, or alone on the server)
+	audit    []wire.Event // every event of the sandboxes it created
+	created  []string     // sandboxes it created
 }
 
 // invoke runs one of the submission's commands (Env.launch): working
@@ -104,6 +103,3 @@ func (inv *invocation) keep(saw command.Saw) {
 		_ = os.WriteFile(filepath.Join(inv.Dir, "server-saw.json"), b, 0o644)
 	})
 }
-
-// osbEvent is an audit event (short name for the checks).
-type osbEvent = osb.AuditEvent

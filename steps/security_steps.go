@@ -13,6 +13,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // M3 security and D4 injection.
@@ -258,7 +259,7 @@ func probeEgressDecision(ctx context.Context, s *scenario, host string) (string,
 // egressDecision is the decision the events record for host: the first one
 // that is not a denial (allow, or error: allowed by the policy but without
 // upstream) if any, else "deny", or "" when none is recorded.
-func egressDecision(events []osb.AuditEvent, host string) string {
+func egressDecision(events []wire.Event, host string) string {
 	decision := ""
 	for _, ev := range events {
 		if ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), host) {
@@ -397,7 +398,7 @@ func (e *Env) sandboxSecrets(ctx context.Context, r *subjectRun) (found, live []
 }
 
 // liveCanaryScan asks the bundled server to scan a sandbox that still exists.
-func (e *Env) liveCanaryScan(ctx context.Context, id string) ([]osb.CanaryFinding, error) {
+func (e *Env) liveCanaryScan(ctx context.Context, id string) ([]wire.Canary, error) {
 	c, cancel := ctxTimeout(ctx, 60*time.Second)
 	defer cancel()
 	res, err := e.client.Admin().CanaryScan(c, id)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/recompute"
 	"github.com/osb-capstone/acceptance/harness/summary"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // subjectRun is one run of the subject on one input, with everything the
@@ -53,9 +53,9 @@ type subjectRun struct {
 	model *agentModel // its scripted model (nil: the submission has none)
 
 	// What the target saw of the run's key (loadAudit: launch.Saw).
-	audit      []osb.AuditEvent
-	sandboxes  []string         // created by this run's key, in order
-	attempts   []osb.AuditEvent // every lifecycle call made with this run's key (refused creates too)
+	audit      []wire.Event
+	sandboxes  []string     // created by this run's key, in order
+	attempts   []wire.Event // every lifecycle call made with this run's key (refused creates too)
 	createBody map[string]json.RawMessage
 	keepOnce   sync.Once
 }
