@@ -15,7 +15,7 @@ import (
 // adminHandler is the /_mock admin API (a documented mock extension),
 // guarded by its own X-Mock-Admin-Token header.
 func (s *Server) adminHandler() http.Handler {
-	mux := &patternMux{ServeMux: http.NewServeMux()}
+	mux := &routeMux{ServeMux: http.NewServeMux()}
 	s.adminRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "MOCK::NOT_FOUND", "unknown admin route "+r.Method+" "+r.URL.Path)
@@ -37,29 +37,41 @@ func (s *Server) adminHandler() http.Handler {
 	})
 }
 
-// patternMux is a ServeMux that keeps the patterns registered on it, so that
-// TestAdminRoutesAreDocumented can hold the route lists of doc.go and
-// README.md to the routes served.
-type patternMux struct {
+// routeMux is a ServeMux that keeps each admin route registered on it with
+// its usage line: the route lists of doc.go and README.md are generated from
+// them (TestAdminRoutesAreDocumented; go test ./mock-server -run
+// TestAdminRoutesAreDocumented -update rewrites both).
+type routeMux struct {
 	*http.ServeMux
-	patterns []string
+	routes []adminRoute
 }
 
-func (m *patternMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	m.patterns = append(m.patterns, pattern)
+// adminRoute is one admin route and how it is used.
+type adminRoute struct {
+	Pattern string // "METHOD /_mock/path"
+	// Usage follows the path in the lists: its query or body (none for a
+	// route that takes neither), two spaces, then its answer and what it
+	// does: `[?key_fingerprint=…]  204: clears that rule`.
+	Usage string
+}
+
+// route registers h for pattern, with its usage line.
+func (m *routeMux) route(pattern, usage string, h func(http.ResponseWriter, *http.Request)) {
+	m.routes = append(m.routes, adminRoute{pattern, usage})
 	m.ServeMux.HandleFunc(pattern, h)
 }
 
-// adminRoutes registers every admin route. A new one (a fault route, say)
-// goes here and into the lists of doc.go and README.md: the test above fails
-// until both name it.
-func (s *Server) adminRoutes(mux *patternMux) {
-	mux.HandleFunc("GET /_mock/info", s.adminInfo)
-	mux.HandleFunc("GET /_mock/audit", s.adminAudit)
-	mux.HandleFunc("GET /_mock/sandboxes", func(w http.ResponseWriter, r *http.Request) {
+// adminRoutes registers every admin route with its usage line. A new one (a
+// fault route, say) goes here only: doc.go's and README.md's route lists are
+// generated from these (TestAdminRoutesAreDocumented fails while they are
+// stale; -update rewrites them).
+func (s *Server) adminRoutes(mux *routeMux) {
+	mux.route("GET /_mock/info", `  200 {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}`, s.adminInfo)
+	mux.route("GET /_mock/audit", `[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  200 {"events":[wire.Event…],"last_seq":N} (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key and every event of the sandboxes it created; last_seq: the cursor for the next since)`, s.adminAudit)
+	mux.route("GET /_mock/sandboxes", `  200 {"sandboxes":[SandboxInfo…]}: every sandbox of this run`, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"sandboxes": s.Sandboxes()})
 	})
-	mux.HandleFunc("POST /_mock/sandboxes/{id}/expire", func(w http.ResponseWriter, r *http.Request) {
+	mux.route("POST /_mock/sandboxes/{id}/expire", "  204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		if err := s.ExpireNow(id); errors.Is(err, ErrNotFound) {
 			notFound(w, id)
@@ -72,18 +84,18 @@ func (s *Server) adminRoutes(mux *patternMux) {
 			Fault: &wire.Fault{Name: "expire-now", Active: true, Detail: "expired by admin"}})
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST /_mock/faults/egress-deny", s.adminEgressDeny)
-	mux.HandleFunc("DELETE /_mock/faults/egress-deny", s.adminEgressDeny)
-	mux.HandleFunc("POST /_mock/faults/capacity", s.adminCapacity)
-	mux.HandleFunc("DELETE /_mock/faults/capacity", s.adminCapacity)
-	mux.HandleFunc("POST /_mock/faults/execd", s.adminExecdFault)
-	mux.HandleFunc("DELETE /_mock/faults/execd", s.adminExecdFault)
-	mux.HandleFunc("POST /_mock/api-keys", s.adminAPIKeys)
-	mux.HandleFunc("POST /_mock/tenants/release", s.adminReleaseTenant)
-	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
-	mux.HandleFunc("POST /_mock/canaries", s.adminCanaries)
-	mux.HandleFunc("POST /_mock/markers", s.adminMarkers)
-	mux.HandleFunc("GET /_mock/sandboxes/{id}/canary-scan", func(w http.ResponseWriter, r *http.Request) {
+	mux.route("POST /_mock/faults/egress-deny", `{"targets":[…][,"key_fingerprint":"…"]}  204: every sandbox (or every sandbox created with that key from then on) denies them (409 without an egress hub)`, s.adminEgressDeny)
+	mux.route("DELETE /_mock/faults/egress-deny", "[?key_fingerprint=…]  204: clears that rule (409 without an egress hub)", s.adminEgressDeny)
+	mux.route("POST /_mock/faults/capacity", `{"retry_after_seconds":N[,"key_fingerprint":"…"]}  204: every create (or every create with that key) answers 429 + Retry-After`, s.adminCapacity)
+	mux.route("DELETE /_mock/faults/capacity", "[?key_fingerprint=…]  204: clears that rule", s.adminCapacity)
+	mux.route("POST /_mock/faults/execd", `{"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command, upload, download, file operation) of each sandbox created with that key answers the status (audited)`, s.adminExecdFault)
+	mux.route("DELETE /_mock/faults/execd", "?key_fingerprint=…  204: clears", s.adminExecdFault)
+	mux.route("POST /_mock/api-keys", `{"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key tenancy, off unless asked for; tenancy.go) its lifecycle calls see only the sandboxes created by keys of that tenant, any other answers 404 as unknown; 400 for an empty key, a bad tenant, a key already in another tenant or a released tenant`, s.adminAPIKeys)
+	mux.route("POST /_mock/tenants/release", `{"tenant":"…"}  200 wire.TenantRelease: the tenant's keys revoked, its sandboxes (processes, cgroups, mounts), snapshots and named volumes removed (release.go); 400 for a bad body`, s.adminReleaseTenant)
+	mux.route("PUT /_mock/canaries", `{"canaries":{label:value}}  204 (must keep every planted canary: add-only, else 409)`, s.adminCanaries)
+	mux.route("POST /_mock/canaries", `{"canaries":{label:value}}  204 (adds; changing a planted value is 409)`, s.adminCanaries)
+	mux.route("POST /_mock/markers", `{"markers":{label:value}}  204: input markers (values of the run's input data, at least 12 characters): the canary scan never looks for them, the egress gateway looks for them in what it forwards`, s.adminMarkers)
+	mux.route("GET /_mock/sandboxes/{id}/canary-scan", `  200 {"findings":[wire.Canary…]} (labels, never values)`, func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		findings, err := s.CanaryScan(id)
 		if errors.Is(err, ErrNotFound) {
