@@ -185,6 +185,26 @@ func (a *Admin) ClearEgressDeny(ctx context.Context) (*Result[Empty], error) {
 	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/egress-deny", nil), nil, false)
 }
 
+// FaultForKey arms the bundled server's fault name for the key of this
+// fingerprint: POST /_mock/faults/<name> with params and the fingerprint
+// as "key_fingerprint" (the body every keyed fault takes). A new keyed fault
+// of the server needs no method of its own here.
+func (a *Admin) FaultForKey(ctx context.Context, name, keyFingerprint string, params map[string]any) (*Result[Empty], error) {
+	body := map[string]any{"key_fingerprint": keyFingerprint}
+	for k, v := range params {
+		if k != "key_fingerprint" {
+			body[k] = v
+		}
+	}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/"+url.PathEscape(name), nil), body, false)
+}
+
+// ClearFaultForKey disarms the fault name of one key:
+// DELETE /_mock/faults/<name>?key_fingerprint=….
+func (a *Admin) ClearFaultForKey(ctx context.Context, name, keyFingerprint string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/"+url.PathEscape(name), url.Values{"key_fingerprint": {keyFingerprint}}), nil, false)
+}
+
 // CapacityFault makes every create answer 429 with Retry-After
 // (POST /_mock/faults/capacity; drill D3, a simulated extension).
 func (a *Admin) CapacityFault(ctx context.Context, retryAfterSeconds int) (*Result[Empty], error) {
