@@ -67,7 +67,7 @@
 //	DELETE /_mock/faults/capacity[?key_fingerprint=…]  204: clears that rule
 //	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
 //	       upload, download, file operation) of each sandbox created with that key answers the status (audited)
-//	DELETE /_mock/faults/execd?key_fingerprint=…  204: clears
+//	DELETE /_mock/faults/execd?key_fingerprint=…  204: clears it (every key without one)
 //	POST   /_mock/api-keys {"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key
 //	       tenancy, off unless asked for; tenancy.go) its lifecycle calls see only the sandboxes created by keys of
 //	       that tenant, any other answers 404 as unknown; 400 for an empty key, a bad tenant, a key already in another

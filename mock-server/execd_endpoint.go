@@ -202,7 +202,7 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.sb.egress.Handler().ServeHTTP(w, r2)
 		return
 	}
-	if e.s.injectExecdFault(w, r, e.sb) { // admin execd fault (M1), see execd_fault.go
+	if e.s.keyedFaults.inject(e.s, w, r, e.sb) { // the keyed execd faults of adminRoutes (M1's among them), see keyed_fault.go
 		return
 	}
 	switch {

@@ -44,8 +44,9 @@ type Server struct {
 	// targets its new sandboxes deny).
 	egressDenyByKey map[string][]string
 	capacity        map[string]*capacityFault // drill D3: creates answer 429 while a rule covers them (by key fingerprint; "" every create)
-	// execdFaults: milestone M1's platform fault on a key's Nth execd operation.
-	execdFaults execdFaults
+	// keyedFaults: the keyed execd faults adminRoutes registers
+	// (keyed_fault.go), milestone M1's execd fault among them.
+	keyedFaults keyedFaults
 	apiKeys     [][]byte          // accepted keys: cfg.APIKey plus AddAPIKey
 	tenants     map[string]string // key fingerprint → tenant (tenancy.go; a mock extension, empty unless asked for)
 	pending     map[string]*usage // tenant → creates still starting, held against its quota (quota.go)
