@@ -38,7 +38,7 @@ rubric:
 generate: rubric fidelity
 	$(GO) test -count=1 ./mock-server/ -run '^TestAdminRoutesAreDocumented$$' -update
 	$(GO) test -count=1 ./fixtures/submissions/ -run '^TestGeneratedIndexes$$' -update
-	$(GO) test -count=1 ./harness/report/render/ ./harness/report/classreport/ -update
+	$(GO) test -short -count=1 ./harness/report/render/ ./harness/report/classreport/ -update
 
 acceptance: deps build
 	./$(BIN) run $(ARGS)
