@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -44,12 +45,21 @@ type calibrationCase struct {
 // (e2e_determinism_determinism_test.go) grades and TestCalibration does not
 // (flag determinism-only): they fail nothing, and plant no defect for the
 // calibration to catch.
-var calibrationSet, determinismOnlySet = loadCalibrationSet(filepath.Join("..", "..", "fixtures", "submissions"))
+//
+// The headers are read when the test binary starts, from the source tree's
+// fixtures (found from this file's place, whatever the working directory: the
+// binary also runs as the bundled server's sandbox agent, elsewhere). An
+// error is kept, never a panic, and fails the tests that need the set.
+var calibrationSet, determinismOnlySet, calibrationSetErr = loadCalibrationSet()
 
-func loadCalibrationSet(root string) (set []calibrationCase, determinismOnly []string) {
-	members, err := submissions.Load(root)
+func loadCalibrationSet() (set []calibrationCase, determinismOnly []string, err error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return nil, nil, fmt.Errorf("the calibration set: cannot tell where the source tree is")
+	}
+	members, err := submissions.Load(filepath.Join(filepath.Dir(file), "..", "..", "fixtures", "submissions"))
 	if err != nil {
-		panic("the calibration set's capstone.yaml headers: " + err.Error())
+		return nil, nil, fmt.Errorf("the calibration set's capstone.yaml headers: %w", err)
 	}
 	for _, m := range members {
 		if m.DeterminismOnly {
@@ -58,7 +68,7 @@ func loadCalibrationSet(root string) (set []calibrationCase, determinismOnly []s
 		}
 		set = append(set, calibrationCase{dir: m.Dir, fail: m.Fails, pending: m.Pending, zero: m.ZeroPoints, noise: m.Noise})
 	}
-	return set, determinismOnly
+	return set, determinismOnly, nil
 }
 
 // calibReport is the part of report.json the calibration reads.
@@ -170,6 +180,7 @@ func findEntry(r *calibReport, id string) entryJSON {
 // hostileSet, or determinismOnlySet) and in the README's table, and every one but the empty submission has a README that
 // names its commands.
 func TestCalibrationSetIsComplete(t *testing.T) {
+	require.NoError(t, calibrationSetErr)
 	subs := filepath.Join("..", "..", "fixtures", "submissions")
 	entries, err := os.ReadDir(subs)
 	require.NoError(t, err)
