@@ -16,7 +16,7 @@ TEST_JSON ?= bin/test.json
 # When this make started (make test's closing line states the time since, make deps included).
 MAKE_START := $(shell date +%s)
 
-.PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short calibrate bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
+.PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short calibrate bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity generate
 
 all: build
 
@@ -30,6 +30,15 @@ build:
 # Regenerate it when the rubric, a feature or a step changes; cmd/acceptance TestRubricIndexGolden checks it.
 rubric:
 	$(GO) run ./cmd/acceptance rubric --format md > docs/rubric.md
+
+# Every generated index, after a change to what it is generated from (docs/maintaining.md, "Add a drill"): the
+# rubric index, the bundled server's admin route lists (doc.go, README.md), the calibration set's table, the
+# student-with-a-flaw members' READMEs and FLAWS.md, the report goldens built from the course, the fidelity ledger.
+# Review the diff before committing it.
+generate: rubric fidelity
+	$(GO) test -count=1 ./mock-server/ -run '^TestAdminRoutesAreDocumented$$' -update
+	$(GO) test -count=1 ./fixtures/submissions/ -run '^TestGeneratedIndexes$$' -update
+	$(GO) test -short -count=1 ./harness/report/render/ ./harness/report/classreport/ -update
 
 acceptance: deps build
 	./$(BIN) run $(ARGS)

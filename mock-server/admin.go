@@ -9,12 +9,13 @@ import (
 	"strings"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // adminHandler is the /_mock admin API (a documented mock extension),
 // guarded by its own X-Mock-Admin-Token header.
 func (s *Server) adminHandler() http.Handler {
-	mux := &patternMux{ServeMux: http.NewServeMux()}
+	mux := &routeMux{ServeMux: http.NewServeMux()}
 	s.adminRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "MOCK::NOT_FOUND", "unknown admin route "+r.Method+" "+r.URL.Path)
@@ -36,29 +37,41 @@ func (s *Server) adminHandler() http.Handler {
 	})
 }
 
-// patternMux is a ServeMux that keeps the patterns registered on it, so that
-// TestAdminRoutesAreDocumented can hold the route lists of doc.go and
-// README.md to the routes served.
-type patternMux struct {
+// routeMux is a ServeMux that keeps each admin route registered on it with
+// its usage line: the route lists of doc.go and README.md are generated from
+// them (TestAdminRoutesAreDocumented; go test ./mock-server -run
+// TestAdminRoutesAreDocumented -update rewrites both).
+type routeMux struct {
 	*http.ServeMux
-	patterns []string
+	routes []adminRoute
 }
 
-func (m *patternMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	m.patterns = append(m.patterns, pattern)
+// adminRoute is one admin route and how it is used.
+type adminRoute struct {
+	Pattern string // "METHOD /_mock/path"
+	// Usage follows the path in the lists: its query or body (none for a
+	// route that takes neither), two spaces, then its answer and what it
+	// does: `[?key_fingerprint=…]  204: clears that rule`.
+	Usage string
+}
+
+// route registers h for pattern, with its usage line.
+func (m *routeMux) route(pattern, usage string, h func(http.ResponseWriter, *http.Request)) {
+	m.routes = append(m.routes, adminRoute{pattern, usage})
 	m.ServeMux.HandleFunc(pattern, h)
 }
 
-// adminRoutes registers every admin route. A new one (a fault route, say)
-// goes here and into the lists of doc.go and README.md: the test above fails
-// until both name it.
-func (s *Server) adminRoutes(mux *patternMux) {
-	mux.HandleFunc("GET /_mock/info", s.adminInfo)
-	mux.HandleFunc("GET /_mock/audit", s.adminAudit)
-	mux.HandleFunc("GET /_mock/sandboxes", func(w http.ResponseWriter, r *http.Request) {
+// adminRoutes registers every admin route with its usage line. A new one (a
+// fault route, say) goes here only: doc.go's and README.md's route lists are
+// generated from these (TestAdminRoutesAreDocumented fails while they are
+// stale; -update rewrites them).
+func (s *Server) adminRoutes(mux *routeMux) {
+	mux.route("GET /_mock/info", `  200 {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}`, s.adminInfo)
+	mux.route("GET /_mock/audit", `[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  200 {"events":[wire.Event…],"last_seq":N} (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key and every event of the sandboxes it created; last_seq: the cursor for the next since)`, s.adminAudit)
+	mux.route("GET /_mock/sandboxes", `  200 {"sandboxes":[SandboxInfo…]}: every sandbox of this run`, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"sandboxes": s.Sandboxes()})
 	})
-	mux.HandleFunc("POST /_mock/sandboxes/{id}/expire", func(w http.ResponseWriter, r *http.Request) {
+	mux.route("POST /_mock/sandboxes/{id}/expire", "  204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		if err := s.ExpireNow(id); errors.Is(err, ErrNotFound) {
 			notFound(w, id)
@@ -67,22 +80,21 @@ func (s *Server) adminRoutes(mux *patternMux) {
 			writeError(w, http.StatusInternalServerError, "DOCKER::SANDBOX_DELETE_FAILED", err.Error())
 			return
 		}
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFault,
-			Fault: &audit.Fault{Name: "expire-now", Active: true, Detail: "expired by admin"}})
+		s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindFault,
+			Fault: &wire.Fault{Name: "expire-now", Active: true, Detail: "expired by admin"}})
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("POST /_mock/faults/egress-deny", s.adminEgressDeny)
-	mux.HandleFunc("DELETE /_mock/faults/egress-deny", s.adminEgressDeny)
-	mux.HandleFunc("POST /_mock/faults/capacity", s.adminCapacity)
-	mux.HandleFunc("DELETE /_mock/faults/capacity", s.adminCapacity)
-	mux.HandleFunc("POST /_mock/faults/execd", s.adminExecdFault)
-	mux.HandleFunc("DELETE /_mock/faults/execd", s.adminExecdFault)
-	mux.HandleFunc("POST /_mock/api-keys", s.adminAPIKeys)
-	mux.HandleFunc("POST /_mock/tenants/release", s.adminReleaseTenant)
-	mux.HandleFunc("PUT /_mock/canaries", s.adminCanaries)
-	mux.HandleFunc("POST /_mock/canaries", s.adminCanaries)
-	mux.HandleFunc("POST /_mock/markers", s.adminMarkers)
-	mux.HandleFunc("GET /_mock/sandboxes/{id}/canary-scan", func(w http.ResponseWriter, r *http.Request) {
+	mux.route("POST /_mock/faults/egress-deny", `{"targets":[…][,"key_fingerprint":"…"]}  204: every sandbox (or every sandbox created with that key from then on) denies them (409 without an egress hub)`, s.adminEgressDeny)
+	mux.route("DELETE /_mock/faults/egress-deny", "[?key_fingerprint=…]  204: clears that rule (409 without an egress hub)", s.adminEgressDeny)
+	mux.route("POST /_mock/faults/capacity", `{"retry_after_seconds":N[,"key_fingerprint":"…"]}  204: every create (or every create with that key) answers 429 + Retry-After`, s.adminCapacity)
+	mux.route("DELETE /_mock/faults/capacity", "[?key_fingerprint=…]  204: clears that rule", s.adminCapacity)
+	mux.keyedExecdFault(s, "execd", `{"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command, upload, download, file operation) of each sandbox created with that key answers the status (audited)`, &execdFault{})
+	mux.route("POST /_mock/api-keys", `{"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key tenancy, off unless asked for; tenancy.go) its lifecycle calls see only the sandboxes created by keys of that tenant, any other answers 404 as unknown; 400 for an empty key, a bad tenant, a key already in another tenant or a released tenant`, s.adminAPIKeys)
+	mux.route("POST /_mock/tenants/release", `{"tenant":"…"}  200 wire.TenantRelease: the tenant's keys revoked, its sandboxes (processes, cgroups, mounts), snapshots and named volumes removed (release.go); 400 for a bad body`, s.adminReleaseTenant)
+	mux.route("PUT /_mock/canaries", `{"canaries":{label:value}}  204 (must keep every planted canary: add-only, else 409)`, s.adminCanaries)
+	mux.route("POST /_mock/canaries", `{"canaries":{label:value}}  204 (adds; changing a planted value is 409)`, s.adminCanaries)
+	mux.route("POST /_mock/markers", `{"markers":{label:value}}  204: input markers (values of the run's input data, at least 12 characters): the canary scan never looks for them, the egress gateway looks for them in what it forwards`, s.adminMarkers)
+	mux.route("GET /_mock/sandboxes/{id}/canary-scan", `  200 {"findings":[wire.Canary…]} (labels, never values)`, func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		findings, err := s.CanaryScan(id)
 		if errors.Is(err, ErrNotFound) {
@@ -128,7 +140,7 @@ func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) adminAudit(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: audit.Kind(q.Get("kind")), Key: q.Get("key_fingerprint")}
+	query := audit.Query{SandboxID: q.Get("sandbox_id"), Kind: wire.Kind(q.Get("kind")), Key: q.Get("key_fingerprint")}
 	if v := q.Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
@@ -151,12 +163,12 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 			s.mu.Lock()
 			delete(s.egressDenyByKey, fp)
 			s.mu.Unlock()
-			s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false, Detail: "key " + fp}})
+			s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: false, Detail: "key " + fp}})
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 		s.cfg.Egress.ClearDenyOverride()
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false}})
+		s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: false}})
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -188,7 +200,7 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 		}
 		s.egressDenyByKey[body.KeyFingerprint] = append([]string(nil), body.Targets...)
 		s.mu.Unlock()
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: true,
+		s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: true,
 			Detail: strings.Join(body.Targets, ",") + " for the sandboxes created with key " + body.KeyFingerprint}})
 		w.WriteHeader(http.StatusNoContent)
 		return
@@ -197,7 +209,7 @@ func (s *Server) adminEgressDeny(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER", "invalid deny targets: "+err.Error())
 		return
 	}
-	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: true,
+	s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: true,
 		Detail: strings.Join(body.Targets, ",")}})
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -218,7 +230,7 @@ func (s *Server) adminCanaries(w http.ResponseWriter, r *http.Request) {
 	}
 	if label, err := s.armCanaries(body.Canaries, r.Method == http.MethodPut); err != nil {
 		writeError(w, http.StatusConflict, "MOCK::CANARIES_ADD_ONLY", err.Error())
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "canaries-add-only", Active: true,
+		s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "canaries-add-only", Active: true,
 			Detail: "refused " + r.Method + " /_mock/canaries: it would have removed or replaced the canary labelled " + strconv.Quote(label)}})
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -30,8 +29,8 @@ func TestAdminAuditByKeyAndCursor(t *testing.T) {
 		return v.AuditSeq
 	}
 	type log struct {
-		Events  []audit.Event `json:"events"`
-		LastSeq int64         `json:"last_seq"`
+		Events  []wire.Event `json:"events"`
+		LastSeq int64        `json:"last_seq"`
 	}
 	get := func(query string) log {
 		r := e.admin("GET", "/_mock/audit?"+query, nil)

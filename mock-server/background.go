@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // finishBackground completes the audit of background commands. Their SSE
@@ -39,8 +40,8 @@ func (s *Server) finishBackground(id string, sb *sandbox) {
 		return
 	}
 	finished := map[string]bool{}
-	var pending []audit.Command
-	for _, ev := range s.audit.Events(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+	var pending []wire.Command
+	for _, ev := range s.audit.Events(audit.Query{SandboxID: id, Kind: wire.KindCommand}) {
 		c := ev.Command
 		if !c.Background || c.ID == "" {
 			continue
@@ -82,6 +83,6 @@ func (s *Server) finishBackground(id string, sb *sandbox) {
 		if st.StartedAt != nil && st.FinishedAt != nil {
 			done.DurationMs = st.FinishedAt.Sub(*st.StartedAt).Milliseconds()
 		}
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCommand, Command: &done})
+		s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindCommand, Command: &done})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // BundledConfig configures StartBundled: the complete bundled server (Linux
@@ -158,7 +159,7 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 	}
 	var hub EgressHub
 	var srv *Server
-	rec := audit.RecorderFunc(func(ev audit.Event) {
+	rec := audit.RecorderFunc(func(ev wire.Event) {
 		if srv != nil {
 			srv.audit.Record(ev)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 const (
@@ -92,7 +93,7 @@ func (s *Server) armCanaries(c map[string]string, replace bool) (string, error) 
 // /workspace, /tmp, /root, /var, /dev/shm and writable volumes),
 // recorded command output and recorded command lines. Findings name the
 // canary's label, never its value; each is also recorded as a KindCanary event.
-func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
+func (s *Server) CanaryScan(id string) ([]wire.Canary, error) {
 	sb := s.lookup(id)
 	if sb == nil {
 		return nil, ErrNotFound
@@ -102,10 +103,10 @@ func (s *Server) CanaryScan(id string) ([]audit.Canary, error) {
 
 // scanCanaries is CanaryScan for a sandbox the caller holds (also one that is
 // being removed and is no longer in the table).
-func (s *Server) scanCanaries(id string, sb *sandbox) []audit.Canary {
+func (s *Server) scanCanaries(id string, sb *sandbox) []wire.Canary {
 	m := s.canaryMatcher()
 	if m == nil {
-		return []audit.Canary{}
+		return []wire.Canary{}
 	}
 	m.scanProcs(sb)
 	budget := int64(canaryMaxTotal)
@@ -145,8 +146,8 @@ type matcher struct {
 	labels   []string
 	canaries map[string][]byte
 	variants []variant
-	seen     map[audit.Canary]bool
-	findings []audit.Canary
+	seen     map[wire.Canary]bool
+	findings []wire.Canary
 }
 
 type variant struct {
@@ -157,7 +158,7 @@ type variant struct {
 // canaryMatcher is nil when no canary is planted.
 func (s *Server) canaryMatcher() *matcher {
 	s.mu.Lock()
-	m := &matcher{canaries: make(map[string][]byte, len(s.canaries)), seen: map[audit.Canary]bool{}, findings: []audit.Canary{}}
+	m := &matcher{canaries: make(map[string][]byte, len(s.canaries)), seen: map[wire.Canary]bool{}, findings: []wire.Canary{}}
 	for k, v := range s.canaries {
 		m.canaries[k] = []byte(v)
 	}
@@ -190,7 +191,7 @@ func (m *matcher) scrub(where string) string {
 func (m *matcher) check(data []byte, location, where string) {
 	for _, v := range m.variants {
 		if bytes.Contains(data, v.value) {
-			f := audit.Canary{Label: v.label, Location: location, Where: m.scrub(where) + v.enc}
+			f := wire.Canary{Label: v.label, Location: location, Where: m.scrub(where) + v.enc}
 			if !m.seen[f] {
 				m.seen[f] = true
 				m.findings = append(m.findings, f)
@@ -219,16 +220,16 @@ func (m *matcher) scanRecorded(s *Server, id string, sb *sandbox) {
 	for _, e := range sb.output.Entries() {
 		m.check([]byte(e.Text), "output", e.CommandID+" "+e.Stream)
 	}
-	for _, ev := range s.audit.Events(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+	for _, ev := range s.audit.Events(audit.Query{SandboxID: id, Kind: wire.KindCommand}) {
 		m.check([]byte(ev.Command.Command), "command", ev.Command.ID)
 	}
 }
 
 // record writes each finding as a KindCanary event and returns them.
-func (m *matcher) record(s *Server, id string) []audit.Canary {
+func (m *matcher) record(s *Server, id string) []wire.Canary {
 	for i := range m.findings {
 		f := m.findings[i]
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCanary, Canary: &f})
+		s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindCanary, Canary: &f})
 	}
 	return m.findings
 }
@@ -280,7 +281,7 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 		}
 	}
 	type result struct {
-		events []audit.Event
+		events []wire.Event
 		cut    string
 	}
 	writable := runtime.Writable(sb.rt)
@@ -295,7 +296,7 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 			res, _ := d.Walk(canaryMaxEntries, deadline, func(e runtime.WalkEntry) {
 				inManifest := entries < maxManifestEntries
 				entries++
-				f := audit.File{Op: "final-manifest", Path: sandboxPath(d, e), Size: e.Size}
+				f := wire.File{Op: "final-manifest", Path: sandboxPath(d, e), Size: e.Size}
 				if e.File != nil && (inManifest || (m != nil && budget > 0)) {
 					data, complete := readBounded(e.File, canaryMaxFile, deadline)
 					if inManifest && complete {
@@ -310,7 +311,7 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 					}
 				}
 				if inManifest {
-					r.events = append(r.events, audit.Event{SandboxID: id, Kind: audit.KindFile, File: &f})
+					r.events = append(r.events, wire.Event{SandboxID: id, Kind: wire.KindFile, File: &f})
 				}
 			})
 			if res.Cut == "time" {
@@ -334,10 +335,10 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 	}
 	switch r.cut {
 	case "entries":
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFile, File: &audit.File{Op: "final-manifest",
+		s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindFile, File: &wire.File{Op: "final-manifest",
 			Path: fmt.Sprintf("(manifest cut at %d entries)", maxManifestEntries)}})
 	case "time":
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindFile, File: &audit.File{Op: "final-manifest",
+		s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindFile, File: &wire.File{Op: "final-manifest",
 			Path: fmt.Sprintf("(manifest cut: scan time budget of %s spent)", finalScanBudget)}})
 	}
 	if m != nil {
@@ -345,7 +346,7 @@ func (s *Server) finalRecord(id string, sb *sandbox) {
 		m.scanRecorded(s, id, sb)
 		n := len(m.record(s, id))
 		mu.Unlock()
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindCanary, Canary: &audit.Canary{
+		s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindCanary, Canary: &wire.Canary{
 			Location: "scan", Where: fmt.Sprintf("%d canaries, %d findings, before removal", len(m.labels), n)}})
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // The capacity fault is a documented mock extension for drill D3: the course
@@ -42,7 +42,7 @@ func (s *Server) adminCapacity(w http.ResponseWriter, r *http.Request) {
 		if fp != "" {
 			detail = "key " + fp
 		}
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "capacity-429", Active: false, Detail: detail}})
+		s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "capacity-429", Active: false, Detail: detail}})
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -63,7 +63,7 @@ func (s *Server) adminCapacity(w http.ResponseWriter, r *http.Request) {
 	if body.KeyFingerprint != "" {
 		who = "every create with key " + body.KeyFingerprint
 	}
-	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "capacity-429", Active: true,
+	s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "capacity-429", Active: true,
 		Detail: fmt.Sprintf("%s answers 429 with Retry-After: %d (simulated: OpenSandbox 1.1.1 sends it only from a Kubernetes pool)", who, body.RetryAfterSeconds)}})
 	w.WriteHeader(http.StatusNoContent)
 }

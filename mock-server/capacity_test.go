@@ -31,7 +31,7 @@ func TestCapacityFault(t *testing.T) {
 	e.create(nil)
 
 	var on, off bool
-	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: audit.KindFault}) {
+	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: wire.KindFault}) {
 		if ev.Fault.Name == "capacity-429" {
 			on = on || ev.Fault.Active
 			off = off || !ev.Fault.Active
@@ -39,7 +39,7 @@ func TestCapacityFault(t *testing.T) {
 	}
 	assert.True(t, on && off, "switching the fault on and off is audited")
 	var refused int
-	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: audit.KindLifecycle}) {
+	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: wire.KindLifecycle}) {
 		if ev.Lifecycle.Method == "POST" && ev.Lifecycle.Status == http.StatusTooManyRequests {
 			refused++
 		}
@@ -70,7 +70,7 @@ func TestCapacityFaultByKey(t *testing.T) {
 	e.create(nil)
 
 	var details []string
-	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: audit.KindFault}) {
+	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: wire.KindFault}) {
 		if ev.Fault.Name == "capacity-429" && ev.Fault.Active {
 			details = append(details, ev.Fault.Detail)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // codeSDKScript drives code contexts with the official code interpreter SDK
@@ -86,7 +87,7 @@ func TestOfficialCodeInterpreterSDK(t *testing.T) {
 	assert.Contains(t, out.Plain, "language runtime server not configured")
 
 	var cells []string
-	for _, ev := range srv.AuditQuery(audit.Query{Kind: audit.KindCommand}) {
+	for _, ev := range srv.AuditQuery(audit.Query{Kind: wire.KindCommand}) {
 		cells = append(cells, ev.Command.Command)
 	}
 	assert.Contains(t, cells, "statistics.mean(xs)", "a cell is audited as the command it is")

@@ -47,16 +47,19 @@
 //
 // Prefix /_mock, header X-Mock-Admin-Token (its own token; without a
 // configured token the admin API is disabled and answers 401). Every route
-// (admin.go, adminRoutes) is listed here and in README.md;
-// TestAdminRoutesAreDocumented fails when a list misses one or names one
-// that is gone:
+// is registered with its usage line in adminRoutes (admin.go); this list and
+// README.md's are generated from them (TestAdminRoutesAreDocumented fails
+// while either is stale; go test ./mock-server -run
+// TestAdminRoutesAreDocumented -update rewrites both):
 //
-//	GET    /_mock/info                          {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}
-//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  {"events":[audit.Event…],"last_seq":N}
-//	       (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key
-//	       and every event of the sandboxes it created; last_seq: the cursor for the next since)
-//	POST   /_mock/sandboxes/{id}/expire         204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
-//	POST   /_mock/faults/egress-deny {"targets":[…][,"key_fingerprint":"…"]}   204: every sandbox (or every sandbox
+//	GET    /_mock/info  200
+//	       {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}
+//	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  200 {"events":[wire.Event…],"last_seq":N}
+//	       (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key and
+//	       every event of the sandboxes it created; last_seq: the cursor for the next since)
+//	GET    /_mock/sandboxes  200 {"sandboxes":[SandboxInfo…]}: every sandbox of this run
+//	POST   /_mock/sandboxes/{id}/expire  204 (as a TTL expiry: kill, remove, GET → 404); 404 unknown
+//	POST   /_mock/faults/egress-deny {"targets":[…][,"key_fingerprint":"…"]}  204: every sandbox (or every sandbox
 //	       created with that key from then on) denies them (409 without an egress hub)
 //	DELETE /_mock/faults/egress-deny[?key_fingerprint=…]  204: clears that rule (409 without an egress hub)
 //	POST   /_mock/faults/capacity {"retry_after_seconds":N[,"key_fingerprint":"…"]}  204: every create (or every create
@@ -64,19 +67,18 @@
 //	DELETE /_mock/faults/capacity[?key_fingerprint=…]  204: clears that rule
 //	POST   /_mock/faults/execd {"key_fingerprint":"…","call":N,"status":5xx}  204: the Nth execd operation (command,
 //	       upload, download, file operation) of each sandbox created with that key answers the status (audited)
-//	DELETE /_mock/faults/execd?key_fingerprint=…  204: clears
-//	PUT    /_mock/canaries {"canaries":{label:value}}  204 (must keep every planted canary: add-only, else 409)
-//	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds; changing a planted value is 409)
-//	POST   /_mock/markers {"markers":{label:value}}  204: input markers (values of the run's input data, at least
-//	       12 characters): the canary scan never looks for them, the egress gateway looks for them in what it forwards
-//	GET    /_mock/sandboxes/{id}/canary-scan    {"findings":[audit.Canary…]} (labels, never values)
-//	GET    /_mock/sandboxes                     {"sandboxes":[SandboxInfo…]} every sandbox of this run
+//	DELETE /_mock/faults/execd?key_fingerprint=…  204: clears it (every key without one)
 //	POST   /_mock/api-keys {"key":"…"[,"tenant":"…"]}  204: the key is accepted from now on; with a tenant (key
 //	       tenancy, off unless asked for; tenancy.go) its lifecycle calls see only the sandboxes created by keys of
-//	       that tenant, any other answers 404 as unknown; 400 for an empty key, a bad tenant, a key already
-//	       in another tenant or a released tenant
+//	       that tenant, any other answers 404 as unknown; 400 for an empty key, a bad tenant, a key already in another
+//	       tenant or a released tenant
 //	POST   /_mock/tenants/release {"tenant":"…"}  200 wire.TenantRelease: the tenant's keys revoked, its sandboxes
 //	       (processes, cgroups, mounts), snapshots and named volumes removed (release.go); 400 for a bad body
+//	PUT    /_mock/canaries {"canaries":{label:value}}  204 (must keep every planted canary: add-only, else 409)
+//	POST   /_mock/canaries {"canaries":{label:value}}  204 (adds; changing a planted value is 409)
+//	POST   /_mock/markers {"markers":{label:value}}  204: input markers (values of the run's input data, at least 12
+//	       characters): the canary scan never looks for them, the egress gateway looks for them in what it forwards
+//	GET    /_mock/sandboxes/{id}/canary-scan  200 {"findings":[wire.Canary…]} (labels, never values)
 //
 // # Audit
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // captureStdLog sends the standard logger's output to a buffer for the test.
@@ -68,7 +69,7 @@ func TestStreamCutByRemovalIsQuiet(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, st)
 		_, err := io.Copy(io.Discard, res.Body)
 		assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "%s: the removal cuts the stream mid-body", via)
-		cmds := srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand})
+		cmds := srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCommand})
 		require.Len(t, cmds, 1, via)
 		assert.Equal(t, "killed: sandbox removed (deleted by API)", cmds[0].Command.Error, via)
 	}
@@ -78,7 +79,7 @@ func TestStreamCutByRemovalIsQuiet(t *testing.T) {
 	res := openStream(t, base+"/command", "echo MARK; sleep 1; echo END")
 	require.NoError(t, res.Body.Close())
 	require.Eventually(t, func() bool {
-		return len(srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand})) == 1
+		return len(srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCommand})) == 1
 	}, 10*time.Second, 50*time.Millisecond, "the hung-up command's stream ends")
 
 	assert.NotContains(t, logs.String(), "ReverseProxy read error", "a cut the removal makes on purpose is not logged")

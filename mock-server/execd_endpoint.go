@@ -23,7 +23,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -53,7 +52,7 @@ type execdEndpoint struct {
 // removed first, by abandonInflight with what was seen so far.
 type inflightCommand struct {
 	mu       sync.Mutex
-	cmd      *audit.Command
+	cmd      *wire.Command
 	parser   *sseParser
 	start    time.Time
 	recorded bool
@@ -160,8 +159,8 @@ func (e *execdEndpoint) refuse(w http.ResponseWriter, r *http.Request, note stri
 	if t, ok := w.(*tapWriter); ok {
 		t.cut = true
 	}
-	e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindExecdAfterRemoval,
-		ExecdAfterRemoval: &audit.AfterRemoval{Method: r.Method, Path: r.URL.RequestURI(), Note: note}})
+	e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindExecdAfterRemoval,
+		ExecdAfterRemoval: &wire.AfterRemoval{Method: r.Method, Path: r.URL.RequestURI(), Note: note}})
 	c, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		panic(http.ErrAbortHandler) // the server drops the connection
@@ -203,7 +202,7 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.sb.egress.Handler().ServeHTTP(w, r2)
 		return
 	}
-	if e.s.injectExecdFault(w, r, e.sb) { // admin execd fault (M1), see execd_fault.go
+	if e.s.keyedFaults.inject(e.s, w, r, e.sb) { // the keyed execd faults of adminRoutes (M1's among them), see keyed_fault.go
 		return
 	}
 	switch {
@@ -398,7 +397,7 @@ func readSmallBody(r *http.Request) []byte {
 // sseParser follows an execd SSE stream (bare or data:-prefixed JSON frames).
 type sseParser struct {
 	buf      []byte
-	cmd      *audit.Command
+	cmd      *wire.Command
 	out      *outputLog
 	complete bool
 	terminal bool         // an execution_complete or error event arrived
@@ -491,7 +490,7 @@ func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
 		Context    json.RawMessage `json:"context"`
 	}
 	_ = json.Unmarshal(body, &req)
-	cmd := &audit.Command{Command: req.Command, Cwd: req.Cwd, Background: req.Background,
+	cmd := &wire.Command{Command: req.Command, Cwd: req.Cwd, Background: req.Background,
 		StartedAt: e.s.clock.Now().UTC()}
 	if cmd.Command == "" {
 		cmd.Command = req.Code
@@ -554,7 +553,7 @@ func (e *execdEndpoint) serveCommand(w http.ResponseWriter, r *http.Request) {
 	} else if cmd.ExitCode == nil && !parser.complete && !cmd.Background && cmd.Error == "" {
 		cmd.Error = "stream ended without a terminal event"
 	}
-	e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindCommand, Command: cmd})
+	e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindCommand, Command: cmd})
 }
 
 // abandonInflight records every command whose stream is still open as killed
@@ -586,7 +585,7 @@ func (e *execdEndpoint) abandonInflight(reason string) {
 			c.Error += " (" + reason + ")"
 		}
 		c.DurationMs = time.Since(fl.start).Milliseconds()
-		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindCommand, Command: &c})
+		e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindCommand, Command: &c})
 	}
 }
 
@@ -660,8 +659,8 @@ func (e *execdEndpoint) serveUpload(w http.ResponseWriter, r *http.Request) {
 			if tap.cut {
 				return
 			}
-			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
-				File: &audit.File{Op: "upload", Status: tap.code()}})
+			e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindFile,
+				File: &wire.File{Op: "upload", Status: tap.code()}})
 		}
 		e.proxy.ServeHTTP(tap, r)
 		tap.finish()
@@ -686,12 +685,12 @@ func (e *execdEndpoint) serveUpload(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(parts) == 0 {
-			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
-				File: &audit.File{Op: "upload", Status: tap.code()}})
+			e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindFile,
+				File: &wire.File{Op: "upload", Status: tap.code()}})
 		}
 		for _, p := range parts {
-			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
-				File: &audit.File{Op: "upload", Path: p.path, Size: p.size, SHA256: p.sum, Status: tap.code()}})
+			e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindFile,
+				File: &wire.File{Op: "upload", Path: p.path, Size: p.size, SHA256: p.sum, Status: tap.code()}})
 		}
 	}
 	e.proxy.ServeHTTP(tap, r)
@@ -713,12 +712,12 @@ func (e *execdEndpoint) serveDownload(w http.ResponseWriter, r *http.Request) {
 		if tap.cut {
 			return
 		}
-		f := &audit.File{Op: "download", Path: r.URL.Query().Get("path"), Status: tap.code()}
+		f := &wire.File{Op: "download", Path: r.URL.Query().Get("path"), Status: tap.code()}
 		if f.Status == http.StatusOK || f.Status == http.StatusPartialContent {
 			f.Size = n
 			f.SHA256 = hex.EncodeToString(h.Sum(nil))
 		}
-		e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile, File: f})
+		e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindFile, File: f})
 	}
 	e.proxy.ServeHTTP(tap, r)
 	tap.finish()
@@ -760,8 +759,8 @@ func (e *execdEndpoint) serveFileOp(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, t := range targets {
-			e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindFile,
-				File: &audit.File{Op: t.op, Path: t.path, Dest: t.dest, Status: tap.code()}})
+			e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindFile,
+				File: &wire.File{Op: t.op, Path: t.path, Dest: t.dest, Status: tap.code()}})
 		}
 	}
 	e.proxy.ServeHTTP(tap, r)

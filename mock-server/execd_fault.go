@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // The execd fault is a documented mock extension for milestone M1's "a run
@@ -29,34 +29,23 @@ type execdFaultRule struct {
 	Status         int    `json:"status"` // 5xx
 }
 
-// execdFaults are the armed execd faults and the operation counts per sandbox.
-type execdFaults struct {
+// execdFault is the armed execd faults and the operation counts per
+// sandbox: a keyed execd fault (keyed_fault.go), registered in adminRoutes.
+type execdFault struct {
 	mu    sync.Mutex
 	rules map[string]execdFaultRule // by key fingerprint
 	count map[string]int            // operations seen per sandbox while a rule applies
 }
 
-func (s *Server) adminExecdFault(w http.ResponseWriter, r *http.Request) {
-	f := &s.execdFaults
-	if r.Method == http.MethodDelete {
-		fp := r.URL.Query().Get("key_fingerprint")
-		f.mu.Lock()
-		if fp == "" {
-			f.rules = nil
-		} else {
-			delete(f.rules, fp)
-		}
-		f.mu.Unlock()
-		s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: false, Detail: "key " + fp}})
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
+// Name is the fault's name in the audit.
+func (f *execdFault) Name() string { return "execd-fault" }
+
+// Arm reads {"key_fingerprint":"…","call":N,"status":5xx}.
+func (f *execdFault) Arm(body []byte) (string, string, error) {
 	var rule execdFaultRule
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&rule); err != nil ||
+	if err := json.Unmarshal(body, &rule); err != nil ||
 		strings.TrimSpace(rule.KeyFingerprint) == "" || rule.Call < 1 || rule.Status < 500 || rule.Status > 599 {
-		writeError(w, http.StatusBadRequest, "MOCK::INVALID_PARAMETER",
-			`body must be {"key_fingerprint":"<12 hex>","call":N (≥ 1),"status":5xx}`)
-		return
+		return "", "", fmt.Errorf(`body must be {"key_fingerprint":"<12 hex>","call":N (≥ 1),"status":5xx}`)
 	}
 	f.mu.Lock()
 	if f.rules == nil {
@@ -64,9 +53,18 @@ func (s *Server) adminExecdFault(w http.ResponseWriter, r *http.Request) {
 	}
 	f.rules[rule.KeyFingerprint] = rule
 	f.mu.Unlock()
-	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: true,
-		Detail: fmt.Sprintf("key %s: operation %d answers %d", rule.KeyFingerprint, rule.Call, rule.Status)}})
-	w.WriteHeader(http.StatusNoContent)
+	return rule.KeyFingerprint, fmt.Sprintf("operation %d answers %d", rule.Call, rule.Status), nil
+}
+
+// Clear disarms the fault of one key ("" every key).
+func (f *execdFault) Clear(fp string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fp == "" {
+		f.rules = nil
+	} else {
+		delete(f.rules, fp)
+	}
 }
 
 // isExecdOperation says whether a request counts for the execd fault.
@@ -81,14 +79,13 @@ func isExecdOperation(r *http.Request) bool {
 	return false
 }
 
-// injectExecdFault answers the request with the armed fault's status when it
+// Inject answers the request with the armed fault's status when it
 // is the faulted operation of a sandbox created by a faulted key, and says so.
 // The sandbox's creator is the key it was created with (sandbox.keyFP), never
 // looked up in the audit: the fault hits exactly the Nth operation. The
 // request body is read first (bounded), so a client that sends its whole
 // upload before it reads (Python's) gets the status, not a connection reset.
-func (s *Server) injectExecdFault(w http.ResponseWriter, r *http.Request, sb *sandbox) bool {
-	f := &s.execdFaults
+func (f *execdFault) Inject(s *Server, w http.ResponseWriter, r *http.Request, sb *sandbox) bool {
 	f.mu.Lock()
 	if len(f.rules) == 0 || !isExecdOperation(r) || sb.keyFP == "" {
 		f.mu.Unlock()
@@ -109,7 +106,7 @@ func (s *Server) injectExecdFault(w http.ResponseWriter, r *http.Request, sb *sa
 		return false
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxFaultDrain))
-	s.audit.Record(audit.Event{SandboxID: sb.id, Kind: audit.KindFault, Fault: &audit.Fault{Name: "execd-fault", Active: true,
+	s.audit.Record(wire.Event{SandboxID: sb.id, Kind: wire.KindFault, Fault: &wire.Fault{Name: "execd-fault", Active: true,
 		Detail: fmt.Sprintf("operation %d (%s %s) answered %d", n, r.Method, r.URL.Path, rule.Status)}})
 	writeError(w, rule.Status, "MOCK::INJECTED_FAULT", "Simulated platform fault injected by the harness (execd operation "+fmt.Sprint(n)+").")
 	return true

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // The execd fault fails exactly the Nth execd operation of sandboxes created
@@ -44,7 +45,7 @@ func TestExecdFault(t *testing.T) {
 	assert.Equal(t, []int{200, 200}, []int{run(spared), run(spared)}, "another key's sandbox is untouched")
 
 	hit := 0
-	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: audit.KindFault}) {
+	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: wire.KindFault}) {
 		if ev.Fault.Name == "execd-fault" && ev.SandboxID == faulted {
 			hit++
 		}

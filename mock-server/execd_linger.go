@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // After a sandbox is removed (deleted, expired, or the server shuts down),
@@ -170,7 +170,7 @@ func (e *execdEndpoint) linger(dl *detachableListener) {
 // afterRemoval reads the request line (unless unread), records it and resets
 // the connection.
 func (e *execdEndpoint) afterRemoval(c net.Conn, unread bool) {
-	ev := &audit.AfterRemoval{}
+	ev := &wire.AfterRemoval{}
 	if unread {
 		ev.Note = "not read: too many connections at once"
 	} else {
@@ -182,7 +182,7 @@ func (e *execdEndpoint) afterRemoval(c net.Conn, unread bool) {
 			ev.Note = "no request line within " + afterRemovalReadTimeout.String()
 		}
 	}
-	e.s.audit.Record(audit.Event{SandboxID: e.sb.id, Kind: audit.KindExecdAfterRemoval, ExecdAfterRemoval: ev})
+	e.s.audit.Record(wire.Event{SandboxID: e.sb.id, Kind: wire.KindExecdAfterRemoval, ExecdAfterRemoval: ev})
 	if tc, ok := c.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0) // close sends RST: a connection error, as a vanished container gives
 	}

@@ -10,17 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/require"
-
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
-func afterRemovalEvents(t *testing.T, e *testEnv, id string) []audit.Event {
+func afterRemovalEvents(t *testing.T, e *testEnv, id string) []wire.Event {
 	t.Helper()
 	r := e.admin("GET", "/_mock/audit?kind=execd_after_removal&sandbox_id="+id, nil)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 	var out struct {
-		Events []audit.Event `json:"events"`
+		Events []wire.Event `json:"events"`
 	}
 	require.NoError(t, json.Unmarshal(r.Body, &out))
 	return out.Events

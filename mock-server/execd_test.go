@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 func postJSON(t testing.TB, url string, body any, hdr map[string]string) *http.Response {
@@ -38,9 +39,9 @@ func postJSON(t testing.TB, url string, body any, hdr map[string]string) *http.R
 	return res
 }
 
-func commandEvents(e *testEnv, id string) []*audit.Command {
-	var out []*audit.Command
-	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+func commandEvents(e *testEnv, id string) []*wire.Command {
+	var out []*wire.Command
+	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCommand}) {
 		out = append(out, ev.Command)
 	}
 	return out
@@ -243,8 +244,8 @@ func TestExecdUploadExpectContinue(t *testing.T) {
 		res.Body.Close()
 		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", name, msg)
 
-		var got *audit.File
-		for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindFile}) {
+		var got *wire.File
+		for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindFile}) {
 			if ev.File.Path == path {
 				got = ev.File
 			}
@@ -257,7 +258,7 @@ func TestExecdUploadExpectContinue(t *testing.T) {
 		assert.Equal(t, big, sb.files[path], name)
 		sb.mu.Unlock()
 	}
-	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: audit.KindLifecycle}) {
+	for _, ev := range e.srv.AuditQuery(audit.Query{Kind: wire.KindLifecycle}) {
 		if ev.Lifecycle != nil {
 			assert.NotEqual(t, http.StatusContinue, ev.Lifecycle.Status, "an interim 100 is never a recorded status")
 		}
@@ -309,16 +310,16 @@ func TestExecdFileAudit(t *testing.T) {
 	require.NoError(t, err)
 	res.Body.Close()
 
-	var evs []*audit.File
-	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindFile}) {
+	var evs []*wire.File
+	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindFile}) {
 		evs = append(evs, ev.File)
 	}
 	require.Len(t, evs, 6)
 	sum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
-	assert.Equal(t, audit.File{Op: "upload", Path: "/workspace/data.csv", Size: 8, SHA256: sum(files["/workspace/data.csv"]), Status: 200}, *evs[0])
-	assert.Equal(t, audit.File{Op: "upload", Path: "/workspace/big.bin", Size: int64(len(big)), SHA256: sum(big), Status: 200}, *evs[1])
-	assert.Equal(t, audit.File{Op: "download", Path: "/workspace/big.bin", Size: int64(len(big)), SHA256: sum(big), Status: 200}, *evs[2])
-	assert.Equal(t, audit.File{Op: "download", Path: "/workspace/missing", Status: 404}, *evs[3])
+	assert.Equal(t, wire.File{Op: "upload", Path: "/workspace/data.csv", Size: 8, SHA256: sum(files["/workspace/data.csv"]), Status: 200}, *evs[0])
+	assert.Equal(t, wire.File{Op: "upload", Path: "/workspace/big.bin", Size: int64(len(big)), SHA256: sum(big), Status: 200}, *evs[1])
+	assert.Equal(t, wire.File{Op: "download", Path: "/workspace/big.bin", Size: int64(len(big)), SHA256: sum(big), Status: 200}, *evs[2])
+	assert.Equal(t, wire.File{Op: "download", Path: "/workspace/missing", Status: 404}, *evs[3])
 	assert.Equal(t, "delete", evs[4].Op)
 	assert.Equal(t, "/workspace/b", evs[5].Path)
 	// the backend received the files intact
@@ -382,11 +383,11 @@ func TestAuditJSONLNeverHoldsSecrets(t *testing.T) {
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	var last int64
 	for sc.Scan() {
-		var ev audit.Event
+		var ev wire.Event
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
 		assert.Greater(t, ev.Seq, last)
 		last = ev.Seq
-		if ev.Kind == audit.KindLifecycle && ev.Lifecycle.Method == "POST" && ev.Lifecycle.Path == "/v1/sandboxes" {
+		if ev.Kind == wire.KindLifecycle && ev.Lifecycle.Method == "POST" && ev.Lifecycle.Path == "/v1/sandboxes" {
 			creates++
 			assert.Equal(t, id, ev.SandboxID)
 			assert.Equal(t, 202, ev.Lifecycle.Status)
@@ -417,7 +418,7 @@ func TestAdminAPI(t *testing.T) {
 	assert.Contains(t, info, "limits")
 
 	r = e.admin("GET", "/_mock/audit?sandbox_id="+id+"&kind=state", nil)
-	var a struct{ Events []audit.Event }
+	var a struct{ Events []wire.Event }
 	require.NoError(t, json.Unmarshal(r.Body, &a))
 	require.Len(t, a.Events, 1)
 	since := a.Events[0].Seq
@@ -440,7 +441,7 @@ func TestAdminAPI(t *testing.T) {
 	r = e.admin("DELETE", "/_mock/faults/egress-deny", nil)
 	assert.Equal(t, http.StatusNoContent, r.Status)
 	assert.Nil(t, eg.overrideNow())
-	faults := e.srv.AuditQuery(audit.Query{Kind: audit.KindFault})
+	faults := e.srv.AuditQuery(audit.Query{Kind: wire.KindFault})
 	assert.GreaterOrEqual(t, len(faults), 3)
 
 	r = e.admin("GET", "/_mock/sandboxes", nil)
@@ -509,7 +510,7 @@ func TestCanaryScan(t *testing.T) {
 	for _, v := range []string{inEnv, inFile, inOutput, inCmd} {
 		assert.NotContains(t, string(r.Body), v, "findings must never carry the canary value")
 	}
-	var out struct{ Findings []audit.Canary }
+	var out struct{ Findings []wire.Canary }
 	require.NoError(t, json.Unmarshal(r.Body, &out))
 	has := func(label, loc, whereSub string) bool {
 		for _, f := range out.Findings {
@@ -527,5 +528,5 @@ func TestCanaryScan(t *testing.T) {
 	for _, f := range out.Findings {
 		assert.NotEqual(t, "none", f.Label)
 	}
-	assert.NotEmpty(t, e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCanary}))
+	assert.NotEmpty(t, e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCanary}))
 }

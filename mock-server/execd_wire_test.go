@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // TestExecdWireLikeRealExecd: the wire looks like real execd's through the
@@ -72,7 +73,7 @@ func TestExecdWireLikeRealExecd(t *testing.T) {
 	_, _ = io.Copy(io.Discard, run.Body)
 	run.Body.Close()
 	found := false
-	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCommand}) {
 		if ev.Command.Command == "echo in-session" && ev.Command.ExitCode != nil && *ev.Command.ExitCode == 0 && ev.Command.StdoutBytes == 10 {
 			found = true
 		}

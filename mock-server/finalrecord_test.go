@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Removing a sandbox first records a canary scan and the final manifest of
@@ -26,7 +27,7 @@ func TestRemovalRecordsScanAndManifest(t *testing.T) {
 	require.NoError(t, e.srv.ExpireNow(id))
 
 	var paths []string
-	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindFile}) {
+	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindFile}) {
 		if ev.File.Op == "final-manifest" {
 			paths = append(paths, ev.File.Path)
 			if ev.File.Path == "/workspace/report.md" {
@@ -38,7 +39,7 @@ func TestRemovalRecordsScanAndManifest(t *testing.T) {
 	assert.ElementsMatch(t, []string{"/workspace/report.md", "/tmp/sub/x.txt"}, paths)
 
 	var scanned, found bool
-	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCanary}) {
+	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCanary}) {
 		switch {
 		case ev.Canary.Location == "scan":
 			scanned = true

@@ -20,6 +20,7 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/egress"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -45,7 +46,7 @@ func realEnv(t testing.TB) (*Server, runtime.Runtime) {
 	enforced, reason := rt.Isolation()
 	t.Logf("real runtime: isolation enforced=%v %s", enforced, reason)
 	var srv *Server
-	hub, err := egress.NewHub(egress.HubConfig{StateDir: dir, Audit: audit.RecorderFunc(func(ev audit.Event) {
+	hub, err := egress.NewHub(egress.HubConfig{StateDir: dir, Audit: audit.RecorderFunc(func(ev wire.Event) {
 		if srv != nil {
 			srv.Recorder().Record(ev)
 		}
@@ -144,7 +145,7 @@ func TestRealRuntimeEndToEnd(t *testing.T) {
 	require.NotNil(t, code)
 	assert.Equal(t, 3, *code)
 
-	cmds := srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand})
+	cmds := srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCommand})
 	require.Len(t, cmds, 2)
 	assert.Equal(t, 0, *cmds[0].Command.ExitCode)
 	assert.Equal(t, int64(len("hello")+len("42")), cmds[0].Command.StdoutBytes)
@@ -186,7 +187,7 @@ func TestRealRuntimeEntrypointExit(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	assert.Equal(t, "Failed", state)
-	evs := srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindState})
+	evs := srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindState})
 	assert.Equal(t, "entrypoint exited 4", evs[len(evs)-1].State.Reason)
 }
 
@@ -256,7 +257,7 @@ func TestRealRuntimeBackgroundOutcomeAudited(t *testing.T) {
 	require.NoError(t, srv.ExpireNow(id))
 
 	outcome := map[string]*int{}
-	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCommand}) {
 		if ev.Command.ExitCode != nil {
 			outcome[ev.Command.Command] = ev.Command.ExitCode
 		}

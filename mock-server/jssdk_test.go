@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // jsSDKScript drives the server with the official JavaScript SDK and prints
@@ -114,12 +115,12 @@ func runJSSDK(t *testing.T, node, entry, useProxy string) {
 	assert.Equal(t, "Running", out.State)
 	assert.Contains(t, out.AfterKill, "NOT_FOUND")
 	// the audit trail saw the SDK's traffic
-	files := srv.AuditQuery(audit.Query{SandboxID: out.ID, Kind: audit.KindFile})
+	files := srv.AuditQuery(audit.Query{SandboxID: out.ID, Kind: wire.KindFile})
 	assert.GreaterOrEqual(t, len(files), 4)
-	cmds := srv.AuditQuery(audit.Query{SandboxID: out.ID, Kind: audit.KindCommand})
+	cmds := srv.AuditQuery(audit.Query{SandboxID: out.ID, Kind: wire.KindCommand})
 	assert.Len(t, cmds, 2)
 	proxied := 0
-	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: out.ID, Kind: audit.KindLifecycle}) {
+	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: out.ID, Kind: wire.KindLifecycle}) {
 		if strings.Contains(ev.Lifecycle.Path, "/proxy/") {
 			proxied++
 		}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	osbruntime "github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 const createTimeout = 90 * time.Second
@@ -288,8 +288,8 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 	s.sandboxes[id] = sb
 	s.records = append(s.records, rec)
 	s.mu.Unlock()
-	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState,
-		State: &audit.State{To: "Running", Reason: "created"}})
+	s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindState,
+		State: &wire.State{To: "Running", Reason: "created"}})
 	return sb, "", nil
 }
 
@@ -406,7 +406,7 @@ func (s *Server) transition(w http.ResponseWriter, r *http.Request, t pauseResum
 	sb.changedAt = s.clock.Now().UTC()
 	sb.lastState = t.to
 	sb.stMu.Unlock()
-	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState, State: &audit.State{From: t.need, To: t.to, Reason: t.past}})
+	s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindState, State: &wire.State{From: t.need, To: t.to, Reason: t.past}})
 	w.WriteHeader(http.StatusAccepted)
 }
 

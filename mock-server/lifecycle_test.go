@@ -17,6 +17,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 var (
@@ -92,7 +93,7 @@ func TestGetDeleteAndGone(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, g.Status)
 	assert.Equal(t, "DOCKER::SANDBOX_NOT_FOUND", g.JSON(t)["code"])
 	assert.Equal(t, http.StatusNotFound, e.call("DELETE", "/v1/sandboxes/"+id, nil, nil).Status)
-	states := e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindState})
+	states := e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindState})
 	require.Len(t, states, 2)
 	assert.Equal(t, "created", states[0].State.Reason)
 	assert.Equal(t, "deleted by API", states[1].State.Reason)
@@ -312,7 +313,7 @@ func TestRequestID(t *testing.T) {
 	r = e.call("GET", "/health", nil, nil)
 	assert.Regexp(t, hex32, r.Header.Get(headerRequestID))
 	// the audit trail carries the request id
-	evs := e.srv.AuditQuery(audit.Query{Kind: audit.KindLifecycle})
+	evs := e.srv.AuditQuery(audit.Query{Kind: wire.KindLifecycle})
 	found := false
 	for _, ev := range evs {
 		if ev.Lifecycle.RequestID == "rid-404" {
@@ -332,7 +333,7 @@ func TestTTLExpiryWithFakeClock(t *testing.T) {
 	e.clock.Advance(2 * time.Second)
 	assert.Equal(t, http.StatusNotFound, e.call("GET", "/v1/sandboxes/"+id, nil, nil).Status)
 	assert.True(t, e.rt.byID(id).isDestroyed())
-	states := e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindState})
+	states := e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindState})
 	require.NotEmpty(t, states)
 	last := states[len(states)-1].State
 	assert.Equal(t, "Expired", last.To)
@@ -533,7 +534,7 @@ func TestPauseResume(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, e.call("POST", "/v1/sandboxes/nope/pause", nil, nil).Status)
 	assert.Equal(t, http.StatusNotFound, e.call("POST", "/v1/sandboxes/nope/resume", nil, nil).Status)
 	reasons := []string{}
-	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindState}) {
+	for _, ev := range e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindState}) {
 		reasons = append(reasons, ev.State.Reason)
 	}
 	assert.Equal(t, []string{"created", "paused", "resumed"}, reasons)
@@ -553,7 +554,7 @@ func TestEntrypointExitState(t *testing.T) {
 	assert.Equal(t, "Terminated", st["state"])
 	r := e.call("POST", "/v1/sandboxes/"+id+"/pause", nil, nil)
 	assert.Equal(t, http.StatusConflict, r.Status)
-	evs := e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindState})
+	evs := e.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindState})
 	assert.Equal(t, "entrypoint exited 2", evs[len(evs)-1].State.Reason)
 	assert.Equal(t, "Failed", evs[len(evs)-1].State.To)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 func (s *Server) handlePools(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +124,7 @@ func (s *Server) handleDiagnostics(w http.ResponseWriter, r *http.Request) {
 	case "summary":
 		v := s.view(sb)
 		fmt.Fprintf(&b, "sandbox %s\nstate %s (%s)\ncreated %s\n", id, v.Status.State, v.Status.Reason, v.CreatedAt)
-		evs := s.audit.Events(audit.Query{SandboxID: id, Kind: audit.KindState})
+		evs := s.audit.Events(audit.Query{SandboxID: id, Kind: wire.KindState})
 		if len(evs) > limit {
 			evs = evs[len(evs)-limit:]
 		}

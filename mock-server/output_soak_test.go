@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // streamSeq runs `seq 1 n` over the execd endpoint and checks that every line
@@ -117,8 +118,8 @@ func TestOutputCompleteConcurrent(t *testing.T) {
 	require.Empty(t, errs)
 	require.Equal(t, 8, ok)
 	want := seqBytes(10000)
-	byID := map[string]*audit.Command{}
-	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+	byID := map[string]*wire.Command{}
+	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCommand}) {
 		byID[ev.Command.ID] = ev.Command
 	}
 	for _, cid := range ids {

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -74,7 +73,7 @@ func (s *Server) ReleaseTenant(tenant string) (TenantRelease, error) {
 	}
 	out.Snapshots = s.releaseTenantSnapshots(fps)
 	out.Volumes = append(out.Volumes, s.releaseTenantVolumes(tenant)...)
-	s.audit.Record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "tenant-release", Active: true,
+	s.audit.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "tenant-release", Active: true,
 		Detail: "tenant " + tenant + " released: its keys revoked, its sandboxes, snapshots and named volumes removed"}})
 	return out, errors.Join(errs...)
 }

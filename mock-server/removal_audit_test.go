@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // startStreaming posts a foreground command and returns once its first stdout
@@ -55,8 +56,8 @@ func TestRunningCommandAuditedAtRemoval(t *testing.T) {
 		startStreaming(t, base, "echo MARK; sleep 100")
 		time.Sleep(300 * time.Millisecond)
 		c.remove(id)
-		var got *audit.Command
-		for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCommand}) {
+		var got *wire.Command
+		for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCommand}) {
 			if ev.Command.Command == "echo MARK; sleep 100" {
 				require.Nil(t, got, "%s: the command is audited twice", c.name)
 				got = ev.Command

@@ -17,6 +17,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // quiescingRuntime is the fake runtime whose sandboxes stop their execd when
@@ -358,7 +359,7 @@ func TestHangUpIsNotRecordedAs502(t *testing.T) {
 	_ = pw.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		for _, ev := range env.srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindFile}) {
+		for _, ev := range env.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindFile}) {
 			if ev.File.Op == "upload" {
 				if ev.File.Status != statusClientClosed {
 					t.Fatalf("a hung-up upload recorded with %d, want %d", ev.File.Status, statusClientClosed)

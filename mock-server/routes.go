@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -235,7 +234,7 @@ func (s *Server) auditLifecycle(next http.Handler) http.Handler {
 		created := new(string)
 		r = r.WithContext(context.WithValue(r.Context(), createdIDKey{}, created))
 		next.ServeHTTP(rec, r)
-		ev := audit.Lifecycle{
+		ev := wire.Lifecycle{
 			Method:    r.Method,
 			Path:      r.URL.Path,
 			Status:    rec.Code(),
@@ -254,7 +253,7 @@ func (s *Server) auditLifecycle(next http.Handler) http.Handler {
 		if id == "" {
 			id = *created
 		}
-		s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindLifecycle, Lifecycle: &ev})
+		s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &ev})
 	})
 }
 

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // sandbox is one live sandbox. Fields below mu are guarded by Server.mu
@@ -116,7 +116,7 @@ func (s *Server) statusOf(sb *sandbox) status {
 	sb.lastState = out.State
 	sb.stMu.Unlock()
 	if prev != "" && prev != out.State && (out.State == "Terminated" || out.State == "Failed") {
-		s.audit.Record(audit.Event{SandboxID: sb.id, Kind: audit.KindState, State: &audit.State{
+		s.audit.Record(wire.Event{SandboxID: sb.id, Kind: wire.KindState, State: &wire.State{
 			From: prev, To: out.State, Reason: fmt.Sprintf("entrypoint exited %d", st.ExitCode)}})
 	}
 	return out

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // swapScript swaps, as fast as it can, K directories with symbolic links to a
@@ -99,7 +100,7 @@ func TestFinalScanNeverFollowsSandboxPaths(t *testing.T) {
 		assert.NoDirExists(t, dir)
 
 		kept := false
-		for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindFile}) {
+		for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindFile}) {
 			f := ev.File
 			if f.Op != "final-manifest" {
 				continue
@@ -112,7 +113,7 @@ func TestFinalScanNeverFollowsSandboxPaths(t *testing.T) {
 			}
 		}
 		assert.True(t, kept, "attempt %d: the sandbox's own file is in the manifest with its hash", a)
-		for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: audit.KindCanary}) {
+		for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindCanary}) {
 			assert.False(t, strings.Contains(ev.Canary.Where, "hostsecret"), "attempt %d: canary scan read a host file", a)
 		}
 	}

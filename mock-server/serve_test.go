@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -267,7 +269,7 @@ func e2eCreate(t *testing.T, srv *Server, key string) string {
 // The production egress wiring passes the deny webhook and the pass-through
 // switch to the hub, which refuses a webhook off the loopback range.
 func TestEgressWiringPassesWebhook(t *testing.T) {
-	rec := audit.RecorderFunc(func(audit.Event) {})
+	rec := audit.RecorderFunc(func(wire.Event) {})
 	_, _, err := newEgressHub(EgressOptions{StateDir: t.TempDir(), Audit: rec, DenyWebhook: "http://192.0.2.1/hook"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "not loopback")

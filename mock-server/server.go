@@ -17,6 +17,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // ErrNotFound is returned by Go API calls naming an unknown (or already
@@ -43,8 +44,9 @@ type Server struct {
 	// targets its new sandboxes deny).
 	egressDenyByKey map[string][]string
 	capacity        map[string]*capacityFault // drill D3: creates answer 429 while a rule covers them (by key fingerprint; "" every create)
-	// execdFaults: milestone M1's platform fault on a key's Nth execd operation.
-	execdFaults execdFaults
+	// keyedFaults: the keyed execd faults adminRoutes registers
+	// (keyed_fault.go), milestone M1's execd fault among them.
+	keyedFaults keyedFaults
 	apiKeys     [][]byte          // accepted keys: cfg.APIKey plus AddAPIKey
 	tenants     map[string]string // key fingerprint → tenant (tenancy.go; a mock extension, empty unless asked for)
 	pending     map[string]*usage // tenant → creates still starting, held against its quota (quota.go)
@@ -234,10 +236,10 @@ func (s *Server) Close() error {
 }
 
 // Audit returns every audit event so far.
-func (s *Server) Audit() []audit.Event { return s.audit.Events(audit.Query{}) }
+func (s *Server) Audit() []wire.Event { return s.audit.Events(audit.Query{}) }
 
 // AuditQuery returns the events matching q.
-func (s *Server) AuditQuery(q audit.Query) []audit.Event { return s.audit.Events(q) }
+func (s *Server) AuditQuery(q audit.Query) []wire.Event { return s.audit.Events(q) }
 
 // Recorder is the audit recorder (for wiring the egress hub to the same trail).
 func (s *Server) Recorder() audit.Recorder { return s.audit }
@@ -341,8 +343,8 @@ func (s *Server) remove(id, to, reason string, expired bool) error {
 	s.finalRecord(id, sb)
 	err := sb.destroy()
 	s.releaseVolumes(sb.volumeClaims)
-	s.audit.Record(audit.Event{SandboxID: id, Kind: audit.KindState,
-		State: &audit.State{From: from, To: to, Reason: reason}})
+	s.audit.Record(wire.Event{SandboxID: id, Kind: wire.KindState,
+		State: &wire.State{From: from, To: to, Reason: reason}})
 	if err != nil {
 		s.log.Warn("destroy sandbox", "id", id, "err", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/egress"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,7 +50,7 @@ func TestRealRuntimeReadyMeansSidecarListens(t *testing.T) {
 	if ok, reason := rt.Isolation(); !ok {
 		t.Skipf("the egress sidecar needs the isolating runtime: %s", reason)
 	}
-	hub, err := egress.NewHub(egress.HubConfig{StateDir: dir, Audit: audit.RecorderFunc(func(audit.Event) {}),
+	hub, err := egress.NewHub(egress.HubConfig{StateDir: dir, Audit: audit.RecorderFunc(func(wire.Event) {}),
 		Upstreams: map[string]string{"api.data.test": stub.URL}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hub.Close() })

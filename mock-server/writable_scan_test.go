@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // TestCanaryScanCoversEveryWritablePlace: a sandbox writes a planted value
@@ -50,7 +51,7 @@ func TestCanaryScanCoversEveryWritablePlace(t *testing.T) {
 	require.NotNil(t, code)
 	assert.Equal(t, []string{"planted", "1777", "sem-ok"}, out, "only the writable places took a file; POSIX semaphores work")
 
-	fileFindings := func(fs []audit.Canary) []string {
+	fileFindings := func(fs []wire.Canary) []string {
 		var w []string
 		for _, f := range fs {
 			if f.Location == "file" && f.Label == "planted" {
@@ -69,13 +70,13 @@ func TestCanaryScanCoversEveryWritablePlace(t *testing.T) {
 
 	status, _ := apiDo(t, srv, "DELETE", "/v1/sandboxes/"+id, nil)
 	require.Equal(t, http.StatusNoContent, status)
-	var atRemoval []audit.Canary
+	var atRemoval []wire.Canary
 	manifest := map[string]bool{}
 	for _, ev := range srv.AuditQuery(audit.Query{SandboxID: id}) {
 		switch {
-		case ev.Kind == audit.KindCanary && ev.Canary != nil:
+		case ev.Kind == wire.KindCanary && ev.Canary != nil:
 			atRemoval = append(atRemoval, *ev.Canary)
-		case ev.Kind == audit.KindFile && ev.File != nil && ev.File.Op == "final-manifest":
+		case ev.Kind == wire.KindFile && ev.File != nil && ev.File.Op == "final-manifest":
 			manifest[ev.File.Path] = true
 		}
 	}

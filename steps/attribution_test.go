@@ -124,12 +124,12 @@ func TestAttributionByIdentity(t *testing.T) {
 func TestWhatLeft(t *testing.T) {
 	e, _ := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9"})
 	e.opt.Stubs.DataAPIURL = stubs.DataAPIURL
-	q := func(host, method string, body int64, watched ...string) osb.AuditEvent {
-		return osb.AuditEvent{SandboxID: "sb", Kind: "egress_request", EgressRequest: &wire.EgressRequest{Host: host, Method: method, Path: "/p", BodyBytes: body, Watched: watched}}
+	q := func(host, method string, body int64, watched ...string) wire.Event {
+		return wire.Event{SandboxID: "sb", Kind: "egress_request", EgressRequest: &wire.EgressRequest{Host: host, Method: method, Path: "/p", BodyBytes: body, Watched: watched}}
 	}
 	for _, tc := range []struct {
 		name   string
-		ev     osb.AuditEvent
+		ev     wire.Event
 		left   bool
 		secret bool
 	}{
@@ -144,7 +144,7 @@ func TestWhatLeft(t *testing.T) {
 		{"anything to the sink", q(stubs.ExfilHost, "GET", 0), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := e.whatLeft(&subjectRun{key: "k"}, command.Saw{Events: []osb.AuditEvent{tc.ev}})
+			got := e.whatLeft(&subjectRun{key: "k"}, command.Saw{Events: []wire.Event{tc.ev}})
 			assert.Equal(t, tc.left, len(got) > 0, "%+v", got)
 			if tc.left {
 				assert.Equal(t, tc.secret, got[0].Secret)

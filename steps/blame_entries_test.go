@@ -22,7 +22,6 @@ import (
 	"github.com/osb-capstone/acceptance/features"
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/core"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
@@ -160,7 +159,7 @@ func TestRecordOutcomeBlamesPerEntry(t *testing.T) {
 // preloaded is a run of the bundled server whose Witness is a record:
 // the lifecycle calls of its key (a create answered 202 makes a sandbox of
 // the run) and the events of its sandboxes.
-func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []osb.AuditEvent) *subjectRun {
+func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []wire.Event) *subjectRun {
 	t.Helper()
 	dir := filepath.Join(e.opt.BundleDir, "evidence", "subject-"+key)
 	r := &subjectRun{key: key, fixture: key, launch: launch{Dir: dir, RelDir: filepath.Join("evidence", "subject-"+key), OutDir: filepath.Join(dir, "out")}}
@@ -176,18 +175,18 @@ func preloaded(t *testing.T, e *Env, key string, exit int, attempts, events []os
 	return r
 }
 
-func lifecycle(sandbox, method, path string, status int) osb.AuditEvent {
-	return osb.AuditEvent{Time: time.Now(), SandboxID: sandbox, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Path: path, Status: status}}
+func lifecycle(sandbox, method, path string, status int) wire.Event {
+	return wire.Event{Time: time.Now(), SandboxID: sandbox, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Path: path, Status: status}}
 }
 
 // installs are n pip commands in sandbox sb, each denied the package index.
-func installs(sb string, n int) []osb.AuditEvent {
-	var out []osb.AuditEvent
+func installs(sb string, n int) []wire.Event {
+	var out []wire.Event
 	one := 1
 	for i := 0; i < n; i++ {
 		out = append(out,
-			osb.AuditEvent{Time: time.Now(), SandboxID: sb, Kind: "command", Command: &wire.Command{Command: "pip install tabulate", ExitCode: &one}},
-			osb.AuditEvent{Time: time.Now(), SandboxID: sb, Kind: "egress", Egress: &wire.Egress{Phase: "dns", Host: "pypi.org", Decision: "deny"}})
+			wire.Event{Time: time.Now(), SandboxID: sb, Kind: "command", Command: &wire.Command{Command: "pip install tabulate", ExitCode: &one}},
+			wire.Event{Time: time.Now(), SandboxID: sb, Kind: "egress", Egress: &wire.Egress{Phase: "dns", Host: "pypi.org", Decision: "deny"}})
 	}
 	return out
 }
@@ -228,7 +227,7 @@ func TestD1ReportingFaultIsNotD1s(t *testing.T) {
 		subjectExitedNonZero,
 		func(ctx context.Context) error { return errorClassIs(ctx, "network_policy") },
 	}
-	created := []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202), lifecycle("sb-1", "DELETE", "/v1/sandboxes/sb-1", 204)}
+	created := []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202), lifecycle("sb-1", "DELETE", "/v1/sandboxes/sb-1", 204)}
 
 	e, res := blameEnv(t, target)
 	walk(e, pk, preloaded(t, e, "d1-once", 0, created, installs("sb-1", 1)), steps...)
@@ -279,7 +278,7 @@ func TestD4StillReportsMissingReport(t *testing.T) {
 			assert.Equal(t, []rubric.ID{rubric.Function}, sum.Failed)
 
 			e, res = blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"})
-			r := preloaded(t, e, "injection", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)}, analysisIn("sb-1"))
+			r := preloaded(t, e, "injection", 0, []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)}, analysisIn("sb-1"))
 			require.NoError(t, os.WriteFile(filepath.Join(r.OutDir, "report.md"), []byte("# Report\n"), 0o644))
 			walk(e, pk, r, reportNonEmpty)
 			for _, id := range []string{"function", "D4"} {

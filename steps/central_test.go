@@ -10,16 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/core"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // analysisIn are the events of an analysis that ran in sandbox sb: the
 // input uploaded and a command run.
-func analysisIn(sb string) []osb.AuditEvent {
+func analysisIn(sb string) []wire.Event {
 	zero := 0
-	return []osb.AuditEvent{
+	return []wire.Event{
 		{Time: time.Now(), SandboxID: sb, Kind: "file", File: &wire.File{Op: "upload", Path: "/workspace/input.csv"}},
 		{Time: time.Now(), SandboxID: sb, Kind: "command", Command: &wire.Command{Command: "python3 analyze.py", ExitCode: &zero}},
 	}
@@ -61,7 +60,7 @@ func TestNothingRanEarnsNothing(t *testing.T) {
 
 	// The same files from a run that worked in its sandbox: the passes stand.
 	e, res = blameEnv(t, target)
-	r = preloaded(t, e, "sales", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)}, analysisIn("sb-1"))
+	r = preloaded(t, e, "sales", 0, []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)}, analysisIn("sb-1"))
 	write(r)
 	walk(e, leak, r, noSecretInOutputs)
 	for _, id := range []string{"credential", "M3"} {
@@ -70,8 +69,8 @@ func TestNothingRanEarnsNothing(t *testing.T) {
 
 	// A sandbox created and never used exercises nothing either.
 	e, res = blameEnv(t, target)
-	r = preloaded(t, e, "sales", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
-		[]osb.AuditEvent{{Time: time.Now(), SandboxID: "sb-1", Kind: "file", File: &wire.File{Op: "final-manifest", Path: "/workspace"}}})
+	r = preloaded(t, e, "sales", 0, []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
+		[]wire.Event{{Time: time.Now(), SandboxID: "sb-1", Kind: "file", File: &wire.File{Op: "final-manifest", Path: "/workspace"}}})
 	write(r)
 	walk(e, leak, r, noSecretInOutputs)
 	o := outcomeOf(t, res, "credential")
@@ -90,9 +89,9 @@ func TestSandboxSecretsFailEveryRun(t *testing.T) {
 
 	e, res := blameEnv(t, target)
 	events := append(analysisIn("sb-1"),
-		osb.AuditEvent{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "data_api_token_abc", Location: "env", Where: "CAPSTONE_DATA_API_TOKEN"}},
-		osb.AuditEvent{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "scan", Location: "scan"}})
-	r := preloaded(t, e, "agent-sales", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)}, events)
+		wire.Event{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "data_api_token_abc", Location: "env", Where: "CAPSTONE_DATA_API_TOKEN"}},
+		wire.Event{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "scan", Location: "scan"}})
+	r := preloaded(t, e, "agent-sales", 0, []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)}, events)
 	s := &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: r}
 	e.scanSandboxesOf(t.Context(), s)
 	e.scanSandboxesOf(t.Context(), s) // once per run
@@ -111,8 +110,8 @@ func TestSandboxSecretsFailEveryRun(t *testing.T) {
 	assert.Equal(t, []rubric.ID{rubric.Credential}, sum.SecurityFailed)
 
 	e, res = blameEnv(t, target)
-	r = preloaded(t, e, "agent-sales", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
-		append(analysisIn("sb-1"), osb.AuditEvent{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "scan", Location: "scan"}}))
+	r = preloaded(t, e, "agent-sales", 0, []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
+		append(analysisIn("sb-1"), wire.Event{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "scan", Location: "scan"}}))
 	e.scanSandboxesOf(t.Context(), &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: r})
 	assert.Empty(t, res.Outcomes())
 
@@ -121,12 +120,12 @@ func TestSandboxSecretsFailEveryRun(t *testing.T) {
 	// does not.
 	e, res = blameEnv(t, target)
 	e.opt.Stubs.DataAPIURL = "http://data.capstone.test:8080/v1"
-	call := func(injected bool) osb.AuditEvent {
-		return osb.AuditEvent{Time: time.Now(), SandboxID: "sb-1", Kind: "egress_request", EgressRequest: &wire.EgressRequest{
+	call := func(injected bool) wire.Event {
+		return wire.Event{Time: time.Now(), SandboxID: "sb-1", Kind: "egress_request", EgressRequest: &wire.EgressRequest{
 			Host: "data.capstone.test", Method: "GET", Path: "/v1/rates", Status: 200, Authorization: "present", Injected: injected}}
 	}
-	scan := osb.AuditEvent{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "scan", Location: "scan"}}
-	r = preloaded(t, e, "agent-vault", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
+	scan := wire.Event{Time: time.Now(), SandboxID: "sb-1", Kind: "canary", Canary: &wire.Canary{Label: "scan", Location: "scan"}}
+	r = preloaded(t, e, "agent-vault", 0, []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
 		append(analysisIn("sb-1"), scan, call(true), call(false)))
 	e.scanSandboxesOf(t.Context(), &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: r})
 	require.Len(t, res.Outcomes(), 2)
@@ -136,7 +135,7 @@ func TestSandboxSecretsFailEveryRun(t *testing.T) {
 	}
 	e, res = blameEnv(t, target)
 	e.opt.Stubs.DataAPIURL = "http://data.capstone.test:8080/v1"
-	r = preloaded(t, e, "agent-vault", 0, []osb.AuditEvent{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
+	r = preloaded(t, e, "agent-vault", 0, []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)},
 		append(analysisIn("sb-1"), scan, call(true)))
 	e.scanSandboxesOf(t.Context(), &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: r})
 	assert.Empty(t, res.Outcomes())

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/subfile"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // M0: the submission's own raw-HTTP contract check. Its record
@@ -176,7 +177,7 @@ func contractMatchesServer(ctx context.Context) error {
 
 // sawExchange reports whether the server saw the recorded exchange: same
 // method, same path (with or without /v1, without the query), same status.
-func sawExchange(pool []osbEvent, ex contractExchange) bool {
+func sawExchange(pool []wire.Event, ex contractExchange) bool {
 	want := normPath(ex.Path)
 	for _, ev := range pool {
 		lc := ev.Lifecycle

@@ -15,7 +15,6 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/core"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/harness/summary"
@@ -25,7 +24,7 @@ import (
 // d2Scenario is a D2 run whose summary reports class: on the bundled server
 // its audit is events (its Witness a record of them; a test may replace
 // it), on a real target what its recording proxy observed.
-func d2Scenario(t *testing.T, target core.Target, events []osb.AuditEvent, observed []command.Call, class string) (context.Context, *scenario, time.Time) {
+func d2Scenario(t *testing.T, target core.Target, events []wire.Event, observed []command.Call, class string) (context.Context, *scenario, time.Time) {
 	t.Helper()
 	e, _ := blameEnv(t, target)
 	start := time.Now().Add(-time.Minute)
@@ -44,7 +43,7 @@ func d2Scenario(t *testing.T, target core.Target, events []osb.AuditEvent, obser
 
 var bundled = core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", APIKey: "k-platform", AdminToken: "adm"}
 
-func ev(at time.Time, d time.Duration, e osb.AuditEvent) osb.AuditEvent {
+func ev(at time.Time, d time.Duration, e wire.Event) wire.Event {
 	e.Time, e.SandboxID = at.Add(d), "sb-1"
 	return e
 }
@@ -55,19 +54,19 @@ func ev(at time.Time, d time.Duration, e osb.AuditEvent) osb.AuditEvent {
 // course's symptom, and the verdict shows it; a wrong class then fails with
 // the symptom in its reason.
 func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
-	lifecycle404 := func(at time.Time) []osb.AuditEvent {
-		return []osb.AuditEvent{
-			ev(at, -time.Second, osb.AuditEvent{Kind: "lifecycle", Lifecycle: &wire.Lifecycle{Method: "GET", Path: "/v1/sandboxes/sb-1", Status: 200}}),
-			ev(at, 10*time.Millisecond, osb.AuditEvent{Kind: "file", File: &wire.File{Op: "upload", Path: "/workspace/a.py", Status: 200}}),
-			ev(at, 300*time.Millisecond, osb.AuditEvent{Kind: "lifecycle", Lifecycle: &wire.Lifecycle{Method: "GET", Path: "/v1/sandboxes/sb-1", Status: 404}}),
+	lifecycle404 := func(at time.Time) []wire.Event {
+		return []wire.Event{
+			ev(at, -time.Second, wire.Event{Kind: "lifecycle", Lifecycle: &wire.Lifecycle{Method: "GET", Path: "/v1/sandboxes/sb-1", Status: 200}}),
+			ev(at, 10*time.Millisecond, wire.Event{Kind: "file", File: &wire.File{Op: "upload", Path: "/workspace/a.py", Status: 200}}),
+			ev(at, 300*time.Millisecond, wire.Event{Kind: "lifecycle", Lifecycle: &wire.Lifecycle{Method: "GET", Path: "/v1/sandboxes/sb-1", Status: 404}}),
 		}
 	}
 
 	t.Run("502 of the grader's server is a harness error", func(t *testing.T) {
-		events := []osb.AuditEvent{
-			ev(time.Time{}, 0, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "python3 /workspace/fetch_data.py",
+		events := []wire.Event{
+			ev(time.Time{}, 0, wire.Event{Kind: "command", Command: &wire.Command{Command: "python3 /workspace/fetch_data.py",
 				Error: `status 502: {"code":"UNKNOWN","message":"execd of sandbox sb-1 is unreachable: read unix @->/proc/self/fd/32/execd.sock: connection reset"}`}}),
-			ev(time.Time{}, 0, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}),
+			ev(time.Time{}, 0, wire.Event{Kind: vanish.ExecdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}),
 		}
 		ctx, _, at := d2Scenario(t, bundled, nil, nil, "platform_error")
 		for i := range events {
@@ -107,9 +106,9 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 
 	t.Run("a reset connection is the course's symptom", func(t *testing.T) {
 		ctx, s, at := d2Scenario(t, bundled, nil, nil, "sandbox_gone")
-		s.run.Witness = recordedEvents([]osb.AuditEvent{
-			ev(at, 20*time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/files/upload", Note: "in flight when the sandbox was removed"}}),
-			ev(at, 30*time.Millisecond, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "python3 x.py", Error: "killed: sandbox removed (expired by admin)"}}),
+		s.run.Witness = recordedEvents([]wire.Event{
+			ev(at, 20*time.Millisecond, wire.Event{Kind: vanish.ExecdAfterRemovalKind, ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/files/upload", Note: "in flight when the sandbox was removed"}}),
+			ev(at, 30*time.Millisecond, wire.Event{Kind: "command", Command: &wire.Command{Command: "python3 x.py", Error: "killed: sandbox removed (expired by admin)"}}),
 		})
 		require.NoError(t, sandboxDisappeared(ctx))
 		assert.Contains(t, s.notes, "what the subject saw after the disappearance (first failed answers for the sandbox): "+
@@ -132,14 +131,14 @@ func TestD2JudgedOnWhatTheSubjectSaw(t *testing.T) {
 // A call the removal cut while it ran was made before the disappearance: D2
 // does not count it among the calls to the vanished sandbox.
 func TestD2CountLeavesOutTheCallTheRemovalCut(t *testing.T) {
-	after := func(at time.Time, n int, inFlight bool) []osb.AuditEvent {
-		var out []osb.AuditEvent
+	after := func(at time.Time, n int, inFlight bool) []wire.Event {
+		var out []wire.Event
 		if inFlight {
-			out = append(out, ev(at, time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind,
+			out = append(out, ev(at, time.Millisecond, wire.Event{Kind: vanish.ExecdAfterRemovalKind,
 				ExecdAfterRemoval: &wire.AfterRemoval{Method: "POST", Path: "/command", Note: wire.AfterRemovalInFlight}}))
 		}
 		for i := range n {
-			out = append(out, ev(at, time.Duration(10+i)*time.Millisecond, osb.AuditEvent{Kind: vanish.ExecdAfterRemovalKind,
+			out = append(out, ev(at, time.Duration(10+i)*time.Millisecond, wire.Event{Kind: vanish.ExecdAfterRemovalKind,
 				ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET", Path: "/ping"}}))
 		}
 		return out
@@ -156,6 +155,6 @@ func TestD2CountLeavesOutTheCallTheRemovalCut(t *testing.T) {
 }
 
 // recordedEvents is a Witness that saw events of a run's sandboxes.
-func recordedEvents(events []osb.AuditEvent) command.Witness {
+func recordedEvents(events []wire.Event) command.Witness {
 	return command.Recorded{What: command.Saw{Events: events}}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
 	"github.com/osb-capstone/acceptance/harness/residual"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/vanish"
@@ -362,8 +363,8 @@ func capacityFault(ctx context.Context, seconds int) error {
 }
 
 // createAttempts are the run's create requests, refused or not, in order.
-func createAttempts(saw command.Saw) []osb.AuditEvent {
-	var out []osb.AuditEvent
+func createAttempts(saw command.Saw) []wire.Event {
+	var out []wire.Event
 	for _, ev := range saw.Calls {
 		if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && isCreatePath(lc.Path) {
 			out = append(out, ev)

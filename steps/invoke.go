@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-
-	"github.com/osb-capstone/acceptance/harness/osb"
 )
 
 // invocation is one run of one of the submission's other entry points
@@ -79,6 +77,3 @@ func (inv *invocation) keepSaw(saw command.Saw) {
 	b, _ := json.MarshalIndent(map[string]any{"calls_with_its_key": saw.Calls, "keyless_calls_while_it_ran": saw.Keyless, "sandbox_events": saw.Events}, "", "  ")
 	_ = os.WriteFile(filepath.Join(inv.Dir, "server-saw.json"), b, 0o644)
 }
-
-// osbEvent is an audit event (short name for the checks).
-type osbEvent = osb.AuditEvent

@@ -15,7 +15,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/observe"
-	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // fakeProgress plays an observation source: each poll reveals the next
@@ -82,17 +82,17 @@ func TestWhenProgressedFiresOnFirstSuccessfulCallOfOwnSandbox(t *testing.T) {
 
 func TestAuditCallsProgress(t *testing.T) {
 	zero, one := 0, 1
-	lc := func(method, path string, status int, id, key string) osb.AuditEvent {
-		return osb.AuditEvent{Kind: "lifecycle", SandboxID: id, Lifecycle: &osb.AuditLifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}}
+	lc := func(method, path string, status int, id, key string) wire.Event {
+		return wire.Event{Kind: "lifecycle", SandboxID: id, Lifecycle: &wire.Lifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}}
 	}
-	events := []osb.AuditEvent{
+	events := []wire.Event{
 		lc("POST", "/v1/sandboxes", 202, "sb-1", "k1"),
 		lc("POST", "/v1/sandboxes", 202, "sb-x", "k2"),
-		{Kind: "command", SandboxID: "sb-1", Command: &osb.AuditCommand{}}, // running: no exit code yet
-		{Kind: "file", SandboxID: "sb-1", File: &osb.AuditFile{Op: "upload", Path: "/workspace/a.csv", Status: 400}},
-		{Kind: "file", SandboxID: "sb-1", File: &osb.AuditFile{Op: "upload", Path: "/workspace/a.csv", Status: 200}},
-		{Kind: "command", SandboxID: "sb-1", Command: &osb.AuditCommand{ExitCode: &one}},
-		{Kind: "command", SandboxID: "sb-x", Command: &osb.AuditCommand{ExitCode: &zero}},
+		{Kind: "command", SandboxID: "sb-1", Command: &wire.Command{}}, // running: no exit code yet
+		{Kind: "file", SandboxID: "sb-1", File: &wire.File{Op: "upload", Path: "/workspace/a.csv", Status: 400}},
+		{Kind: "file", SandboxID: "sb-1", File: &wire.File{Op: "upload", Path: "/workspace/a.csv", Status: 200}},
+		{Kind: "command", SandboxID: "sb-1", Command: &wire.Command{ExitCode: &one}},
+		{Kind: "command", SandboxID: "sb-x", Command: &wire.Command{ExitCode: &zero}},
 	}
 	calls := command.AuditCalls(events, "k1")
 	var created, progress []string

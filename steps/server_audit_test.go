@@ -9,6 +9,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // A key's share read with the server's key filter is the share picked out of
@@ -16,8 +17,8 @@ import (
 func TestShareOfFilteredEqualsWhole(t *testing.T) {
 	st, err := audit.NewStore("", nil)
 	require.NoError(t, err)
-	lc := func(key, method, path string, status int, body string) *audit.Lifecycle {
-		l := &audit.Lifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}
+	lc := func(key, method, path string, status int, body string) *wire.Lifecycle {
+		l := &wire.Lifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}
 		if body != "" {
 			l.Body = json.RawMessage(body)
 		}
@@ -27,12 +28,12 @@ func TestShareOfFilteredEqualsWhole(t *testing.T) {
 	for round := 0; round < 3; round++ { // interleaved runs of two keys, as two submissions graded at once
 		for _, k := range []string{"aaaaaaaaaaaa", "bbbbbbbbbbbb"} {
 			id := k[:1] + string(rune('0'+round))
-			st.Record(audit.Event{Kind: audit.KindLifecycle, Lifecycle: lc(k, "POST", "/v1/sandboxes", 429, `{"image":{"uri":"python:3.12"}}`)})
-			st.Record(audit.Event{SandboxID: id, Kind: audit.KindLifecycle, Lifecycle: lc(k, "POST", "/v1/sandboxes", 202, `{"timeout":600}`)})
-			st.Record(audit.Event{SandboxID: id, Kind: audit.KindCommand, Command: &audit.Command{ID: "c", ExitCode: &code}})
-			st.Record(audit.Event{Kind: audit.KindLifecycle, Lifecycle: lc("", "POST", "/v1/sandboxes", 401, "")})
-			st.Record(audit.Event{SandboxID: id, Kind: audit.KindLifecycle, Lifecycle: lc(k, "DELETE", "/v1/sandboxes/"+id, 204, "")})
-			st.Record(audit.Event{SandboxID: id, Kind: audit.KindState, State: &audit.State{To: "Deleted"}})
+			st.Record(wire.Event{Kind: wire.KindLifecycle, Lifecycle: lc(k, "POST", "/v1/sandboxes", 429, `{"image":{"uri":"python:3.12"}}`)})
+			st.Record(wire.Event{SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: lc(k, "POST", "/v1/sandboxes", 202, `{"timeout":600}`)})
+			st.Record(wire.Event{SandboxID: id, Kind: wire.KindCommand, Command: &wire.Command{ID: "c", ExitCode: &code}})
+			st.Record(wire.Event{Kind: wire.KindLifecycle, Lifecycle: lc("", "POST", "/v1/sandboxes", 401, "")})
+			st.Record(wire.Event{SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: lc(k, "DELETE", "/v1/sandboxes/"+id, 204, "")})
+			st.Record(wire.Event{SandboxID: id, Kind: wire.KindState, State: &wire.State{To: "Deleted"}})
 		}
 	}
 	whole := st.Events(audit.Query{})

@@ -13,7 +13,6 @@ import (
 	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/observe"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
@@ -60,13 +59,13 @@ func TestM1LoopCreateFailedByTheServer(t *testing.T) {
 	pk := pickleNamed(t, "Three runs in a row each close the loop and leave nothing behind")
 	e, res := blameEnv(t, core.Target{Kind: rubric.TargetMock, Domain: "127.0.0.1:9", AdminToken: "admin-token"})
 	ok := func(key, sb string) *subjectRun {
-		return preloaded(t, e, key, 0, []osb.AuditEvent{
+		return preloaded(t, e, key, 0, []wire.Event{
 			lifecycle(sb, "POST", "/v1/sandboxes", 202),
 			lifecycle(sb, "DELETE", "/v1/sandboxes/"+sb, 204),
 			lifecycle(sb, "GET", "/v1/sandboxes/"+sb, 404),
 		}, nil)
 	}
-	failed := preloaded(t, e, "sales-run2", 1, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)}, nil)
+	failed := preloaded(t, e, "sales-run2", 1, []wire.Event{lifecycle("", "POST", "/v1/sandboxes", 500)}, nil)
 	s := &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags),
 		runs: []*subjectRun{ok("sales", "sb-1"), failed, ok("sales-run3", "sb-3")}}
 	s.run = s.runs[2]
@@ -83,19 +82,19 @@ func TestM1LoopCreateFailedByTheServer(t *testing.T) {
 	assert.Equal(t, rubric.HarnessError, o.Verdict, o.Reason)
 
 	// An injected 500 is the drill's, and a refused create (4xx) the subject's.
-	for _, ev := range []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 400), func() osb.AuditEvent {
+	for _, ev := range []wire.Event{lifecycle("", "POST", "/v1/sandboxes", 400), func() wire.Event {
 		ev := lifecycle("", "POST", "/v1/sandboxes", 500)
 		ev.Fault = &wire.Fault{}
 		return ev
 	}()} {
-		r := preloaded(t, e, fmt.Sprintf("sales-%d", ev.Lifecycle.Status), 1, []osb.AuditEvent{ev}, nil)
+		r := preloaded(t, e, fmt.Sprintf("sales-%d", ev.Lifecycle.Status), 1, []wire.Event{ev}, nil)
 		assert.NoError(t, r.judge(context.Background()), "%d (fault %v)", ev.Lifecycle.Status, ev.Fault != nil)
 	}
 }
 
 // preloadedInvocation is an invocation of the submission's field command
 // that exited exit, whose calls (by its key) are already loaded.
-func preloadedInvocation(t *testing.T, e *Env, field string, exit int, calls []osb.AuditEvent) *invocation {
+func preloadedInvocation(t *testing.T, e *Env, field string, exit int, calls []wire.Event) *invocation {
 	t.Helper()
 	dir := t.TempDir()
 	inv := &invocation{launch: launch{Dir: dir, RelDir: "evidence/subject-" + field, OutDir: dir, Field: field}, name: "subject-" + field}
@@ -116,7 +115,7 @@ func TestInvocationCreateFailedByTheServer(t *testing.T) {
 		{Kind: rubric.TargetReal, Domain: "127.0.0.1:9"},
 	} {
 		e, _ := blameEnv(t, target)
-		failed := preloadedInvocation(t, e, "test.integration", 1, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)})
+		failed := preloadedInvocation(t, e, "test.integration", 1, []wire.Event{lifecycle("", "POST", "/v1/sandboxes", 500)})
 		err := failed.Judge(context.Background())
 		require.Error(t, err, target.Kind)
 		assert.True(t, isHarnessFault(err), "%s: %v", target.Kind, err)
@@ -131,11 +130,11 @@ func TestInvocationCreateFailedByTheServer(t *testing.T) {
 
 		injected := lifecycle("", "POST", "/v1/sandboxes", 500)
 		injected.Fault = &wire.Fault{}
-		for _, ev := range []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 400), injected, lifecycle("sb", "DELETE", "/v1/sandboxes/sb", 500)} {
-			inv := preloadedInvocation(t, e, "contract", 1, []osb.AuditEvent{ev})
+		for _, ev := range []wire.Event{lifecycle("", "POST", "/v1/sandboxes", 400), injected, lifecycle("sb", "DELETE", "/v1/sandboxes/sb", 500)} {
+			inv := preloadedInvocation(t, e, "contract", 1, []wire.Event{ev})
 			assert.NoError(t, inv.Judge(context.Background()), "%s %d (fault %v)", ev.Lifecycle.Method, ev.Lifecycle.Status, ev.Fault != nil)
 		}
-		assert.NoError(t, preloadedInvocation(t, e, "reap", 0, []osb.AuditEvent{lifecycle("", "POST", "/v1/sandboxes", 500)}).Judge(context.Background()),
+		assert.NoError(t, preloadedInvocation(t, e, "reap", 0, []wire.Event{lifecycle("", "POST", "/v1/sandboxes", 500)}).Judge(context.Background()),
 			"a command that coped (exit 0) is judged as usual")
 	}
 }

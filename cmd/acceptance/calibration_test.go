@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/fixtures/submissions"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
@@ -35,75 +37,39 @@ type calibrationCase struct {
 	noise bool
 }
 
-// calibrationSet is the authority for fixtures/submissions/README.md's table.
-var calibrationSet = []calibrationCase{
-	{dir: "reference"},
-	{dir: "student"},
-	// It does nothing: every entry that could be measured fails; the ones that
-	// need a sandbox of its own are not measured (precondition unmet). D4 too:
-	// its only failure is the missing report, which fails function: D4 fails
-	// only on a violated property.
-	{dir: "bad-empty", zero: true, fail: []string{
-		"M0", "M1", "M2", "M4", "D3",
-		"function", "accuracy", "budget", "observability", "maintainability",
-	}},
-	// Issue 27: it never creates a sandbox, writes a clean report.md and a
-	// valid summary.json and exits 1: 0 points and no entry passed, exactly
-	// as the empty one (an entry passes only when its central property was
-	// exercised).
-	{dir: "bad-nothing-ran", zero: true, fail: []string{
-		"M0", "M1", "M2", "M4", "D3",
-		"function", "accuracy", "budget", "observability", "maintainability",
-	}},
-	// Every run leaves its sandbox alive: M1's "destroyed and confirmed gone",
-	// and M2's audit chain (no DELETE; that scenario feeds accuracy and
-	// observability).
-	{dir: "bad-no-destroy", fail: []string{"M1", "M2", "accuracy", "observability"}},
-	// Lines counted as rows: every recomputation differs (accuracy), and a
-	// header-only file is claimed to have 1 row instead of 0 or a visible
-	// failure (the broken-input scenario feeds observability).
-	{dir: "bad-wrong-number", fail: []string{"M2", "accuracy", "observability"}},
-	// DATA_API_TOKEN in the sandbox's env: the canary scan finds it.
-	{dir: "bad-token-in-env", fail: []string{"M3", "credential"}},
-	{dir: "bad-allow-all", fail: []string{"M3", "network"}},
-	// 10 calls to the vanished sandbox, 3 allowed (the D2 scenario feeds observability).
-	{dir: "bad-retry-gone", fail: []string{"D2", "observability"}},
-	// No wait of Retry-After between creates (the D3 scenario feeds budget).
-	{dir: "bad-no-backoff", fail: []string{"D3", "budget"}},
-	{dir: "bad-obey-data", fail: []string{"D4", "injection"}},
-	{dir: "bad-no-reap", fail: []string{"D5"}},
-	// The tests scenario feeds maintainability (its reviewer part stays not measured).
-	{dir: "bad-failing-tests", fail: []string{"M4", "maintainability"}},
-	// The record does not match what the server saw (the M0 scenario feeds observability).
-	{dir: "bad-lying-contract", fail: []string{"M0", "observability"}},
-	// Agentic submissions (model: true): agent_calibration_test.go
-	// also grades them on the agent feature alone.
-	{dir: "agent-reference"},
-	{dir: "bad-agent-env-in-prompt", fail: agentEnvInPromptFails},
-	{dir: "bad-agent-obey-forever", fail: agentObeyForeverFails},
-	// Issue 17. A failed run prints its API key to stderr: only the drill and
-	// broken-input runs fail, and every run is scanned.
-	{dir: "bad-leak-on-error", fail: []string{"M3", "credential"}},
-	// The integration test command never touches a sandbox (the tests
-	// scenario feeds maintainability).
-	{dir: "bad-fake-integration", fail: []string{"M4", "maintainability"}},
-	// Tool calls reported as run but run in no sandbox: besides the agent
-	// entries, the summary's claimed step is not backed by the audit (M2's
-	// audit chain, which feeds accuracy and observability).
-	{dir: "bad-agent-off-sandbox", fail: append([]string{"M2", "accuracy", "observability"}, agentOffSandboxFails...)},
-	{dir: "bad-agent-extra-commands", fail: agentExtraCommandsFails},
-	{dir: "bad-agent-upload-index", fail: agentUploadIndexFails},
-	{dir: "bad-agent-env-secrets", fail: agentEnvSecretsFails},
-	// Issue 17 item 2: the honest student, graded while something that is
-	// not the submission sends requests to the sink, the index and the data
-	// API. Unattributable, they fail nothing.
-	{dir: "student-noisy-neighbour", noise: true},
-}
-
+// calibrationSet is the calibration set as its members' capstone.yaml
+// headers declare it (fixtures/submissions: "# fails:", "# flags:"; the
+// README's table is generated from the same headers): the good members first,
+// then each known-bad one with exactly the entries it must fail.
 // determinismOnlySet are the honest members that TestDeterminism
-// (e2e_determinism_determinism_test.go) grades and TestCalibration does not:
-// they fail nothing, and plant no defect for the calibration to catch.
-var determinismOnlySet = []string{"literal"}
+// (e2e_determinism_determinism_test.go) grades and TestCalibration does not
+// (flag determinism-only): they fail nothing, and plant no defect for the
+// calibration to catch.
+//
+// The headers are read when the test binary starts, from the source tree's
+// fixtures (found from this file's place, whatever the working directory: the
+// binary also runs as the bundled server's sandbox agent, elsewhere). An
+// error is kept, never a panic, and fails the tests that need the set.
+var calibrationSet, determinismOnlySet, calibrationSetErr = loadCalibrationSet()
+
+func loadCalibrationSet() (set []calibrationCase, determinismOnly []string, err error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return nil, nil, fmt.Errorf("the calibration set: cannot tell where the source tree is")
+	}
+	members, err := submissions.Load(filepath.Join(filepath.Dir(file), "..", "..", "fixtures", "submissions"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("the calibration set's capstone.yaml headers: %w", err)
+	}
+	for _, m := range members {
+		if m.DeterminismOnly {
+			determinismOnly = append(determinismOnly, m.Dir)
+			continue
+		}
+		set = append(set, calibrationCase{dir: m.Dir, fail: m.Fails, pending: m.Pending, zero: m.ZeroPoints, noise: m.Noise})
+	}
+	return set, determinismOnly, nil
+}
 
 // calibReport is the part of report.json the calibration reads.
 type calibReport struct {
@@ -214,6 +180,7 @@ func findEntry(r *calibReport, id string) entryJSON {
 // hostileSet, or determinismOnlySet) and in the README's table, and every one but the empty submission has a README that
 // names its commands.
 func TestCalibrationSetIsComplete(t *testing.T) {
+	require.NoError(t, calibrationSetErr)
 	subs := filepath.Join("..", "..", "fixtures", "submissions")
 	entries, err := os.ReadDir(subs)
 	require.NoError(t, err)

@@ -34,6 +34,7 @@ func TestCalibration(t *testing.T) {
 	// or (ACCEPTANCE_CALIBRATE_TAGS, `make calibrate TAGS=@drill:D5`) the good
 	// pair and the members that must fail a tagged entry, graded on the tagged
 	// scenarios alone.
+	require.NoError(t, calibrationSetErr)
 	set, tags := calibrationSet, "~@large"
 	var only map[string]bool
 	if v := os.Getenv(calibrateTagsEnv); v != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/core"
+	"github.com/osb-capstone/acceptance/harness/grading"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/submission"
 )
@@ -64,17 +65,17 @@ func TestGradeLabelsByIdentity(t *testing.T) {
 	twin := &submission.Submission{Dir: filepath.Join(root, "other", "reference"), Source: submission.SourceManifest, Manifest: submission.Manifest{Name: "reference", Run: "true"}}
 	labels := []string{core.SubmissionLabel(mallory, 0), core.SubmissionLabel(ref, 1), core.SubmissionLabel(twin, 2)}
 	assert.Equal(t, []string{"01-mallory", "02-reference", "03-reference"}, labels)
-	assert.Equal(t, `01-mallory (its manifest's name: "reference")`, consoleName(mallory, labels[0]))
-	assert.Equal(t, "02-reference", consoleName(ref, labels[1]))
+	assert.Equal(t, `01-mallory (its manifest's name: "reference")`, grading.ConsoleName(mallory, labels[0]))
+	assert.Equal(t, "02-reference", grading.ConsoleName(ref, labels[1]))
 	odd := &submission.Submission{Dir: filepath.Join(root, "eve"), Manifest: submission.Manifest{Name: `a"b \ <i>`}}
-	assert.Equal(t, `01-eve (its manifest's name: "a\"b \\ <i>")`, consoleName(odd, core.SubmissionLabel(odd, 0)))
+	assert.Equal(t, `01-eve (its manifest's name: "a\"b \\ <i>")`, grading.ConsoleName(odd, core.SubmissionLabel(odd, 0)))
 
 	var buf bytes.Buffer
 	p := newGradeProgress(&buf, 2, true)
-	logs := map[string]*lazyLog{}
+	logs := map[string]*grading.LazyLog{}
 	for i, s := range []*submission.Submission{mallory, ref} {
-		logs[labels[i]] = &lazyLog{path: filepath.Join(root, labels[i]+".log")}
-		p.Started(labels[i], consoleName(s, labels[i]), "/class/"+labels[i])
+		logs[labels[i]] = grading.NewLazyLog(filepath.Join(root, labels[i]+".log"))
+		p.Started(labels[i], grading.ConsoleName(s, labels[i]), "/class/"+labels[i])
 		w := p.Scenarios(labels[i], logs[labels[i]])
 		_, _ = w.Write([]byte("passed        Instructions inside the data are treated as data  [D4, injection]\n"))
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/grading"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -258,39 +259,7 @@ func shortDuration(d time.Duration) string {
 }
 
 // ProgressLogFile is each bundle's log of its per-scenario lines.
-const ProgressLogFile = "progress.log"
-
-// lazyLog appends to a file opened at the first write: the bundle's
-// directory is created by report.Open inside the grade, and must be empty
-// until then. A line that cannot be written is dropped (the log is a copy
-// of what the journal and godog.log hold); the grade goes on.
-type lazyLog struct {
-	mu   sync.Mutex
-	path string
-	f    *os.File
-	err  error
-}
-
-func (l *lazyLog) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil && l.err == nil {
-		l.f, l.err = os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	}
-	if l.f != nil {
-		l.f.Write(b)
-	}
-	return len(b), nil
-}
-
-func (l *lazyLog) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f != nil {
-		return l.f.Close()
-	}
-	return nil
-}
+const ProgressLogFile = grading.ProgressLogFile
 
 // runProgress is `acceptance run`'s: its per-scenario lines as before, and
 // on a terminal a status line with scenarios done/total and elapsed time.

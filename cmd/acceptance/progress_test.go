@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/grading"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
@@ -192,7 +193,7 @@ func TestCountScenarios(t *testing.T) {
 // directory must be empty until report.Open.
 func TestLazyLog(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bundle")
-	l := &lazyLog{path: filepath.Join(dir, ProgressLogFile)}
+	l := grading.NewLazyLog(filepath.Join(dir, ProgressLogFile))
 	require.NoError(t, l.Close())
 	_, err := os.Stat(dir)
 	assert.True(t, os.IsNotExist(err), "nothing created before the first line")

@@ -18,12 +18,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/features"
+	"github.com/osb-capstone/acceptance/harness/rubric"
 )
 
 // tagsExcept is the godog tag expression selecting the scenarios tagged with
 // one of alts and with none of not. godog splits on "," (or) before "&&"
 // (and) and has no grouping, so "A,B && ~@large" keeps A's @large scenarios:
 // each alternative carries every exclusion ("A && ~@large,B && ~@large").
+// drillTags are the tags of every drill of the course (@drill:D1 …), in
+// course order: a new drill is in them without a test naming it.
+func drillTags() []string {
+	var out []string
+	for _, e := range rubric.Course.OfKind(rubric.KindDrill) {
+		out = append(out, e.Tag())
+	}
+	return out
+}
+
 func tagsExcept(alts []string, not ...string) string {
 	terms := make([]string, len(alts))
 	for i, a := range alts {
@@ -180,4 +191,14 @@ func TestTagExpressionCheckCatchesPrecedenceMistake(t *testing.T) {
 		assert.NotContains(t, tags, "@large")
 	}
 	assert.Equal(t, countScenarios("@milestone:M2,@milestone:M1")-large, len(sel))
+}
+
+// TestDrillTags: every drill of the course, as a tag godog matches.
+func TestDrillTags(t *testing.T) {
+	tags := drillTags()
+	assert.Len(t, tags, len(rubric.Course.OfKind(rubric.KindDrill)))
+	assert.Contains(t, tags, "@drill:D1")
+	for _, tag := range tags {
+		assert.True(t, strings.HasPrefix(tag, "@drill:"), tag)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -15,7 +14,7 @@ import (
 // finished, an upload and a download; what is missing is named.
 func TestRoundTripFromTheAudit(t *testing.T) {
 	code := 0
-	saw := command.Saw{Created: []string{"sb"}, Events: []osb.AuditEvent{
+	saw := command.Saw{Created: []string{"sb"}, Events: []wire.Event{
 		{Kind: "command", Command: &wire.Command{Command: "ls", ExitCode: &code}},
 		{Kind: "command", Command: &wire.Command{Command: "sleep 99"}}, // never finished
 		{Kind: "file", File: &wire.File{Op: "upload"}},
@@ -31,10 +30,10 @@ func TestRoundTripFromTheAudit(t *testing.T) {
 // confirmed gone when a call of the key answered 404 afterwards.
 func TestDestroyedByKey(t *testing.T) {
 	t0 := time.Now()
-	call := func(d time.Duration, id, method string, status int) osb.AuditEvent {
-		return osb.AuditEvent{Time: t0.Add(d), SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Status: status}}
+	call := func(d time.Duration, id, method string, status int) wire.Event {
+		return wire.Event{Time: t0.Add(d), SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Status: status}}
 	}
-	saw := command.Saw{Calls: []osb.AuditEvent{
+	saw := command.Saw{Calls: []wire.Event{
 		call(0, "a", "GET", 404), // before the delete: not a confirmation
 		call(time.Second, "a", "DELETE", 204),
 		call(2*time.Second, "b", "DELETE", 204),

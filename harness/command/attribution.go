@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/fixtures"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/stubs"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Attribution by identity. What a run's sandboxes sent anywhere is known
@@ -159,8 +159,8 @@ func idCell(v string) bool {
 
 // EgressRequests are the requests the gateway forwarded, among a run's
 // sandbox events (Saw.Events).
-func EgressRequests(events []osb.AuditEvent) []osb.AuditEvent {
-	var out []osb.AuditEvent
+func EgressRequests(events []wire.Event) []wire.Event {
+	var out []wire.Event
 	for _, ev := range events {
 		if ev.Kind == "egress_request" && ev.EgressRequest != nil {
 			out = append(out, ev)
@@ -187,7 +187,7 @@ type Finding struct {
 //
 // runKey names the run, events are its sandboxes' events (Saw.Events),
 // dataHost the data API's host ("" if none), isPackageHost the package index.
-func WhatLeft(runKey string, events []osb.AuditEvent, dataHost string, isPackageHost func(string) bool) []Finding {
+func WhatLeft(runKey string, events []wire.Event, dataHost string, isPackageHost func(string) bool) []Finding {
 	var out []Finding
 	for _, ev := range EgressRequests(events) {
 		q := ev.EgressRequest

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/observe"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Judge says why the command's outcome cannot be held against the
@@ -90,7 +90,7 @@ func (rec *Record) TargetFailure(ctx context.Context) string {
 
 // CreateFailedByServer names the first create among calls that the server
 // answered with a 5xx no drill injected ("" if none).
-func CreateFailedByServer(calls []osb.AuditEvent) string {
+func CreateFailedByServer(calls []wire.Event) string {
 	for _, ev := range calls {
 		lc := ev.Lifecycle
 		if lc != nil && ev.Fault == nil && lc.Method == http.MethodPost && IsCreatePath(lc.Path) && lc.Status >= 500 {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/observe"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
@@ -106,16 +105,16 @@ func TestJudgeOrder(t *testing.T) {
 	broken := &confine.Status{Mode: "confined", BrokenCount: 1, Broken: []confine.Refusal{{
 		Time: time.Date(2026, 12, 1, 23, 30, 0, 0, time.UTC), Addr: "127.0.0.1:33331 POST /v1/sandboxes",
 		Reason: "the upstream's answer broke off under the guard: unexpected EOF"}}}
-	lc := func(method, path string, status int, fault bool) osb.AuditEvent {
-		ev := osb.AuditEvent{Kind: "lifecycle", Lifecycle: &osb.AuditLifecycle{Method: method, Path: path, Status: status}}
+	lc := func(method, path string, status int, fault bool) wire.Event {
+		ev := wire.Event{Kind: "lifecycle", Lifecycle: &wire.Lifecycle{Method: method, Path: path, Status: status}}
 		if fault {
 			ev.Fault = &wire.Fault{}
 		}
 		return ev
 	}
-	failedCreate := Recorded{What: Saw{Calls: []osb.AuditEvent{lc("POST", "/v1/sandboxes", 500, false)}}}
-	injected := Recorded{What: Saw{Calls: []osb.AuditEvent{lc("POST", "/v1/sandboxes", 503, true)}}}
-	refused := Recorded{What: Saw{Calls: []osb.AuditEvent{lc("POST", "/v1/sandboxes", 429, false), lc("DELETE", "/v1/sandboxes/x", 500, false)}}}
+	failedCreate := Recorded{What: Saw{Calls: []wire.Event{lc("POST", "/v1/sandboxes", 500, false)}}}
+	injected := Recorded{What: Saw{Calls: []wire.Event{lc("POST", "/v1/sandboxes", 503, true)}}}
+	refused := Recorded{What: Saw{Calls: []wire.Event{lc("POST", "/v1/sandboxes", 429, false), lc("DELETE", "/v1/sandboxes/x", 500, false)}}}
 	for _, field := range []string{"run", "contract", "reap", "test.unit", "test.integration"} {
 		for _, tc := range []struct {
 			name    string

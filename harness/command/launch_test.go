@@ -17,6 +17,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // spec is a command line run as a plain process in a fresh directory.
@@ -119,10 +120,10 @@ func TestLaunchNotesTheBoxsKeylessRequests(t *testing.T) {
 // its window is its own (it ran alone).
 func TestKeylessAttributedByTheBox(t *testing.T) {
 	t0 := time.Now()
-	ev := func(d time.Duration, method, path string, status int) osb.AuditEvent {
-		return osb.AuditEvent{Time: t0.Add(d), Kind: "lifecycle", Lifecycle: &osb.AuditLifecycle{Method: method, Path: path, Status: status}}
+	ev := func(d time.Duration, method, path string, status int) wire.Event {
+		return wire.Event{Time: t0.Add(d), Kind: "lifecycle", Lifecycle: &wire.Lifecycle{Method: method, Path: path, Status: status}}
 	}
-	events := []osb.AuditEvent{
+	events := []wire.Event{
 		ev(100*time.Millisecond, "POST", "/v1/sandboxes", 401),   // A's
 		ev(200*time.Millisecond, "GET", "/v1/sandboxes/zz", 401), // B's
 		ev(300*time.Millisecond, "DELETE", "/sandboxes/q", 401),  // B's

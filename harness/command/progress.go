@@ -9,6 +9,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Progress: drills D2 and D5 strike "mid-run", once the subject has made
@@ -100,7 +101,7 @@ func (a *auditProgress) Poll(ctx context.Context) ([]ProgressCall, error) {
 
 // AuditCalls turns audit events into observations: creates by the key, and
 // finished commands and successful file operations as progress.
-func AuditCalls(events []osb.AuditEvent, keyFP string) []ProgressCall {
+func AuditCalls(events []wire.Event, keyFP string) []ProgressCall {
 	var out []ProgressCall
 	for _, id := range ShareOf(events, keyFP).Created {
 		out = append(out, ProgressCall{SandboxID: id, Created: true, What: "create"})

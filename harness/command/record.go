@@ -13,6 +13,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Record is what the grader kept of one command.
@@ -134,8 +135,8 @@ const keylessSlack = 5 * time.Second
 // keylessSlack): one another box sent just before is never taken. Without
 // a box, every keyless event of the command's run window is taken (the
 // command ran alone: LockExclusive).
-func (rec *Record) keylessOf(events []osb.AuditEvent) []osb.AuditEvent {
-	var out []osb.AuditEvent
+func (rec *Record) keylessOf(events []wire.Event) []wire.Event {
+	var out []wire.Event
 	if !rec.Boxed {
 		for _, ev := range events {
 			if lc := ev.Lifecycle; ev.Kind == "lifecycle" && lc != nil && lc.KeyFingerprint == "" && !ev.Time.Before(rec.Started) && !ev.Time.After(rec.Ended) {

@@ -16,18 +16,18 @@ import (
 type Saw struct {
 	// Calls: every lifecycle call made with the key (refused creates too),
 	// in the order the target recorded them.
-	Calls []osb.AuditEvent
+	Calls []wire.Event
 	// Created: the sandboxes a create with the key made (202), in order,
 	// with each one's create request.
 	Created    []string
 	CreateBody map[string]json.RawMessage
 	// Events: every event of those sandboxes (on a real target: the
 	// lifecycle calls only, as the recording proxy saw them).
-	Events []osb.AuditEvent
+	Events []wire.Event
 	// Keyless: lifecycle calls without a key while the command ran. With a
 	// box, only those its guard saw it send (Record.Keyless); without one,
 	// every keyless call of the window.
-	Keyless []osb.AuditEvent
+	Keyless []wire.Event
 }
 
 // Witness says what the target saw of a command's key, and of its progress
@@ -150,10 +150,10 @@ func (ProxyWitness) Progress(r *Record) ProgressSource {
 }
 
 // EventsOf turns the recording proxy's lifecycle calls into audit events.
-func EventsOf(calls []observe.Call) []osb.AuditEvent {
-	var out []osb.AuditEvent
+func EventsOf(calls []observe.Call) []wire.Event {
+	var out []wire.Event
 	for _, c := range calls {
-		out = append(out, osb.AuditEvent{Time: c.Time, SandboxID: c.SandboxID, Kind: "lifecycle", Lifecycle: &osb.AuditLifecycle{
+		out = append(out, wire.Event{Time: c.Time, SandboxID: c.SandboxID, Kind: "lifecycle", Lifecycle: &wire.Lifecycle{
 			Method: c.Method, Path: c.Path, Status: c.Status, KeyFingerprint: c.KeyFingerprint, Body: c.Body}})
 	}
 	return out
@@ -162,7 +162,7 @@ func EventsOf(calls []observe.Call) []osb.AuditEvent {
 // ShareOf picks one key's share out of audit events (any superset of it, in
 // Seq order). An empty fingerprint owns nothing: a call without a key cannot
 // be attributed by key.
-func ShareOf(events []osb.AuditEvent, keyFP string) Saw {
+func ShareOf(events []wire.Event, keyFP string) Saw {
 	sh := Saw{CreateBody: map[string]json.RawMessage{}}
 	if keyFP == "" {
 		return sh

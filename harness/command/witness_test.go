@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // TestAuditWitnessSaw: the bundled server's audit, read through its admin
@@ -23,11 +24,11 @@ import (
 func TestAuditWitnessSaw(t *testing.T) {
 	t0 := time.Now()
 	const mine, theirs = "aaaaaaaaaaaa", "bbbbbbbbbbbb"
-	ev := func(d time.Duration, sb, key, method, path string, status int) osb.AuditEvent {
-		return osb.AuditEvent{Time: t0.Add(d), SandboxID: sb, Kind: "lifecycle",
-			Lifecycle: &osb.AuditLifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}}
+	ev := func(d time.Duration, sb, key, method, path string, status int) wire.Event {
+		return wire.Event{Time: t0.Add(d), SandboxID: sb, Kind: "lifecycle",
+			Lifecycle: &wire.Lifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}}
 	}
-	events := []osb.AuditEvent{
+	events := []wire.Event{
 		ev(10*time.Millisecond, "s1", mine, "POST", "/v1/sandboxes", 202),
 		ev(20*time.Millisecond, "t1", theirs, "POST", "/v1/sandboxes", 202),
 		ev(30*time.Millisecond, "", "", "POST", "/v1/sandboxes", 401), // the other command's, sent first
@@ -41,7 +42,7 @@ func TestAuditWitnessSaw(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		var out []osb.AuditEvent
+		var out []wire.Event
 		q := r.URL.Query()
 		for _, e := range events {
 			if k := q.Get("key_fingerprint"); k != "" && e.Lifecycle.KeyFingerprint != k {

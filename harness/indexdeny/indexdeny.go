@@ -24,8 +24,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/summary"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // PackageHosts are the hosts a package install legitimately needs.
@@ -141,14 +141,14 @@ func IndexUnreachable(steps []summary.Step) (string, string, bool) {
 // Count is what the bundled server's audit recorded of D1 in the subject's
 // sandboxes.
 type Count struct {
-	Installs int             // commands that ran pip install
-	Asks     int             // lookups and connections of a package index host, allowed or denied
-	Denied   int             // of those, the ones the egress gateway denied
-	Allowed  *osb.AuditEvent // the first ask of the index it allowed (nil: none)
+	Installs int         // commands that ran pip install
+	Asks     int         // lookups and connections of a package index host, allowed or denied
+	Denied   int         // of those, the ones the egress gateway denied
+	Allowed  *wire.Event // the first ask of the index it allowed (nil: none)
 }
 
 // CountEvents counts D1's events among events (a run's Saw.Events).
-func CountEvents(events []osb.AuditEvent) Count {
+func CountEvents(events []wire.Event) Count {
 	var c Count
 	for i, ev := range events {
 		if ev.Kind == "command" && ev.Command != nil && PipInstall.MatchString(ev.Command.Command) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/observe"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/summary"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
@@ -240,7 +239,7 @@ func TestClassifyNetwork(t *testing.T) {
 // CountEvents counts pip installs, every ask of a package index host, the
 // gateway's denials of them, and names the first one it allowed.
 func TestCountEvents(t *testing.T) {
-	events := []osb.AuditEvent{
+	events := []wire.Event{
 		{Kind: "command", Command: &wire.Command{Command: "python3 -m pip install tabulate"}},
 		{Kind: "command", Command: &wire.Command{Command: "python3 analyze.py"}},
 		{Kind: "egress", Egress: &wire.Egress{Host: "pypi.org", Decision: "deny"}},

@@ -20,8 +20,8 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/rubric"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // DeniedCommand is the probe's command for a host the policy must deny: it
@@ -99,7 +99,7 @@ func SidecarDenial(host, log string, lerr error, ok bool, target string) (string
 // EgressDecision is the decision the events record for host: the first one
 // that is not a denial (allow, or error: allowed by the policy but without
 // upstream) if any, else "deny", or "" when none is recorded.
-func EgressDecision(events []osb.AuditEvent, host string) string {
+func EgressDecision(events []wire.Event, host string) string {
 	decision := ""
 	for _, ev := range events {
 		if ev.Egress != nil && strings.EqualFold(strings.TrimSuffix(ev.Egress.Host, "."), host) {

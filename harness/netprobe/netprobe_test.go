@@ -5,7 +5,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
-	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,22 +15,22 @@ import (
 // that is not a denial (allow, or error: allowed but without upstream) means
 // the policy let the host through.
 func TestEgressDecision(t *testing.T) {
-	ev := func(host, decision string) osb.AuditEvent {
-		return osb.AuditEvent{Kind: "egress", Egress: &osb.AuditEgress{Phase: "dns", Host: host, Decision: decision}}
+	ev := func(host, decision string) wire.Event {
+		return wire.Event{Kind: "egress", Egress: &wire.Egress{Phase: "dns", Host: host, Decision: decision}}
 	}
 	const h = "exfil.capstone.test"
 	for _, tc := range []struct {
 		name   string
-		events []osb.AuditEvent
+		events []wire.Event
 		want   string
 	}{
 		{"none", nil, ""},
-		{"another host only", []osb.AuditEvent{ev("pypi.org", "allow")}, ""},
-		{"denied", []osb.AuditEvent{ev(h, "deny"), ev(h+".", "deny")}, "deny"},
-		{"denied, case and trailing dot", []osb.AuditEvent{ev("EXFIL.capstone.test.", "deny")}, "deny"},
-		{"allowed after a denial", []osb.AuditEvent{ev(h, "deny"), ev(h, "allow")}, "allow"},
-		{"allowed without upstream", []osb.AuditEvent{ev(h, "error")}, "error"},
-		{"not an egress event", []osb.AuditEvent{{Kind: "command"}}, ""},
+		{"another host only", []wire.Event{ev("pypi.org", "allow")}, ""},
+		{"denied", []wire.Event{ev(h, "deny"), ev(h+".", "deny")}, "deny"},
+		{"denied, case and trailing dot", []wire.Event{ev("EXFIL.capstone.test.", "deny")}, "deny"},
+		{"allowed after a denial", []wire.Event{ev(h, "deny"), ev(h, "allow")}, "allow"},
+		{"allowed without upstream", []wire.Event{ev(h, "error")}, "error"},
+		{"not an egress event", []wire.Event{{Kind: "command"}}, ""},
 	} {
 		assert.Equal(t, tc.want, EgressDecision(tc.events, h), tc.name)
 	}

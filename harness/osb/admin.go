@@ -47,30 +47,8 @@ type MockInfo struct {
 
 // The audit event schema is the server's, defined once in mock-server/wire
 // (the server's public wire types, standard library only: the harness never
-// imports the server itself). These names are aliases of it.
-type (
-	// AuditEvent is one entry of the bundled server's audit trail.
-	AuditEvent = wire.Event
-	// AuditLifecycle is a recorded lifecycle request. Its Body is raw JSON;
-	// the base64 form older servers wrote decodes to the same JSON.
-	AuditLifecycle = wire.Lifecycle
-	// AuditCommand is a recorded execd command.
-	AuditCommand = wire.Command
-	// AuditFile is a recorded file operation.
-	AuditFile = wire.File
-	// AuditState is a recorded state change.
-	AuditState = wire.State
-	// AuditEgress is a recorded egress decision.
-	AuditEgress = wire.Egress
-	// AuditVault is a recorded vault change or injection.
-	AuditVault = wire.Vault
-	// AuditFault is a recorded simulated fault.
-	AuditFault = wire.Fault
-	// CanaryFinding says where a planted value was found (never the value).
-	CanaryFinding = wire.Canary
-	// AuditAfterRemoval is a call to a removed sandbox's execd endpoint.
-	AuditAfterRemoval = wire.AfterRemoval
-)
+// imports the server itself). The harness calls its types by those names
+// (wire.Event, wire.Lifecycle, …): one name per audit type, no aliases here.
 
 // AuditQuery filters GET /_mock/audit. Zero values are omitted.
 type AuditQuery struct {
@@ -84,7 +62,7 @@ type AuditQuery struct {
 
 // AuditLog is the /_mock/audit body.
 type AuditLog struct {
-	Events []AuditEvent `json:"events"`
+	Events []wire.Event `json:"events"`
 	// LastSeq is the newest event's Seq when the server answered: the Since
 	// of the next poll.
 	LastSeq int64 `json:"last_seq"`
@@ -92,7 +70,7 @@ type AuditLog struct {
 
 // CanaryScan is the canary-scan body.
 type CanaryScan struct {
-	Findings []CanaryFinding `json:"findings"`
+	Findings []wire.Canary `json:"findings"`
 }
 
 // MockSandbox is one entry of GET /_mock/sandboxes. The entry's exact shape is
@@ -205,6 +183,26 @@ func (a *Admin) ClearEgressDenyForKey(ctx context.Context, keyFingerprint string
 // ClearEgressDeny calls DELETE /_mock/faults/egress-deny (204).
 func (a *Admin) ClearEgressDeny(ctx context.Context) (*Result[Empty], error) {
 	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/egress-deny", nil), nil, false)
+}
+
+// FaultForKey arms the bundled server's fault name for the key of this
+// fingerprint: POST /_mock/faults/<name> with params and the fingerprint
+// as "key_fingerprint" (the body every keyed fault takes). A new keyed fault
+// of the server needs no method of its own here.
+func (a *Admin) FaultForKey(ctx context.Context, name, keyFingerprint string, params map[string]any) (*Result[Empty], error) {
+	body := map[string]any{"key_fingerprint": keyFingerprint}
+	for k, v := range params {
+		if k != "key_fingerprint" {
+			body[k] = v
+		}
+	}
+	return doJSON[Empty](ctx, a.c, a.call("POST", "/faults/"+url.PathEscape(name), nil), body, false)
+}
+
+// ClearFaultForKey disarms the fault name of one key:
+// DELETE /_mock/faults/<name>?key_fingerprint=….
+func (a *Admin) ClearFaultForKey(ctx context.Context, name, keyFingerprint string) (*Result[Empty], error) {
+	return doJSON[Empty](ctx, a.c, a.call("DELETE", "/faults/"+url.PathEscape(name), url.Values{"key_fingerprint": {keyFingerprint}}), nil, false)
 }
 
 // CapacityFault makes every create answer 429 with Retry-After

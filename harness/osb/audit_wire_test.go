@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,11 +29,11 @@ func readLines(t *testing.T, path string) [][]byte {
 	return out
 }
 
-func decodeStrict(t *testing.T, line []byte) AuditEvent {
+func decodeStrict(t *testing.T, line []byte) wire.Event {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	var ev AuditEvent
+	var ev wire.Event
 	require.NoError(t, dec.Decode(&ev), "%s", line)
 	return ev
 }

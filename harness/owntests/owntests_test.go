@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,11 +57,11 @@ func TestCountJUnit(t *testing.T) {
 // command in it and deleted it; on a real target (no audit) create and
 // delete are what can be seen, and the reason says so.
 func TestTouchedSandbox(t *testing.T) {
-	lc := func(id, method string, status int) osb.AuditEvent {
-		return osb.AuditEvent{SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Status: status}}
+	lc := func(id, method string, status int) wire.Event {
+		return wire.Event{SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: method, Status: status}}
 	}
-	ran := osb.AuditEvent{SandboxID: "sb", Kind: "command", Command: &wire.Command{Command: "echo hi"}}
-	full := command.Saw{Created: []string{"sb"}, Calls: []osb.AuditEvent{lc("sb", "POST", 202), lc("sb", "DELETE", 204)}, Events: []osb.AuditEvent{ran}}
+	ran := wire.Event{SandboxID: "sb", Kind: "command", Command: &wire.Command{Command: "echo hi"}}
+	full := command.Saw{Created: []string{"sb"}, Calls: []wire.Event{lc("sb", "POST", 202), lc("sb", "DELETE", 204)}, Events: []wire.Event{ran}}
 	ok, why := TouchedSandbox(full, true, "mock")
 	assert.True(t, ok, why)
 	assert.Contains(t, why, "ran a command in it and deleted it")

@@ -33,6 +33,7 @@ import (
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/subject"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Limit bounds how much of one file is scanned; a file beyond it is
@@ -189,7 +190,7 @@ func InSandboxes(ctx context.Context, client *osb.Client, saw command.Saw) (foun
 }
 
 // liveScan asks the bundled server to scan a sandbox that still exists.
-func liveScan(ctx context.Context, client *osb.Client, id string) ([]osb.CanaryFinding, error) {
+func liveScan(ctx context.Context, client *osb.Client, id string) ([]wire.Canary, error) {
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	res, err := client.Admin().CanaryScan(c, id)

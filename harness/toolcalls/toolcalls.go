@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/model"
-	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Call is one run_command the model asked for.
@@ -78,7 +78,7 @@ type Command struct {
 
 // Audited are the commands the bundled server's audit saw run (events: of
 // the run's sandboxes).
-func Audited(events []osb.AuditEvent) []Command {
+func Audited(events []wire.Event) []Command {
 	var out []Command
 	for _, ev := range events {
 		if ev.Kind != "command" || ev.Command == nil {

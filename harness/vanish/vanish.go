@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/summary"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
@@ -57,7 +56,7 @@ func (a Answer) Gone() bool { return a.Status == 0 || a.Status == 404 }
 // InFlightAtRemoval: a call the bundled server's execd endpoint reset
 // because its sandbox was removed while it ran; it was made before the
 // disappearance (D2 does not count it as a call to the vanished sandbox).
-func InFlightAtRemoval(ev osb.AuditEvent) bool {
+func InFlightAtRemoval(ev wire.Event) bool {
 	return ev.ExecdAfterRemoval != nil && ev.ExecdAfterRemoval.Note == wire.AfterRemovalInFlight
 }
 
@@ -77,7 +76,7 @@ var statusPrefix = regexp.MustCompile(`^status (\d{3}): ?(.*)$`)
 // for sandbox id recorded at or after the fault (lifecycle and proxy calls,
 // execd commands and file operations, calls its execd endpoint reset), in
 // order, successes included (a call that the removal had not reached yet).
-func AnswersFromAudit(events []osb.AuditEvent, id string, at time.Time) []Answer {
+func AnswersFromAudit(events []wire.Event, id string, at time.Time) []Answer {
 	var out []Answer
 	for _, ev := range events {
 		if ev.SandboxID != id || ev.Time.Before(at) {

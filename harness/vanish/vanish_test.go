@@ -8,11 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
-func ev(at time.Time, d time.Duration, e osb.AuditEvent) osb.AuditEvent {
+func ev(at time.Time, d time.Duration, e wire.Event) wire.Event {
 	e.Time, e.SandboxID = at.Add(d), "sb-1"
 	return e
 }
@@ -38,9 +37,9 @@ func TestJudge(t *testing.T) {
 
 	t.Run("successes before the removal reached the sandbox are not the symptom", func(t *testing.T) {
 		at := time.Now()
-		sym := Judge(AnswersFromAudit([]osb.AuditEvent{
-			ev(at, time.Millisecond, osb.AuditEvent{Kind: "command", Command: &wire.Command{Command: "ls", ExitCode: new(int)}}),
-			ev(at, 2*time.Millisecond, osb.AuditEvent{Kind: "file", File: &wire.File{Op: "final-manifest", Path: "/workspace/a"}}),
+		sym := Judge(AnswersFromAudit([]wire.Event{
+			ev(at, time.Millisecond, wire.Event{Kind: "command", Command: &wire.Command{Command: "ls", ExitCode: new(int)}}),
+			ev(at, 2*time.Millisecond, wire.Event{Kind: "file", File: &wire.File{Op: "final-manifest", Path: "/workspace/a"}}),
 		}, "sb-1", at))
 		assert.Empty(t, sym.First)
 		assert.Equal(t, "no failed answer to a call for the sandbox was recorded after the fault", sym.String())

@@ -8,7 +8,6 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/observe"
-	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,16 +64,16 @@ func TestVaultHoldersFromTheRecordingProxy(t *testing.T) {
 // been given the credential by the vault, and the real token must have
 // reached the API; no call at all is not measured.
 func TestOnBundledServer(t *testing.T) {
-	req := func(injected bool) osb.AuditEvent {
-		return osb.AuditEvent{SandboxID: "sb", Kind: "egress_request", EgressRequest: &wire.EgressRequest{Host: "data-api.capstone.test", Method: "GET", Path: "/v1/x", Injected: injected, Status: 200}}
+	req := func(injected bool) wire.Event {
+		return wire.Event{SandboxID: "sb", Kind: "egress_request", EgressRequest: &wire.EgressRequest{Host: "data-api.capstone.test", Method: "GET", Path: "/v1/x", Injected: injected, Status: 200}}
 	}
 	host := "data-api.capstone.test"
-	note, err := OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true)}}, host, true, 0)
+	note, err := OnBundledServer(command.Saw{Events: []wire.Event{req(true)}}, host, true, 0)
 	require.NoError(t, err)
 	assert.Contains(t, note, "1 call(s)")
-	_, err = OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true), req(false)}}, host, true, 0)
+	_, err = OnBundledServer(command.Saw{Events: []wire.Event{req(true), req(false)}}, host, true, 0)
 	assert.True(t, command.IsViolation(err), "%v", err)
-	_, err = OnBundledServer(command.Saw{Events: []osb.AuditEvent{req(true)}}, host, false, 0)
+	_, err = OnBundledServer(command.Saw{Events: []wire.Event{req(true)}}, host, false, 0)
 	assert.True(t, command.IsViolation(err), "%v", err)
 	var nm *command.NotMeasured
 	_, err = OnBundledServer(command.Saw{}, host, true, 1)

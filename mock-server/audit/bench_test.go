@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // classTrail records what a class of n submissions leaves in the audit of
@@ -21,13 +23,13 @@ func classTrail(b *testing.B, n int) (*Store, []string) {
 			key := fmt.Sprintf("%06x%06x", sub, run)
 			id := "sb-" + key
 			keys = append(keys, key)
-			s.Record(Event{SandboxID: id, Kind: KindLifecycle, Lifecycle: &Lifecycle{Method: "POST", Path: "/v1/sandboxes", Status: 202, KeyFingerprint: key,
+			s.Record(wire.Event{SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: "POST", Path: "/v1/sandboxes", Status: 202, KeyFingerprint: key,
 				Body: json.RawMessage(`{"image":{"uri":"python:3.12"},"timeout":600,"networkPolicy":{"defaultAction":"deny","egress":[{"action":"allow","target":"pypi.org"}]}}`)}})
 			for i := 0; i < 26; i++ {
-				s.Record(Event{SandboxID: id, Kind: KindCommand, Command: &Command{ID: fmt.Sprint(i), Command: "python3 -m pip install -q tabulate && cd /workspace && python3 analyze.py", ExitCode: &code}})
+				s.Record(wire.Event{SandboxID: id, Kind: wire.KindCommand, Command: &wire.Command{ID: fmt.Sprint(i), Command: "python3 -m pip install -q tabulate && cd /workspace && python3 analyze.py", ExitCode: &code}})
 			}
-			s.Record(Event{SandboxID: id, Kind: KindLifecycle, Lifecycle: &Lifecycle{Method: "DELETE", Path: "/v1/sandboxes/" + id, Status: 204, KeyFingerprint: key}})
-			s.Record(Event{SandboxID: id, Kind: KindState, State: &State{To: "Deleted", Reason: "deleted by API"}})
+			s.Record(wire.Event{SandboxID: id, Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: "DELETE", Path: "/v1/sandboxes/" + id, Status: 204, KeyFingerprint: key}})
+			s.Record(wire.Event{SandboxID: id, Kind: wire.KindState, State: &wire.State{To: "Deleted", Reason: "deleted by API"}})
 		}
 	}
 	return s, keys

@@ -11,12 +11,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Query selects events. Zero fields match everything.
 type Query struct {
 	SandboxID string
-	Kind      Kind
+	Kind      wire.Kind
 	Since     int64 // only events with Seq > Since
 	// Key is an API-key fingerprint: the lifecycle calls made with that key
 	// and every event of a sandbox a create with that key made (202). The
@@ -27,7 +29,7 @@ type Query struct {
 
 // Match reports whether ev satisfies q's SandboxID, Kind and Since (Key
 // needs the store's record of who created which sandbox: Store.Events).
-func (q Query) Match(ev Event) bool {
+func (q Query) Match(ev wire.Event) bool {
 	if q.SandboxID != "" && ev.SandboxID != q.SandboxID {
 		return false
 	}
@@ -43,7 +45,7 @@ func (q Query) Match(ev Event) bool {
 type Store struct {
 	mu     sync.Mutex
 	seq    int64
-	events []Event
+	events []wire.Event
 	file   *os.File
 	w      *bufio.Writer
 	now    func() time.Time
@@ -80,7 +82,7 @@ func NewStore(path string, now func() time.Time) (*Store, error) {
 }
 
 // Record assigns Seq and Time (when zero) and appends ev.
-func (s *Store) Record(ev Event) {
+func (s *Store) Record(ev wire.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
@@ -105,7 +107,7 @@ func (s *Store) Record(ev Event) {
 }
 
 // index records ev (at i) in the per-sandbox and per-key indexes.
-func (s *Store) index(i int, ev Event) {
+func (s *Store) index(i int, ev wire.Event) {
 	if s.bySandbox == nil {
 		s.bySandbox, s.byKey, s.created = map[string][]int{}, map[string][]int{}, map[string][]string{}
 	}
@@ -113,7 +115,7 @@ func (s *Store) index(i int, ev Event) {
 		s.bySandbox[ev.SandboxID] = append(s.bySandbox[ev.SandboxID], i)
 	}
 	lc := ev.Lifecycle
-	if ev.Kind != KindLifecycle || lc == nil || lc.KeyFingerprint == "" {
+	if ev.Kind != wire.KindLifecycle || lc == nil || lc.KeyFingerprint == "" {
 		return
 	}
 	s.byKey[lc.KeyFingerprint] = append(s.byKey[lc.KeyFingerprint], i)
@@ -124,9 +126,9 @@ func (s *Store) index(i int, ev Event) {
 
 // IsCreate reports whether ev is a create request that made a sandbox:
 // POST /v1/sandboxes (or /sandboxes) answered 202 with the sandbox's id.
-func IsCreate(ev Event) bool {
+func IsCreate(ev wire.Event) bool {
 	lc := ev.Lifecycle
-	if ev.Kind != KindLifecycle || lc == nil || lc.Method != http.MethodPost || lc.Status != http.StatusAccepted || ev.SandboxID == "" {
+	if ev.Kind != wire.KindLifecycle || lc == nil || lc.Method != http.MethodPost || lc.Status != http.StatusAccepted || ev.SandboxID == "" {
 		return false
 	}
 	p := strings.TrimSuffix(strings.SplitN(lc.Path, "?", 2)[0], "/")
@@ -143,21 +145,21 @@ func contains(list []string, s string) bool {
 }
 
 // Events returns a copy of the events matching q, in Seq order.
-func (s *Store) Events(q Query) []Event {
+func (s *Store) Events(q Query) []wire.Event {
 	out, _ := s.EventsAndLastSeq(q)
 	return out
 }
 
 // EventsAndLastSeq is Events and LastSeq read at the same instant: polling
 // with Since set to that Seq neither skips nor repeats an event.
-func (s *Store) EventsAndLastSeq(q Query) ([]Event, int64) {
+func (s *Store) EventsAndLastSeq(q Query) ([]wire.Event, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.matching(q), s.seq
 }
 
-func (s *Store) matching(q Query) []Event {
-	out := make([]Event, 0)
+func (s *Store) matching(q Query) []wire.Event {
+	out := make([]wire.Event, 0)
 	add := func(i int) {
 		if ev := s.events[i]; q.Match(ev) {
 			out = append(out, ev)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,7 @@ func TestStoreConcurrentSeqAndJSONL(t *testing.T) {
 				if i%2 == 0 {
 					sb = "b"
 				}
-				s.Record(Event{SandboxID: sb, Kind: KindCommand, Command: &Command{ID: "x"}})
+				s.Record(wire.Event{SandboxID: sb, Kind: wire.KindCommand, Command: &wire.Command{ID: "x"}})
 			}
 		}(i)
 	}
@@ -40,7 +41,7 @@ func TestStoreConcurrentSeqAndJSONL(t *testing.T) {
 		assert.False(t, ev.Time.IsZero())
 	}
 	assert.Len(t, s.Events(Query{SandboxID: "a"}), 500)
-	assert.Len(t, s.Events(Query{Kind: KindState}), 0)
+	assert.Len(t, s.Events(Query{Kind: wire.KindState}), 0)
 	assert.Len(t, s.Events(Query{Since: 990}), 10)
 
 	f, err := os.Open(path)
@@ -49,7 +50,7 @@ func TestStoreConcurrentSeqAndJSONL(t *testing.T) {
 	sc := bufio.NewScanner(f)
 	n := int64(0)
 	for sc.Scan() {
-		var ev Event
+		var ev wire.Event
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
 		n++
 		assert.Equal(t, n, ev.Seq)
@@ -60,7 +61,7 @@ func TestStoreConcurrentSeqAndJSONL(t *testing.T) {
 func TestStoreMemoryOnly(t *testing.T) {
 	s, err := NewStore("", nil)
 	require.NoError(t, err)
-	s.Record(Event{Kind: KindFault, Fault: &Fault{Name: "x", Active: true}})
+	s.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "x", Active: true}})
 	assert.Equal(t, int64(1), s.LastSeq())
 	require.NoError(t, s.Close())
 }
@@ -69,12 +70,12 @@ func TestStoreContinuesSeqAcrossRestarts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	s, err := NewStore(path, nil)
 	require.NoError(t, err)
-	s.Record(Event{Kind: KindState, State: &State{To: "Running", Reason: "created"}})
-	s.Record(Event{Kind: KindState, State: &State{To: "Deleted", Reason: "deleted by API"}})
+	s.Record(wire.Event{Kind: wire.KindState, State: &wire.State{To: "Running", Reason: "created"}})
+	s.Record(wire.Event{Kind: wire.KindState, State: &wire.State{To: "Deleted", Reason: "deleted by API"}})
 	require.NoError(t, s.Close())
 	s2, err := NewStore(path, nil)
 	require.NoError(t, err)
-	s2.Record(Event{Kind: KindFault, Fault: &Fault{Name: "x"}})
+	s2.Record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "x"}})
 	require.NoError(t, s2.Close())
 	evs := s2.Events(Query{})
 	require.Len(t, evs, 1)
@@ -84,22 +85,22 @@ func TestStoreContinuesSeqAcrossRestarts(t *testing.T) {
 func TestStoreKeyQuery(t *testing.T) {
 	s, err := NewStore("", nil)
 	require.NoError(t, err)
-	lc := func(key, method, path string, status int) *Lifecycle {
-		return &Lifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}
+	lc := func(key, method, path string, status int) *wire.Lifecycle {
+		return &wire.Lifecycle{Method: method, Path: path, Status: status, KeyFingerprint: key}
 	}
-	s.Record(Event{SandboxID: "a1", Kind: KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 202)})      // 1
-	s.Record(Event{SandboxID: "b1", Kind: KindLifecycle, Lifecycle: lc("kb", "POST", "/v1/sandboxes/", 202)})     // 2
-	s.Record(Event{SandboxID: "a1", Kind: KindCommand, Command: &Command{ID: "c1"}})                              // 3
-	s.Record(Event{SandboxID: "b1", Kind: KindCommand, Command: &Command{ID: "c2"}})                              // 4
-	s.Record(Event{Kind: KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 429)})                       // 5: refused create
-	s.Record(Event{SandboxID: "a1", Kind: KindLifecycle, Lifecycle: lc("kb", "DELETE", "/v1/sandboxes/a1", 204)}) // 6: another key on a1
-	s.Record(Event{SandboxID: "b1", Kind: KindLifecycle, Lifecycle: lc("ka", "GET", "/v1/sandboxes/b1", 200)})    // 7: ka on b1
-	s.Record(Event{SandboxID: "a1", Kind: KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 202)})      // 8: same id again
-	s.Record(Event{Kind: KindLifecycle, Lifecycle: lc("", "POST", "/v1/sandboxes", 401)})                         // 9: keyless
-	s.Record(Event{SandboxID: "a2", Kind: KindLifecycle, Lifecycle: lc("ka", "POST", "/sandboxes?x=1", 202)})     // 10
-	s.Record(Event{SandboxID: "a2", Kind: KindState, State: &State{To: "Deleted"}})                               // 11
+	s.Record(wire.Event{SandboxID: "a1", Kind: wire.KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 202)})      // 1
+	s.Record(wire.Event{SandboxID: "b1", Kind: wire.KindLifecycle, Lifecycle: lc("kb", "POST", "/v1/sandboxes/", 202)})     // 2
+	s.Record(wire.Event{SandboxID: "a1", Kind: wire.KindCommand, Command: &wire.Command{ID: "c1"}})                         // 3
+	s.Record(wire.Event{SandboxID: "b1", Kind: wire.KindCommand, Command: &wire.Command{ID: "c2"}})                         // 4
+	s.Record(wire.Event{Kind: wire.KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 429)})                       // 5: refused create
+	s.Record(wire.Event{SandboxID: "a1", Kind: wire.KindLifecycle, Lifecycle: lc("kb", "DELETE", "/v1/sandboxes/a1", 204)}) // 6: another key on a1
+	s.Record(wire.Event{SandboxID: "b1", Kind: wire.KindLifecycle, Lifecycle: lc("ka", "GET", "/v1/sandboxes/b1", 200)})    // 7: ka on b1
+	s.Record(wire.Event{SandboxID: "a1", Kind: wire.KindLifecycle, Lifecycle: lc("ka", "POST", "/v1/sandboxes", 202)})      // 8: same id again
+	s.Record(wire.Event{Kind: wire.KindLifecycle, Lifecycle: lc("", "POST", "/v1/sandboxes", 401)})                         // 9: keyless
+	s.Record(wire.Event{SandboxID: "a2", Kind: wire.KindLifecycle, Lifecycle: lc("ka", "POST", "/sandboxes?x=1", 202)})     // 10
+	s.Record(wire.Event{SandboxID: "a2", Kind: wire.KindState, State: &wire.State{To: "Deleted"}})                          // 11
 
-	seqs := func(evs []Event) []int64 {
+	seqs := func(evs []wire.Event) []int64 {
 		out := []int64{}
 		for _, ev := range evs {
 			out = append(out, ev.Seq)
@@ -109,7 +110,7 @@ func TestStoreKeyQuery(t *testing.T) {
 	// ka's calls (1, 5, 7, 8, 10) and every event of a1 and a2, which ka created (3, 6, 11); each once, in order.
 	assert.Equal(t, []int64{1, 3, 5, 6, 7, 8, 10, 11}, seqs(s.Events(Query{Key: "ka"})))
 	assert.Equal(t, []int64{2, 4, 6, 7}, seqs(s.Events(Query{Key: "kb"}))) // 7: ka's call on b1, which kb created
-	assert.Equal(t, []int64{3}, seqs(s.Events(Query{Key: "ka", Kind: KindCommand})))
+	assert.Equal(t, []int64{3}, seqs(s.Events(Query{Key: "ka", Kind: wire.KindCommand})))
 	assert.Equal(t, []int64{10, 11}, seqs(s.Events(Query{Key: "ka", Since: 8})))
 	assert.Equal(t, []int64{1, 3, 6, 8}, seqs(s.Events(Query{Key: "ka", SandboxID: "a1"})))
 	assert.Empty(t, s.Events(Query{Key: "nobody"}))
@@ -120,7 +121,7 @@ func TestStoreKeyQuery(t *testing.T) {
 	evs, last := s.EventsAndLastSeq(Query{Key: "kb", Since: 4})
 	assert.Equal(t, []int64{6, 7}, seqs(evs))
 	assert.Equal(t, int64(11), last)
-	assert.True(t, IsCreate(Event{SandboxID: "x", Kind: KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes", 202)}))
-	assert.False(t, IsCreate(Event{Kind: KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes", 202)}))
-	assert.False(t, IsCreate(Event{SandboxID: "x", Kind: KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes/x/renew-expiration", 202)}))
+	assert.True(t, IsCreate(wire.Event{SandboxID: "x", Kind: wire.KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes", 202)}))
+	assert.False(t, IsCreate(wire.Event{Kind: wire.KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes", 202)}))
+	assert.False(t, IsCreate(wire.Event{SandboxID: "x", Kind: wire.KindLifecycle, Lifecycle: lc("k", "POST", "/v1/sandboxes/x/renew-expiration", 202)}))
 }

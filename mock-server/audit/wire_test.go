@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,28 +17,28 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/events.golden.js
 
 // everyKind is one event of every kind with every field set (the lifecycle one
 // twice: with and without a body), in the order of the golden file.
-func everyKind() []Event {
+func everyKind() []wire.Event {
 	t0 := time.Date(2026, 11, 30, 15, 42, 54, 750198246, time.UTC)
 	exit := 1
-	return []Event{
-		{Seq: 1, Time: t0, SandboxID: "sb-1", Kind: KindLifecycle, Lifecycle: &Lifecycle{Method: "POST", Path: "/v1/sandboxes",
+	return []wire.Event{
+		{Seq: 1, Time: t0, SandboxID: "sb-1", Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: "POST", Path: "/v1/sandboxes",
 			Status: 202, RequestID: "70b7db0a174e4836be02ef615b00291c", KeyFingerprint: "44e6d051b8fe",
 			Body: json.RawMessage(`{"env":{"TOKEN":"sha256:9f86d081884c"},"image":{"uri":"python:3.12"},"timeout":1200}`)}},
-		{Seq: 2, Time: t0, SandboxID: "sb-1", Kind: KindLifecycle, Lifecycle: &Lifecycle{Method: "GET",
+		{Seq: 2, Time: t0, SandboxID: "sb-1", Kind: wire.KindLifecycle, Lifecycle: &wire.Lifecycle{Method: "GET",
 			Path: "/v1/sandboxes/sb-1/endpoints/44772", Status: 200, RequestID: "d62eb3d1a8f040fead05bba78c338b5a"}},
-		{Seq: 3, Time: t0, SandboxID: "sb-1", Kind: KindCommand, Command: &Command{ID: "97b4c0ff", Command: "python3 -c 'print(1)' 2>/dev/null",
+		{Seq: 3, Time: t0, SandboxID: "sb-1", Kind: wire.KindCommand, Command: &wire.Command{ID: "97b4c0ff", Command: "python3 -c 'print(1)' 2>/dev/null",
 			Cwd: "/workspace", TimeoutMs: 300000, Background: true, StartedAt: t0.Add(-time.Second), ExitCode: &exit,
 			DurationMs: 14884, StdoutBytes: 3, StderrBytes: 450, Error: "timeout"}},
-		{Seq: 4, Time: t0, SandboxID: "sb-1", Kind: KindCommand, Command: &Command{ID: "running", Command: "sleep 9", StartedAt: t0}},
-		{Seq: 5, Time: t0, SandboxID: "sb-1", Kind: KindFile, File: &File{Op: "mv", Path: "/workspace/a", Dest: "/workspace/b",
+		{Seq: 4, Time: t0, SandboxID: "sb-1", Kind: wire.KindCommand, Command: &wire.Command{ID: "running", Command: "sleep 9", StartedAt: t0}},
+		{Seq: 5, Time: t0, SandboxID: "sb-1", Kind: wire.KindFile, File: &wire.File{Op: "mv", Path: "/workspace/a", Dest: "/workspace/b",
 			Size: 14413, SHA256: "cd5c0b430b1ae8be2c29797ae47707f57de85635aaf51bfdd899f7f59a98de6d", Status: 200}},
-		{Seq: 6, Time: t0, SandboxID: "sb-1", Kind: KindState, State: &State{From: "Running", To: "Deleted", Reason: "deleted by API"}},
-		{Seq: 7, Time: t0, SandboxID: "sb-1", Kind: KindEgress, Egress: &Egress{Phase: "connect", Host: "pypi.org", Port: 443,
+		{Seq: 6, Time: t0, SandboxID: "sb-1", Kind: wire.KindState, State: &wire.State{From: "Running", To: "Deleted", Reason: "deleted by API"}},
+		{Seq: 7, Time: t0, SandboxID: "sb-1", Kind: wire.KindEgress, Egress: &wire.Egress{Phase: "connect", Host: "pypi.org", Port: 443,
 			Decision: "deny", Rule: "override:pypi.org", Upstream: "127.0.0.1:9", Reason: "qtype=AAAA"}},
-		{Seq: 8, Time: t0, SandboxID: "sb-1", Kind: KindVault, Vault: &Vault{Op: "inject", Revision: 2, Binding: "data-api", Host: "data-api.capstone.test"}},
-		{Seq: 9, Time: t0, Kind: KindFault, Fault: &Fault{Name: "egress-deny-override", Active: true, Detail: "deny pypi.org"}},
-		{Seq: 10, Time: t0, SandboxID: "sb-1", Kind: KindCanary, Canary: &Canary{Label: "data-token", Location: "env", Where: "DATA_TOKEN"}},
-		{Seq: 11, Time: t0, SandboxID: "sb-1", Kind: KindExecdAfterRemoval, ExecdAfterRemoval: &AfterRemoval{Method: "GET",
+		{Seq: 8, Time: t0, SandboxID: "sb-1", Kind: wire.KindVault, Vault: &wire.Vault{Op: "inject", Revision: 2, Binding: "data-api", Host: "data-api.capstone.test"}},
+		{Seq: 9, Time: t0, Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: true, Detail: "deny pypi.org"}},
+		{Seq: 10, Time: t0, SandboxID: "sb-1", Kind: wire.KindCanary, Canary: &wire.Canary{Label: "data-token", Location: "env", Where: "DATA_TOKEN"}},
+		{Seq: 11, Time: t0, SandboxID: "sb-1", Kind: wire.KindExecdAfterRemoval, ExecdAfterRemoval: &wire.AfterRemoval{Method: "GET",
 			Path: "/files/download", Note: "connection reset"}},
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -249,7 +248,7 @@ func (a *Attachment) auditPolicy(how string, p Policy) {
 	if len(js) > 4096 {
 		js = append(js[:4096], "…"...)
 	}
-	a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindEgress, Egress: &audit.Egress{
+	a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindEgress, Egress: &wire.Egress{
 		Phase: "policy", Decision: "update", Rule: p.Mode(), Reason: how + " " + string(js),
 	}})
 }

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // serveVault handles /credential-vault[...] (CONTRACT §3.5). The caller has
@@ -124,7 +124,7 @@ func (a *Attachment) vaultCreate(w http.ResponseWriter, r *http.Request) {
 	a.vault = v
 	state := v.state()
 	a.mu.Unlock()
-	a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{Op: "create", Revision: v.revision}})
+	a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindVault, Vault: &wire.Vault{Op: "create", Revision: v.revision}})
 	writeJSON(w, http.StatusCreated, state)
 }
 
@@ -149,7 +149,7 @@ func (a *Attachment) vaultPatch(w http.ResponseWriter, r *http.Request) {
 	a.vault = next
 	state := next.state()
 	a.mu.Unlock()
-	a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{Op: "patch", Revision: next.revision}})
+	a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindVault, Vault: &wire.Vault{Op: "patch", Revision: next.revision}})
 	writeJSON(w, http.StatusOK, state)
 }
 
@@ -162,7 +162,7 @@ func (a *Attachment) vaultDelete(w http.ResponseWriter) {
 		http.Error(w, errVaultNotFound.Error(), http.StatusNotFound)
 		return
 	}
-	a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{Op: "delete", Revision: v.revision}})
+	a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindVault, Vault: &wire.Vault{Op: "delete", Revision: v.revision}})
 	w.WriteHeader(http.StatusNoContent)
 }
 

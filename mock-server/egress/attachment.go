@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // Attachment is one sandbox's gateway and egress API.
@@ -215,11 +215,11 @@ func (a *Attachment) check(phase, host string, port int, note string) verdict {
 			reason = joinNote(reason, "no upstream configured")
 		}
 	}
-	ev := &audit.Egress{Phase: phase, Host: host, Port: port, Decision: v.Outcome, Rule: v.Rule, Reason: reason}
+	ev := &wire.Egress{Phase: phase, Host: host, Port: port, Decision: v.Outcome, Rule: v.Rule, Reason: reason}
 	if v.Upstream != nil && phase != "dns" {
 		ev.Upstream = v.Upstream.String()
 	}
-	a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindEgress, Egress: ev})
+	a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindEgress, Egress: ev})
 	if v.Outcome == "deny" {
 		a.hub.notifyDenied(a.id, host)
 	}

@@ -19,42 +19,42 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/egress/sidecar"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // recorder collects audit events.
 type recorder struct {
 	mu     sync.Mutex
-	events []audit.Event
+	events []wire.Event
 }
 
-func (r *recorder) Record(ev audit.Event) {
+func (r *recorder) Record(ev wire.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev.Seq = int64(len(r.events) + 1)
 	r.events = append(r.events, ev)
 }
 
-func (r *recorder) all() []audit.Event {
+func (r *recorder) all() []wire.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]audit.Event(nil), r.events...)
+	return append([]wire.Event(nil), r.events...)
 }
 
 // egress returns the egress events for host (all hosts when host == "").
-func (r *recorder) egress(host string) []audit.Egress {
-	var out []audit.Egress
+func (r *recorder) egress(host string) []wire.Egress {
+	var out []wire.Egress
 	for _, ev := range r.all() {
-		if ev.Kind == audit.KindEgress && (host == "" || ev.Egress.Host == host) {
+		if ev.Kind == wire.KindEgress && (host == "" || ev.Egress.Host == host) {
 			out = append(out, *ev.Egress)
 		}
 	}
 	return out
 }
 
-func (r *recorder) kind(k audit.Kind) []audit.Event {
-	var out []audit.Event
+func (r *recorder) kind(k wire.Kind) []wire.Event {
+	var out []wire.Event
 	for _, ev := range r.all() {
 		if ev.Kind == k {
 			out = append(out, ev)

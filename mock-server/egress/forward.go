@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -143,7 +142,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reqHost = m.host
 	}
 	if normalizeHost(reqHost) != m.host {
-		a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindEgress, Egress: &audit.Egress{
+		a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindEgress, Egress: &wire.Egress{
 			Phase: m.phase, Host: normalizeHost(reqHost), Port: m.port, Decision: "deny", Rule: "host-mismatch",
 			Reason: fmt.Sprintf("request Host %q inside a tunnel opened for %q", reqHost, m.host),
 		}})
@@ -157,7 +156,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	vlt := a.vault
 	a.mu.RUnlock()
 	if d := a.hub.decide(a.id, p, m.host); !d.Allowed {
-		a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindEgress, Egress: &audit.Egress{
+		a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindEgress, Egress: &wire.Egress{
 			Phase: m.phase, Host: m.host, Port: m.port, Decision: "deny", Rule: d.Rule,
 			Reason: "policy changed while the connection was open",
 		}})
@@ -175,7 +174,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	injected := false
 	status := 0
 	defer func() {
-		req := &audit.EgressRequest{Host: m.host, Method: r.Method, Path: r.URL.RequestURI(), Status: status,
+		req := &wire.EgressRequest{Host: m.host, Method: r.Method, Path: r.URL.RequestURI(), Status: status,
 			Authorization: authClass, Injected: injected}
 		var head []byte
 		if tap != nil {
@@ -184,7 +183,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if a.hub.cfg.Watched != nil {
 			req.Watched = watchedIn(a.hub.cfg.Watched(), r.URL.RequestURI(), sentHeader, head)
 		}
-		a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindEgressRequest, EgressRequest: req})
+		a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindEgressRequest, EgressRequest: req})
 	}()
 	var secrets []string
 	if vlt != nil {
@@ -197,7 +196,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if inj != nil {
 			injected = true
 			inj.apply(r.Header)
-			a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{
+			a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindVault, Vault: &wire.Vault{
 				Op: "inject", Revision: inj.revision, Binding: inj.binding, Host: m.host,
 			}})
 		}
@@ -221,7 +220,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ModifyResponse: func(resp *http.Response) error {
 			status = resp.StatusCode
 			if len(secrets) > 0 && redactHeaders(resp.Header, secrets) {
-				a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{Op: "redact", Host: m.host}})
+				a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindVault, Vault: &wire.Vault{Op: "redact", Host: m.host}})
 			}
 			return nil
 		},

@@ -15,10 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
 const pypiPolicy = `{"defaultAction":"deny","egress":[{"action":"allow","target":"pypi.org"},{"action":"allow","target":"*.pythonhosted.org"},{"action":"allow","target":"unmapped.test"}]}`
@@ -100,7 +99,7 @@ func TestGatewayAllowsMappedStubAndNeverDialsDenied(t *testing.T) {
 		assert.Equal(t, "allow", ev.Decision)
 		assert.Equal(t, "pypi.org", ev.Rule)
 		assert.Equal(t, pypi.URL, ev.Upstream)
-		assert.Equal(t, "sbx-test-1", e.rec.kind(audit.KindEgress)[0].SandboxID)
+		assert.Equal(t, "sbx-test-1", e.rec.kind(wire.KindEgress)[0].SandboxID)
 	}
 	for _, ev := range e.rec.egress("files.pythonhosted.org") {
 		assert.Equal(t, 443, ev.Port)
@@ -202,7 +201,7 @@ func TestGatewayDenyOverride(t *testing.T) {
 	require.NotEmpty(t, evs)
 	assert.Equal(t, "override:pypi.org", evs[0].Rule)
 	assert.Equal(t, "override:*.pythonhosted.org", e.rec.egress("files.pythonhosted.org")[0].Rule)
-	faults := e.rec.kind(audit.KindFault)
+	faults := e.rec.kind(wire.KindFault)
 	require.Len(t, faults, 1)
 	assert.True(t, faults[0].Fault.Active)
 	assert.Equal(t, "egress-deny-override", faults[0].Fault.Name)
@@ -212,7 +211,7 @@ func TestGatewayDenyOverride(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 200, resp.StatusCode)
 	readAll(t, resp)
-	faults = e.rec.kind(audit.KindFault)
+	faults = e.rec.kind(wire.KindFault)
 	require.Len(t, faults, 2)
 	assert.False(t, faults[1].Fault.Active)
 }
@@ -352,7 +351,7 @@ func TestGatewaySandboxDenyOverride(t *testing.T) {
 	require.NotEmpty(t, evs)
 	assert.Equal(t, "override:pypi.org", evs[len(evs)-1].Rule)
 	var onForIt bool
-	for _, f := range e.rec.kind(audit.KindFault) {
+	for _, f := range e.rec.kind(wire.KindFault) {
 		onForIt = onForIt || (f.SandboxID == "sbx-test-1" && f.Fault.Active && f.Fault.Name == "egress-deny-override")
 	}
 	assert.True(t, onForIt, "switching it on is audited with the sandbox")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // DefaultMaxRules is the real sidecar's OPENSANDBOX_EGRESS_MAX_RULES default.
@@ -246,7 +247,7 @@ func (h *Hub) SetDenyOverride(targets []string) error {
 	for i, r := range rules {
 		names[i] = r.Target
 	}
-	h.record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{
+	h.record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{
 		Name: "egress-deny-override", Active: true, Detail: "deny " + strings.Join(names, ","),
 	}})
 	return nil
@@ -286,7 +287,7 @@ func (h *Hub) SetSandboxDenyOverride(sandboxID string, targets []string) error {
 		h.sandboxOverride[sandboxID] = rules
 	}
 	h.mu.Unlock()
-	h.record(audit.Event{SandboxID: sandboxID, Kind: audit.KindFault, Fault: &audit.Fault{
+	h.record(wire.Event{SandboxID: sandboxID, Kind: wire.KindFault, Fault: &wire.Fault{
 		Name: "egress-deny-override", Active: len(rules) > 0, Detail: "deny " + strings.Join(names, ","),
 	}})
 	return nil
@@ -297,7 +298,7 @@ func (h *Hub) ClearDenyOverride() {
 	h.mu.Lock()
 	h.override = nil
 	h.mu.Unlock()
-	h.record(audit.Event{Kind: audit.KindFault, Fault: &audit.Fault{Name: "egress-deny-override", Active: false}})
+	h.record(wire.Event{Kind: wire.KindFault, Fault: &wire.Fault{Name: "egress-deny-override", Active: false}})
 }
 
 // decide applies the overrides (the hub's, then the sandbox's), then the
@@ -335,7 +336,7 @@ func (h *Hub) upstreamFor(host string) *url.URL {
 	}
 }
 
-func (h *Hub) record(ev audit.Event) {
+func (h *Hub) record(ev wire.Event) {
 	if h.cfg.Audit != nil {
 		h.cfg.Audit.Record(ev) // the recorder fills in Seq and Time
 	}

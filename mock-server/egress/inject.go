@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
 // injection is what the gateway adds to one request. Values are secrets.
@@ -150,7 +150,7 @@ func (a *Attachment) InjectVault(h http.Header, scheme string, port int, method,
 	}
 	if inj != nil {
 		inj.apply(h)
-		a.hub.record(audit.Event{SandboxID: a.id, Kind: audit.KindVault, Vault: &audit.Vault{
+		a.hub.record(wire.Event{SandboxID: a.id, Kind: wire.KindVault, Vault: &wire.Vault{
 			Op: "inject", Revision: inj.revision, Binding: inj.binding, Host: normalizeHost(host),
 		}})
 	}

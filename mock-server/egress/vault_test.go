@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/osb-capstone/acceptance/mock-server/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 )
 
 const (
@@ -93,7 +92,7 @@ func TestVaultRoutesAndCodes(t *testing.T) {
 		}
 	}
 	ops := []string{}
-	for _, ev := range e.rec.kind(audit.KindVault) {
+	for _, ev := range e.rec.kind(wire.KindVault) {
 		ops = append(ops, ev.Vault.Op)
 	}
 	assert.Equal(t, []string{"create", "patch", "delete", "create"}, ops)
@@ -210,16 +209,16 @@ func TestVaultInjectionAndRedaction(t *testing.T) {
 	readAll(t, resp)
 	assert.Equal(t, "fake-key", files.last().Header.Get("X-Api-Key"), "scheme http is not in the binding")
 
-	var injects []audit.Vault
-	for _, ev := range e.rec.kind(audit.KindVault) {
+	var injects []wire.Vault
+	for _, ev := range e.rec.kind(wire.KindVault) {
 		if ev.Vault.Op == "inject" {
 			injects = append(injects, *ev.Vault)
 		}
 	}
 	require.Len(t, injects, 4)
-	assert.Equal(t, audit.Vault{Op: "inject", Revision: 1, Binding: "data-api", Host: "api.data.test"}, injects[0])
-	assert.Equal(t, audit.Vault{Op: "inject", Revision: 1, Binding: "wild", Host: "api.data.test"}, injects[2])
-	assert.Equal(t, audit.Vault{Op: "inject", Revision: 1, Binding: "wild", Host: "files.data.test"}, injects[3])
+	assert.Equal(t, wire.Vault{Op: "inject", Revision: 1, Binding: "data-api", Host: "api.data.test"}, injects[0])
+	assert.Equal(t, wire.Vault{Op: "inject", Revision: 1, Binding: "wild", Host: "api.data.test"}, injects[2])
+	assert.Equal(t, wire.Vault{Op: "inject", Revision: 1, Binding: "wild", Host: "files.data.test"}, injects[3])
 	all := e.rec.json(t)
 	assert.NotContains(t, all, realSecret)
 	assert.NotContains(t, all, realKey)

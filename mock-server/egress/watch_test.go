@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -44,7 +43,7 @@ func TestGatewayRecordsForwardedRequests(t *testing.T) {
 	require.NoError(t, err)
 	readAll(t, resp)
 
-	evs := e.rec.kind(audit.KindEgressRequest)
+	evs := e.rec.kind(wire.KindEgressRequest)
 	require.Len(t, evs, 3)
 	for _, ev := range evs {
 		assert.Equal(t, "sbx-test-1", ev.SandboxID, "attributed to the sandbox by the gateway, never by time")
@@ -70,7 +69,7 @@ func TestGatewayRecordsForwardedRequests(t *testing.T) {
 	}
 }
 
-func jsonOf(ev audit.Event) (string, error) {
+func jsonOf(ev wire.Event) (string, error) {
 	b, err := json.Marshal(ev)
 	return string(b), err
 }
@@ -99,7 +98,7 @@ func TestGatewaySeesTransformedUploads(t *testing.T) {
 	resp, err := e.relayClient().Get("http://pypi.org/simple/" + base64.RawURLEncoding.EncodeToString([]byte("r,"+marker+",South")) + "/")
 	require.NoError(t, err)
 	readAll(t, resp)
-	evs := e.rec.kind(audit.KindEgressRequest)
+	evs := e.rec.kind(wire.KindEgressRequest)
 	require.Len(t, evs, 4)
 	require.Len(t, evs[3].EgressRequest.Watched, 1)
 	assert.True(t, strings.HasPrefix(evs[3].EgressRequest.Watched[0], "input_run_1_sales in path (base64"), evs[3].EgressRequest.Watched)

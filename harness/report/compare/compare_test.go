@@ -69,7 +69,11 @@ func TestCompareFlagsVerdictChange(t *testing.T) {
 	var out bytes.Buffer
 	Write(&out, c, DefaultOptions)
 	assert.Contains(t, out.String(), "! M0              passed → failed")
-	assert.Contains(t, out.String(), "REGRESSION: verdict incomplete → not_passed; score 14 → 9; M0 passed → failed")
+	// The new score is the course's (its weights: 9 with today's), re-rendered from the journal.
+	nd, err := report.ReadDocument(newDir)
+	require.NoError(t, err)
+	assert.Less(t, nd.Score.Earned, 14.0)
+	assert.Contains(t, out.String(), "REGRESSION: verdict incomplete → not_passed; score 14 → "+rubric.Num(nd.Score.Earned)+"; M0 passed → failed")
 }
 
 // A planted latency regression: the analyze step took 3× as long.
