@@ -39,7 +39,7 @@ func RenderComparison(runs []NamedRun) string {
 	var b strings.Builder
 	b.WriteString("\n## Bundled server, stand-ins and upstream-built components side by side\n\n")
 	b.WriteString("The same subject on each target (recorded with `acceptance fidelity --record-mock`, `--record-docker`, " +
-		"`--record-docker-upstream`). Provenance labels: official, from the engine, upstream-built from commit X, stand-in " +
+		"`--record-docker-upstream`). Provenance labels: official, from the engine, declares upstream commit X (not verified), stand-in; records before 2026-12-02 say upstream-built from commit X " +
 		"([docs/docker.md](../../docs/docker.md)).\n\n")
 	b.WriteString("| | " + titles(runs) + " |\n|---" + strings.Repeat("|---", len(runs)) + "|\n")
 	row := func(name string, f func(Run) string) {
