@@ -64,8 +64,22 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 		e.owners.addKey(l.KeyFP)
 		owned := context.WithoutCancel(ctx)
 		spec.Confine.Owns = func(id string) (bool, error) { return e.ownsSandbox(owned, id) }
+	} else if v, lp := e.opt.View, loopbackPort(spec.Env.Domain); v != nil && lp > 0 {
+		// A real target (no tenants): the box reaches it through the
+		// recording proxy, guarded the same way. Whose sandbox is whose
+		// comes from the create answers the class's proxies relayed.
+		spec.Confine.Guard = func(port int) func(*http.Request) string {
+			if port != lp {
+				return nil
+			}
+			return passThrough
+		}
+		spec.Confine.Owns = func(id string) (bool, error) { return v.Mine(id), nil }
 	}
 }
+
+// passThrough lets every request through (the ownership check still applies).
+func passThrough(*http.Request) string { return "" }
 
 // sandboxOwners are the key fingerprints of the submission's commands and,
 // per sandbox, the fingerprint of the key that created it (it never changes:
