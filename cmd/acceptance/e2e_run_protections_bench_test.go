@@ -32,12 +32,19 @@ import (
 // It starts real sandboxes and takes minutes:
 // go test -tags e2e -run '^$' -bench BenchmarkGradeProtections -benchtime 1x ./cmd/acceptance/
 // ACCEPTANCE_BENCH_ROUNDS (default 4) is the number of pairs;
-// ACCEPTANCE_BENCH_TAGS narrows the suite (default: all of it, as a grade).
+// ACCEPTANCE_BENCH_TAGS narrows the suite (default: all of it, as a grade);
+// ACCEPTANCE_BENCH_UNBOUNDED=boxes|server turns one side's bounds off only.
 func BenchmarkGradeProtections(b *testing.B) {
 	e := requireSubjectEnv(b)
 	b.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	ref := filepath.Join(e.root, "fixtures", "submissions", "reference")
 	rounds := benchEnvInt(b, "ACCEPTANCE_BENCH_ROUNDS", 4)
+	// ACCEPTANCE_BENCH_UNBOUNDED=boxes or =server turns only that side's
+	// bounds off in the unbounded grades (default: both).
+	only := os.Getenv("ACCEPTANCE_BENCH_UNBOUNDED")
+	if only != "" && only != "boxes" && only != "server" {
+		b.Fatalf("ACCEPTANCE_BENCH_UNBOUNDED=%q: boxes, server or unset", only)
+	}
 	meter := newCostMeter(b)
 	if meter.err != nil {
 		benchLog(b, "cost split: the total is not measured: %v", meter.err)
@@ -49,7 +56,7 @@ func BenchmarkGradeProtections(b *testing.B) {
 	var verdict string
 	grade := func(b *testing.B, mode string) (wall, tree float64) {
 		if mode == off {
-			benchUnbounded = &unboundedGrade{volumeRoot: b.TempDir()}
+			benchUnbounded = &unboundedGrade{volumeRoot: b.TempDir(), keepBoxes: only == "server", keepServer: only == "boxes"}
 		}
 		defer func() { benchUnbounded = nil }()
 		out := b.TempDir()
@@ -76,7 +83,7 @@ func BenchmarkGradeProtections(b *testing.B) {
 		}
 		// Each mode is what it says: only the unbounded grade's boxes say
 		// their bounds were off.
-		if got := bundleMentions(b, out, unboundedMark); got != (mode == off) {
+		if got := bundleMentions(b, out, unboundedMark); got != (mode == off && only != "server") {
 			b.Fatalf("%s grade: its evidence mentions %q: %v", mode, unboundedMark, got)
 		}
 		took[mode] = append(took[mode], c.wall)

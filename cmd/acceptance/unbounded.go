@@ -11,17 +11,26 @@ import (
 // measure their cost side by side; the binary never does.
 var benchUnbounded *unboundedGrade
 
-// unboundedGrade is benchUnbounded's bundled-server side.
+// unboundedGrade is what benchUnbounded turns off.
 type unboundedGrade struct {
 	// volumeRoot holds named volumes (a directory of the benchmark's own:
 	// never the machine-wide root).
 	volumeRoot string
+	// keepBoxes, keepServer leave the boxes' or the bundled server's
+	// bounds on (to tell which side a difference comes from).
+	keepBoxes, keepServer bool
 }
+
+// boxes says whether the boxes' bounds are off.
+func (u *unboundedGrade) boxes() bool { return u != nil && !u.keepBoxes }
 
 // server turns the bundled server's bounds off: no default sandbox limits,
 // no tenant quota (and so no tenant cgroup), named volumes as plain
 // directories under volumeRoot.
 func (u *unboundedGrade) server(c *mockserver.BundledConfig) {
+	if u.keepServer {
+		return
+	}
 	c.PrivateVolumes = false
 	c.VolumeRoot = u.volumeRoot
 	c.VolumeQuotaBytes = -1
