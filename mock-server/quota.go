@@ -160,14 +160,18 @@ func (s *Server) unreserveLocked(tenant string, l osbruntime.Limits) {
 }
 
 // tenantGroup is the runtime's parent group of tenant's sandboxes and its
-// limits (none for untenanted creates). The name carries this server's
+// limits (none for untenanted creates, and none when the quota bounds
+// neither CPU, memory nor pids). The name carries this server's
 // token: two servers on one host never share a group.
 func (s *Server) tenantGroup(tenant string) (string, osbruntime.Limits) {
 	if tenant == "" {
 		return "", osbruntime.Limits{}
 	}
-	h := sha256.Sum256([]byte(tenant))
 	q := s.tenantQuota()
+	if q.CPUMilli < 0 && q.MemoryBytes < 0 && q.Pids < 0 {
+		return "", osbruntime.Limits{} // nothing to bound them together by
+	}
+	h := sha256.Sum256([]byte(tenant))
 	pos := func(v int64) int64 { return max(v, 0) }
 	return "t-" + s.serverToken() + "-" + hex.EncodeToString(h[:8]),
 		osbruntime.Limits{CPUMilli: pos(q.CPUMilli), MemoryBytes: pos(q.MemoryBytes), Pids: pos(q.Pids)}

@@ -13,12 +13,16 @@ import (
 // server's admin API, the sandboxes that are the submission's own).
 func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 	m := e.sub().Manifest
-	boxpolicy.Apply(ctx, boxpolicy.Session{
+	s := boxpolicy.Session{
 		Confine: e.opt.Confine, Unconfined: e.opt.Unconfined, Client: e.client,
 		Bundled: e.mock(), TargetDomain: e.opt.Target.Domain,
 		SubmissionDir: e.sub().Dir, Commands: []string{m.Run, m.Contract, m.Reap, m.Test.Unit, m.Test.Integration},
 		Owners: &e.owners,
-	}, l, spec)
+	}
+	if e.opt.View != nil { // never a typed nil in the interface
+		s.View = e.opt.View
+	}
+	boxpolicy.Apply(ctx, s, l, spec)
 }
 
 // budgetLeft is the submission's time left (bounded false: no bound).

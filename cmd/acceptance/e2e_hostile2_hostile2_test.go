@@ -162,7 +162,7 @@ func TestHostileCalibration2(t *testing.T) {
 		deadline := time.Now().Add(15 * time.Second)
 		var left []string
 		for {
-			left = h2Leftovers(class.cmd.Process.Pid, class.out, class.state)
+			left = leftovers(class.cmd.Process.Pid, class.out, class.state)
 			if len(left) == 0 || time.Now().After(deadline) {
 				break
 			}
@@ -358,7 +358,7 @@ func gradeForHostile2(t *testing.T, e subjectEnv, exe, subs, label string, names
 	start := time.Now()
 	require.NoError(t, g.cmd.Start())
 	pid := g.cmd.Process.Pid
-	t.Cleanup(func() { h2KillLeftovers(t, pid, out, g.state) })
+	t.Cleanup(func() { killLeftovers(t, pid, out, g.state) })
 	t.Cleanup(func() {
 		if ws, _ := g.cmd.ProcessState.Sys().(syscall.WaitStatus); g.cmd.ProcessState != nil && ws.Signaled() {
 			if b, err := mockserver.StartBundled(context.Background(), mockserver.BundledConfig{APIKey: "reaper-" + randomHex(8), StateDir: g.state}); err == nil {
@@ -491,48 +491,6 @@ func hostile2Wall(t *testing.T, dir string) time.Duration {
 	require.NoError(t, json.Unmarshal(raw, &doc))
 	require.False(t, doc.StartedAt.IsZero() || doc.EndedAt.IsZero(), "%s: report.json has no started_at/ended_at", dir)
 	return doc.EndedAt.Sub(doc.StartedAt)
-}
-
-// h2Leftovers are the processes of THIS grade still alive: in one of its
-// boxes' cgroups (acc-<grader pid>-…) or naming its own out or state
-// directory. Never matched by an attack script's name: another grade on the
-// machine (the hostile theme beside this one, a developer's run) runs the
-// same scripts, and its processes are not this test's to judge or kill.
-func h2Leftovers(graderPid int, dirs ...string) []string {
-	var left []string
-	self := strconv.Itoa(os.Getpid())
-	box := fmt.Sprintf("/acc-%d-", graderPid)
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == self || e.Name() == strconv.Itoa(graderPid) {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		cg, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		mine := graderPid > 0 && (strings.Contains(string(cg), box) || strings.Contains(cmd, box))
-		for _, d := range dirs {
-			mine = mine || (d != "" && strings.Contains(cmd, d))
-		}
-		if mine {
-			left = append(left, e.Name()+": "+tail(cmd, 160))
-		}
-	}
-	return left
-}
-
-// h2KillLeftovers ends what this grade's submissions left running (by pid).
-func h2KillLeftovers(t *testing.T, graderPid int, dirs ...string) {
-	for _, l := range h2Leftovers(graderPid, dirs...) {
-		pid, err := strconv.Atoi(strings.SplitN(l, ":", 2)[0])
-		if err == nil && pid > 1 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Logf("killed leftover %s", l)
-		}
-	}
 }
 
 // h2GraderCgroups are cgroups named after the grader's boxes (acc-<pid>-…).

@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -185,16 +186,29 @@ func classRows(t *testing.T, out string) map[string]map[string]string {
 	return rows
 }
 
-// leftovers are the processes of THIS grade still alive: every process of
-// a box sits in the box's cgroup, named acc-<grader pid>-…; a process whose
-// command line names hostile_attacks.py (only the hostile set runs it) or
-// the grade's own directories (out, state). Never matched by the checkout's
-// fixtures/ path alone: other graders (the calibration theme beside this
-// one in CI) name it too, and must not be taken for this grade's, nor killed.
+// leftovers are the processes of THIS grade still alive, for both hostile
+// rounds: a process in one of its boxes' cgroups (acc-<grader pid>-…, every
+// process of a confined command, escaped or not), or one whose command line
+// or environment names the grade's own directories (out, state): an
+// unconfined command runs with HOME in a fresh directory under its bundle,
+// which what it starts keeps (a "sleep" it execs), and every attack script
+// is given its {out} (the forger's "setsid env -i" daemon too). Never
+// matched by an attack script's name or the checkout's fixtures/ path: another
+// grade on the machine (the other hostile round, the calibration theme, a
+// developer's run) runs the same scripts, and its processes are not this
+// test's to judge or kill.
 func leftovers(graderPid int, dirs ...string) []string {
 	var left []string
 	self := strconv.Itoa(os.Getpid())
 	box := fmt.Sprintf("/acc-%d-", graderPid)
+	names := func(b []byte) bool {
+		for _, d := range dirs {
+			if d != "" && bytes.Contains(b, []byte(d)) {
+				return true
+			}
+		}
+		return false
+	}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil || e.Name() == self || e.Name() == strconv.Itoa(graderPid) {
@@ -206,19 +220,16 @@ func leftovers(graderPid int, dirs ...string) []string {
 		}
 		cmd := strings.ReplaceAll(string(b), "\x00", " ")
 		cg, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
 		mine := graderPid > 0 && (strings.Contains(string(cg), box) || strings.Contains(cmd, box))
-		mine = mine || strings.Contains(cmd, "hostile_attacks.py")
-		for _, d := range dirs {
-			mine = mine || (d != "" && strings.Contains(cmd, d))
-		}
-		if mine {
+		if mine || names(b) || names(env) {
 			left = append(left, e.Name()+": "+tail(cmd, 160))
 		}
 	}
 	return left
 }
 
-// killLeftovers ends what the graded submissions left running (by pid), so
+// killLeftovers ends what this grade's submissions left running (by pid), so
 // a failed assertion never leaves them on the machine.
 func killLeftovers(t *testing.T, graderPid int, dirs ...string) {
 	for _, l := range leftovers(graderPid, dirs...) {
@@ -324,4 +335,31 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// The leftover check of both hostile rounds takes only this grade's
+// processes: one whose environment (an unconfined command's HOME) or command
+// line names the grade's directories; never another grade's process running
+// the same attack script.
+func TestLeftoversAreThisGradesOnly(t *testing.T) {
+	dir := t.TempDir()
+	start := func(env []string, args ...string) int {
+		c := exec.Command(args[0], args[1:]...)
+		c.Env = env
+		require.NoError(t, c.Start())
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		return c.Process.Pid
+	}
+	byEnv := start([]string{"HOME=" + filepath.Join(dir, "home-1")}, "sleep", "300")
+	byCmd := start(nil, "sh", "-c", "sleep 300; : --out "+filepath.Join(dir, "evidence"))
+	other := start([]string{"HOME=/tmp/another-grade"}, "sh", "-c", "sleep 300; : python3 ../hostile_attacks.py forger --out /tmp/another-grade/out")
+	got := map[int]bool{}
+	for _, l := range leftovers(0, dir, "") {
+		pid, err := strconv.Atoi(strings.SplitN(l, ":", 2)[0])
+		require.NoError(t, err)
+		got[pid] = true
+	}
+	assert.True(t, got[byEnv], "a process whose HOME is under the grade's directory")
+	assert.True(t, got[byCmd], "a process whose command line names the grade's directory")
+	assert.False(t, got[other], "another grade's attack script")
 }

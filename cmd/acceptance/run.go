@@ -486,7 +486,7 @@ func confineConfig(cfg *runConfig) *confine.Config {
 	if cfg.noConfinement || confineAvailable() != "" {
 		return nil
 	}
-	return &confine.Config{}
+	return &confine.Config{Unbounded: benchUnbounded.boxes()}
 }
 
 // unconfinedWhy says why the commands run unconfined ("" when they do not).

@@ -32,7 +32,7 @@ func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]strin
 	if os.Getenv("ACCEPTANCE_DEBUG") != "" {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	b, err := mockserver.StartBundled(ctx, mockserver.BundledConfig{
+	bc := mockserver.BundledConfig{
 		APIKey:              apiKey,
 		AdminToken:          admin,
 		StateDir:            cfg.stateDir,
@@ -42,7 +42,11 @@ func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]strin
 		// named volumes under this grade's own state dir, per submission
 		// (tenant), quota'd, nosuid,nodev, removed when its grading ends
 		PrivateVolumes: true,
-	})
+	}
+	if benchUnbounded != nil {
+		benchUnbounded.server(&bc)
+	}
+	b, err := mockserver.StartBundled(ctx, bc)
 	if err != nil {
 		return core.StartedTarget{}, fmt.Errorf("starting the bundled server: %w", err)
 	}

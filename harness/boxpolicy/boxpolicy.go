@@ -54,6 +54,10 @@ type Session struct {
 	SubmissionDir string
 	Commands      []string
 	Owners        *Owners // the submission's keys and who created which sandbox
+	// View, on a real target (no tenants), tells the submission's own
+	// sandboxes from a classmate's by the create answers the class's
+	// recording proxies relayed (observe.View.Mine); nil: none.
+	View interface{ Mine(id string) bool }
 }
 
 // Apply sets spec.Confine for the command rec (or says in spec why it runs
@@ -96,8 +100,23 @@ func Apply(ctx context.Context, s Session, rec *command.Record, spec *subject.Sp
 		s.Owners.AddKey(rec.KeyFP)
 		owned := context.WithoutCancel(ctx)
 		spec.Confine.Owns = func(id string) (bool, error) { return s.Owners.Owns(owned, s.Client, id) }
+	} else if lp := LoopbackPort(spec.Env.Domain); s.View != nil && lp > 0 {
+		// A real target (no tenants): the box reaches it through the
+		// recording proxy, guarded the same way. Whose sandbox is whose
+		// comes from the create answers the class's proxies relayed.
+		spec.Confine.Guard = func(port int) func(*http.Request) string {
+			if port != lp {
+				return nil
+			}
+			return passThrough
+		}
+		v := s.View
+		spec.Confine.Owns = func(id string) (bool, error) { return v.Mine(id), nil }
 	}
 }
+
+// passThrough lets every request through (the ownership check still applies).
+func passThrough(*http.Request) string { return "" }
 
 // RefuseAdmin refuses a request for the bundled server's admin API, however
 // its path is spelled (percent-encoded, doubled slashes, any case).

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/confine"
+	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/harness/osb"
 )
 
@@ -213,4 +215,36 @@ func TestOwnsSandbox(t *testing.T) {
 	mine, err := o.Owns(ctx, cl, "sb-theirs")
 	assert.NoError(t, err)
 	assert.False(t, mine, "cached")
+}
+
+// mineOnly is a class view that knows one sandbox as the submission's.
+type mineOnly string
+
+func (m mineOnly) Mine(id string) bool { return id == string(m) }
+
+// On a real target the box's guard sits in front of its recording proxy (the
+// target's port in the command's environment) and the submission's own
+// sandboxes are the ones the class view says are its; on the bundled server
+// the admin guard and the key owners apply instead.
+func TestApplyOnARealTargetUsesTheClassView(t *testing.T) {
+	spec := &subject.Spec{}
+	spec.Env.Domain = "127.0.0.1:41234"
+	Apply(context.Background(), Session{Confine: &confine.Config{}, View: mineOnly("sb-own"), TargetDomain: "10.0.0.9:8080",
+		Owners: &Owners{}}, &command.Record{}, spec)
+	require.NotNil(t, spec.Confine)
+	require.NotNil(t, spec.Confine.Guard)
+	g := spec.Confine.Guard(41234)
+	require.NotNil(t, g, "the recording proxy's port is guarded")
+	assert.Empty(t, g(httptest.NewRequest("GET", "/v1/sandboxes", nil)), "requests pass; ownership decides")
+	assert.Nil(t, spec.Confine.Guard(9), "another port has no guard")
+	own, err := spec.Confine.Owns("sb-own")
+	assert.NoError(t, err)
+	assert.True(t, own)
+	own, _ = spec.Confine.Owns("sb-classmate")
+	assert.False(t, own)
+
+	none := &subject.Spec{}
+	none.Env.Domain = "127.0.0.1:41234"
+	Apply(context.Background(), Session{Confine: &confine.Config{}, TargetDomain: "10.0.0.9:8080", Owners: &Owners{}}, &command.Record{}, none)
+	assert.Nil(t, none.Confine.Guard, "no view, no guard (the bundled server's guard needs Bundled)")
 }

@@ -132,13 +132,21 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 	if err := b.saveRecord(); err != nil {
 		return b, err
 	}
-	n, err := newNetwork(b.name, b.uid, req, cfg.Limits.Conns)
+	if cfg.Unbounded {
+		req.Owns = nil
+		b.prlimit = ""
+		b.st.degrade("per-box bounds (RLIMIT_NOFILE, connection cap, descriptor reserve, guard idle timeout, sandbox ownership)",
+			errors.New("off: the grader's Unbounded benchmark baseline"))
+	}
+	n, err := newNetwork(b.name, b.uid, req, cfg.Limits.Conns, cfg.Unbounded)
 	if err != nil {
 		return b, fmt.Errorf("confine: network namespace: %w", err)
 	}
 	b.net = n
 	b.st.enforce("network namespace: only the allowed host ports")
-	b.st.enforce(fmt.Sprintf("at most %d connections at once through the grader", cfg.Limits.Conns))
+	if !cfg.Unbounded {
+		b.st.enforce(fmt.Sprintf("at most %d connections at once through the grader", cfg.Limits.Conns))
+	}
 	if req.Owns != nil && req.Guard != nil {
 		b.st.enforce("sandbox routes: only this submission's sandboxes")
 	}
@@ -148,7 +156,7 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 	b.st.enforce("pid, mount, ipc and uts namespaces; host system read-only")
 	if b.prlimit != "" {
 		b.st.enforce(fmt.Sprintf("at most %d open files per process (RLIMIT_NOFILE)", cfg.Limits.NoFile))
-	} else {
+	} else if !cfg.Unbounded {
 		b.st.degrade(fmt.Sprintf("RLIMIT_NOFILE %d", cfg.Limits.NoFile), errors.New("prlimit (util-linux) is not installed"))
 	}
 	if len(b.st.Degraded) > 0 {

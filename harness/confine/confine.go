@@ -118,6 +118,13 @@ type Config struct {
 	// UIDBase, UIDCount: the uids boxes get (each held by one box at a time,
 	// across every grader on the machine).
 	UIDBase, UIDCount int
+	// Unbounded turns the per-box bounds of issue 26 off: no RLIMIT_NOFILE
+	// (the box inherits the grader's), no connection cap, no descriptor
+	// reserve, no idle timeout on the guard, no sandbox-ownership check
+	// (Request.Owns). Only for the side-by-side benchmark of their cost
+	// (BenchmarkGradeProtections); the binary never sets it. The box's
+	// Status says so in Degraded.
+	Unbounded bool
 }
 
 // DefaultStateDir is where boxes are recorded.

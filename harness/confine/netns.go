@@ -49,6 +49,8 @@ type network struct {
 
 	maxConns int64        // Limits.Conns
 	active   atomic.Int64 // connections held now
+	// unbounded: Config.Unbounded (no cap, no reserve, no guard idle timeout)
+	unbounded bool
 
 	guardMu sync.Mutex
 	guarded map[int]*chanListener // port → the HTTP server's listener
@@ -66,7 +68,7 @@ func (n *network) path() string { return filepath.Join(netnsDir, n.name) }
 
 // newNetwork makes the namespace, brings lo up, opens the forwarder inside
 // it and installs the redirect for uid.
-func newNetwork(name string, uid int, req Request, maxConns int64) (*network, error) {
+func newNetwork(name string, uid int, req Request, maxConns int64, unbounded bool) (*network, error) {
 	ip, err := exec.LookPath("ip")
 	if err != nil {
 		return nil, errors.New("ip (iproute2) is not installed")
@@ -76,7 +78,7 @@ func newNetwork(name string, uid int, req Request, maxConns int64) (*network, er
 		return nil, errors.New("iptables is not installed")
 	}
 	n := &network{name: name, uid: uid, allow: req.Allow, unsure: req.Unsure, guard: req.Guard, owns: req.Owns, maxConns: maxConns,
-		closing: make(chan struct{}), guarded: map[int]*chanListener{}}
+		unbounded: unbounded, closing: make(chan struct{}), guarded: map[int]*chanListener{}}
 	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
@@ -188,6 +190,11 @@ func (n *network) admit(c net.Conn) bool {
 		record(addr, why)
 		return false
 	}
+	if n.unbounded {
+		n.active.Add(1)
+		fdInUse.Add(1) // given back as every connection's share is
+		return true
+	}
 	if n.active.Add(1) > n.maxConns {
 		n.active.Add(-1)
 		return refuse(n.refuse, RefusedConnCap)
@@ -294,6 +301,22 @@ func (n *network) handle(c net.Conn) {
 			return
 		}
 	}
+}
+
+// idleTimeout and readHeaderTimeout are the guard's (none when unbounded:
+// for net/http a negative one is none, a zero one falls back to another).
+func (n *network) idleTimeout() time.Duration {
+	if n.unbounded {
+		return -1
+	}
+	return guardIdle
+}
+
+func (n *network) readHeaderTimeout() time.Duration {
+	if n.unbounded {
+		return -1
+	}
+	return ReadHeaderTimeout
 }
 
 // guardIdle and halfCloseGrace are IdleTimeout and HalfCloseGrace (tests
@@ -432,8 +455,8 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 				}()
 				rp.ServeHTTP(w, r)
 			}),
-			ReadHeaderTimeout: ReadHeaderTimeout,
-			IdleTimeout:       guardIdle,
+			ReadHeaderTimeout: n.readHeaderTimeout(),
+			IdleTimeout:       n.idleTimeout(),
 			ErrorLog:          log.New(io.Discard, "", 0),
 		}
 		go func() { _ = srv.Serve(ln) }()

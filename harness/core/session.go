@@ -79,6 +79,9 @@ type Session struct {
 	shared    bool
 	faults    sync.RWMutex // server-wide simulated faults vs every submission's runs
 	graded    atomic.Int64 // submissions graded so far: numbers each one's tenant
+	// views: a real target's (no tenants) submissions' views, which tell the
+	// boxes' guards whose sandbox is whose (observe.View.Mine).
+	views *observe.Class
 }
 
 // Open starts the stubs and the target and runs the preflight. A preflight
@@ -115,7 +118,7 @@ func Open(ctx context.Context, cfg Config, start TargetStarter) (*Session, error
 	if t.Close == nil {
 		t.Close = func() {}
 	}
-	s := &Session{cfg: cfg, stubs: st, target: t}
+	s := &Session{cfg: cfg, stubs: st, target: t, views: observe.NewClass()}
 	if s.inputs, err = NewInputs(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("a directory for the generated inputs: %w", err)
@@ -164,7 +167,7 @@ func (s *Session) Grade(ctx context.Context, sub *submission.Submission, out str
 	// submission its view instead, one for all its commands and repetitions.
 	var view *observe.View
 	if s.target.MintAPIKey == nil {
-		view = observe.NewView()
+		view = s.views.NewView()
 	}
 	runID := time.Now().UTC().Format("20060102T150405Z") + "-" + randomHex(3)
 	subjectName := sub.Manifest.Run

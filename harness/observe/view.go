@@ -27,6 +27,7 @@ type View struct {
 	owned     map[string]bool
 	order     []string
 	endpoints map[string]*url.URL // "id/port" → the endpoint the server gave, as a base URL
+	class     *Class              // the grade's other views (nil: none known)
 }
 
 // NewView is an empty view: a submission that has created nothing sees nothing.
@@ -34,11 +35,46 @@ func NewView() *View {
 	return &View{owned: map[string]bool{}, endpoints: map[string]*url.URL{}}
 }
 
+// Class is the views of one grade's submissions on one server without
+// tenants: which sandbox was created through which submission's proxies, as
+// learned from the create answers they relayed. Safe for concurrent use.
+type Class struct {
+	mu      sync.Mutex
+	creator map[string]*View
+}
+
+// NewClass is a class no sandbox was created in yet.
+func NewClass() *Class { return &Class{creator: map[string]*View{}} }
+
+// NewView is an empty view of one submission of the class.
+func (c *Class) NewView() *View {
+	v := NewView()
+	v.class = c
+	return v
+}
+
 // Owns reports whether the sandbox was created through this view's proxies.
 func (v *View) Owns(id string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.owned[id]
+}
+
+// Mine says whether the view's submission may reach sandbox id (the box's
+// guard asks it: confine.Request.Owns): its own, and an id no submission of
+// its class created (the server answers for it as for any unknown sandbox);
+// never a sandbox a classmate's proxies relayed the create of.
+func (v *View) Mine(id string) bool {
+	if v.Owns(id) {
+		return true
+	}
+	if v.class == nil {
+		return true
+	}
+	v.class.mu.Lock()
+	defer v.class.mu.Unlock()
+	_, other := v.class.creator[id]
+	return !other
 }
 
 // IDs are the sandboxes created through this view's proxies, in order.
@@ -49,6 +85,13 @@ func (v *View) IDs() []string {
 }
 
 func (v *View) add(id string) {
+	if c := v.class; c != nil {
+		c.mu.Lock()
+		if _, ok := c.creator[id]; !ok {
+			c.creator[id] = v
+		}
+		c.mu.Unlock()
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !v.owned[id] {

@@ -496,3 +496,50 @@ func TestVaultWriteRecordedWhenTheServerAnswersFirst(t *testing.T) {
 	require.Len(t, calls, 1)
 	assert.Equal(t, `{"credentials":[{"name":"data-api","source":{"type":"inline","value":"fingerprint:`+Fingerprint("capstone-data-secret-0123")+`"}}]}`, string(calls[0].Body))
 }
+
+// The views of one class learn whose sandbox is whose from the create answers
+// their proxies relay (what a box's guard asks on a real target): a
+// submission's own sandbox is its, a classmate's is not, an id no view
+// created (made up, or the harness's own) is left to the server's answer.
+func TestClassViewsTellWhoseSandbox(t *testing.T) {
+	f := newFakeOSB(t)
+	class := NewClass()
+	viewA, viewB := class.NewView(), class.NewView()
+	runA, err := StartFor(f.srv.URL, viewA)
+	require.NoError(t, err)
+	defer runA.Close()
+	runB, err := StartFor(f.srv.URL+"/v1", viewB)
+	require.NoError(t, err)
+	defer runB.Close()
+	f.create("harness-own")
+	for _, c := range []struct {
+		p  *Proxy
+		id string
+	}{{runA, "a1"}, {runB, "b1"}} {
+		a := call(t, "POST", "http://"+c.p.Domain()+"/v1/sandboxes", fmt.Sprintf(`{"image":{"uri":"python:3.12"},"metadata":{"want-id":%q}}`, c.id))
+		require.Equal(t, http.StatusAccepted, a.status, a.body)
+	}
+	// A create the server refused adds nothing.
+	refuser := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"id":"refused-1"}`))
+	}))
+	defer refuser.Close()
+	refusedB, err := StartFor(refuser.URL, viewB)
+	require.NoError(t, err)
+	defer refusedB.Close()
+	a := call(t, "POST", "http://"+refusedB.Domain()+"/v1/sandboxes", `{"metadata":{"want-id":"refused-1"}}`)
+	require.Equal(t, http.StatusBadRequest, a.status)
+
+	assert.True(t, viewA.Mine("a1"))
+	assert.False(t, viewA.Mine("b1"), "a classmate's sandbox")
+	assert.True(t, viewB.Mine("b1"))
+	assert.False(t, viewB.Mine("a1"), "a classmate's sandbox")
+	for _, id := range []string{"harness-own", "made-up", "refused-1"} {
+		assert.True(t, viewA.Mine(id), "%s: no view created it; the server answers for it", id)
+		assert.True(t, viewB.Mine(id), id)
+	}
+	// A view outside any class knows no classmates.
+	alone := NewView()
+	assert.True(t, alone.Mine("a1"))
+}
