@@ -18,8 +18,8 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/confine"
-	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/subject"
 )
 
 func TestRefuseAdmin(t *testing.T) {
