@@ -65,8 +65,9 @@ func TestDeterminism(t *testing.T) {
 	e := requireSubjectEnv(t)
 	// The student runs `python3` from PATH: the SDK venv first (fixtures/submissions/README.md).
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	runs := determinismKnob(t, "ACCEPTANCE_DETERMINISM_RUNS", 2)
-	alone := determinismKnob(t, "ACCEPTANCE_DETERMINISM_ALONE", 1)
+	runs := determinismKnob(t, "ACCEPTANCE_DETERMINISM_RUNS", 5)
+	alone := determinismKnob(t, "ACCEPTANCE_DETERMINISM_ALONE", 5)
+	width := determinismKnob(t, "ACCEPTANCE_DETERMINISM_PARALLEL", 3)
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	subs := filepath.Join(e.root, "fixtures", "submissions")
@@ -74,34 +75,47 @@ func TestDeterminism(t *testing.T) {
 
 	seen := map[string][]gradeObservation{} // member → every grade of it
 
-	// Alone: each member in a grade of its own, the three at once.
+	// Alone: alone × each member, each in a grade process of its own (its
+	// own bundled server, state dir and output), width of them at a time.
+	// Grade k is round k/len(members)+1 of member k%len(members): the
+	// members take turns, so every member's grades spread over the whole
+	// phase and meet every load the phase has.
+	type aloneGrade struct {
+		member, out, state string
+		round              int
+	}
+	grades := make([]aloneGrade, 0, alone*len(determinismMembers))
 	for round := 1; round <= alone; round++ {
-		var wg sync.WaitGroup
-		outs := make([]string, len(determinismMembers))
-		states := make([]string, len(determinismMembers))
-		for i, m := range determinismMembers {
-			outs[i], states[i] = t.TempDir(), t.TempDir()
-			args := append(determinismGradeArgs(t, e, outs[i], states[i], 1), filepath.Join(subs, m))
-			wg.Add(1)
-			go func(m string, args []string) {
-				defer wg.Done()
-				cmd := exec.Command(exe, args...)
-				var buf bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &buf, &buf
-				t0 := time.Now()
-				err := cmd.Run()
-				t.Logf("alone round %d: grade %s: %v in %s\n%s", round, m, err, time.Since(t0).Round(time.Second), buf.String())
-			}(m, args)
+		for _, m := range determinismMembers {
+			grades = append(grades, aloneGrade{member: m, round: round, out: t.TempDir(), state: t.TempDir()})
 		}
-		wg.Wait()
-		for i, m := range determinismMembers {
-			assertNoSandboxLeft(t, states[i])
-			got := readDeterminismBundles(t, outs[i], fmt.Sprintf("alone #%d", round))
-			require.Len(t, got, 1, "the alone grade of %s wrote one bundle", m)
-			for dir, o := range got {
-				require.Equal(t, m, dir, "the alone grade of %s graded it", m)
-				seen[m] = append(seen[m], o)
-			}
+	}
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, width)
+	for _, g := range grades {
+		args := append(determinismGradeArgs(t, e, g.out, g.state, 1), filepath.Join(subs, g.member))
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(g aloneGrade, args []string) {
+			defer func() { <-slots; wg.Done() }()
+			cmd := exec.Command(exe, args...)
+			var buf bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &buf, &buf
+			t1 := time.Now()
+			err := cmd.Run()
+			t.Logf("alone #%d: grade %s: %v in %s\n%s", g.round, g.member, err, time.Since(t1).Round(time.Second), buf.String())
+		}(g, args)
+	}
+	wg.Wait()
+	aloneTook := time.Since(t0)
+	for _, g := range grades {
+		assertNoSandboxLeft(t, g.state)
+		got := readDeterminismBundles(t, g.out, fmt.Sprintf("alone #%d", g.round))
+		require.Len(t, got, 1, "the alone grade #%d of %s wrote one bundle", g.round, g.member)
+		for dir, o := range got {
+			require.Equal(t, g.member, dir, "the alone grade #%d of %s graded it", g.round, g.member)
+			seen[g.member] = append(seen[g.member], o)
 		}
 	}
 
@@ -117,9 +131,10 @@ func TestDeterminism(t *testing.T) {
 	}
 	out, state := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
-	t0 := time.Now()
-	code := dispatch(append(determinismGradeArgs(t, e, out, state, 3), dirs...), &stdout, &stderr)
-	t.Logf("class of %d: acceptance grade exit %d in %s\n%s%s", len(dirs), code, time.Since(t0).Round(time.Second), stdout.String(), stderr.String())
+	t0 = time.Now()
+	code := dispatch(append(determinismGradeArgs(t, e, out, state, width), dirs...), &stdout, &stderr)
+	classTook := time.Since(t0)
+	t.Logf("class of %d: acceptance grade exit %d in %s\n%s%s", len(dirs), code, classTook.Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code, "acceptance grade must grade the class, not fail on usage")
 	assertNoSandboxLeft(t, state)
 	got := readDeterminismBundles(t, out, "class")
@@ -131,8 +146,9 @@ func TestDeterminism(t *testing.T) {
 		o.label = "class copy " + dir
 		seen[m] = append(seen[m], o)
 	}
-	t.Logf("graded each member %d times (%d alone, %d in a class of %d) in %s",
-		alone+runs, alone, runs, len(dirs), time.Since(start).Round(time.Second))
+	t.Logf("graded each member %d times in %s: %d alone (%d grades, %d at a time, %s), %d in a class of %d (--parallel %d, %s)",
+		alone+runs, time.Since(start).Round(time.Second), alone, len(grades), width, aloneTook.Round(time.Second),
+		runs, len(dirs), width, classTook.Round(time.Second))
 
 	for _, m := range determinismMembers {
 		t.Run(m, func(t *testing.T) {
