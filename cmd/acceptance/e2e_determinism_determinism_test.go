@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -75,11 +76,34 @@ func TestDeterminism(t *testing.T) {
 
 	seen := map[string][]gradeObservation{} // member → every grade of it
 
+	// The class: runs copies of each member, in differently named
+	// directories, graded in one `grade --parallel width` call, in this
+	// process, while the alone grades run beside it.
+	class := t.TempDir()
+	var dirs []string
+	for k := 1; k <= runs; k++ {
+		for _, m := range determinismMembers {
+			d := filepath.Join(class, m+"-"+strconv.Itoa(k))
+			copyDeterminismMember(t, filepath.Join(subs, m), d)
+			dirs = append(dirs, d)
+		}
+	}
+	out, state := t.TempDir(), t.TempDir()
+	var stdout, stderr bytes.Buffer
+	var code int
+	var classTook time.Duration
+	classDone := make(chan struct{})
+	go func() {
+		defer close(classDone)
+		t0 := time.Now()
+		code = dispatch(append(determinismGradeArgs(t, e, out, state, width), dirs...), &stdout, &stderr)
+		classTook = time.Since(t0)
+	}()
+
 	// Alone: alone × each member, each in a grade process of its own (its
 	// own bundled server, state dir and output), width of them at a time.
-	// Grade k is round k/len(members)+1 of member k%len(members): the
-	// members take turns, so every member's grades spread over the whole
-	// phase and meet every load the phase has.
+	// The members take turns, so every member's grades spread over the
+	// whole phase and meet every load it has.
 	type aloneGrade struct {
 		member, out, state string
 		round              int
@@ -99,16 +123,30 @@ func TestDeterminism(t *testing.T) {
 		slots <- struct{}{}
 		go func(g aloneGrade, args []string) {
 			defer func() { <-slots; wg.Done() }()
+			// Output to a file, not a pipe, and SIGTERM (grade cleans up
+			// on it) if this test process dies: a grade never dies of a
+			// broken pipe halfway, leaving its sandboxes behind.
+			log := filepath.Join(t.TempDir(), "grade.log")
+			f, err := os.Create(log)
+			if err != nil {
+				t.Errorf("alone #%d: %s: %v", g.round, g.member, err)
+				return
+			}
 			cmd := exec.Command(exe, args...)
-			var buf bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &buf, &buf
+			cmd.Stdout, cmd.Stderr = f, f
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 			t1 := time.Now()
-			err := cmd.Run()
-			t.Logf("alone #%d: grade %s: %v in %s\n%s", g.round, g.member, err, time.Since(t1).Round(time.Second), buf.String())
+			err = cmd.Run()
+			f.Close()
+			b, _ := os.ReadFile(log)
+			t.Logf("alone #%d: grade %s: %v in %s\n%s", g.round, g.member, err, time.Since(t1).Round(time.Second), b)
 		}(g, args)
 	}
 	wg.Wait()
 	aloneTook := time.Since(t0)
+	<-classDone
+	t.Logf("class of %d: acceptance grade exit %d in %s\n%s%s", len(dirs), code, classTook.Round(time.Second), stdout.String(), stderr.String())
+
 	for _, g := range grades {
 		assertNoSandboxLeft(t, g.state)
 		got := readDeterminismBundles(t, g.out, fmt.Sprintf("alone #%d", g.round))
@@ -118,23 +156,6 @@ func TestDeterminism(t *testing.T) {
 			seen[g.member] = append(seen[g.member], o)
 		}
 	}
-
-	// A class: runs copies of each member, in differently named directories, in one grade call.
-	class := t.TempDir()
-	var dirs []string
-	for k := 1; k <= runs; k++ {
-		for _, m := range determinismMembers {
-			d := filepath.Join(class, m+"-"+strconv.Itoa(k))
-			copyDeterminismMember(t, filepath.Join(subs, m), d)
-			dirs = append(dirs, d)
-		}
-	}
-	out, state := t.TempDir(), t.TempDir()
-	var stdout, stderr bytes.Buffer
-	t0 = time.Now()
-	code := dispatch(append(determinismGradeArgs(t, e, out, state, width), dirs...), &stdout, &stderr)
-	classTook := time.Since(t0)
-	t.Logf("class of %d: acceptance grade exit %d in %s\n%s%s", len(dirs), code, classTook.Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code, "acceptance grade must grade the class, not fail on usage")
 	assertNoSandboxLeft(t, state)
 	got := readDeterminismBundles(t, out, "class")
@@ -146,7 +167,7 @@ func TestDeterminism(t *testing.T) {
 		o.label = "class copy " + dir
 		seen[m] = append(seen[m], o)
 	}
-	t.Logf("graded each member %d times in %s: %d alone (%d grades, %d at a time, %s), %d in a class of %d (--parallel %d, %s)",
+	t.Logf("graded each member %d times in %s: %d alone (%d grades, %d at a time, %s) beside %d in a class of %d (--parallel %d, %s)",
 		alone+runs, time.Since(start).Round(time.Second), alone, len(grades), width, aloneTook.Round(time.Second),
 		runs, len(dirs), width, classTook.Round(time.Second))
 
