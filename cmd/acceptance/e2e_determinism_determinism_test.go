@@ -39,26 +39,38 @@ import (
 // be "not measured" with a reason: that is a verdict like any other and must
 // be the same every time.
 //
-// How often (the knobs):
-//   - ACCEPTANCE_DETERMINISM_RUNS=N (default 2): N copies of each member, in
+// How often (the knobs), by default the issue's measure, 5 alone and 5 in a
+// class, 30 grades in all (about 12 commands each):
+//   - ACCEPTANCE_DETERMINISM_ALONE=M (default 5): each member graded alone M
+//     times, each grade in a process of its own with its own bundled server;
+//   - ACCEPTANCE_DETERMINISM_RUNS=N (default 5): N copies of each member, in
 //     directories of their own (reference-1, student-2 …), graded as one
-//     class in one `grade --parallel 3` call;
-//   - ACCEPTANCE_DETERMINISM_ALONE=M (default 1): M rounds in which each
-//     member is graded alone, in a grade process of its own (the three
-//     members' processes run at the same time: each is alone in its grade,
-//     with its own bundled server).
+//     class in one `grade --parallel W` call (in this process);
+//   - ACCEPTANCE_DETERMINISM_PARALLEL=W (default 3): the class grades W
+//     submissions at once, and beside it W alone grades run at a time (the
+//     members take turns, so each member's alone grades meet every load of
+//     the run). A grade mostly waits (sandbox starts, the subject's polls
+//     and back-offs): in CI's last run three alone grades at once took
+//     37–57 s each, about what one grade takes alone (49 s at load 7), so
+//     the two phases run side by side, 2W grades at once, not one after
+//     the other.
 //
-// The issue's full measure is RUNS=5 ALONE=5. The CI default, 3 grades of
-// each member (1 alone, 2 in the class; 9 grades, about 12 commands each), is
-// chosen for the time: measured at load 15–20 on the shared 2-core machine,
-// the alone round took 2m51s and the class of 6 5m12s, 490 s for the test.
-// It is still meaningful for a fault that hits a fraction p of grades: 3
-// grades of one member agree with probability p³+(1-p)³, so across the three
-// members it goes unseen with probability about 2% at p=0.4 or 0.5 (the D2
-// race of issue 27 alone: 2 of 5; the literal member alone on main: 3 of 6),
-// 14% at p=0.2 (that race in a class: 6 of 31) and 39% at p=0.1. Raise the
-// knobs to hunt a rarer fault. The odds are real: on main before the removal
-// fix (h-gone), the first run of this test saw that race in none of its 9
+// Time: the previous default (9 grades, 3 at once, one phase after the
+// other) took 157 s in CI. This one was measured on the shared 2-core
+// machine at load 20–45 (median 27, other helpers' tests beside it): 30
+// grades in 1631 s, each 2.5–8 min, every entry of the three members the
+// same in all 10 grades. Not yet measured in CI; estimated at 250 s (if 6
+// grades at once still only wait) to 520 s (if CPU-bound: CI's last run
+// spent 17 s of theme time per grade), within the theme's 600 s budget
+// beside the calibration theme's ~900 s.
+//
+// What 10 grades catch: a fault that hits a fraction p of grades goes
+// unseen when all 10 grades of every member agree, with probability
+// (p¹⁰+(1-p)¹⁰)³ across the three members: 4% at p=0.1, 0.1% at p=0.2 (the
+// D2 race of issue 27 in a class: 6 of 31), below 10⁻⁶ at p=0.4 (that race
+// alone: 2 of 5); 21% at p=0.05. With 3 grades (the old default) it was 39%
+// at p=0.1 and 14% at p=0.2. The odds are real: on main before the removal
+// fix (h-gone), a run with 3 grades each saw that race in none of its 9
 // grades and passed, while 3 of 6 grades of literal alone on @drill:D2 alone
 // hit it; with the fix merged, this test passed and 6 of 6 such grades
 // passed D2.
