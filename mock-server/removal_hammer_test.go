@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -352,11 +353,16 @@ func TestHangUpIsNotRecordedAs502(t *testing.T) {
 	}()
 	_, _ = io.WriteString(pw, "--XYZ\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"/workspace/x\"}\r\n")
 	cancel() // the client goes away, its upload unfinished
+	// The body ends in an error, never in EOF: an EOF would hand the
+	// transport a whole (if truncated) body, it would send the last chunk
+	// and execd would answer it (not a hang-up). Nor may the body stay
+	// open until Do returns: Do waits for the transport's writer, which
+	// may already be reading this pipe again (it flushed the part above
+	// before the cancel closed the connection), so that wait never ended
+	// (a 10-minute hang under -race at load 35). With the error, the
+	// writer stops without the last chunk, whichever comes first.
+	pw.CloseWithError(errors.New("the client went away"))
 	<-done
-	// Only now does the body end: closed before the client had gone, it
-	// handed the transport a whole (if truncated) body to finish sending,
-	// and execd answered it (the test's race, not a hang-up).
-	_ = pw.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		for _, ev := range env.srv.AuditQuery(audit.Query{SandboxID: id, Kind: wire.KindFile}) {

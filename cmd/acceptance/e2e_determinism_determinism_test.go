@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,26 +39,38 @@ import (
 // be "not measured" with a reason: that is a verdict like any other and must
 // be the same every time.
 //
-// How often (the knobs):
-//   - ACCEPTANCE_DETERMINISM_RUNS=N (default 2): N copies of each member, in
+// How often (the knobs), by default the issue's measure, 5 alone and 5 in a
+// class, 30 grades in all (about 12 commands each):
+//   - ACCEPTANCE_DETERMINISM_ALONE=M (default 5): each member graded alone M
+//     times, each grade in a process of its own with its own bundled server;
+//   - ACCEPTANCE_DETERMINISM_RUNS=N (default 5): N copies of each member, in
 //     directories of their own (reference-1, student-2 …), graded as one
-//     class in one `grade --parallel 3` call;
-//   - ACCEPTANCE_DETERMINISM_ALONE=M (default 1): M rounds in which each
-//     member is graded alone, in a grade process of its own (the three
-//     members' processes run at the same time: each is alone in its grade,
-//     with its own bundled server).
+//     class in one `grade --parallel W` call (in this process);
+//   - ACCEPTANCE_DETERMINISM_PARALLEL=W (default 3): the class grades W
+//     submissions at once, and beside it W alone grades run at a time (the
+//     members take turns, so each member's alone grades meet every load of
+//     the run). A grade mostly waits (sandbox starts, the subject's polls
+//     and back-offs): in CI's last run three alone grades at once took
+//     37–57 s each, about what one grade takes alone (49 s at load 7), so
+//     the two phases run side by side, 2W grades at once, not one after
+//     the other.
 //
-// The issue's full measure is RUNS=5 ALONE=5. The CI default, 3 grades of
-// each member (1 alone, 2 in the class; 9 grades, about 12 commands each), is
-// chosen for the time: measured at load 15–20 on the shared 2-core machine,
-// the alone round took 2m51s and the class of 6 5m12s, 490 s for the test.
-// It is still meaningful for a fault that hits a fraction p of grades: 3
-// grades of one member agree with probability p³+(1-p)³, so across the three
-// members it goes unseen with probability about 2% at p=0.4 or 0.5 (the D2
-// race of issue 27 alone: 2 of 5; the literal member alone on main: 3 of 6),
-// 14% at p=0.2 (that race in a class: 6 of 31) and 39% at p=0.1. Raise the
-// knobs to hunt a rarer fault. The odds are real: on main before the removal
-// fix (h-gone), the first run of this test saw that race in none of its 9
+// Time: the previous default (9 grades, 3 at once, one phase after the
+// other) took 157 s in CI. This one was measured on the shared 2-core
+// machine at load 20–45 (median 27, other helpers' tests beside it): 30
+// grades in 1631 s, each 2.5–8 min, every entry of the three members the
+// same in all 10 grades. Not yet measured in CI; estimated at 250 s (if 6
+// grades at once still only wait) to 520 s (if CPU-bound: CI's last run
+// spent 17 s of theme time per grade), within the theme's 600 s budget
+// beside the calibration theme's ~900 s.
+//
+// What 10 grades catch: a fault that hits a fraction p of grades goes
+// unseen when all 10 grades of every member agree, with probability
+// (p¹⁰+(1-p)¹⁰)³ across the three members: 4% at p=0.1, 0.1% at p=0.2 (the
+// D2 race of issue 27 in a class: 6 of 31), below 10⁻⁶ at p=0.4 (that race
+// alone: 2 of 5); 21% at p=0.05. With 3 grades (the old default) it was 39%
+// at p=0.1 and 14% at p=0.2. The odds are real: on main before the removal
+// fix (h-gone), a run with 3 grades each saw that race in none of its 9
 // grades and passed, while 3 of 6 grades of literal alone on @drill:D2 alone
 // hit it; with the fix merged, this test passed and 6 of 6 such grades
 // passed D2.
@@ -65,8 +78,9 @@ func TestDeterminism(t *testing.T) {
 	e := requireSubjectEnv(t)
 	// The student runs `python3` from PATH: the SDK venv first (fixtures/submissions/README.md).
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
-	runs := determinismKnob(t, "ACCEPTANCE_DETERMINISM_RUNS", 2)
-	alone := determinismKnob(t, "ACCEPTANCE_DETERMINISM_ALONE", 1)
+	runs := determinismKnob(t, "ACCEPTANCE_DETERMINISM_RUNS", 5)
+	alone := determinismKnob(t, "ACCEPTANCE_DETERMINISM_ALONE", 5)
+	width := determinismKnob(t, "ACCEPTANCE_DETERMINISM_PARALLEL", 3)
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	subs := filepath.Join(e.root, "fixtures", "submissions")
@@ -74,38 +88,9 @@ func TestDeterminism(t *testing.T) {
 
 	seen := map[string][]gradeObservation{} // member → every grade of it
 
-	// Alone: each member in a grade of its own, the three at once.
-	for round := 1; round <= alone; round++ {
-		var wg sync.WaitGroup
-		outs := make([]string, len(determinismMembers))
-		states := make([]string, len(determinismMembers))
-		for i, m := range determinismMembers {
-			outs[i], states[i] = t.TempDir(), t.TempDir()
-			args := append(determinismGradeArgs(t, e, outs[i], states[i], 1), filepath.Join(subs, m))
-			wg.Add(1)
-			go func(m string, args []string) {
-				defer wg.Done()
-				cmd := exec.Command(exe, args...)
-				var buf bytes.Buffer
-				cmd.Stdout, cmd.Stderr = &buf, &buf
-				t0 := time.Now()
-				err := cmd.Run()
-				t.Logf("alone round %d: grade %s: %v in %s\n%s", round, m, err, time.Since(t0).Round(time.Second), buf.String())
-			}(m, args)
-		}
-		wg.Wait()
-		for i, m := range determinismMembers {
-			assertNoSandboxLeft(t, states[i])
-			got := readDeterminismBundles(t, outs[i], fmt.Sprintf("alone #%d", round))
-			require.Len(t, got, 1, "the alone grade of %s wrote one bundle", m)
-			for dir, o := range got {
-				require.Equal(t, m, dir, "the alone grade of %s graded it", m)
-				seen[m] = append(seen[m], o)
-			}
-		}
-	}
-
-	// A class: runs copies of each member, in differently named directories, in one grade call.
+	// The class: runs copies of each member, in differently named
+	// directories, graded in one `grade --parallel width` call, in this
+	// process, while the alone grades run beside it.
 	class := t.TempDir()
 	var dirs []string
 	for k := 1; k <= runs; k++ {
@@ -117,9 +102,72 @@ func TestDeterminism(t *testing.T) {
 	}
 	out, state := t.TempDir(), t.TempDir()
 	var stdout, stderr bytes.Buffer
+	var code int
+	var classTook time.Duration
+	classDone := make(chan struct{})
+	go func() {
+		defer close(classDone)
+		t0 := time.Now()
+		code = dispatch(append(determinismGradeArgs(t, e, out, state, width), dirs...), &stdout, &stderr)
+		classTook = time.Since(t0)
+	}()
+
+	// Alone: alone × each member, each in a grade process of its own (its
+	// own bundled server, state dir and output), width of them at a time.
+	// The members take turns, so every member's grades spread over the
+	// whole phase and meet every load it has.
+	type aloneGrade struct {
+		member, out, state string
+		round              int
+	}
+	grades := make([]aloneGrade, 0, alone*len(determinismMembers))
+	for round := 1; round <= alone; round++ {
+		for _, m := range determinismMembers {
+			grades = append(grades, aloneGrade{member: m, round: round, out: t.TempDir(), state: t.TempDir()})
+		}
+	}
 	t0 := time.Now()
-	code := dispatch(append(determinismGradeArgs(t, e, out, state, 3), dirs...), &stdout, &stderr)
-	t.Logf("class of %d: acceptance grade exit %d in %s\n%s%s", len(dirs), code, time.Since(t0).Round(time.Second), stdout.String(), stderr.String())
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, width)
+	for _, g := range grades {
+		args := append(determinismGradeArgs(t, e, g.out, g.state, 1), filepath.Join(subs, g.member))
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(g aloneGrade, args []string) {
+			defer func() { <-slots; wg.Done() }()
+			// Output to a file, not a pipe, and SIGTERM (grade cleans up
+			// on it) if this test process dies: a grade never dies of a
+			// broken pipe halfway, leaving its sandboxes behind.
+			log := filepath.Join(t.TempDir(), "grade.log")
+			f, err := os.Create(log)
+			if err != nil {
+				t.Errorf("alone #%d: %s: %v", g.round, g.member, err)
+				return
+			}
+			cmd := exec.Command(exe, args...)
+			cmd.Stdout, cmd.Stderr = f, f
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+			t1 := time.Now()
+			err = cmd.Run()
+			f.Close()
+			b, _ := os.ReadFile(log)
+			t.Logf("alone #%d: grade %s: %v in %s\n%s", g.round, g.member, err, time.Since(t1).Round(time.Second), b)
+		}(g, args)
+	}
+	wg.Wait()
+	aloneTook := time.Since(t0)
+	<-classDone
+	t.Logf("class of %d: acceptance grade exit %d in %s\n%s%s", len(dirs), code, classTook.Round(time.Second), stdout.String(), stderr.String())
+
+	for _, g := range grades {
+		assertNoSandboxLeft(t, g.state)
+		got := readDeterminismBundles(t, g.out, fmt.Sprintf("alone #%d", g.round))
+		require.Len(t, got, 1, "the alone grade #%d of %s wrote one bundle", g.round, g.member)
+		for dir, o := range got {
+			require.Equal(t, g.member, dir, "the alone grade #%d of %s graded it", g.round, g.member)
+			seen[g.member] = append(seen[g.member], o)
+		}
+	}
 	require.NotEqual(t, 2, code, "acceptance grade must grade the class, not fail on usage")
 	assertNoSandboxLeft(t, state)
 	got := readDeterminismBundles(t, out, "class")
@@ -131,8 +179,9 @@ func TestDeterminism(t *testing.T) {
 		o.label = "class copy " + dir
 		seen[m] = append(seen[m], o)
 	}
-	t.Logf("graded each member %d times (%d alone, %d in a class of %d) in %s",
-		alone+runs, alone, runs, len(dirs), time.Since(start).Round(time.Second))
+	t.Logf("graded each member %d times in %s: %d alone (%d grades, %d at a time, %s) beside %d in a class of %d (--parallel %d, %s)",
+		alone+runs, time.Since(start).Round(time.Second), alone, len(grades), width, aloneTook.Round(time.Second),
+		runs, len(dirs), width, classTook.Round(time.Second))
 
 	for _, m := range determinismMembers {
 		t.Run(m, func(t *testing.T) {

@@ -53,13 +53,32 @@ func TestRunConfinedPathsAndCopyOut(t *testing.T) {
 
 // A cancelled confined command gets SIGTERM and its grace (drills rely on
 // the subject's own clean-up), then the box goes.
+//
+// The cancel comes once the command says its trap is set (stdout.log is
+// written as the command writes), never after a fixed delay: under load the
+// box's shell could start after a 700 ms timer, the SIGTERM then found no
+// trap and report.md stayed empty (1 run in 3 with -race at load 22).
 func TestRunConfinedCancelGivesGrace(t *testing.T) {
-	s := confinedSpec(t, `trap 'echo cleaned > {out}/report.md; exit 3' TERM; setsid sleep 300 & while :; do sleep 0.1; done`)
+	s := confinedSpec(t, `trap 'echo cleaned > {out}/report.md; exit 3' TERM; echo trap-set; setsid sleep 300 & while :; do sleep 0.1; done`)
 	s.Grace = 3 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(700*time.Millisecond, cancel)
+	set := make(chan bool, 1)
+	go func() {
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			if strings.Contains(readFile(filepath.Join(s.WorkDir, "stdout.log")), "trap-set") {
+				set <- true
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		set <- false
+		cancel()
+	}()
 	res, err := Run(ctx, s)
 	require.NoError(t, err)
+	require.True(t, <-set, "the command said its trap was set within 2 minutes")
 	assert.True(t, res.Canceled)
 	r, _ := os.ReadFile(filepath.Join(s.Inputs.Out, "report.md"))
 	assert.Equal(t, "cleaned\n", string(r), "the command ran its SIGTERM handler")
