@@ -172,12 +172,13 @@ func openUID(b *Box) (err error) {
 			return fmt.Errorf("confine: copying the submission in: %w", err)
 		}
 		if b.req.ShowSiblings {
-			// ../<sibling> leads to the host's directory (read as any uid
-			// reads it: the grader's own files are not there).
+			// ../<entry> leads to the host's entry (read as any uid reads
+			// it: the grader's own files are not there): the calibration
+			// set's ../student/… and ../hostile_attacks.py.
 			parent := filepath.Dir(filepath.Clean(b.req.SubmissionDir))
 			ents, _ := os.ReadDir(parent)
 			for _, e := range ents {
-				if e.Name() != base && e.IsDir() {
+				if e.Name() != base {
 					_ = os.Symlink(filepath.Join(parent, e.Name()), filepath.Join(b.scratch, "sub", e.Name()))
 				}
 			}

@@ -171,3 +171,18 @@ func TestLevelsTable(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Equal(t, Level(""), l)
 }
+
+// ShowSiblings at the uid level: ../<file> and ../<dir>/… lead to the host's
+// entries (the calibration set's ../hostile_attacks.py and ../student/…).
+func TestUIDBoxShowsSiblings(t *testing.T) {
+	cfg := needUIDBoxes(t)
+	parent := t.TempDir()
+	require.NoError(t, os.Chmod(parent, 0o755))
+	sub := filepath.Join(parent, "me")
+	require.NoError(t, os.MkdirAll(filepath.Join(parent, "student"), 0o755))
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(parent, "attacks.py"), []byte("file\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(parent, "student", "x"), []byte("dir\n"), 0o644))
+	r := runUID(t, cfg, Request{SubmissionDir: sub, ShowSiblings: true}, `cat ../attacks.py ../student/x; echo y > ../attacks.py 2>/dev/null && echo WROTE || echo read-only`)
+	assert.Equal(t, "file\ndir\nread-only\n", r.stdout, r.stderr)
+}
