@@ -10,6 +10,7 @@
 //	acceptance upgrade-check  grade on two server versions on Docker, interleaved, and compare
 //	acceptance render      re-render a bundle's reports from its journal
 //	acceptance fidelity    regenerate the fidelity ledger (harness/fidelity)
+//	acceptance confine-probe  which confinement mechanisms work here, and the level grading would use
 //	acceptance version     print versions
 package main
 
@@ -98,6 +99,7 @@ commands:
   render      re-render a bundle's reports from its results.jsonl (e.g. after a killed run)
   fidelity    record runs into the fidelity ledger and regenerate harness/fidelity/FIDELITY.md
   rubric      print the rubric index: each entry's scenarios and the Go functions of their steps
+  confine-probe  which confinement mechanisms (namespaces, cgroups, setuid, rlimits, prctl) work here, and the level run/grade would use
   version     print the version
 
 Run "acceptance <command> -h" for a command's flags.
