@@ -38,7 +38,16 @@
 // cleaned up by the next start (Reap). What could not be enforced on this
 // machine is said in Status.Degraded, never silently.
 //
-// The paths a command sees are the same in every scenario: the submission at
+// That is level full (level.go). Where the machine allows less (root without
+// CAP_SYS_ADMIN: an unprivileged container), Config.Level LevelUID makes a
+// uid-level box instead (uidbox.go): a uid of its own without capabilities,
+// rlimits, directories of its own other uids cannot read, every process of
+// its uid killed at its end, and no namespace (Box.Path says where its
+// inputs and outputs are). Choose picks the strongest level the machine
+// allows; Holds and Lacks say what holds at each; Matrix measures the
+// mechanisms (acceptance confine-probe).
+//
+// The paths a command sees in a full box are the same in every scenario: the submission at
 // /capstone/submissions/<its directory's name>, {out} at /out, the input at
 // /input/data.csv, $HOME at /home/student, {acceptance} at
 // /capstone/bin/acceptance.
