@@ -93,7 +93,7 @@ var Protections = []Protection{
 	{"the grader non-dumpable (its /proc/<pid>/mem and environ closed to the grader's own uid)", []Level{LevelFull, LevelUID, LevelNone}},
 	{"no capabilities, no_new_privs", []Level{LevelFull, LevelUID}},
 	{"every process of the command killed at its end, however it was started (setsid, double fork)", []Level{LevelFull, LevelUID}},
-	{"limits on processes, open files, file size and CPU time (rlimits)", []Level{LevelFull, LevelUID}},
+	{"limits on processes, open files, file size and CPU (cgroup and tmpfs, or rlimits)", []Level{LevelFull, LevelUID}},
 	{"a memory limit on the whole command (cgroup)", []Level{LevelFull}},
 	{"a memory limit per process (RLIMIT_AS)", []Level{LevelUID}},
 	{"a disk quota on everything it writes (tmpfs)", []Level{LevelFull}},
