@@ -241,7 +241,11 @@ func hostileCalibration(t *testing.T, level string) {
 					failed[en.ID] = en.Verdict == "failed" || en.Verdict == "harness_error"
 				}
 			}
-			for _, id := range c.fail {
+			fail := c.fail
+			if f, ok := hostileFailsAt[level][c.dir]; ok {
+				fail = f
+			}
+			for _, id := range fail {
 				assert.True(t, failed[id], "%s must fail for %s: %s", id, c.dir, findEntry(b.report, id).Reason)
 			}
 			if c.attack != "" {

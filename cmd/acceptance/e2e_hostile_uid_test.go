@@ -25,6 +25,17 @@ var hostileReaches = map[string]map[string]string{
 	},
 }
 
+// hostileFailsAt are the entries a member must fail at a level where that
+// differs from hostileSet's (level full).
+var hostileFailsAt = map[string]map[string][]string{
+	"uid": {
+		// RLIMIT_FSIZE refuses its 1 TiB truncates, so contract.json stays
+		// the honest one and M0 passes; summary.json → /etc/shadow is still
+		// planted and dropped at copy-out: M2 fails.
+		"hostile-sparse-symlink": {"M2"},
+	},
+}
+
 // TestHostileCalibrationUID is TestHostileCalibration at level uid (each
 // command a uid of its own with rlimits, no namespaces: what root gets in an
 // unprivileged container): the attacks on classmates' keys and bundles, the
