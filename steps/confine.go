@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/boxpolicy"
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/subject"
 )
 
@@ -23,6 +24,12 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 		s.View = e.opt.View
 	}
 	boxpolicy.Apply(ctx, s, l, spec)
+}
+
+// boxSeesKeyless: the command's box has a network of its own whose guard
+// sees each request it sends (level full; not level uid, not unconfined).
+func (e *Env) boxSeesKeyless() bool {
+	return e.opt.Confine != nil && e.opt.Confine.Level != confine.LevelUID
 }
 
 // budgetLeft is the submission's time left (bounded false: no bound).

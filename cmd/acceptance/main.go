@@ -10,6 +10,7 @@
 //	acceptance upgrade-check  grade on two server versions on Docker, interleaved, and compare
 //	acceptance render      re-render a bundle's reports from its journal
 //	acceptance fidelity    regenerate the fidelity ledger (harness/fidelity)
+//	acceptance confine-probe  which confinement mechanisms work here, and the level grading would use
 //	acceptance version     print versions
 package main
 
@@ -66,6 +67,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return renderMain(args[1:], stdout, stderr)
 	case "fidelity":
 		return fidelityMain(args[1:], stdout, stderr)
+	case "confine-probe":
+		return confineProbeMain(args[1:], stdout, stderr)
 	case "rubric":
 		return rubricMain(args[1:], stdout, stderr)
 	case "version", "--version":
@@ -96,6 +99,7 @@ commands:
   render      re-render a bundle's reports from its results.jsonl (e.g. after a killed run)
   fidelity    record runs into the fidelity ledger and regenerate harness/fidelity/FIDELITY.md
   rubric      print the rubric index: each entry's scenarios and the Go functions of their steps
+  confine-probe  which confinement mechanisms (namespaces, cgroups, setuid, rlimits, prctl) work here, and the level run/grade would use
   version     print the version
 
 Run "acceptance <command> -h" for a command's flags.

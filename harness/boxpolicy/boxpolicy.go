@@ -76,6 +76,12 @@ func Apply(ctx context.Context, s Session, rec *command.Record, spec *subject.Sp
 			static[p] = true
 		}
 	}
+	if s.Confine.Level == confine.LevelUID {
+		// Level uid: no network namespace, so no forwarder and no guard
+		// (docs/confinement.md, "Levels"): nothing to allow or refuse.
+		spec.Confine = &subject.Confinement{Config: *s.Confine, ShowSiblings: UsesParent(s.Commands...)}
+		return
+	}
 	sp := newSandboxPorts(context.WithoutCancel(ctx), s.Client, rec)
 	spec.Confine = &subject.Confinement{
 		Config:       *s.Confine,

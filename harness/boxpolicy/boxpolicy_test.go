@@ -248,3 +248,17 @@ func TestApplyOnARealTargetUsesTheClassView(t *testing.T) {
 	Apply(context.Background(), Session{Confine: &confine.Config{}, TargetDomain: "10.0.0.9:8080", Owners: &Owners{}}, &command.Record{}, none)
 	assert.Nil(t, none.Confine.Guard, "no view, no guard (the bundled server's guard needs Bundled)")
 }
+
+// At level uid a box has no network of its own: nothing to allow, guard or
+// own (docs/confinement.md, "Levels").
+func TestApplyAtLevelUIDHasNoNetworkPolicy(t *testing.T) {
+	spec := &subject.Spec{}
+	spec.Env.Domain = "127.0.0.1:41234"
+	Apply(context.Background(), Session{Confine: &confine.Config{Level: confine.LevelUID}, Bundled: true,
+		TargetDomain: "127.0.0.1:41234", View: mineOnly("x"), Owners: &Owners{}}, &command.Record{}, spec)
+	require.NotNil(t, spec.Confine)
+	assert.Equal(t, confine.LevelUID, spec.Confine.Config.Level)
+	assert.Nil(t, spec.Confine.Allow)
+	assert.Nil(t, spec.Confine.Guard)
+	assert.Nil(t, spec.Confine.Owns)
+}

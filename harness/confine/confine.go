@@ -38,7 +38,16 @@
 // cleaned up by the next start (Reap). What could not be enforced on this
 // machine is said in Status.Degraded, never silently.
 //
-// The paths a command sees are the same in every scenario: the submission at
+// That is level full (level.go). Where the machine allows less (root without
+// CAP_SYS_ADMIN: an unprivileged container), Config.Level LevelUID makes a
+// uid-level box instead (uidbox.go): a uid of its own without capabilities,
+// rlimits, directories of its own other uids cannot read, every process of
+// its uid killed at its end, and no namespace (Box.Path says where its
+// inputs and outputs are). Choose picks the strongest level the machine
+// allows; Holds and Lacks say what holds at each; Matrix measures the
+// mechanisms (acceptance confine-probe).
+//
+// The paths a command sees in a full box are the same in every scenario: the submission at
 // /capstone/submissions/<its directory's name>, {out} at /out, the input at
 // /input/data.csv, $HOME at /home/student, {acceptance} at
 // /capstone/bin/acceptance.
@@ -125,6 +134,11 @@ type Config struct {
 	// (BenchmarkGradeProtections); the binary never sets it. The box's
 	// Status says so in Degraded.
 	Unbounded bool
+	// Level: LevelUID makes uid-level boxes (uidbox.go); anything else the
+	// full box.
+	Level Level
+	// LevelWhy: why this level and no stronger one (said in the status).
+	LevelWhy string
 }
 
 // DefaultStateDir is where boxes are recorded.
@@ -211,7 +225,9 @@ type Refusal struct {
 type Status struct {
 	// Mode: "confined" (everything enforced), "partial" (some of it, see
 	// Degraded), "off" (the command ran unconfined, see Degraded).
-	Mode     string   `json:"mode"`
+	Mode string `json:"mode"`
+	// Level is the confinement level (level.go): full, uid or none.
+	Level    Level    `json:"level"`
 	UID      int      `json:"uid,omitempty"`
 	Enforced []string `json:"enforced"`
 	Degraded []string `json:"degraded,omitempty"` // "what: why"
@@ -246,7 +262,7 @@ const MaxRefusals = 200
 
 // Off is the status of a command run without confinement.
 func Off(why string) *Status {
-	return &Status{Mode: "off", Enforced: []string{}, Degraded: []string{"confinement: " + why}}
+	return &Status{Mode: "off", Level: LevelNone, Enforced: []string{}, Degraded: []string{"confinement: " + why}}
 }
 
 func (s *Status) enforce(what string) { s.Enforced = append(s.Enforced, what) }
