@@ -16,7 +16,7 @@ TEST_JSON ?= bin/test.json
 # When this make started (make test's closing line states the time since, make deps included).
 MAKE_START := $(shell date +%s)
 
-.PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short calibrate bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity
+.PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short calibrate bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity image gradescope-zip
 
 all: build
 
@@ -119,3 +119,14 @@ test-docker: deps build
 # The fidelity ledger (harness/fidelity/FIDELITY.md) from the stored real-run and bundled-server baselines.
 fidelity:
 	$(GO) run ./cmd/acceptance fidelity
+
+# ---- The grader as an image, Gradescope (docs/grading.md "The grader as an image", "Gradescope") ----
+# The grader as an OCI image on the project's engine (or $DOCKER_HOST's), from this repository and Debian packages,
+# no registry pull (.ci/image.sh): IMAGE=osb-acceptance/grader:local by default; layers cached.
+IMAGE ?= osb-acceptance/grader:local
+image: deps
+	@IMAGE=$(IMAGE) GO=$(GO) bash .ci/image.sh >/dev/null
+
+# A Gradescope autograder, bin/gradescope/autograder.zip: setup.sh, run_autograder, a static grader (.ci/gradescope-zip.sh).
+gradescope-zip: deps
+	@GO=$(GO) bash .ci/gradescope-zip.sh >/dev/null
