@@ -96,6 +96,7 @@ type gsResult struct {
 func (g *gradescope) grade(t *testing.T, submission, flags string) gsResult {
 	t.Helper()
 	res, keys, probe := t.TempDir(), t.TempDir(), t.TempDir()
+	require.NoError(t, os.Chmod(keys, 0o700), "the journal key directory must be the grader's alone")
 	name := g.e.containerName(t, "gs-grade")
 	start := time.Now()
 	logs, code := g.e.docker(t, 20*time.Minute, true, "run", "--name", name, "--network", "none",
