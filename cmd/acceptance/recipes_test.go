@@ -144,7 +144,7 @@ func TestRecipesUseRealCommands(t *testing.T) {
 						}
 					}
 				}
-				}
+			}
 		})
 	}
 }
