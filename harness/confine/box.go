@@ -37,6 +37,9 @@ type Box struct {
 	cg      *cgroup
 	net     *network
 	inside  string // the working directory inside
+	// paths: at LevelUID, where the copies of Request.Copies and Files are
+	// (inside path → the copy).
+	paths map[string]string
 
 	bwrap, setpriv, prlimit string
 	closeOnce               sync.Once
@@ -53,6 +56,9 @@ type record struct {
 	Netns       string   `json:"netns"`
 	Scratch     string   `json:"scratch"`
 	Mounted     bool     `json:"mounted"`
+	// UID: a uid-level box's uid (its processes are killed by uid).
+	UID   int   `json:"uid,omitempty"`
+	Level Level `json:"level,omitempty"`
 }
 
 var seq atomic.Int64
@@ -75,8 +81,10 @@ func Available() string {
 // (the caller's harness error); pieces the machine lacks are degraded in
 // Status. Close must follow.
 func Open(cfg Config, req Request) (b *Box, err error) {
-	if why := Available(); why != "" {
-		return nil, errors.New(why)
+	if cfg.Level != LevelUID {
+		if why := Available(); why != "" {
+			return nil, errors.New(why)
+		}
 	}
 	if cfg.StateDir == "" {
 		cfg.StateDir = DefaultStateDir
@@ -92,7 +100,7 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 	GraderNoFile()
 	// Opaque: the name shows inside the box (bwrap's command line, the
 	// cgroup path), so it carries nothing of the request's name.
-	b = &Box{cfg: cfg, req: req, st: &Status{Mode: "confined", Enforced: []string{}, Limits: &cfg.Limits},
+	b = &Box{cfg: cfg, req: req, st: &Status{Mode: "confined", Level: LevelFull, Enforced: []string{}, Limits: &cfg.Limits},
 		name: fmt.Sprintf("acc-%d-%s", os.Getpid(), randomName())}
 	seq.Add(1)
 	b.bwrap, _ = exec.LookPath("bwrap")
@@ -108,6 +116,9 @@ func Open(cfg Config, req Request) (b *Box, err error) {
 		if err := os.MkdirAll(filepath.Join(cfg.StateDir, d), 0o700); err != nil {
 			return b, fmt.Errorf("confine: state dir: %w", err)
 		}
+	}
+	if cfg.Level == LevelUID {
+		return b, openUID(b)
 	}
 	if err := b.takeUID(); err != nil {
 		return b, err
@@ -361,6 +372,9 @@ func chownTree(dir string, uid int) error {
 // a command line), dir its working directory inside ("" = the submission).
 // The returned command joins the box's cgroup before anything else runs.
 func (b *Box) Command(argv, env []string, dir string) *exec.Cmd {
+	if b.st.Level == LevelUID {
+		return b.commandUID(argv, env, dir)
+	}
 	if dir == "" {
 		dir = b.inside
 	}
@@ -464,6 +478,10 @@ func (b *Box) Command(argv, env []string, dir string) *exec.Cmd {
 
 // Kill ends every process of the box (the cgroup whole).
 func (b *Box) Kill() {
+	if b.st.Level == LevelUID && b.uid > 0 {
+		b.st.Survivors = killUID(b.uid, 5*time.Second)
+		return
+	}
 	if b.cg != nil {
 		b.st.Survivors = killCgroup(b.cg, 5*time.Second)
 	}
@@ -628,7 +646,16 @@ func (b *Box) recordPath() string {
 }
 
 func (b *Box) saveRecord() error {
-	r := record{Name: b.req.Name, GraderPid: os.Getpid(), GraderStart: procStart(os.Getpid()), Scratch: b.scratch, Mounted: b.mounted}
+	r := record{Name: b.req.Name, GraderPid: os.Getpid(), GraderStart: procStart(os.Getpid()), Scratch: b.scratch, Mounted: b.mounted, Level: b.st.Level}
+	if b.st.Level == LevelUID {
+		r.UID, r.Netns = b.uid, ""
+		data, _ := json.Marshal(r)
+		tmp := b.recordPath() + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			return fmt.Errorf("confine: record: %w", err)
+		}
+		return os.Rename(tmp, b.recordPath())
+	}
 	if b.cg != nil {
 		r.Cgroups, r.CgroupV2 = b.cg.Unique(), b.cg.V2
 	}
@@ -698,6 +725,17 @@ func Reap(stateDir string) (int, error) {
 		if r.GraderPid > 0 && syscall.Kill(r.GraderPid, 0) == nil && procStart(r.GraderPid) == r.GraderStart {
 			continue // its grader is alive
 		}
+		if r.Level == LevelUID {
+			if r.UID > 0 {
+				if left := killUID(r.UID, 5*time.Second); left > 0 {
+					errs = append(errs, fmt.Errorf("confine: %d process(es) of %s survive", left, e.Name()))
+				}
+			}
+			removeScratch(r.Scratch, false)
+			_ = os.Remove(p)
+			n++
+			continue
+		}
 		cg := &cgroup{V2: r.CgroupV2, Dirs: map[string]string{}}
 		for _, d := range r.Cgroups {
 			ctrl := filepath.Base(filepath.Dir(filepath.Dir(d)))
@@ -731,7 +769,17 @@ func Reap(stateDir string) (int, error) {
 func (b *Box) WatchExe(exe string, interval time.Duration, stop <-chan struct{}) <-chan bool {
 	out := make(chan bool, 1)
 	var want unix.Stat_t
-	if b.cg == nil || exe == "" || unix.Stat(exe, &want) != nil {
+	pids := func() []int { return b.cg.Pids() }
+	if b.st.Level == LevelUID {
+		// The command runs the box's copy of {acceptance}.
+		if c, ok := b.paths[InsideAcceptance]; ok {
+			exe = c
+		}
+		pids = func() []int { return uidPids(b.uid) }
+	} else if b.cg == nil {
+		exe = ""
+	}
+	if exe == "" || unix.Stat(exe, &want) != nil {
 		out <- false
 		return out
 	}
@@ -740,7 +788,7 @@ func (b *Box) WatchExe(exe string, interval time.Duration, stop <-chan struct{})
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			for _, pid := range b.cg.Pids() {
+			for _, pid := range pids() {
 				var st unix.Stat_t
 				if unix.Stat(fmt.Sprintf("/proc/%d/exe", pid), &st) == nil && st.Dev == want.Dev && st.Ino == want.Ino {
 					seen = true

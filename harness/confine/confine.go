@@ -118,6 +118,9 @@ type Config struct {
 	// UIDBase, UIDCount: the uids boxes get (each held by one box at a time,
 	// across every grader on the machine).
 	UIDBase, UIDCount int
+	// Level: LevelUID makes uid-level boxes (uidbox.go); anything else the
+	// full box.
+	Level Level
 }
 
 // DefaultStateDir is where boxes are recorded.
@@ -204,7 +207,9 @@ type Refusal struct {
 type Status struct {
 	// Mode: "confined" (everything enforced), "partial" (some of it, see
 	// Degraded), "off" (the command ran unconfined, see Degraded).
-	Mode     string   `json:"mode"`
+	Mode string `json:"mode"`
+	// Level is the confinement level (level.go): full, uid or none.
+	Level    Level    `json:"level"`
 	UID      int      `json:"uid,omitempty"`
 	Enforced []string `json:"enforced"`
 	Degraded []string `json:"degraded,omitempty"` // "what: why"
@@ -239,7 +244,7 @@ const MaxRefusals = 200
 
 // Off is the status of a command run without confinement.
 func Off(why string) *Status {
-	return &Status{Mode: "off", Enforced: []string{}, Degraded: []string{"confinement: " + why}}
+	return &Status{Mode: "off", Level: LevelNone, Enforced: []string{}, Degraded: []string{"confinement: " + why}}
 }
 
 func (s *Status) enforce(what string) { s.Enforced = append(s.Enforced, what) }
