@@ -105,8 +105,8 @@ func gradeWith(args []string, stdout, stderr io.Writer, hooks sessionHooks) int 
 		fmt.Fprintf(stderr, "acceptance grade: no submission could be loaded\n")
 		return 2
 	}
-	if why := confineAvailable(); why != "" && len(dirs) > 1 && !cfg.noConfinement {
-		fmt.Fprintf(stderr, "acceptance grade: the submissions' commands cannot be confined here (%s): one could read or change another's grade; grade them one at a time, or pass --insecure-no-confinement (docs/confinement.md)\n", why)
+	if refused := classConfinement(cfg, len(dirs)); refused != "" {
+		fmt.Fprintf(stderr, "acceptance grade: %s\n", refused)
 		return 2
 	}
 	if err := checkURLTarget(context.Background(), cfg); err != nil {
@@ -130,6 +130,10 @@ func gradeWith(args []string, stdout, stderr io.Writer, hooks sessionHooks) int 
 		return 2
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
+		return 2
+	}
+	if err := closeOut(cfg, out); err != nil {
 		fmt.Fprintf(stderr, "acceptance grade: %s\n", inert.Line(err.Error()))
 		return 2
 	}

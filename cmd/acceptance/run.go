@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -58,7 +57,10 @@ type runConfig struct {
 	repeat         int
 	// noConfinement: --insecure-no-confinement (submission commands run
 	// unconfined, as the grader's own processes).
-	noConfinement     bool
+	noConfinement bool
+	// confinement: --confinement (auto, full, uid, none; default
+	// $ACCEPTANCE_CONFINEMENT, else auto): the level commands run at.
+	confinement       string
 	submissionTimeout time.Duration
 }
 
@@ -106,6 +108,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it; default .cache/wheels here, else in the checkout the binary was built in)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")
 	fs.BoolVar(&c.noConfinement, "insecure-no-confinement", false, "run the submission's commands unconfined, with the grader's uid, namespaces and network (docs/confinement.md); every report says so")
+	fs.StringVar(&c.confinement, "confinement", envOr(envConfinement, "auto"), "confinement level of the submission's commands: auto (the strongest this machine allows), full, uid or none (docs/confinement.md); default $"+envConfinement+", else auto")
 	fs.DurationVar(&c.submissionTimeout, "submission-timeout", core.DefaultSubmissionTimeout, "summed wall-clock limit of all of one submission's commands")
 	fs.IntVar(&c.repeat, "repeat", 1, "run every scenario N times; an entry a scenario passed only some of the time is flaky: never passed, no points, and the run is not passed (exit 1)")
 	rest, err := parseInterspersed(fs, args)
@@ -132,6 +135,11 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	}
 	if err := checkTags(c.tags); err != nil {
 		return nil, nil, err
+	}
+	if l, err := confine.ParseLevel(c.confinement); err != nil {
+		return nil, nil, fmt.Errorf("--confinement: %w", err)
+	} else if c.noConfinement && l != "" && l != confine.LevelNone {
+		return nil, nil, fmt.Errorf("--insecure-no-confinement and --confinement %s contradict each other", l)
 	}
 	if n := tagsPrecedenceNote(c.tags); n != "" {
 		fmt.Fprintln(stderr, "acceptance: note: "+n)
@@ -233,6 +241,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "acceptance run: %s\n", inert.Line(err.Error()))
 		return 2
 	}
+	if err := closeOut(cfg, out); err != nil {
+		fmt.Fprintf(stderr, "acceptance run: %s\n", inert.Line(err.Error()))
+		return 2
+	}
 	if cfg.out == "" {
 		linkLatest(out)
 	}
@@ -267,6 +279,10 @@ func openSession(ctx context.Context, cmd string, cfg *runConfig, stderr io.Writ
 	}
 	self, err := os.Executable()
 	if err != nil {
+		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
+		return nil, 2
+	}
+	if _, _, err := confinementLevel(cfg); err != nil {
 		fmt.Fprintf(stderr, "acceptance %s: %v\n", cmd, err)
 		return nil, 2
 	}
@@ -476,24 +492,3 @@ func featureTags() map[string]bool {
 	}
 	return tags
 }
-
-// confineConfig is the confinement of the submission's commands: on unless
-// --insecure-no-confinement, or the machine cannot confine (unconfinedWhy).
-func confineConfig(cfg *runConfig) *confine.Config {
-	if cfg.noConfinement || confineAvailable() != "" {
-		return nil
-	}
-	return &confine.Config{}
-}
-
-// unconfinedWhy says why the commands run unconfined ("" when they do not).
-func unconfinedWhy(cfg *runConfig) string {
-	if cfg.noConfinement {
-		return "--insecure-no-confinement was given"
-	}
-	return confineAvailable()
-}
-
-// confineAvailable says why this machine cannot confine ("" when it can);
-// a variable so tests can play a machine that cannot.
-var confineAvailable = sync.OnceValue(func() string { return confine.Probe(confine.Config{}) })

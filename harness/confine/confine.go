@@ -121,6 +121,8 @@ type Config struct {
 	// Level: LevelUID makes uid-level boxes (uidbox.go); anything else the
 	// full box.
 	Level Level
+	// LevelWhy: why this level and no stronger one (said in the status).
+	LevelWhy string
 }
 
 // DefaultStateDir is where boxes are recorded.

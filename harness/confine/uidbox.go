@@ -196,6 +196,9 @@ func openUID(b *Box) (err error) {
 	b.st.enforce(fmt.Sprintf("rlimits: %d processes of its uid, %d open files, files ≤ %d MiB, address space ≤ %d MiB per process, %d s CPU per process",
 		l.Pids, l.NoFile, l.DiskBytes>>20, uidAddressSpace(l)>>20, uidCPUSeconds))
 	b.st.enforce("every process of its uid killed at its end")
+	if cfg.LevelWhy != "" {
+		b.st.Degraded = append(b.st.Degraded, "level uid: "+cfg.LevelWhy)
+	}
 	for _, w := range Lacks(LevelUID) {
 		b.st.Degraded = append(b.st.Degraded, "level uid: "+w)
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/osb-capstone/acceptance/harness/confine"
 )
 
 // Confinement is how the submission's commands were confined
@@ -16,8 +18,14 @@ import (
 // part, says so in the report header.
 type Confinement struct {
 	// Mode is the weakest of the commands': "confined", "partial" or "off".
-	Mode     string `json:"mode"`
-	Commands int    `json:"commands"`
+	Mode string `json:"mode"`
+	// Level is the weakest confinement level of the commands' (full, uid
+	// or none: docs/confinement.md, "Levels"); Holds and Lacks are what
+	// holds at that level and what does not.
+	Level    confine.Level `json:"level"`
+	Holds    []string      `json:"holds"`
+	Lacks    []string      `json:"lacks"`
+	Commands int           `json:"commands"`
 	// Degraded are the distinct reasons something was not enforced, each
 	// with how many commands it concerned.
 	Degraded []string `json:"degraded,omitempty"`
@@ -33,7 +41,8 @@ type confinedRecord struct {
 		RanReference bool `json:"ran_reference"`
 		NotStarted   bool `json:"not_started"`
 		Confinement  *struct {
-			Mode         string   `json:"mode"`
+			Mode         string        `json:"mode"`
+			Level        confine.Level `json:"level"`
 			Degraded     []string `json:"degraded"`
 			RefusedCount int      `json:"refused_count"`
 		} `json:"confinement"`
@@ -46,6 +55,7 @@ func ReadConfinement(dir string) *Confinement {
 	root := filepath.Join(dir, EvidenceDir)
 	c := &Confinement{}
 	reasons := map[string]int{}
+	var levels []confine.Level
 	rank := map[string]int{"confined": 1, "partial": 2, "off": 3}
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -73,10 +83,16 @@ func ReadConfinement(dir string) *Confinement {
 		if rec.Result.RanReference {
 			c.RanReference = append(c.RanReference, filepath.ToSlash(rel))
 		}
-		mode := "off"
+		mode, level := "off", confine.LevelNone
 		var degraded []string
 		if cf := rec.Result.Confinement; cf != nil {
-			mode, degraded = cf.Mode, cf.Degraded
+			mode, degraded, level = cf.Mode, cf.Degraded, cf.Level
+			if level == "" { // a record from before levels: a box was full
+				level = confine.LevelFull
+				if mode == "off" {
+					level = confine.LevelNone
+				}
+			}
 			c.Refused += cf.RefusedCount
 		} else {
 			degraded = []string{"confinement: this harness recorded none"}
@@ -84,6 +100,7 @@ func ReadConfinement(dir string) *Confinement {
 		if rank[mode] > rank[c.Mode] {
 			c.Mode = mode
 		}
+		levels = append(levels, level)
 		for _, r := range degraded {
 			reasons[r]++
 		}
@@ -92,6 +109,8 @@ func ReadConfinement(dir string) *Confinement {
 	if c.Commands == 0 {
 		return nil
 	}
+	c.Level = confine.Weakest(levels...)
+	c.Holds, c.Lacks = confine.Holds(c.Level), confine.Lacks(c.Level)
 	for r, n := range reasons {
 		c.Degraded = append(c.Degraded, fmt.Sprintf("%s (%d of %d commands)", r, n, c.Commands))
 	}
@@ -122,6 +141,9 @@ func readCapped(p string, max int64) ([]byte, error) {
 func (c *Confinement) Header() string {
 	if c == nil {
 		return ""
+	}
+	if c.Level == confine.LevelUID {
+		return "Confinement level uid: each command ran as a uid of its own with rlimits, without namespaces (this machine allows no more). It did not have: " + strings.Join(c.Lacks, "; ") + ". " + strings.Join(c.Degraded, "; ")
 	}
 	switch c.Mode {
 	case "off":

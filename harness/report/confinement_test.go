@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/report/render"
 )
@@ -30,6 +31,7 @@ func TestReadConfinementHeader(t *testing.T) {
 	c := report.ReadConfinement(dir)
 	require.NotNil(t, c)
 	assert.Equal(t, "confined", c.Mode)
+	assert.Equal(t, confine.LevelFull, c.Level, "a record from before levels: a box is level full")
 	assert.Equal(t, 1, c.Commands)
 	assert.Equal(t, 2, c.Refused)
 	assert.Equal(t, []string{"evidence/subject-sales"}, c.RanReference)
@@ -56,11 +58,36 @@ func TestReadConfinementHeader(t *testing.T) {
 	d := report.Document{Confinement: c}
 	require.NoError(t, render.WriteMarkdown(&md, d))
 	assert.Contains(t, md.String(), "> **Confinement OFF")
-	assert.Contains(t, md.String(), "| Confinement | off (3 commands, 2 connections refused) |")
+	assert.Equal(t, confine.LevelNone, c.Level)
+	assert.Equal(t, confine.Lacks(confine.LevelNone), c.Lacks)
+	assert.Contains(t, md.String(), "| Confinement | level none, off (3 commands, 2 connections refused) |")
 	assert.Contains(t, md.String(), "| Ran the bundled reference | "+render.Cell("evidence/subject-sales")+" |")
 	require.NoError(t, render.WriteHTML(&html, report.Scored(d)))
 	assert.Contains(t, html.String(), `id="confinement"`)
 	var js bytes.Buffer
 	require.NoError(t, render.WriteJSON(&js, d))
 	assert.Contains(t, js.String(), `"confinement": {`)
+	assert.Contains(t, js.String(), `"level": "none"`)
+	assert.Contains(t, html.String(), "Confinement: level none, off")
+}
+
+// A uid-level command makes the run's level uid (the weakest), and the
+// header says what that level lacks.
+func TestReadConfinementLevelUID(t *testing.T) {
+	dir := t.TempDir()
+	writeRec(t, dir, "subject-sales/run.json", `{"result":{"confinement":{"mode":"confined","level":"full"}}}`)
+	writeRec(t, dir, "subject-contract/invocation.json", `{"result":{"confinement":{"mode":"partial","level":"uid","degraded":["level uid: level full is not available here: x"]}}}`)
+	c := report.ReadConfinement(dir)
+	require.NotNil(t, c)
+	assert.Equal(t, confine.LevelUID, c.Level)
+	assert.Equal(t, confine.Holds(confine.LevelUID), c.Holds)
+	assert.Contains(t, c.Header(), "Confinement level uid")
+	assert.Contains(t, c.Header(), "its own network namespace")
+	var md, gs bytes.Buffer
+	d := report.Document{Confinement: c}
+	require.NoError(t, render.WriteMarkdown(&md, d))
+	assert.Contains(t, md.String(), "| Confinement | level uid, partial (2 commands, 0 connections refused) |")
+	require.NoError(t, render.WriteGradescope(&gs, report.Scored(d)))
+	assert.Contains(t, gs.String(), `"confinement_level": "uid"`)
+	assert.Contains(t, gs.String(), "Confinement: level uid")
 }

@@ -50,16 +50,10 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	if exe != "" {
 		files[confine.InsideAcceptance] = exe
 	}
-	in.Out, in.Acceptance = confine.InsideOut, confine.InsideAcceptance
 	copies := map[string]string{}
 	if in.CSV != "" {
 		// Copied in, not bound: its host path names the scenario.
 		copies[confine.InsideCSV] = in.CSV
-		in.CSV = confine.InsideCSV
-	}
-	argv, err := spec.Template.Argv(confine.InsideAcceptance, in)
-	if err != nil {
-		return nil, err
 	}
 	if err := os.MkdirAll(spec.WorkDir, 0o755); err != nil {
 		return nil, fmt.Errorf("subject: work dir: %w", err)
@@ -76,20 +70,31 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 		return nil, fmt.Errorf("subject: confinement: %w", err)
 	}
 	defer box.Close()
+	// What the command sees: the same paths in every scenario in a full
+	// box, the box's own directories at the uid level (box.Path).
+	in.Out, in.Acceptance = box.Path(confine.InsideOut), box.Path(confine.InsideAcceptance)
+	if in.CSV != "" {
+		in.CSV = box.Path(confine.InsideCSV)
+	}
+	argv, err := spec.Template.Argv(in.Acceptance, in)
+	if err != nil {
+		return nil, err
+	}
+	home := box.Path(confine.InsideHome)
 	res := &Result{
 		Argv:         argv,
 		ExitCode:     -1,
 		StdoutPath:   filepath.Join(spec.WorkDir, "stdout.log"),
 		StderrPath:   filepath.Join(spec.WorkDir, "stderr.log"),
 		OutDir:       hostOut,
-		HomeDir:      confine.InsideHome,
+		HomeDir:      home,
 		RanReference: spec.Template.RunsReference(),
 	}
 	lg, err := openLogs(res, limit)
 	if err != nil {
 		return nil, err
 	}
-	cmd := box.Command(argv, spec.Env.List(confine.InsideHome), box.WorkDir())
+	cmd := box.Command(argv, spec.Env.List(home), box.WorkDir())
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = lg.outW, lg.errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -112,7 +117,9 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	stop := func(hard bool) {
 		if !hard {
 			for _, p := range groupMembers(leader) {
-				if p != leader {
+				// bwrap (a full box's leader) is never signalled; at the uid
+				// level the leader is the command itself.
+				if p != leader || box.Level() == confine.LevelUID {
 					_ = syscall.Kill(p, syscall.SIGTERM)
 				}
 			}

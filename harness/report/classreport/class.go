@@ -1,6 +1,8 @@
 package classreport
 
 import (
+	"github.com/osb-capstone/acceptance/harness/confine"
+
 	"bytes"
 	"encoding/csv"
 	"errors"
@@ -314,6 +316,9 @@ func writeClassMarkdown(buf *bytes.Buffer, c Class) error {
 		fmt.Fprintf(&b, "; %d with a flaky entry (passed only some repetitions)", c.WithFlaky)
 	}
 	b.WriteString(". Scores are each bundle's own: earned of measured (of 100); the final score only where a reviewer has judged.\n\n")
+	if line := confinementLine(c); line != "" {
+		b.WriteString(line + "\n\n")
+	}
 	writeClassDistribution(&b, c)
 	b.WriteString("## Per student\n\n| Student | Verdict | Score | Measured |")
 	for _, it := range c.Items {
@@ -430,4 +435,42 @@ func writeClassCSV(buf *bytes.Buffer, c Class) error {
 	}
 	w.Flush()
 	return w.Error()
+}
+
+// confinementLine says at which confinement level the submissions' commands
+// ran (docs/confinement.md, "Levels"), each level with its submissions when
+// they differ; "" when no bundle says.
+func confinementLine(c Class) string {
+	by := map[confine.Level][]string{}
+	for _, s := range c.Students {
+		if s.Err == "" && s.Doc.Confinement != nil && s.Doc.Confinement.Level != "" {
+			by[s.Doc.Confinement.Level] = append(by[s.Doc.Confinement.Level], s.Name)
+		}
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, l := range confine.Levels {
+		if names := by[l]; len(names) > 0 {
+			if len(by) == 1 {
+				parts = append(parts, fmt.Sprintf("level %s (%d submissions)", l, len(names)))
+			} else {
+				parts = append(parts, fmt.Sprintf("level %s: %s", l, render.Cell(strings.Join(names, ", "))))
+			}
+		}
+	}
+	return "Confinement of the submissions' commands: " + strings.Join(parts, "; ") + "."
+}
+
+// ConfinementLevelOf is the weakest confinement level among the class's
+// readable bundles ("" when none says).
+func ConfinementLevelOf(c Class) confine.Level {
+	var ls []confine.Level
+	for _, s := range c.Students {
+		if s.Err == "" && s.Doc.Confinement != nil {
+			ls = append(ls, s.Doc.Confinement.Level)
+		}
+	}
+	return confine.Weakest(ls...)
 }

@@ -1,6 +1,8 @@
 package classreport
 
 import (
+	"github.com/osb-capstone/acceptance/harness/confine"
+
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -183,22 +185,25 @@ func writeClassCSVFooter(w *csv.Writer, c Class, head []string) error {
 // ClassJSON is class.json: the class's figures and every entry's verdict
 // per student, for spreadsheets and other tools.
 type ClassJSON struct {
-	SchemaVersion  string         `json:"schema_version"`
-	Submissions    int            `json:"submissions"`
-	Passed         int            `json:"passed"`
-	NotPassed      int            `json:"not_passed"`
-	Incomplete     int            `json:"incomplete"`
-	Unreadable     int            `json:"unreadable"`
-	WithFlaky      int            `json:"with_flaky"`
-	SecurityFailed int            `json:"failed_security"`
-	Total          float64        `json:"total"`
-	Distribution   *Distribution  `json:"distribution"`
-	Histogram      []HistBin      `json:"histogram"`
-	FinalDist      *Distribution  `json:"final_distribution,omitempty"`
-	FinalHistogram []HistBin      `json:"final_histogram,omitempty"`
-	Entries        []ClassJSONEnt `json:"entries"`
-	MostFailed     []ClassFailure `json:"most_failed"`
-	Students       []ClassJSONStu `json:"students"`
+	SchemaVersion string `json:"schema_version"`
+	Submissions   int    `json:"submissions"`
+	// ConfinementLevel is the weakest level the submissions' commands ran
+	// at (docs/confinement.md); each student's is its own.
+	ConfinementLevel confine.Level  `json:"confinement_level,omitempty"`
+	Passed           int            `json:"passed"`
+	NotPassed        int            `json:"not_passed"`
+	Incomplete       int            `json:"incomplete"`
+	Unreadable       int            `json:"unreadable"`
+	WithFlaky        int            `json:"with_flaky"`
+	SecurityFailed   int            `json:"failed_security"`
+	Total            float64        `json:"total"`
+	Distribution     *Distribution  `json:"distribution"`
+	Histogram        []HistBin      `json:"histogram"`
+	FinalDist        *Distribution  `json:"final_distribution,omitempty"`
+	FinalHistogram   []HistBin      `json:"final_histogram,omitempty"`
+	Entries          []ClassJSONEnt `json:"entries"`
+	MostFailed       []ClassFailure `json:"most_failed"`
+	Students         []ClassJSONStu `json:"students"`
 }
 
 // ClassJSONEnt is one entry's tally in class.json.
@@ -218,16 +223,17 @@ type ClassJSONEnt struct {
 
 // ClassJSONStu is one submission in class.json.
 type ClassJSONStu struct {
-	Name           string                     `json:"name"`
-	Bundle         string                     `json:"bundle"`
-	Error          string                     `json:"error,omitempty"`
-	Verdict        rubric.Overall             `json:"verdict,omitempty"`
-	ExitCode       int                        `json:"exit_code"`
-	Score          *rubric.Score              `json:"score,omitempty"`
-	FinalScore     *float64                   `json:"final_score,omitempty"`
-	ReviewComplete *bool                      `json:"review_complete,omitempty"`
-	SecurityFailed []rubric.ID                `json:"failed_security"`
-	Entries        map[rubric.ID]ClassJSONCel `json:"entries"`
+	Name             string                     `json:"name"`
+	Bundle           string                     `json:"bundle"`
+	Error            string                     `json:"error,omitempty"`
+	ConfinementLevel confine.Level              `json:"confinement_level,omitempty"`
+	Verdict          rubric.Overall             `json:"verdict,omitempty"`
+	ExitCode         int                        `json:"exit_code"`
+	Score            *rubric.Score              `json:"score,omitempty"`
+	FinalScore       *float64                   `json:"final_score,omitempty"`
+	ReviewComplete   *bool                      `json:"review_complete,omitempty"`
+	SecurityFailed   []rubric.ID                `json:"failed_security"`
+	Entries          map[rubric.ID]ClassJSONCel `json:"entries"`
 }
 
 // ClassJSONCel is one entry's verdict for one submission.
@@ -243,7 +249,7 @@ func ClassJSONOf(c Class) ClassJSON {
 	j := ClassJSON{SchemaVersion: "1", Submissions: len(c.Students), Passed: c.Passed, NotPassed: c.NotPass, Incomplete: c.Incompl,
 		Unreadable: c.Broken, WithFlaky: c.WithFlaky, SecurityFailed: c.SecurityFailed, Total: c.Total,
 		Distribution: c.Dist, Histogram: c.Histogram, FinalDist: c.FinalDist, FinalHistogram: c.FinalHistogram,
-		Entries: []ClassJSONEnt{}, MostFailed: c.MostFailed, Students: []ClassJSONStu{}}
+		Entries: []ClassJSONEnt{}, MostFailed: c.MostFailed, Students: []ClassJSONStu{}, ConfinementLevel: ConfinementLevelOf(c)}
 	if j.MostFailed == nil {
 		j.MostFailed = []ClassFailure{}
 	}
@@ -261,6 +267,9 @@ func ClassJSONOf(c Class) ClassJSON {
 		if s.Err == "" {
 			sc := s.Doc.Score
 			js.Verdict, js.ExitCode, js.Score = s.Doc.Verdict, s.Doc.ExitCode, &sc
+			if s.Doc.Confinement != nil {
+				js.ConfinementLevel = s.Doc.Confinement.Level
+			}
 			if s.Final != nil {
 				f, done := s.Final.Score, s.Final.Complete
 				js.FinalScore, js.ReviewComplete = &f, &done

@@ -93,6 +93,10 @@ func writeGradescope(w io.Writer, d report.Document, f *report.Final, reviewed b
 		"override_points": f.OverridePoints, "reviewed": reviewed, "review_complete": f.Complete, "pending": f.Pending,
 		"run_id": d.RunID, "target": d.Target, "subject": d.Subject, "seed": d.Seed,
 	}
+	if c := d.Confinement; c != nil {
+		res.ExtraData["confinement_level"] = string(c.Level)
+		res.ExtraData["confinement"] = map[string]any{"level": string(c.Level), "mode": c.Mode, "holds": c.Holds, "lacks": c.Lacks}
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s**, score %s of %s", VerdictTitle(f.Verdict), rubric.Num(res.Score), rubric.Num(f.Total))
 	fmt.Fprintf(&b, " (measured by the harness %s, judged by a reviewer %s", rubric.Num(f.MeasuredPoints), rubric.Num(f.JudgedPoints))
@@ -102,6 +106,12 @@ func writeGradescope(w io.Writer, d report.Document, f *report.Final, reviewed b
 	fmt.Fprintf(&b, "). %s", Cell(f.VerdictReason))
 	if !reviewed {
 		b.WriteString("\n\nNot reviewed yet: reviewer-judgement entries score 0 until `acceptance review` records a judgement.")
+	}
+	if c := d.Confinement; c != nil {
+		fmt.Fprintf(&b, "\n\nConfinement: level %s (docs/confinement.md).", c.Level)
+		if len(c.Lacks) > 0 {
+			fmt.Fprintf(&b, " Not enforced at this level: %s.", Cell(strings.Join(c.Lacks, "; ")))
+		}
 	}
 	res.Output = b.String()
 	enc := json.NewEncoder(w)

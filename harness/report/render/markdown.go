@@ -40,7 +40,7 @@ func WriteMarkdown(w io.Writer, d report.Document) error {
 	fmt.Fprintf(&b, "| Subject | %s |\n", code(d.Subject))
 	fmt.Fprintf(&b, "| Seed | %d |\n", d.Seed)
 	if c := d.Confinement; c != nil {
-		fmt.Fprintf(&b, "| Confinement | %s (%d commands, %d connections refused) |\n", c.Mode, c.Commands, c.Refused)
+		fmt.Fprintf(&b, "| Confinement | level %s, %s (%d commands, %d connections refused) |\n", c.Level, c.Mode, c.Commands, c.Refused)
 		if len(c.RanReference) > 0 {
 			fmt.Fprintf(&b, "| Ran the bundled reference | %s |\n", Cell(strings.Join(c.RanReference, ", ")))
 		}
