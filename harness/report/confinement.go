@@ -43,8 +43,8 @@ type confinedRecord struct {
 		Confinement  *struct {
 			Mode         string        `json:"mode"`
 			Level        confine.Level `json:"level"`
-			Degraded     []string `json:"degraded"`
-			RefusedCount int      `json:"refused_count"`
+			Degraded     []string      `json:"degraded"`
+			RefusedCount int           `json:"refused_count"`
 		} `json:"confinement"`
 	} `json:"result"`
 }
