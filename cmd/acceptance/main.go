@@ -66,6 +66,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return renderMain(args[1:], stdout, stderr)
 	case "fidelity":
 		return fidelityMain(args[1:], stdout, stderr)
+	case "confine-probe":
+		return confineProbeMain(args[1:], stdout, stderr)
 	case "rubric":
 		return rubricMain(args[1:], stdout, stderr)
 	case "version", "--version":
