@@ -95,7 +95,7 @@ type gsResult struct {
 // processes still alive and hashes the grader's binary.
 func (g *gradescope) grade(t *testing.T, submission, flags string) gsResult {
 	t.Helper()
-	res, keys, probe := t.TempDir(), t.TempDir(), t.TempDir()
+	res, keys, probe := keptDir(t, "gradescope-"+filepath.Base(submission)), t.TempDir(), t.TempDir()
 	require.NoError(t, os.Chmod(keys, 0o700), "the journal key directory must be the grader's alone")
 	name := g.e.containerName(t, "gs-grade")
 	start := time.Now()
@@ -188,14 +188,15 @@ func TestGradescopeAutograder(t *testing.T) {
 	r := g.grade(t, gsSubmission(t, g.e.root, "student"), "--seed 1 --tags @milestone:M0")
 	r.check(t, g.e)
 	tests, _ := r.results["tests"].([]any)
-	var m0 string
+	var m0, why string
 	for _, x := range tests {
 		tm, _ := x.(map[string]any)
 		if n, _ := tm["name"].(string); strings.HasPrefix(n, "M0:") {
 			m0, _ = tm["status"].(string)
+			why, _ = tm["output"].(string)
 		}
 	}
-	assert.Equal(t, "passed", m0, "the student's M0 at the %s level", gradescopeLevel)
+	assert.Equal(t, "passed", m0, "the student's M0 at the %s level: %s", gradescopeLevel, tail(why, 2000))
 	assert.Empty(t, r.after, "no process outlives run_autograder")
 }
 

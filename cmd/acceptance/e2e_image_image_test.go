@@ -191,6 +191,10 @@ func reportConfinement(t *testing.T, bundle string) (level string, raw map[strin
 // graded beside it (hostile-spy: it reads every process's environment and
 // every bundle it can find) steals no classmate's key and no bundle. The
 // container has no network (--network none): the grade needs only loopback.
+// The command-time limits are raised (--submission-timeout 60m): this test is
+// about the image, and the shared 2-core machine it runs on (load 30 and
+// more) once took 15 minutes for what takes 71 s alone, and the default 15m
+// budget then cut the reference's last runs short.
 func TestImageGradesReferencePrivileged(t *testing.T) {
 	e := requireImageEngine(t)
 	img := e.graderImage(t)
@@ -202,7 +206,7 @@ func TestImageGradesReferencePrivileged(t *testing.T) {
 	args := append([]string{"run", "--name", name, "--network", "none"}, e.privileged(t, img)...)
 	args = append(args, "-e", "ACCEPTANCE_JOURNAL_KEYS=/keys",
 		"-v", filepath.Join(e.root, "fixtures", "submissions")+":/subs:ro", "-v", out+":/out", "-v", keys+":/keys",
-		img, "acceptance", "grade", "--seed", "1", "--parallel", "2", "--out", "/out/grade", "/subs/reference", "/subs/hostile-spy")
+		img, "acceptance", "grade", "--seed", "1", "--parallel", "2", "--submission-timeout", "60m", "--subject-timeout", "20m", "--out", "/out/grade", "/subs/reference", "/subs/hostile-spy")
 	logs, code := e.docker(t, 30*time.Minute, true, args...)
 	t.Logf("docker run (privileged) %s acceptance grade reference hostile-spy: exit %d in %s\n%s", img, code, time.Since(start).Round(time.Second), tail(logs, 6000))
 	require.NotEqual(t, 2, code, "the grade in the image must not be a usage or harness error")
