@@ -93,14 +93,14 @@ type gsResult struct {
 // /autograder/submission. No network (--network none): grading needs only
 // loopback. After run_autograder returns, the same container lists the
 // processes still alive and hashes the grader's binary.
-func (g *gradescope) grade(t *testing.T, submission, flags string) gsResult {
+func (g *gradescope) grade(t *testing.T, submission, flags, tags string) gsResult {
 	t.Helper()
 	res, keys, probe := keptDir(t, "gradescope-"+filepath.Base(submission)), t.TempDir(), t.TempDir()
 	require.NoError(t, os.Chmod(keys, 0o700), "the journal key directory must be the grader's alone")
 	name := g.e.containerName(t, "gs-grade")
 	start := time.Now()
 	logs, code := g.e.docker(t, 20*time.Minute, true, "run", "--name", name, "--network", "none",
-		"-e", "GRADE_FLAGS="+flags, "-e", "ACCEPTANCE_JOURNAL_KEYS=/keys",
+		"-e", "GRADE_FLAGS="+flags, "-e", "GRADE_TAGS="+tags, "-e", "ACCEPTANCE_JOURNAL_KEYS=/keys",
 		"-v", submission+":/autograder/submission", "-v", res+":/autograder/results", "-v", keys+":/keys", "-v", probe+":/probe",
 		g.image, "bash", "-c",
 		"/autograder/run_autograder >/probe/autograder.log 2>&1; "+
@@ -109,7 +109,7 @@ func (g *gradescope) grade(t *testing.T, submission, flags string) gsResult {
 	r := gsResult{keys: keys}
 	lb, _ := os.ReadFile(filepath.Join(probe, "autograder.log"))
 	r.log = string(lb)
-	t.Logf("run_autograder %s (GRADE_FLAGS=%q): container exit %d in %s\n%s%s", filepath.Base(submission), flags, code,
+	t.Logf("run_autograder %s (GRADE_FLAGS=%q GRADE_TAGS=%q): container exit %d in %s\n%s%s", filepath.Base(submission), flags, tags, code,
 		time.Since(start).Round(time.Second), tail(logs, 1000), tail(r.log, 3000))
 	require.Equal(t, 0, code, "the container ran run_autograder and the probe")
 	var err error
@@ -185,7 +185,7 @@ func gsSubmission(t *testing.T, root, member string) string {
 // names the level the container allows (uid), and M0 passes there.
 func TestGradescopeAutograder(t *testing.T) {
 	g := setupGradescope(t)
-	r := g.grade(t, gsSubmission(t, g.e.root, "student"), "--seed 1 --tags @milestone:M0")
+	r := g.grade(t, gsSubmission(t, g.e.root, "student"), "--seed 1", "@milestone:M0")
 	r.check(t, g.e)
 	tests, _ := r.results["tests"].([]any)
 	var m0, why string
@@ -318,7 +318,7 @@ func TestGradescopeHostile(t *testing.T) {
 	documented := documentedOutcomes(t, filepath.Join(g.e.root, "docs", "hostile.md"), gradescopeLevel)
 	for _, c := range gsHostileSet {
 		t.Run(c.member, func(t *testing.T) {
-			r := g.grade(t, gsSubmission(t, g.e.root, c.member), "--seed 1 --tags "+tagsExcept(c.tags, "@large", "@agent"))
+			r := g.grade(t, gsSubmission(t, g.e.root, c.member), "--seed 1", tagsExcept(c.tags, "@large", "@agent"))
 			r.check(t, g.e)
 			var recs []map[string]any
 			if c.attack != "" {
