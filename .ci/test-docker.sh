@@ -16,6 +16,9 @@
 #      its recording proxies keeps it to its own: docs/class-at-scale.md).
 #   5. the vault on the docker target (TestDockerVault, e2e tier, about 20 s warm: the reference's vault injects the
 #      data API token through the sidecar, bad-token-in-env fails credential; docs/docker.md).
+#   6. the grader image and the Gradescope autograder (e2e theme image: TestImageGradesReferencePrivileged,
+#      TestGradescopeAutograder, TestGradescopeHostile; docs/grading.md): make image (cached; a cold Debian bootstrap
+#      takes minutes), the reference graded in a privileged container, the autograder run as Gradescope runs it.
 # DOCKER_OPTIONAL=1: an engine that cannot start on this kernel is reported as not measured, not failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,5 +59,6 @@ done
 [ "$r" -eq 1 ] && echo "docker target: the upgrade check $from → $version found a regression ($up/upgrade-check.md); not a suite failure"
 OSB_DOCKER_REQUIRED=1 ${GO:-go} test -count=1 -run TestContainerCannotReachHostNetwork -v ./harness/dockertarget/ || s=1
 OSB_DOCKER_E2E=1 ${GO:-go} test -tags e2e -count=1 -timeout 20m -run '^(TestGradeCarelessReapCannotTouchOthersDocker|TestDockerVault)$' -v ./cmd/acceptance/ || s=1
+OSB_DOCKER_E2E=1 ${GO:-go} test -tags e2e -count=1 -timeout 60m -run '^(TestImageGradesReferencePrivileged|TestGradescopeAutograder|TestGradescopeHostile)$' -v ./cmd/acceptance/ || s=1
 [ "$was" = up ] || bash .ci/docker-engine.sh stop
 exit $s
