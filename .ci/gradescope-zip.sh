@@ -13,6 +13,9 @@ GO=${GO:-go}
 dir=bin/gradescope/autograder
 zip=bin/gradescope/autograder.zip
 ls .cache/wheels/*.whl >/dev/null 2>&1 || { echo "gradescope-zip: no wheels in .cache/wheels (run make deps)" >&2; exit 1; }
+mkdir -p bin/gradescope
+exec 9>bin/gradescope/.lock   # one writer at a time in this checkout
+flock 9
 wheelhouse=$(bash .ci/sdk-wheelhouse.sh)
 rm -rf "$dir" "$zip"; mkdir -p "$dir/bin" "$dir/.cache/wheels"
 git ls-files -z -co --exclude-standard | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \

@@ -24,6 +24,9 @@ if [ -z "${DOCKER_HOST:-}" ]; then
 fi
 command -v docker >/dev/null || { echo "image: the docker CLI is missing (make docker-engine installs Debian's docker.io)" >&2; exit 1; }
 mkdir -p "$cache"
+# One build at a time in this checkout (two would share .cache/image/ctx).
+exec 9>"$cache/.lock"
+flock 9
 
 # 1. The base image.
 h=$(sha256sum .ci/grader-rootfs.sh | cut -c1-16)
