@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/harness/subject"
 )
@@ -40,6 +41,12 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 			static[p] = true
 		}
 	}
+	if !e.boxSeesKeyless() {
+		// Level uid: no network namespace, so no forwarder and no guard
+		// (docs/confinement.md, "Levels"): nothing to allow or refuse.
+		spec.Confine = &subject.Confinement{Config: *e.opt.Confine, ShowSiblings: e.usesParent()}
+		return
+	}
 	sp := newSandboxPorts(e, l, context.WithoutCancel(ctx))
 	spec.Confine = &subject.Confinement{
 		Config:       *e.opt.Confine,
@@ -65,6 +72,12 @@ func (e *Env) confine(ctx context.Context, l *launch, spec *subject.Spec) {
 		owned := context.WithoutCancel(ctx)
 		spec.Confine.Owns = func(id string) (bool, error) { return e.ownsSandbox(owned, id) }
 	}
+}
+
+// boxSeesKeyless: the command's box has a network of its own whose guard
+// sees each request it sends (level full; not level uid, not unconfined).
+func (e *Env) boxSeesKeyless() bool {
+	return e.opt.Confine != nil && e.opt.Confine.Level != confine.LevelUID
 }
 
 // sandboxOwners are the key fingerprints of the submission's commands and,

@@ -44,11 +44,11 @@ func (e *Env) invoke(ctx context.Context, field, cmd, name, runID string, timeou
 	inv := &invocation{launch: e.newLaunch(field, relDir, runID), name: name}
 	inv.Keep = inv.keep // what the target saw is evidence, whoever reads it first (Judge, a step)
 	lock := command.LockShared
-	if field == "contract" && e.mock() && e.opt.Confine == nil {
+	if field == "contract" && e.mock() && !e.boxSeesKeyless() {
 		// A keyless request carries no key to attribute it by. In a box, the
 		// box's guard sees each one the command sends (command.Record.Keyless);
 		// with confinement off (--insecure-no-confinement, or a machine that
-		// cannot confine) nothing does, so the contract command runs alone on
+		// cannot confine) or at level uid (no network namespace) nothing does, so the contract command runs alone on
 		// the server and every keyless request in its window is its own.
 		lock = command.LockExclusive
 	}
