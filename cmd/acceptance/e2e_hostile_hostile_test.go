@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/report"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
 )
@@ -53,7 +54,13 @@ func lastProgress(out string) time.Time {
 	return last
 }
 
-func TestHostileCalibration(t *testing.T) {
+func TestHostileCalibration(t *testing.T) { hostileCalibration(t, "") }
+
+// hostileCalibration grades the set at a confinement level: "" the
+// machine's own (auto), else --confinement level; at a level below full
+// the members whose attack that level does not stop (hostileReaches) are
+// left out of the class, each logged with the reason.
+func hostileCalibration(t *testing.T, level string) {
 	e := requireSubjectEnv(t)
 	t.Setenv("PATH", filepath.Join(e.root, ".cache", "py-sdk", "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
 	keys, err := report.DefaultJournalKeyDir()
@@ -87,6 +94,17 @@ func TestHostileCalibration(t *testing.T) {
 		}
 		t.Logf("ACCEPTANCE_HOSTILE: grading only %s", only)
 	}
+	if level != "" {
+		var kept []hostileCase
+		for _, c := range set {
+			if why := hostileReaches[level][c.dir]; why != "" {
+				t.Logf("%s is left out at level %s: %s", c.dir, level, why)
+				continue
+			}
+			kept = append(kept, c)
+		}
+		set = kept
+	}
 	names := []string{"reference", "student"}
 	for _, c := range set {
 		names = append(names, c.dir)
@@ -105,6 +123,9 @@ func TestHostileCalibration(t *testing.T) {
 
 	cmd := exec.Command(exe, "grade", "--out", h.out, "--state-dir", stateDir, "--wheels", e.wheels,
 		"--baselines", baselines, "--subject-timeout", "3m", "--parallel", "2", "--tags", hostileTags)
+	if level != "" {
+		cmd.Args = append(cmd.Args, "--confinement", level)
+	}
 	cmd.Args = append(cmd.Args, dirs...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -175,6 +196,15 @@ func TestHostileCalibration(t *testing.T) {
 		b.report = calibrationBundle(t, h.out, i, n)
 		b.attacks = attackRecords(b.dir)
 		bundles[n] = b
+	}
+	if level != "" {
+		t.Run("every report names the level", func(t *testing.T) {
+			for _, n := range names {
+				if bundles[n].report != nil {
+					hostileLevel(t, bundles[n].dir, confine.Level(level))
+				}
+			}
+		})
 	}
 	for _, c := range calibrationSet {
 		if c.dir == "reference" || c.dir == "student" {
