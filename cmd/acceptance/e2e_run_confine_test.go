@@ -86,9 +86,10 @@ func TestConfinedOfficialJSSDK(t *testing.T) {
 // and then every report says in its header that confinement was off.
 func TestGradeRefusesUnconfinedClass(t *testing.T) {
 	gradingEnv(t)
-	old := confineAvailable
+	old, oldUID := confineAvailable, confineUIDAvailable
 	confineAvailable = func() string { return "test: this machine cannot confine" }
-	t.Cleanup(func() { confineAvailable = old })
+	confineUIDAvailable = func() string { return "test: nor at level uid" }
+	t.Cleanup(func() { confineAvailable, confineUIDAvailable = old, oldUID })
 	subs := t.TempDir()
 	var dirs []string
 	for _, n := range []string{"a", "b"} {
