@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -311,23 +310,24 @@ var gsHostileSet = []gsHostileCase{
 
 // TestGradescopeHostile: the round-1 hostile members, each graded alone in
 // its own Gradescope container (as Gradescope grades), on the scenarios its
-// attack rides on. Each gets the outcome docs/hostile.md documents for the
-// uid level (its table of attacks by level): stopped, or not stopped.
+// attack rides on. Each gets the outcome docs/grading.md documents for the
+// uid level in a Gradescope container (its table of the round-1 members):
+// stopped, or not stopped.
 func TestGradescopeHostile(t *testing.T) {
 	g := setupGradescope(t)
-	documented := documentedOutcomes(t, filepath.Join(g.e.root, "docs", "hostile.md"), gradescopeLevel)
+	documented := documentedOutcomes(t, filepath.Join(g.e.root, "docs", "grading.md"), gradescopeLevel)
 	for _, c := range gsHostileSet {
 		t.Run(c.member, func(t *testing.T) {
 			r := g.grade(t, gsSubmission(t, g.e.root, c.member), "--seed 1", tagsExcept(c.tags, "@large", "@agent"))
 			r.check(t, g.e)
 			var recs []map[string]any
 			if c.attack != "" {
-				recs = attackRecords(r.bundle)
+				recs = append(attackRecords(r.bundle), stderrAttackRecords(r.bundle, c.attack)...)
 				require.NotEmpty(t, recs, "the %s attack ran and left its record", c.attack)
 			}
 			stopped, why := c.stopped(t, g, r, recs)
 			want, ok := documented[c.member]
-			if !assert.True(t, ok, "docs/hostile.md documents no outcome at the %s level for %s", gradescopeLevel, c.member) {
+			if !assert.True(t, ok, "docs/grading.md documents no outcome at the %s level for %s", gradescopeLevel, c.member) {
 				t.Logf("measured: stopped=%v (%s)", stopped, why)
 				return
 			}
@@ -336,44 +336,24 @@ func TestGradescopeHostile(t *testing.T) {
 	}
 }
 
-// documentedOutcomes reads docs/hostile.md's table of attacks by level: the
-// row of each member (its first cell names it, e.g. `hostile-spy`) and the
-// column headed by the level; a cell starting with "stopped" is stopped, one
-// starting with "not stopped" (or "succeeds") is not.
-func documentedOutcomes(t *testing.T, path, level string) map[string]bool {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	out := map[string]bool{}
-	col := -1
-	member := regexp.MustCompile("hostile-[a-z0-9-]+")
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "|") {
-			col = -1
+// stderrAttackRecords are the records an attack printed to its command's
+// stderr ("hostile NAME: {…}"), which the bundle keeps: the grader-killer's
+// kill -9 -1 at level uid ends its own writer, and its attack-*.json is then
+// left empty, but the line it printed before is in stderr.log.
+func stderrAttackRecords(bundle, attack string) []map[string]any {
+	var out []map[string]any
+	logs, _ := filepath.Glob(filepath.Join(bundle, "evidence", "*", "stderr.log"))
+	for _, p := range logs {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) > 8<<20 {
 			continue
 		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for i := range cells {
-			cells[i] = strings.Trim(strings.TrimSpace(cells[i]), "`*")
-		}
-		if col < 0 {
-			for i, c := range cells {
-				if strings.EqualFold(c, level) {
-					col = i
-				}
+		for _, l := range strings.Split(string(b), "\n") {
+			rest, ok := strings.CutPrefix(l, "hostile "+attack+": ")
+			var m map[string]any
+			if ok && json.Unmarshal([]byte(rest), &m) == nil {
+				out = append(out, m)
 			}
-			continue
-		}
-		m := member.FindString(cells[0])
-		if m == "" || col >= len(cells) {
-			continue
-		}
-		cell := strings.ToLower(cells[col])
-		switch {
-		case strings.HasPrefix(cell, "not stopped"), strings.HasPrefix(cell, "succeeds"):
-			out[m] = false
-		case strings.HasPrefix(cell, "stopped"):
-			out[m] = true
 		}
 	}
 	return out
