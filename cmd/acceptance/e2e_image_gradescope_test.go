@@ -310,7 +310,8 @@ var gsHostileSet = []gsHostileCase{
 
 // TestGradescopeHostile: the round-1 hostile members, each graded alone in
 // its own Gradescope container (as Gradescope grades), on the scenarios its
-// attack rides on. Each gets the outcome docs/grading.md documents for the
+// attack rides on, each command limited to 2 minutes (the never-ending reap
+// would otherwise hold the test for the default 10). Each gets the outcome docs/grading.md documents for the
 // uid level in a Gradescope container (its table of the round-1 members):
 // stopped, or not stopped.
 func TestGradescopeHostile(t *testing.T) {
@@ -318,7 +319,7 @@ func TestGradescopeHostile(t *testing.T) {
 	documented := documentedOutcomes(t, filepath.Join(g.e.root, "docs", "grading.md"), gradescopeLevel)
 	for _, c := range gsHostileSet {
 		t.Run(c.member, func(t *testing.T) {
-			r := g.grade(t, gsSubmission(t, g.e.root, c.member), "--seed 1", tagsExcept(c.tags, "@large", "@agent"))
+			r := g.grade(t, gsSubmission(t, g.e.root, c.member), "--seed 1 --subject-timeout 2m", tagsExcept(c.tags, "@large", "@agent"))
 			r.check(t, g.e)
 			var recs []map[string]any
 			if c.attack != "" {
