@@ -16,7 +16,7 @@ TEST_JSON ?= bin/test.json
 # When this make started (make test's closing line states the time since, make deps included).
 MAKE_START := $(shell date +%s)
 
-.PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short calibrate bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity generate
+.PHONY: all deps build rubric acceptance test test-e2e test-hostile test-short calibrate bench bench-grade update-baselines clean docker-engine docker-engine-stop acceptance-docker test-docker fidelity generate image gradescope-zip test-image
 
 all: build
 
@@ -129,3 +129,19 @@ test-docker: deps build
 # The fidelity ledger (harness/fidelity/FIDELITY.md) from the stored real-run and bundled-server baselines.
 fidelity:
 	$(GO) run ./cmd/acceptance fidelity
+
+# ---- The grader as an image, Gradescope (docs/grading.md "The grader as an image", "Gradescope") ----
+# The grader as an OCI image on the project's engine (or $DOCKER_HOST's), from this repository and Debian packages,
+# no registry pull (.ci/image.sh): IMAGE=osb-acceptance/grader:local by default; layers cached.
+IMAGE ?= osb-acceptance/grader:local
+image: deps
+	@IMAGE=$(IMAGE) GO=$(GO) bash .ci/image.sh >/dev/null
+
+# The grader image and the Gradescope autograder end to end (e2e theme image; 20 to 30 minutes): the reference graded
+# by the image, the autograder as Gradescope runs it, and the round-1 hostile set in the Gradescope container.
+test-image: deps build
+	@$(call DOCKER_RUN,OSB_DOCKER_E2E=1 $(GO) test -tags e2e -count=1 -timeout 90m -run '^(TestImageGradesReferencePrivileged|TestGradescopeAutograder|TestGradescopeHostile)$$' -v ./cmd/acceptance/)
+
+# A Gradescope autograder, bin/gradescope/autograder.zip: setup.sh, run_autograder, a static grader (.ci/gradescope-zip.sh).
+gradescope-zip: deps
+	@GO=$(GO) bash .ci/gradescope-zip.sh >/dev/null

@@ -62,70 +62,91 @@ func TestRecipesUseRealCommands(t *testing.T) {
 		checkRecipeCommands(t, len(shards), gradeScripts, mergeScripts, "class-shard-%d")
 	})
 
-	t.Run("kubernetes", func(t *testing.T) {
-		type container struct {
-			Command      []string
-			Args         []string
-			VolumeMounts []struct {
-				Name      string `yaml:"name"`
-				MountPath string `yaml:"mountPath"`
-			} `yaml:"volumeMounts"`
-		}
-		type job struct {
-			Kind     string
-			Metadata struct{ Name string }
-			Spec     struct {
-				CompletionMode string `yaml:"completionMode"`
-				Completions    int
-				Parallelism    int
-				Template       struct {
-					Spec struct {
-						Containers     []container
-						InitContainers []container `yaml:"initContainers"`
+	for _, recipe := range []string{"kubernetes-indexed-job.yaml", "kubernetes-indexed-job-baseline.yaml"} {
+		t.Run(recipe, func(t *testing.T) {
+			type container struct {
+				Command         []string
+				Args            []string
+				SecurityContext *struct {
+					Privileged   *bool
+					Capabilities struct{ Add []string }
+				} `yaml:"securityContext"`
+				VolumeMounts []struct {
+					Name      string `yaml:"name"`
+					MountPath string `yaml:"mountPath"`
+				} `yaml:"volumeMounts"`
+			}
+			type job struct {
+				Kind     string
+				Metadata struct{ Name string }
+				Spec     struct {
+					CompletionMode string `yaml:"completionMode"`
+					Completions    int
+					Parallelism    int
+					Template       struct {
+						Spec struct {
+							SecurityContext struct {
+								SeccompProfile struct{ Type string } `yaml:"seccompProfile"`
+							} `yaml:"securityContext"`
+							Containers     []container
+							InitContainers []container `yaml:"initContainers"`
+						}
 					}
 				}
 			}
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(mustReadFile(t, filepath.Join(dir, "kubernetes-indexed-job.yaml"))))
-		var jobs []job
-		for {
-			var j job
-			err := dec.Decode(&j)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			require.NoError(t, err)
-			if j.Kind == "Job" {
-				jobs = append(jobs, j)
-			}
-		}
-		require.Len(t, jobs, 2, "a grading Job and a merge Job")
-		g, m := jobs[0], jobs[1]
-		assert.Equal(t, "Indexed", g.Spec.CompletionMode)
-		require.Greater(t, g.Spec.Completions, 1)
-		assert.Equal(t, g.Spec.Completions, g.Spec.Parallelism, "the shards run at once")
-		scripts := func(cs []container) []string {
-			var out []string
-			for _, c := range cs {
-				require.Equal(t, []string{"/bin/bash", "-c"}, c.Command, "%s: a shell script in args", c)
-				out = append(out, strings.Join(c.Args, "\n"))
-				mounted := false
-				for _, v := range c.VolumeMounts {
-					mounted = mounted || (v.Name == "bundles" && v.MountPath == "/bundles")
+			dec := yaml.NewDecoder(bytes.NewReader(mustReadFile(t, filepath.Join(dir, recipe))))
+			var jobs []job
+			for {
+				var j job
+				err := dec.Decode(&j)
+				if errors.Is(err, io.EOF) {
+					break
 				}
-				assert.True(t, mounted, "the bundles volume is mounted at /bundles")
+				require.NoError(t, err)
+				if j.Kind == "Job" {
+					jobs = append(jobs, j)
+				}
 			}
-			return out
-		}
-		gs := scripts(g.Spec.Template.Spec.Containers)
-		assert.Contains(t, strings.Join(gs, "\n"), "JOB_COMPLETION_INDEX + 1", "the shard comes from the completion index")
-		require.NotEmpty(t, m.Spec.Template.Spec.InitContainers, "the merge Job waits for the shards")
-		wait := strings.Join(scripts(m.Spec.Template.Spec.InitContainers), "\n")
-		for k := 1; k <= g.Spec.Completions; k++ {
-			assert.Contains(t, wait, "/bundles/shard-"+strconv.Itoa(k)+".done")
-		}
-		checkRecipeCommands(t, g.Spec.Completions, gs, scripts(m.Spec.Template.Spec.Containers), "/bundles/shard-%d")
-	})
+			require.Len(t, jobs, 2, "a grading Job and a merge Job")
+			g, m := jobs[0], jobs[1]
+			assert.Equal(t, "Indexed", g.Spec.CompletionMode)
+			require.Greater(t, g.Spec.Completions, 1)
+			assert.Equal(t, g.Spec.Completions, g.Spec.Parallelism, "the shards run at once")
+			scripts := func(cs []container) []string {
+				var out []string
+				for _, c := range cs {
+					require.Equal(t, []string{"/bin/bash", "-c"}, c.Command, "%s: a shell script in args", c)
+					out = append(out, strings.Join(c.Args, "\n"))
+					mounted := false
+					for _, v := range c.VolumeMounts {
+						mounted = mounted || (v.Name == "bundles" && v.MountPath == "/bundles")
+					}
+					assert.True(t, mounted, "the bundles volume is mounted at /bundles")
+				}
+				return out
+			}
+			gs := scripts(g.Spec.Template.Spec.Containers)
+			assert.Contains(t, strings.Join(gs, "\n"), "JOB_COMPLETION_INDEX + 1", "the shard comes from the completion index")
+			require.NotEmpty(t, m.Spec.Template.Spec.InitContainers, "the merge Job waits for the shards")
+			wait := strings.Join(scripts(m.Spec.Template.Spec.InitContainers), "\n")
+			for k := 1; k <= g.Spec.Completions; k++ {
+				assert.Contains(t, wait, "/bundles/shard-"+strconv.Itoa(k)+".done")
+			}
+			checkRecipeCommands(t, g.Spec.Completions, gs, scripts(m.Spec.Template.Spec.Containers), "/bundles/shard-%d")
+			if recipe == "kubernetes-indexed-job-baseline.yaml" {
+				// Baseline Pod Security: no privileged container, no added capability, seccomp not Unconfined.
+				for _, j := range jobs {
+					assert.Equal(t, "RuntimeDefault", j.Spec.Template.Spec.SecurityContext.SeccompProfile.Type, "%s: the pod's seccomp profile", j.Metadata.Name)
+					for _, c := range append(j.Spec.Template.Spec.Containers, j.Spec.Template.Spec.InitContainers...) {
+						if assert.NotNil(t, c.SecurityContext, "%s: every container states its securityContext", j.Metadata.Name) {
+							assert.False(t, c.SecurityContext.Privileged == nil || *c.SecurityContext.Privileged, "%s: no privileged container", j.Metadata.Name)
+							assert.Empty(t, c.SecurityContext.Capabilities.Add, "%s: no added capability", j.Metadata.Name)
+						}
+					}
+				}
+			}
+		})
+	}
 }
 
 // TestClassAtScaleDocCommands: the command lines of docs/class-at-scale.md's
