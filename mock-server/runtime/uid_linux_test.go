@@ -1,0 +1,131 @@
+//go:build linux
+
+package runtime_test
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/osb-capstone/acceptance/mock-server/runtime"
+)
+
+// uidRuntime is an insecure runtime as root whose state directory other uids
+// can traverse (t.TempDir's top directory is 0700).
+func uidRuntime(t *testing.T) (*runtime.Linux, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short starts no sandbox")
+	}
+	if os.Geteuid() != 0 {
+		t.Skipf("uid sandboxes need root (euid is %d)", os.Geteuid())
+	}
+	base := t.TempDir()
+	for _, d := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt, err := runtime.NewLinux(runtime.Options{StateDir: filepath.Join(base, "state"), ForceInsecure: true, AllowInsecureNoIsolation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	if !rt.Enforced()["own_uid"] {
+		_, why := rt.Isolation()
+		t.Fatalf("insecure mode as root does not run sandboxes as their own uid: %s", why)
+	}
+	return rt, base
+}
+
+// uidProcs lists live processes with uid as real uid.
+func uidProcs(uid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
+				if fs := strings.Fields(rest); len(fs) > 0 && fs[0] == strconv.Itoa(uid) {
+					out = append(out, pid)
+				}
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+func TestInsecureSandboxRunsAsItsOwnUID(t *testing.T) {
+	rt, base := uidRuntime(t)
+	grader := filepath.Join(base, "grader")
+	if err := os.Mkdir(grader, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(grader, "secret")
+	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sb1 := newSandbox(t, rt)
+	sb2 := newSandbox(t, rt)
+	script := fmt.Sprintf(`id -u
+cat %[1]s 2>/dev/null || echo noread
+touch %[2]s/planted 2>/dev/null && echo wrote || echo nowrite
+kill -0 %[3]d 2>/dev/null && echo signalled || echo nosignal
+echo mine > f && cat f
+setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 &
+echo started`, secret, grader, os.Getpid())
+	r := sh(t, sb1, script)
+	out := r.stdout()
+	want := []string{"", "noread", "nowrite", "nosignal", "mine", "started"}
+	if len(out) != len(want) {
+		t.Fatalf("output %q (events %+v)", out, r)
+	}
+	uid1, err := strconv.Atoi(out[0])
+	if err != nil || uid1 < runtime.SandboxUIDBase || uid1 >= runtime.SandboxUIDBase+runtime.SandboxUIDCount {
+		t.Fatalf("command uid %q: want one of [%d, %d)", out[0], runtime.SandboxUIDBase, runtime.SandboxUIDBase+runtime.SandboxUIDCount)
+	}
+	for i := 1; i < len(want); i++ {
+		if out[i] != want[i] {
+			t.Errorf("line %d: %q, want %q (all: %q)", i, out[i], want[i], out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(grader, "planted")); err == nil {
+		t.Error("the sandbox wrote into a root directory outside it")
+	}
+	// The agent still serves uploads into its workspace, and they are its uid's.
+	if resp, body := upload(t, sb1, "/workspace/up.txt", []byte("data"), true); resp.StatusCode != 200 {
+		t.Fatalf("upload %d %s", resp.StatusCode, body)
+	}
+	if got := sh(t, sb1, "cat up.txt; echo; echo more >> up.txt && echo appended").stdout(); len(got) != 2 || got[0] != "data" || got[1] != "appended" {
+		t.Errorf("uploaded file as the sandbox uid: %q", got)
+	}
+	r2 := sh(t, sb2, "id -u; cat "+filepath.Join(sb1.Dir(), "workspace", "f")+" 2>/dev/null || echo noread")
+	if o := r2.stdout(); len(o) != 2 || o[0] == out[0] || o[0] == "0" || o[1] != "noread" {
+		t.Errorf("second sandbox: %q (first's uid %d)", o, uid1)
+	}
+	if len(uidProcs(uid1)) < 2 {
+		t.Fatalf("the agent and the escaped sleep should run as uid %d: %v", uid1, uidProcs(uid1))
+	}
+	if err := sb1.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if left := uidProcs(uid1); len(left) > 0 {
+		t.Errorf("processes of uid %d left after Destroy: %v", uid1, left)
+	}
+	if _, err := os.Stat(sb1.Dir()); !os.IsNotExist(err) {
+		t.Errorf("sandbox directory left: %v", err)
+	}
+}
