@@ -80,6 +80,7 @@ type Linux struct {
 	bwrap    string
 	nsenter  string
 	setpriv  string // /usr/bin/setpriv when present (visible inside the sandbox)
+	prlimit  string // prlimit(1), for insecure sandboxes' rlimits
 	ip       string
 	cg       *cgroups
 	stateDir string
@@ -144,6 +145,7 @@ func NewLinux(opts Options) (*Linux, error) {
 	if _, err := os.Stat("/usr/bin/setpriv"); err == nil {
 		l.setpriv = "/usr/bin/setpriv"
 	}
+	l.prlimit, _ = exec.LookPath("prlimit")
 	l.cg = detectCgroups() // used by sandboxes only when secure; by Reap always
 	if len(missing) == 0 {
 		l.secure = true

@@ -283,7 +283,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	} else {
 		argv := []string{rt.opts.AgentPath, AgentArg}
 		if s.uid != 0 {
-			argv = uidArgv(rt.setpriv, s.uid, argv)
+			argv = limitArgv(rt.prlimit, rt.opts.DiskLimitBytes, uidArgv(rt.setpriv, s.uid, argv))
 		}
 		s.cmd = exec.Command(argv[0], argv[1:]...)
 		s.cmd.Env = envList(env)
@@ -323,12 +323,6 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		close(s.waitDone)
 	}()
 	go s.readEvents(evR)
-	if s.uid != 0 {
-		// Before the agent has its config, so before anything of the sandbox runs.
-		if err := setUIDLimits(s.cmd.Process.Pid, rt.opts.DiskLimitBytes); err != nil {
-			return fmt.Errorf("runtime: sandbox rlimits: %w", err)
-		}
-	}
 
 	cfg := AgentConfig{
 		ID:               s.id,

@@ -22,8 +22,8 @@ import (
 // everything it runs, is a uid of its own from [SandboxUIDBase,
 // SandboxUIDBase+SandboxUIDCount) (next to harness/confine's 610000+4096),
 // started through setpriv with no groups, no capabilities (bounding and
-// inheritable sets empty) and no_new_privs, and with rlimits (prlimit before
-// the agent gets its config, so before anything of the sandbox runs). Its
+// inheritable sets empty) and no_new_privs, and with rlimits (prlimit(1)
+// lowers them before setpriv switches the uid). Its
 // workspace, tmp, home, var and shm are its uid's; its sandbox directory is
 // root's with the sandbox's gid, 0750 (no other sandbox gets in); the state
 // directory and sandboxes/ are root's, 0711 (traversable, not listable), and
@@ -54,6 +54,9 @@ func (l *Linux) uidMode() (bool, string) {
 	}
 	if l.setpriv == "" {
 		return false, "setpriv not found (apt-get install -y util-linux)"
+	}
+	if l.prlimit == "" {
+		return false, "prlimit not found (apt-get install -y util-linux)"
 	}
 	// A sandbox's uid reaches its directory by path: every directory above
 	// it must be searchable by others.
@@ -195,24 +198,31 @@ func uidArgv(setpriv string, uid int, argv []string) []string {
 		"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}, argv...)
 }
 
-// setUIDLimits applies a uid sandbox's rlimits to pid (the agent, before it
-// runs anything).
-func setUIDLimits(pid int, fileSize int64) error {
+// limitArgv wraps argv in prlimit(1), which lowers its own limits then
+// execs argv: the rlimits are in place before setpriv switches the uid (no
+// CAP_SYS_RESOURCE needed, as in Docker's default set) and before anything
+// of the sandbox runs. A limit is never raised above the server's own.
+func limitArgv(prlimit string, fileSize int64, argv []string) []string {
 	lims := []struct {
-		res int
-		n   uint64
-	}{{unix.RLIMIT_NPROC, uidNproc}, {unix.RLIMIT_NOFILE, uidNofile}, {unix.RLIMIT_CORE, 0}}
+		flag string
+		res  int
+		n    uint64
+	}{{"--nproc", unix.RLIMIT_NPROC, uidNproc}, {"--nofile", unix.RLIMIT_NOFILE, uidNofile}, {"--core", unix.RLIMIT_CORE, 0}}
 	if fileSize > 0 {
 		lims = append(lims, struct {
-			res int
-			n   uint64
-		}{unix.RLIMIT_FSIZE, uint64(fileSize)})
+			flag string
+			res  int
+			n    uint64
+		}{"--fsize", unix.RLIMIT_FSIZE, uint64(fileSize)})
 	}
+	out := []string{prlimit}
 	for _, l := range lims {
-		r := unix.Rlimit{Cur: l.n, Max: l.n}
-		if err := unix.Prlimit(pid, l.res, &r, nil); err != nil {
-			return fmt.Errorf("prlimit %d: %w", l.res, err)
+		n := l.n
+		var cur unix.Rlimit
+		if unix.Getrlimit(l.res, &cur) == nil && cur.Max != unix.RLIM_INFINITY && cur.Max < n {
+			n = cur.Max
 		}
+		out = append(out, fmt.Sprintf("%s=%d:%d", l.flag, n, n))
 	}
-	return nil
+	return append(append(out, "--"), argv...)
 }

@@ -112,6 +112,12 @@ echo started`, secret, grader, os.Getpid())
 	if got := sh(t, sb1, "cat up.txt; echo; echo more >> up.txt && echo appended").stdout(); len(got) != 2 || got[0] != "data" || got[1] != "appended" {
 		t.Errorf("uploaded file as the sandbox uid: %q", got)
 	}
+	// No capabilities, no_new_privs, the rlimits.
+	st := sh(t, sb1, "grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status | tr -s '\t ' ' '; ulimit -u; ulimit -c").stdout()
+	wantSt := []string{"CapEff: 0000000000000000", "CapBnd: 0000000000000000", "NoNewPrivs: 1", "1024", "0"}
+	if strings.Join(st, "|") != strings.Join(wantSt, "|") {
+		t.Errorf("sandbox credentials and limits %q, want %q", st, wantSt)
+	}
 	r2 := sh(t, sb2, "id -u; cat "+filepath.Join(sb1.Dir(), "workspace", "f")+" 2>/dev/null || echo noread")
 	if o := r2.stdout(); len(o) != 2 || o[0] == out[0] || o[0] == "0" || o[1] != "noread" {
 		t.Errorf("second sandbox: %q (first's uid %d)", o, uid1)
