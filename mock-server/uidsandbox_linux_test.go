@@ -82,7 +82,7 @@ func TestInsecureServerSandboxesRunAsTheirOwnUIDs(t *testing.T) {
 	open := filepath.Join(filepath.Dir(srv.cfg.StateDir), "bundles")
 	require.NoError(t, os.Mkdir(open, 0o755)) // a root directory the sandbox can reach
 	body := validCreate()
-	body["entrypoint"] = []string{"sh", "-c", "id -u > entry.uid; setsid sleep 1000 </dev/null >/dev/null 2>&1 & exec sleep 1000"}
+	body["entrypoint"] = []string{"sh", "-c", "id -u > entry.uid; (cd / && setsid sleep 1000 </dev/null >/dev/null 2>&1 &); exec sleep 1000"}
 	id1, base1 := createSandbox(t, srv, body)
 	_, base2 := createSandbox(t, srv, validCreate())
 

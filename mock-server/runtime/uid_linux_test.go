@@ -85,7 +85,7 @@ cat %[1]s 2>/dev/null || echo noread
 touch %[2]s/planted 2>/dev/null && echo wrote || echo nowrite
 kill -0 %[3]d 2>/dev/null && echo signalled || echo nosignal
 echo mine > f && cat f
-setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 &
+(cd / && setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 &)
 echo started`, secret, grader, os.Getpid())
 	r := sh(t, sb1, script)
 	out := r.stdout()
@@ -133,5 +133,38 @@ echo started`, secret, grader, os.Getpid())
 	}
 	if _, err := os.Stat(sb1.Dir()); !os.IsNotExist(err) {
 		t.Errorf("sandbox directory left: %v", err)
+	}
+}
+
+// A server that died leaves its uid sandboxes' processes; Reap by the next
+// runtime on the state directory kills every process of their uids, also
+// one that left the agent's tree.
+func TestInsecureUIDSandboxReapedAfterCrash(t *testing.T) {
+	rt, base := uidRuntime(t)
+	sb := newSandbox(t, rt)
+	out := sh(t, sb, "id -u; (cd / && setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 &); echo started").stdout()
+	if len(out) != 2 {
+		t.Fatalf("output %q", out)
+	}
+	uid, _ := strconv.Atoi(out[0])
+	if uid < runtime.SandboxUIDBase || len(uidProcs(uid)) < 2 {
+		t.Fatalf("uid %d, processes %v", uid, uidProcs(uid))
+	}
+	// The next server on the same state directory (this one "crashed": its
+	// sandboxes are unknown to the new one).
+	next, err := runtime.NewLinux(runtime.Options{StateDir: filepath.Join(base, "state"), ForceInsecure: true, AllowInsecureNoIsolation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	removed, err := next.Reap()
+	if err != nil {
+		t.Errorf("reap: %v", err)
+	}
+	if left := uidProcs(uid); len(left) > 0 {
+		t.Errorf("processes of uid %d left after Reap: %v (removed %v)", uid, left, removed)
+	}
+	if _, err := os.Stat(sb.Dir()); !os.IsNotExist(err) {
+		t.Errorf("sandbox directory left after Reap: %v", err)
 	}
 }
