@@ -48,7 +48,7 @@ func realInsecureEnv(t *testing.T) *Server {
 	return srv
 }
 
-// procsOfUID lists live processes whose real uid is uid.
+// procsOfUID lists live processes whose real uid is uid (zombies aside).
 func procsOfUID(uid string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
@@ -63,6 +63,9 @@ func procsOfUID(uid string) []int {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
+			if st, ok := strings.CutPrefix(sc.Text(), "State:"); ok && strings.HasPrefix(strings.TrimSpace(st), "Z") {
+				break // a zombie runs nothing
+			}
 			if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
 				if fs := strings.Fields(rest); len(fs) > 0 && fs[0] == uid {
 					out = append(out, pid)

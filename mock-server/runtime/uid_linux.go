@@ -110,7 +110,8 @@ func uidsInUse() map[int]bool {
 	return out
 }
 
-// procUID is the real uid of pid.
+// procUID is the uid of pid (one of its ids in the sandbox range, else its
+// real uid); false for a zombie (it runs nothing; its parent reaps it).
 func procUID(pid int) (int, bool) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -119,6 +120,9 @@ func procUID(pid int) (int, bool) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
+		if st, ok := strings.CutPrefix(sc.Text(), "State:"); ok && strings.HasPrefix(strings.TrimSpace(st), "Z") {
+			return 0, false
+		}
 		if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
 			fs := strings.Fields(rest)
 			for _, s := range fs { // real, effective, saved, fs: any of them

@@ -42,7 +42,7 @@ func uidRuntime(t *testing.T) (*runtime.Linux, string) {
 	return rt, base
 }
 
-// uidProcs lists live processes with uid as real uid.
+// uidProcs lists live processes with uid as real uid (zombies aside).
 func uidProcs(uid int) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
@@ -57,6 +57,9 @@ func uidProcs(uid int) []int {
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
+			if st, ok := strings.CutPrefix(sc.Text(), "State:"); ok && strings.HasPrefix(strings.TrimSpace(st), "Z") {
+				break // a zombie runs nothing
+			}
 			if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
 				if fs := strings.Fields(rest); len(fs) > 0 && fs[0] == strconv.Itoa(uid) {
 					out = append(out, pid)
