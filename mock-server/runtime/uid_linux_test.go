@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
@@ -169,5 +170,39 @@ func TestInsecureUIDSandboxReapedAfterCrash(t *testing.T) {
 	}
 	if _, err := os.Stat(sb.Dir()); !os.IsNotExist(err) {
 		t.Errorf("sandbox directory left after Reap: %v", err)
+	}
+}
+
+// Pause stops every process of a uid sandbox, also one that left the
+// agent's tree; Resume restarts them.
+func TestInsecureUIDSandboxPauseStopsEscapedProcesses(t *testing.T) {
+	rt, _ := uidRuntime(t)
+	sb := newSandbox(t, rt)
+	counter := filepath.Join(sb.Dir(), "workspace", "counter")
+	sh(t, sb, fmt.Sprintf("(cd / && setsid sh -c 'while true; do echo x >> %s; sleep 0.05; done' </dev/null >/dev/null 2>&1 &)", counter))
+	size := func() int64 {
+		fi, err := os.Stat(counter)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	if !eventually(30*time.Second, func() bool { return size() > 0 }) {
+		t.Fatal("counter not growing before pause (30s)")
+	}
+	if err := sb.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a write under way lands
+	paused := size()
+	time.Sleep(500 * time.Millisecond)
+	if got := size(); got != paused {
+		t.Fatalf("the escaped loop kept writing while paused: %d → %d", paused, got)
+	}
+	if err := sb.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(30*time.Second, func() bool { return size() > paused }) {
+		t.Fatal("counter not growing after resume (30s)")
 	}
 }
