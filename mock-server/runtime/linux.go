@@ -91,6 +91,8 @@ type Linux struct {
 	uidWhy  string
 	uids    map[int]bool // uids of live sandboxes
 	nextUID int
+	// pdeathsig: setpriv takes --pdeathsig (uid sandboxes die with the server)
+	pdeathsig bool
 
 	mu     sync.Mutex
 	live   map[string]*sandbox

@@ -283,7 +283,7 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	} else {
 		argv := []string{rt.opts.AgentPath, AgentArg}
 		if s.uid != 0 {
-			argv = limitArgv(rt.prlimit, rt.opts.DiskLimitBytes, uidArgv(rt.setpriv, s.uid, argv))
+			argv = limitArgv(rt.prlimit, rt.opts.DiskLimitBytes, uidArgv(rt.setpriv, rt.pdeathsig, s.uid, argv))
 		}
 		s.cmd = exec.Command(argv[0], argv[1:]...)
 		s.cmd.Env = envList(env)

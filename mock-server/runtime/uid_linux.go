@@ -58,6 +58,7 @@ func (l *Linux) uidMode() (bool, string) {
 	if l.prlimit == "" {
 		return false, "prlimit not found (apt-get install -y util-linux)"
 	}
+	l.pdeathsig = setprivPdeathsig(l.setpriv)
 	// A sandbox's uid reaches its directory by path: every directory above
 	// it must be searchable by others.
 	for d := filepath.Dir(l.stateDir); ; d = filepath.Dir(d) {
@@ -195,11 +196,23 @@ func chownTree(root string, uid int) error {
 }
 
 // uidArgv wraps argv so it runs as uid without groups, capabilities or the
-// right to gain any.
-func uidArgv(setpriv string, uid int, argv []string) []string {
+// right to gain any. pdeathsig: setpriv can set the parent-death signal
+// again after the uid change, which clears the one exec.Cmd set (util-linux
+// ≥ 2.33); without it an agent outlives a killed server until Reap.
+func uidArgv(setpriv string, pdeathsig bool, uid int, argv []string) []string {
 	id := strconv.Itoa(uid)
-	return append([]string{setpriv, "--reuid", id, "--regid", id, "--clear-groups",
-		"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"}, argv...)
+	out := []string{setpriv, "--reuid", id, "--regid", id, "--clear-groups",
+		"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"}
+	if pdeathsig {
+		out = append(out, "--pdeathsig", "SIGKILL")
+	}
+	return append(append(out, "--"), argv...)
+}
+
+// setprivPdeathsig says whether setpriv knows --pdeathsig.
+func setprivPdeathsig(setpriv string) bool {
+	out, _ := exec.Command(setpriv, "--help").CombinedOutput()
+	return strings.Contains(string(out), "--pdeathsig")
 }
 
 // limitArgv wraps argv in prlimit(1), which lowers its own limits then

@@ -6,9 +6,11 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,5 +206,71 @@ func TestInsecureUIDSandboxPauseStopsEscapedProcesses(t *testing.T) {
 	}
 	if !eventually(30*time.Second, func() bool { return size() > paused }) {
 		t.Fatal("counter not growing after resume (30s)")
+	}
+}
+
+// A uid sandbox's agent dies with a SIGKILLed server (setpriv sets the
+// parent-death signal again after the uid change cleared it); Reap kills
+// whatever of the uid is left.
+func TestInsecureUIDAgentDiesWithServer(t *testing.T) {
+	_, base := uidRuntime(t)
+	state := filepath.Join(base, "crashed")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+state, helperInsecureEnv+"=1")
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if len(f) != 4 || f[0] != "READY" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper: %q", line)
+	}
+	agent := 0
+	for _, p := range strings.Split(f[3], ",") {
+		pid, _ := strconv.Atoi(p)
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(b), runtime.AgentArg) {
+			agent = pid
+		}
+	}
+	if agent == 0 {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("no agent among the sandbox's pids %s", f[3])
+	}
+	uid, ok := 0, false
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", agent)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if rest, found := strings.CutPrefix(l, "Uid:"); found {
+				uid, _ = strconv.Atoi(strings.Fields(rest)[0])
+				ok = true
+			}
+		}
+	}
+	if !ok || uid < runtime.SandboxUIDBase {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("agent %d runs as uid %d", agent, uid)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	if !eventually(5*time.Second, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", agent))
+		return err != nil || strings.Contains(string(b), "State:\tZ")
+	}) {
+		t.Errorf("the agent (pid %d, uid %d) outlived the SIGKILLed server", agent, uid)
+	}
+	next, err := runtime.NewLinux(runtime.Options{StateDir: state, ForceInsecure: true, AllowInsecureNoIsolation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if removed, err := next.Reap(); err != nil {
+		t.Errorf("Reap: %v (%v)", err, removed)
+	}
+	if left := uidProcs(uid); len(left) > 0 {
+		t.Errorf("processes of uid %d left after Reap: %v", uid, left)
 	}
 }
