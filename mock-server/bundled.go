@@ -111,6 +111,9 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 	}
 	dir := cfg.StateDir
 	if dir == "" {
+		if cfg.InsecureNoIsolation && cfg.StateRoot == "" {
+			openStateRootToUIDs(root)
+		}
 		if dir, b.lock, err = newInstanceDir(root); err != nil {
 			return nil, fmt.Errorf("state root %s: %w", root, err)
 		}

@@ -62,6 +62,27 @@ func stateRoot(root string) (string, error) {
 	return r, os.MkdirAll(r, 0o700)
 }
 
+// openStateRootToUIDs makes the default state root (and its parent, both
+// this package's) traversable, not listable, by other uids (0711), so the
+// runtime's insecure mode as root can run each sandbox as a uid of its own
+// (runtime.SandboxUIDBase): a sandbox's uid reaches its directory by path.
+// A state root the caller named is left as it is (the runtime then says
+// why sandboxes run as the server's uid).
+func openStateRootToUIDs(root string) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	tmpRoot := filepath.Join(os.TempDir(), fmt.Sprintf("osb-capstone-%d", os.Geteuid()), "instances")
+	if root != DefaultStateRoot && root != tmpRoot {
+		return
+	}
+	for _, d := range []string{filepath.Dir(root), root} {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() && fi.Sys().(*syscall.Stat_t).Uid == 0 {
+			_ = os.Chmod(d, 0o711)
+		}
+	}
+}
+
 // newInstanceDir creates <root>/<instance> with its lock already held: the
 // directory is prepared under a dot name and renamed into place, so a
 // concurrent reaper never sees it unlocked.

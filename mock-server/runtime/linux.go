@@ -80,9 +80,19 @@ type Linux struct {
 	bwrap    string
 	nsenter  string
 	setpriv  string // /usr/bin/setpriv when present (visible inside the sandbox)
+	prlimit  string // prlimit(1), for insecure sandboxes' rlimits
 	ip       string
 	cg       *cgroups
 	stateDir string
+
+	// asUID: insecure sandboxes run as uids of their own (uid_linux.go);
+	// uidWhy says why not when insecure and not asUID.
+	asUID   bool
+	uidWhy  string
+	uids    map[int]bool // uids of live sandboxes
+	nextUID int
+	// pdeathsig: setpriv takes --pdeathsig (uid sandboxes die with the server)
+	pdeathsig bool
 
 	mu     sync.Mutex
 	live   map[string]*sandbox
@@ -124,7 +134,7 @@ func NewLinux(opts Options) (*Linux, error) {
 	if err := os.MkdirAll(filepath.Join(sd, "sandboxes"), 0o700); err != nil {
 		return nil, fmt.Errorf("runtime: state dir: %w", err)
 	}
-	l := &Linux{opts: opts, stateDir: sd, live: map[string]*sandbox{}}
+	l := &Linux{opts: opts, stateDir: sd, live: map[string]*sandbox{}, uids: map[int]bool{}, nextUID: os.Getpid() % SandboxUIDCount}
 	var missing []string
 	if opts.ForceInsecure {
 		missing = append(missing, "insecure mode forced by configuration")
@@ -137,6 +147,7 @@ func NewLinux(opts Options) (*Linux, error) {
 	if _, err := os.Stat("/usr/bin/setpriv"); err == nil {
 		l.setpriv = "/usr/bin/setpriv"
 	}
+	l.prlimit, _ = exec.LookPath("prlimit")
 	l.cg = detectCgroups() // used by sandboxes only when secure; by Reap always
 	if len(missing) == 0 {
 		l.secure = true
@@ -147,6 +158,11 @@ func NewLinux(opts Options) (*Linux, error) {
 			strings.Join(missing, "; "))
 	}
 	l.reason = "isolation not enforced: " + strings.Join(missing, "; ")
+	if l.asUID, l.uidWhy = l.uidMode(); l.asUID {
+		l.reason += "; each sandbox runs as a uid of its own (no capabilities, no_new_privs, rlimits)"
+	} else {
+		l.reason += "; sandboxes run as the server's uid (" + l.uidWhy + ")"
+	}
 	return l, nil
 }
 
@@ -214,6 +230,7 @@ func (l *Linux) Enforced() map[string]bool {
 		"pause":          true,
 		"pause_freezer":  sec && l.cg.has("freezer"),
 		"clean_env":      true,
+		"own_uid":        !sec && l.asUID,
 		"entrypoint_run": true,
 	}
 }
@@ -246,6 +263,14 @@ func (l *Linux) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 		return nil, fmt.Errorf("runtime: sandbox %s already exists", spec.ID)
 	}
 	s := &sandbox{rt: l, id: spec.ID, dir: filepath.Join(l.stateDir, "sandboxes", spec.ID)}
+	if !l.secure && l.asUID {
+		uid, err := l.allocUID()
+		if err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		s.uid = uid
+	}
 	l.live[spec.ID] = s
 	l.mu.Unlock()
 
@@ -274,6 +299,9 @@ func (l *Linux) Create(ctx context.Context, spec Spec) (Sandbox, error) {
 
 func (l *Linux) forget(id string) {
 	l.mu.Lock()
+	if s := l.live[id]; s != nil && s.uid != 0 {
+		delete(l.uids, s.uid)
+	}
 	delete(l.live, id)
 	l.mu.Unlock()
 }

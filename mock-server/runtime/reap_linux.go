@@ -67,6 +67,18 @@ func (l *Linux) Reap() ([]string, error) {
 			removed = append(removed, "process "+strconv.Itoa(p))
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
+		// An insecure sandbox's own uid: every process of it, wherever it is.
+		l.mu.Lock()
+		uidLive := l.uids[m.UID]
+		l.mu.Unlock()
+		if m.UID >= SandboxUIDBase && m.UID < SandboxUIDBase+SandboxUIDCount && !uidLive && os.Geteuid() == 0 {
+			for _, p := range pidsOfUID(m.UID) {
+				removed = append(removed, "process "+strconv.Itoa(p))
+			}
+			if err := killUID(l.setpriv, m.UID, 5*time.Second); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
 		// 2. network namespace.
 		ns := m.Netns
 		if ns == "" && m.Secure {
@@ -110,5 +122,8 @@ func (l *Linux) Reap() ([]string, error) {
 func ReapStateDir(stateDir string) ([]string, error) {
 	l := &Linux{stateDir: stateDir, live: map[string]*sandbox{}, cg: detectCgroups()}
 	l.ip, _ = exec.LookPath("ip")
+	if _, err := os.Stat("/usr/bin/setpriv"); err == nil {
+		l.setpriv = "/usr/bin/setpriv"
+	}
 	return l.Reap()
 }

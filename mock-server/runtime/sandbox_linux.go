@@ -69,12 +69,14 @@ type meta struct {
 	Secure  bool      `json:"secure"`
 	Created time.Time `json:"created"`
 	Group   string    `json:"group,omitempty"` // Spec.Group: its cgroups' parent group
+	UID     int       `json:"uid,omitempty"`   // insecure mode as root: the sandbox's own uid
 }
 
 type sandbox struct {
 	rt  *Linux
 	id  string
 	dir string
+	uid int // insecure mode as root: the uid every process of the sandbox runs as (uid_linux.go)
 
 	netns    string
 	cg       *sandboxCgroup
@@ -154,12 +156,28 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 	if err := copySeed(s.dir, spec.Seed); err != nil {
 		return fmt.Errorf("runtime: restore: %w", err)
 	}
+	if s.uid != 0 {
+		// Its own places are its uid's; the sandbox directory stays root's,
+		// group the sandbox's gid, 0750: no other uid gets in (meta.json,
+		// agent.log, execd.sock are root's 0600).
+		if err := os.Chown(s.dir, 0, s.uid); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		if err := os.Chmod(s.dir, 0o750); err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		for _, d := range []string{ws, tmp, home, varDir, shm} {
+			if err := chownTree(d, s.uid); err != nil {
+				return fmt.Errorf("runtime: %w", err)
+			}
+		}
+	}
 	if secure {
 		if err := makeDevNodes(filepath.Join(s.dir, "dev")); err != nil {
 			return fmt.Errorf("runtime: %w", err)
 		}
 	}
-	m := meta{ID: s.id, Secure: secure, Created: time.Now().UTC(), Group: spec.Group}
+	m := meta{ID: s.id, Secure: secure, Created: time.Now().UTC(), Group: spec.Group, UID: s.uid}
 	if secure {
 		s.netns = rt.claimNetns(s.id)
 		m.Netns = s.netns
@@ -282,7 +300,11 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		s.cmd.Dir = "/"
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	} else {
-		s.cmd = exec.Command(rt.opts.AgentPath, AgentArg)
+		argv := []string{rt.opts.AgentPath, AgentArg}
+		if s.uid != 0 {
+			argv = limitArgv(rt.prlimit, rt.opts.DiskLimitBytes, uidArgv(rt.setpriv, rt.pdeathsig, s.uid, argv))
+		}
+		s.cmd = exec.Command(argv[0], argv[1:]...)
 		s.cmd.Env = envList(env)
 		s.cmd.Dir = ws
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -696,6 +718,9 @@ func (s *sandbox) pidsLocked() []int {
 	if s.cg != nil {
 		return s.cg.Pids()
 	}
+	if s.uid != 0 { // every process of its uid, however it left the agent's tree
+		return pidsOfUID(s.uid)
+	}
 	if s.cmd == nil || s.cmd.Process == nil {
 		return nil
 	}
@@ -733,6 +758,11 @@ func (s *sandbox) Destroy() error {
 		}
 		killPids(tree, syscall.SIGKILL)
 		_ = s.cmd.Process.Kill()
+		if s.uid != 0 {
+			if err := killUID(s.rt.setpriv, s.uid, 5*time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		select {
 		case <-s.waitDone:
 		case <-time.After(5 * time.Second):
@@ -818,6 +848,11 @@ func (s *sandbox) Quiesce(timeout time.Duration) error {
 		}
 		killPids(descendants(pid), syscall.SIGKILL)
 		_ = s.cmd.Process.Kill()
+		if s.uid != 0 {
+			if err := killUID(s.rt.setpriv, s.uid, timeout); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		select {
 		case <-s.waitDone:
 		case <-time.After(timeout):
