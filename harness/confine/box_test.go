@@ -214,6 +214,48 @@ except urllib.error.HTTPError as e:
 	assert.Contains(t, refused, fmt.Sprintf("127.0.0.1:%d", port(other)))
 }
 
+// The forwarder's port inside the namespace is picked at random, so it may
+// be the very number of the target's port on the host. A command's call to
+// its target then still reaches it, through the guard too; once it was
+// refused as "the forwarder itself", and an honest command's first create
+// failed with a connection reset, graded as the submission's (CI, twice).
+func TestBoxForwarderPortIsTheTargetsPort(t *testing.T) {
+	cfg := needBoxes(t)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("target-ok")) }))
+	defer target.Close()
+	tp := target.Listener.Addr().(*net.TCPAddr).Port
+	forwarderPort = tp
+	defer func() { forwarderPort = 0 }()
+	guard := func(p int) func(*http.Request) string {
+		if p != tp {
+			return nil
+		}
+		return func(*http.Request) string { return "" }
+	}
+	for name, g := range map[string]func(int) func(*http.Request) string{"plain": nil, "guarded": guard} {
+		t.Run(name, func(t *testing.T) {
+			r := run(t, cfg, Request{Allow: func(p int) bool { return p == tp }, Guard: g}, fmt.Sprintf(`
+curl -s -m 5 http://127.0.0.1:%d/ ; echo " exit=$?"
+`, tp))
+			require.Equal(t, tp, r.box.net.port, "the forwarder listened on the target's port number")
+			assert.Contains(t, r.stdout, "target-ok exit=0", r.stderr)
+			st := r.box.Status()
+			assert.Zero(t, st.RefusedCount, "refused: %+v", st.Refused)
+			assert.Zero(t, st.BrokenCount, "broken: %+v", st.Broken)
+		})
+	}
+	// A port of the command's own that is not allowed and is the
+	// forwarder's number is refused as any other, never joined to itself.
+	r := run(t, cfg, Request{Allow: func(int) bool { return false }}, fmt.Sprintf(`
+curl -s -m 5 http://127.0.0.1:%d/ ; echo " exit=$?"
+`, tp))
+	assert.NotContains(t, r.stdout, "target-ok")
+	assert.NotContains(t, r.stdout, "exit=0")
+	st := r.box.Status()
+	require.Equal(t, 1, st.RefusedCount, "refused: %+v", st.Refused)
+	assert.Equal(t, fmt.Sprintf("127.0.0.1:%d", tp), st.Refused[0].Addr)
+}
+
 func TestCopyOutCapsAndSymlinks(t *testing.T) {
 	cfg := needBoxes(t)
 	b, err := Open(cfg, Request{Name: "copyout", SubmissionDir: t.TempDir()})
