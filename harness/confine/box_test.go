@@ -256,6 +256,36 @@ curl -s -m 5 http://127.0.0.1:%d/ ; echo " exit=$?"
 	assert.Equal(t, fmt.Sprintf("127.0.0.1:%d", tp), st.Refused[0].Addr)
 }
 
+// A dial of an allowed port that fails because the grader's machine ran out
+// (here EMFILE) is the grader's break, recorded as such; one refused by a
+// service that is down is not (a sandbox the command removed itself).
+func TestBoxDialOutOfDescriptorsIsTheGradersBreak(t *testing.T) {
+	cfg := needBoxes(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer srv.Close()
+	sp := srv.Listener.Addr().(*net.TCPAddr).Port
+	defer func(d func(string) (net.Conn, error)) { dialHost = d }(dialHost)
+	for _, c := range []struct {
+		name   string
+		err    error
+		broken int
+	}{
+		{"out of descriptors", &net.OpError{Op: "dial", Net: "tcp4", Err: os.NewSyscallError("socket", syscall.EMFILE)}, 1},
+		{"service down", &net.OpError{Op: "dial", Net: "tcp4", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dialHost = func(string) (net.Conn, error) { return nil, c.err }
+			r := run(t, cfg, Request{Allow: func(p int) bool { return p == sp }}, fmt.Sprintf(`
+curl -s -m 5 http://127.0.0.1:%d/ ; echo " exit=$?"
+`, sp))
+			assert.NotContains(t, r.stdout, "exit=0")
+			st := r.box.Status()
+			assert.Equal(t, c.broken, st.BrokenCount, "broken: %+v", st.Broken)
+			assert.Zero(t, st.RefusedCount, "an allowed port is never the command's refusal: %+v", st.Refused)
+		})
+	}
+}
+
 func TestCopyOutCapsAndSymlinks(t *testing.T) {
 	cfg := needBoxes(t)
 	b, err := Open(cfg, Request{Name: "copyout", SubmissionDir: t.TempDir()})

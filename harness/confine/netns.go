@@ -262,9 +262,16 @@ func (n *network) handle(c net.Conn) {
 				return
 			}
 		}
-		up, err = net.DialTimeout("tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 10*time.Second)
+		up, err = dialHost(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return // the allowed service is down: the client sees the connection close
+			if ownFault(err) {
+				// The grader's machine ran out (descriptors, memory, local
+				// ports): its break, never the command's doing.
+				n.broke(addr, "the grader's forwarder could not dial the allowed port: "+err.Error())
+			}
+			// Otherwise the allowed service is down (a sandbox the command
+			// removed itself, say): the client sees the connection close.
+			return
 		}
 	case port == n.port:
 		// Not a port of the command's, and inside the namespace that port
@@ -327,6 +334,19 @@ func (n *network) readHeaderTimeout() time.Duration {
 		return -1
 	}
 	return ReadHeaderTimeout
+}
+
+// dialHost dials an allowed port on the host (tests fail it).
+var dialHost = func(addr string) (net.Conn, error) { return net.DialTimeout("tcp4", addr, 10*time.Second) }
+
+// ownFault: err is the grader's own machine running out, whoever asked.
+func ownFault(err error) bool {
+	for _, e := range []error{unix.EMFILE, unix.ENFILE, unix.ENOMEM, unix.ENOBUFS, unix.EADDRNOTAVAIL} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // forwarderPort is the port the forwarder listens on inside the box's
