@@ -2,11 +2,17 @@ package observe
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,4 +163,84 @@ func TestRefuseCreatesNeedsAKeyAndABoundedRetryAfter(t *testing.T) {
 	assert.Error(t, p.RefuseCreates(Fingerprint("k"), MaxRetryAfter+1))
 	assert.Equal(t, http.StatusAccepted, keyedCall(t, p, "POST", "/v1/sandboxes", "").status)
 	assert.Equal(t, http.StatusAccepted, keyedCall(t, p, "POST", "/v1/sandboxes", "k").status)
+}
+
+// pySDKCapacityScript creates a sandbox with the official Python SDK and
+// prints how the SDK read the answer it got.
+const pySDKCapacityScript = `
+import json, os
+from datetime import timedelta
+from opensandbox import SandboxSync
+from opensandbox.config.connection_sync import ConnectionConfigSync
+from opensandbox.exceptions import SandboxRateLimitException
+out = {}
+try:
+    cfg = ConnectionConfigSync(domain=os.environ["OPEN_SANDBOX_DOMAIN"], api_key=os.environ["OPEN_SANDBOX_API_KEY"])
+    SandboxSync.create("python:3.11", connection_config=cfg, timeout=timedelta(minutes=10),
+                       entrypoint=["tail", "-f", "/dev/null"], resource={"cpu": "1", "memory": "1Gi"})
+    out["created"] = True
+except SandboxRateLimitException as e:
+    out["rateLimited"] = True
+    out["status"] = e.status_code
+    out["code"] = e.error.code if e.error else None
+    out["retryAfter"] = e.retry_after.total_seconds() if e.retry_after else None
+except Exception as e:
+    out["other"] = "%s %r" % (type(e).__name__, e)
+print(json.dumps(out))
+`
+
+// TestRefusedCreateAsTheOfficialPythonSDKReadsIt: the official Python SDK
+// (opensandbox 1.1.1, named by $OSB_PY_SDK_PYTHON, as for the bundled
+// server's SDK tests) reads the proxy's injected answer as a Kubernetes
+// pool's: a SandboxRateLimitException with status 429, the pool's error
+// code and the Retry-After.
+func TestRefusedCreateAsTheOfficialPythonSDKReadsIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the official Python SDK (seconds)")
+	}
+	py := os.Getenv("OSB_PY_SDK_PYTHON")
+	if py == "" || exec.Command(py, "-c", "import opensandbox").Run() != nil {
+		msg := "the official Python SDK not measured: set OSB_PY_SDK_PYTHON to a python with opensandbox==1.1.1 installed (make deps)"
+		if os.Getenv("OSB_SDK_REQUIRED") == "1" {
+			t.Fatal(msg + " (OSB_SDK_REQUIRED=1)")
+		}
+		t.Skip(msg)
+	}
+	up := newCapacityUpstream(t)
+	p, err := Start(up.URL)
+	require.NoError(t, err)
+	defer p.Close()
+	const key = "py-sdk-key"
+	require.NoError(t, p.RefuseCreates(Fingerprint(key), 2))
+
+	script := filepath.Join(t.TempDir(), "sdk.py")
+	require.NoError(t, os.WriteFile(script, []byte(pySDKCapacityScript), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "OPEN_SANDBOX_DOMAIN=" + p.Domain(), "OPEN_SANDBOX_API_KEY=" + key}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	var out struct {
+		RateLimited bool     `json:"rateLimited"`
+		Status      int      `json:"status"`
+		Code        string   `json:"code"`
+		RetryAfter  *float64 `json:"retryAfter"`
+		Created     bool     `json:"created"`
+		Other       string   `json:"other"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
+	require.True(t, out.RateLimited, "%+v", out)
+	assert.Equal(t, http.StatusTooManyRequests, out.Status)
+	assert.Equal(t, wire.CapacityExhaustedCode, out.Code)
+	require.NotNil(t, out.RetryAfter)
+	assert.Equal(t, 2.0, *out.RetryAfter)
+	assert.Equal(t, 0, up.got(key), "no create reached the target")
+	t.Logf("the SDK made %d call(s) through the proxy", len(p.Calls()))
+	for _, c := range p.Calls() {
+		if c.Method == http.MethodPost {
+			assert.Equal(t, CapacityInjected, c.Injected)
+		}
+	}
 }
