@@ -280,23 +280,10 @@ func TestRunAgainstURLTarget(t *testing.T) {
 	st, err := stubs.Start(stubs.Config{WheelsDir: filepath.Join(repoRoot(t), ".cache", "wheels"), DataAPIToken: "unused-" + randomHex(8)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	key := "url-target-" + randomHex(8)
-	state := shortStateDir(t)
-	srv, err := mockserver.StartBundled(context.Background(), mockserver.BundledConfig{
-		APIKey: key, StateDir: state, Upstreams: st.Upstreams(),
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-
 	// The 50 MB input (@large) is left to the full-suite test: it adds half a
 	// minute and nothing about the target's kind.
-	target := "http://" + srv.Server.Domain()
-	class := filepath.Join(t.TempDir(), "class")
-	out := filepath.Join(class, "01-submission")
-	var stdout, stderr bytes.Buffer
-	code := gradeMain(runArgs(t, class, "--target", target, "--api-key", key,
-		"--tags", offlineRealTargetTags, testdataSubmission(t, "submission")), &stdout, &stderr)
-	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	g := gradeOnURLTarget(t, mockserver.BundledConfig{Upstreams: st.Upstreams()}, offlineRealTargetTags)
+	target, key, state, out, code := g.target, g.key, g.state, g.out, g.code
 
 	b := readBundle(t, out)
 	assert.Equal(t, b.doc.ExitCode, code)
@@ -349,6 +336,34 @@ func TestRunAgainstURLTarget(t *testing.T) {
 	requireNoLeaks(t, sandboxIDsIn(t, out), state)
 }
 
+// urlGrade is a grade of testdata/submission on a URL target.
+type urlGrade struct {
+	srv                     *mockserver.Bundled
+	key, state, target, out string // out: the submission's bundle
+	code                    int
+}
+
+// gradeOnURLTarget starts the bundled server as cfg says but without an admin
+// token (with a fresh API key and state directory), so it is just another
+// OpenSandbox server to the harness, and grades testdata/submission on it,
+// given by URL, with tags.
+func gradeOnURLTarget(t *testing.T, cfg mockserver.BundledConfig, tags string) urlGrade {
+	t.Helper()
+	g := urlGrade{key: "url-target-" + randomHex(8), state: shortStateDir(t)}
+	cfg.APIKey, cfg.StateDir, cfg.AdminToken = g.key, g.state, ""
+	srv, err := mockserver.StartBundled(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	g.srv, g.target = srv, "http://"+srv.Server.Domain()
+	class := filepath.Join(t.TempDir(), "class")
+	g.out = filepath.Join(class, "01-submission")
+	var stdout, stderr bytes.Buffer
+	g.code = gradeMain(runArgs(t, class, "--target", g.target, "--api-key", g.key, "--tags", tags,
+		testdataSubmission(t, "submission")), &stdout, &stderr)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", g.code, stdout.String(), stderr.String())
+	return g
+}
+
 // TestD3AgainstURLTargetIsInjectedByTheProxy grades D3 on a server given by
 // URL: the bundled server started without an admin token, so it is just
 // another OpenSandbox server to the harness (no capacity fault of its own).
@@ -360,19 +375,8 @@ func TestRunAgainstURLTarget(t *testing.T) {
 func TestD3AgainstURLTargetIsInjectedByTheProxy(t *testing.T) {
 	requireSandboxes(t)
 	gradingEnv(t)
-	key := "url-target-" + randomHex(8)
-	state := shortStateDir(t)
-	srv, err := mockserver.StartBundled(context.Background(), mockserver.BundledConfig{APIKey: key, StateDir: state})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-
-	target := "http://" + srv.Server.Domain()
-	class := filepath.Join(t.TempDir(), "class")
-	out := filepath.Join(class, "01-submission")
-	var stdout, stderr bytes.Buffer
-	code := gradeMain(runArgs(t, class, "--target", target, "--api-key", key, "--tags", "@drill:D3 && @fault",
-		testdataSubmission(t, "submission")), &stdout, &stderr)
-	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	g := gradeOnURLTarget(t, mockserver.BundledConfig{}, "@drill:D3 && @fault")
+	srv, state, out := g.srv, g.state, g.out
 
 	b := readBundle(t, out)
 	assert.Equal(t, rubric.TargetReal, b.doc.TargetKind)
