@@ -76,17 +76,22 @@ func TestPortLookUpNeverHoldsABoxConnection(t *testing.T) {
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
-			assert.False(t, sp.allowed(p), "port %d", p)
+			ok, unsure := sp.check(p)
+			assert.False(t, ok, "port %d", p)
+			assert.NotEmpty(t, unsure, "port %d: the grader's failure, not a sure refusal", p)
 		}(40000 + i)
 	}
 	time.Sleep(50 * time.Millisecond)
 	known := time.Now()
-	assert.True(t, sp.allowed(7000))
+	ok, _ := sp.check(7000)
+	assert.True(t, ok)
 	assert.Less(t, time.Since(known), portLookupLimit, "a known port waited on the look-up")
 	wg.Wait()
 	assert.Less(t, time.Since(start), 2*portLookupWait, "connections waited past the look-up's bound")
 	assert.Positive(t, audits.Load(), "the audit was asked")
-	assert.Contains(t, sp.unsure(40000), "the look-up of the command's sandboxes' ports failed", "the grader's failure, not a sure refusal")
+	ok, unsure := sp.check(40000)
+	assert.False(t, ok)
+	assert.Contains(t, unsure, "the look-up of the command's sandboxes' ports failed", "the grader's failure, not a sure refusal")
 
 	// The server answers again: a sandbox of the command's key is found,
 	// and one whose endpoint could not be read is read again next time.
@@ -99,12 +104,15 @@ func TestPortLookUpNeverHoldsABoxConnection(t *testing.T) {
 		return fmt.Sprintf("127.0.0.1:%d/proxy/%d", 50000+port%100, port), nil
 	}
 	execd := 50000 + osb.DefaultExecdPort%100
-	assert.False(t, sp.allowed(execd))
-	assert.Contains(t, sp.unsure(execd), "reading the endpoint of sandbox sb1 port 44772: not running yet")
+	ok, unsure = sp.check(execd)
+	assert.False(t, ok)
+	assert.Contains(t, unsure, "reading the endpoint of sandbox sb1 port 44772: not running yet")
 	fail = false
-	assert.True(t, sp.allowed(execd), "a sandbox whose endpoint failed once is read again")
-	assert.False(t, sp.allowed(12345))
-	assert.Empty(t, sp.unsure(12345), "a look-up that read everything is sure")
+	ok, _ = sp.check(execd)
+	assert.True(t, ok, "a sandbox whose endpoint failed once is read again")
+	ok, unsure = sp.check(12345)
+	assert.False(t, ok)
+	assert.Empty(t, unsure, "a look-up that read everything is sure")
 }
 
 // TestPortLookUpBeganAfterTheConnection: a connection is judged by a
@@ -141,11 +149,11 @@ func TestPortLookUpBeganAfterTheConnection(t *testing.T) {
 		}
 	}
 	first := make(chan bool)
-	go func() { first <- sp.allowed(40001) }() // another port: starts the first look-up
+	go func() { ok, _ := sp.check(40001); first <- ok }() // another port: starts the first look-up
 	<-entered
 	created.Store(true) // the create is answered, its execd asked for
 	execd := make(chan bool)
-	go func() { execd <- sp.allowed(50000 + osb.DefaultExecdPort%100) }()
+	go func() { ok, _ := sp.check(50000 + osb.DefaultExecdPort%100); execd <- ok }()
 	<-stale // the execd connection waits on the look-up that began before it
 	close(release)
 	assert.False(t, <-first)
