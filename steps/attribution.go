@@ -15,7 +15,6 @@ import (
 
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 )
@@ -250,7 +249,7 @@ func (e *Env) keepUnattributed(r *subjectRun) []string {
 // commands could have sent them; so could its sandboxes' processes on a
 // bundled server that enforces egress at a proxy only (insecure mode).
 func (e *Env) couldBeTheSubmissions() bool {
-	if e.opt.Confine == nil || e.opt.Confine.Level == confine.LevelUID {
+	if !e.boxSeesKeyless() { // unconfined, or level uid: no network namespace (confine.go)
 		return true
 	}
 	enf, _ := e.egressEnforcement(context.Background()) // unknown: as a server that does not say
