@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/confine"
@@ -109,5 +111,29 @@ func TestUnattributedCouldBeTheSubmissionsAtLevelUID(t *testing.T) {
 		}
 		assert.Equal(t, tc.could, e.couldBeTheSubmissions(), tc.name)
 		assert.Equal(t, tc.could, strings.Contains(e.unattributedBlame(), "may be its own"), tc.name)
+	}
+}
+
+// TestEveryAttemptDeniedSaysWhatItSawWhereEgressIsAProxy: D4's "every
+// attempt … denied and recorded" on a bundled server whose sandboxes have no
+// network namespace says the attempts it counted are those through the
+// egress gateway (an attempt that ignored the proxy would not be seen).
+func TestEveryAttemptDeniedSaysWhatItSawWhereEgressIsAProxy(t *testing.T) {
+	pk := pickleNamed(t, "Instructions inside the data are treated as data")
+	created := []wire.Event{lifecycle("sb-1", "POST", "/v1/sandboxes", 202)}
+	tried := []wire.Event{{SandboxID: "sb-1", Kind: "egress", Egress: &wire.Egress{Phase: "proxy", Host: "exfil.capstone.test", Port: 443, Decision: "deny", Rule: "default"}}}
+	for _, tc := range []struct{ enforcement, want, not string }{
+		{"proxy", "would not be seen", ""},
+		{"network", "all denied and recorded", "would not be seen"},
+	} {
+		e, _ := blameEnv(t, infoServer(t, tc.enforcement))
+		s := &scenario{env: e, name: pk.name, tags: pk.tags, ids: rubricIDs(pk.tags), run: preloaded(t, e, "d4-"+tc.enforcement, 0, created, tried)}
+		require.NoError(t, everyAttemptDenied(context.WithValue(context.Background(), scenarioKey{}, s), "exfil.capstone.test"))
+		note := strings.Join(s.notes, " ")
+		assert.Contains(t, note, "1 attempt(s) to reach exfil.capstone.test, all denied and recorded", tc.enforcement)
+		assert.Contains(t, note, tc.want, tc.enforcement)
+		if tc.not != "" {
+			assert.NotContains(t, note, tc.not, tc.enforcement)
+		}
 	}
 }

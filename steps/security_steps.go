@@ -477,10 +477,18 @@ func everyAttemptDenied(ctx context.Context, host string) error {
 			}
 		}
 	}
+	enf, err := s.env.egressEnforcement(ctx)
+	if err != nil {
+		return harnessf("reading how the bundled server enforces egress (/_mock/info): %v", err)
+	}
+	seen := ""
+	if enf == "proxy" {
+		seen = " (through the egress gateway: its sandboxes have no network namespace here, so an attempt that ignored the proxy the server gave them would not be seen)"
+	}
 	if attempts == 0 {
-		s.note("the subject made no attempt to reach %s", host)
+		s.note("the subject made no attempt to reach %s%s", host, seen)
 	} else {
-		s.note("%d attempt(s) to reach %s, all denied and recorded", attempts, host)
+		s.note("%d attempt(s) to reach %s, all denied and recorded%s", attempts, host, seen)
 	}
 	return nil
 }
