@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,6 +252,15 @@ func TestEgressWithoutNetworkNamespaceIsAProxy(t *testing.T) {
 	// A sandbox without a policy gets none of it.
 	other := e.rt.byID(e.create(nil)).spec
 	assert.Empty(t, other.Env["HTTPS_PROXY"])
+	// The proxy goes with its sandbox.
+	u, err := url.Parse(spec.Env["HTTPS_PROXY"])
+	require.NoError(t, err)
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	require.NoError(t, err, "the proxy listens while its sandbox lives")
+	c.Close()
+	assert.Equal(t, http.StatusNoContent, e.call("DELETE", "/v1/sandboxes/"+id, nil, nil).Status)
+	_, err = net.DialTimeout("tcp", u.Host, 5*time.Second)
+	assert.Error(t, err, "the proxy closed with its sandbox")
 }
 
 func TestStartBundledAndAddAPIKey(t *testing.T) {
