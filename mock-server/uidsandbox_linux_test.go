@@ -3,7 +3,6 @@
 package mockserver
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/mock-server/audit"
 	"github.com/osb-capstone/acceptance/mock-server/egress"
+	"github.com/osb-capstone/acceptance/mock-server/internal/uidtest"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
@@ -35,24 +35,8 @@ import (
 // hosts to them (nil: no hub).
 func realInsecureEnv(t *testing.T, upstreams map[string]string) *Server {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("real runtime: skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skipf("uid sandboxes need root (euid %d)", os.Geteuid())
-	}
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		require.NoError(t, os.Chmod(d, 0o711))
-	}
+	rt, base := uidtest.Runtime(t)
 	dir := filepath.Join(base, "state")
-	rt, err := runtime.NewLinux(runtime.Options{StateDir: dir, AllowInsecureNoIsolation: true, ForceInsecure: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = rt.Close() })
-	if !rt.Enforced()["own_uid"] {
-		_, why := rt.Isolation()
-		t.Fatalf("insecure mode as root does not give sandboxes their own uid: %s", why)
-	}
 	cfg := Config{APIKey: testKey, AdminToken: testAdmin, StateDir: dir, Runtime: rt}
 	var srv *Server
 	if upstreams != nil {
@@ -65,40 +49,11 @@ func realInsecureEnv(t *testing.T, upstreams map[string]string) *Server {
 		t.Cleanup(func() { _ = hub.Close() })
 		cfg.Egress = EgressAdapter{Hub: hub}
 	}
-	srv, err = New(cfg)
+	srv, err := New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(context.Background()))
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv
-}
-
-// procsOfUID lists live processes whose real uid is uid (zombies aside).
-func procsOfUID(uid string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if st, ok := strings.CutPrefix(sc.Text(), "State:"); ok && strings.HasPrefix(strings.TrimSpace(st), "Z") {
-				break // a zombie runs nothing
-			}
-			if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
-				if fs := strings.Fields(rest); len(fs) > 0 && fs[0] == uid {
-					out = append(out, pid)
-				}
-			}
-		}
-		f.Close()
-	}
-	return out
 }
 
 func TestInsecureServerSandboxesRunAsTheirOwnUIDs(t *testing.T) {
@@ -137,11 +92,11 @@ func TestInsecureServerSandboxesRunAsTheirOwnUIDs(t *testing.T) {
 	require.NotEqual(t, uid1, out2[0], "two sandboxes share a uid")
 	require.NotEqual(t, "0", out2[0])
 
-	require.GreaterOrEqual(t, len(procsOfUID(uid1)), 3, "agent, entrypoint and the setsid sleep run as the uid")
+	require.GreaterOrEqual(t, len(uidtest.Procs(n)), 3, "agent, entrypoint and the setsid sleep run as the uid")
 	status, m := apiDo(t, srv, "DELETE", "/v1/sandboxes/"+id1, nil)
 	require.Equal(t, 204, status, "%v", m)
-	require.Eventually(t, func() bool { return len(procsOfUID(uid1)) == 0 }, 10*time.Second, 50*time.Millisecond,
-		"processes of uid %s left after delete: %v", uid1, procsOfUID(uid1))
+	require.Eventually(t, func() bool { return len(uidtest.Procs(n)) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"processes of uid %s left after delete: %v", uid1, uidtest.Procs(n))
 }
 
 // insecureEgressWheel is the wheel the stub index serves: the one `make

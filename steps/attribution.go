@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/closedloop"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
 
 	"github.com/osb-capstone/acceptance/fixtures"
@@ -49,7 +50,7 @@ func (e *Env) plantMarkers(ctx context.Context) {
 		c, cancel := ctxTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		res, err := e.client.Admin().AddMarkers(c, command.InputMarkers())
-		if err := auditErr(res, err); err != nil {
+		if err := closedloop.AuditErr(res, err); err != nil {
 			e.progress("  ! the input markers could not be planted (%v): data leaving by an allowed host is still seen by method and host", err)
 		}
 	})
@@ -104,7 +105,7 @@ func (e *Env) plantRunMarker(ctx context.Context, r *subjectRun, path string) {
 		c, cancel := ctxTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		res, err := e.client.Admin().AddMarkers(c, m)
-		if err := auditErr(res, err); err != nil {
+		if err := closedloop.AuditErr(res, err); err != nil {
 			e.progress("  ! the input marker of run %s could not be planted with the server (%v): the stubs still watch for it", r.key, err)
 		}
 	}

@@ -235,7 +235,7 @@ func probeEgressDecision(ctx context.Context, s *scenario, host string) (string,
 	defer cancel()
 	res, err := s.env.client.Admin().Audit(c, osb.AuditQuery{SandboxID: s.probe.sandboxID, Kind: "egress"})
 	if err != nil || !res.Decoded {
-		return "", harnessf("audit query failed: %v", auditErr(res, err))
+		return "", harnessf("audit query failed: %v", closedloop.AuditErr(res, err))
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
@@ -254,7 +254,7 @@ func denialAudited(ctx context.Context, host string) error {
 	defer cancel()
 	res, err := s.env.client.Admin().Audit(c, osb.AuditQuery{SandboxID: s.probe.sandboxID, Kind: "egress"})
 	if err != nil || !res.Decoded {
-		return harnessf("audit query failed: %v", auditErr(res, err))
+		return harnessf("audit query failed: %v", closedloop.AuditErr(res, err))
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))

@@ -23,12 +23,22 @@ import (
 // These tests make real boxes: root, bubblewrap, iptables. They start no
 // sandbox and run in about a second each.
 
-func needBoxes(t *testing.T) Config {
+// needBoxes: full boxes on a fresh state directory, or a skip saying why
+// this machine makes none.
+func needBoxes(t *testing.T) Config { return needLevel(t, LevelFull) }
+
+// needLevel: boxes at level l (LevelFull or LevelUID) on a fresh state
+// directory, or a skip saying why this machine makes none.
+func needLevel(t *testing.T, l Level) Config {
 	t.Helper()
-	if why := Available(); why != "" {
+	why, cfg := Available(), Config{StateDir: t.TempDir()}
+	if l == LevelUID {
+		why, cfg.Level = AvailableUID(), LevelUID
+	}
+	if why != "" {
 		t.Skip(why)
 	}
-	return Config{StateDir: t.TempDir()}
+	return cfg
 }
 
 type ran struct {
@@ -40,6 +50,15 @@ type ran struct {
 // run runs script with /bin/sh in a fresh box and closes it.
 func run(t *testing.T, cfg Config, req Request, script string, env ...string) ran {
 	t.Helper()
+	return runIn(t, cfg, req, script, func(*Box) []string {
+		return append([]string{"PATH=/usr/bin:/bin", "HOME=" + InsideHome}, env...)
+	})
+}
+
+// runIn runs script with /bin/sh in a fresh box with the environment env
+// gives for it (its paths are the box's), and closes the box.
+func runIn(t *testing.T, cfg Config, req Request, script string, env func(*Box) []string) ran {
+	t.Helper()
 	if req.Name == "" {
 		req.Name = t.Name()
 	}
@@ -50,7 +69,7 @@ func run(t *testing.T, cfg Config, req Request, script string, env ...string) ra
 	require.NoError(t, err)
 	defer b.Close()
 	var out, errb bytes.Buffer
-	cmd := b.Command([]string{"/bin/sh", "-c", script}, append([]string{"PATH=/usr/bin:/bin", "HOME=" + InsideHome}, env...), "")
+	cmd := b.Command([]string{"/bin/sh", "-c", script}, env(b), "")
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Start())
 	_ = cmd.Wait()

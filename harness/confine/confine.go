@@ -147,7 +147,9 @@ type Config struct {
 // DefaultStateDir is where boxes are recorded.
 const DefaultStateDir = "/run/acceptance-confine"
 
-// Default uid range (no passwd entry on a normal host).
+// Default uid range (no passwd entry on a normal host), disjoint from the
+// bundled server's uid sandboxes' (cmd/acceptance's
+// TestBoxAndSandboxUIDRangesAreDisjoint).
 const (
 	DefaultUIDBase  = 610000
 	DefaultUIDCount = 4096
