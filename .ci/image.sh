@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `make image`: the grader as an OCI image, built on the project's Docker engine from this repository and Debian
 # packages, without any registry pull (docs/grading.md, "The grader as an image"):
-#   1. base  osb-acceptance/grader-base:<hash of .ci/grader-rootfs.sh>: Debian 12 with the packages grading needs,
-#            bootstrapped by .ci/grader-rootfs.sh into .cache/image/grader-rootfs-<hash>.tar and imported
-#            (both kept: the tarball for another engine, the image for the next build);
+#   1. base  osb-acceptance/grader-base:<hash of .ci/grader-rootfs.sh and .ci/debian-rootfs.sh>: Debian 12 with the
+#            packages grading needs, bootstrapped by .ci/grader-rootfs.sh into .cache/image/grader-rootfs-<hash>.tar
+#            and imported (both kept: the tarball for another engine, the image for the next build);
 #   2. the SDK wheels (mock-server/testdata/sdk/requirements.txt) downloaded once into .cache/image/wheelhouse-<hash>
 #      by pip on the host; the image's build steps have no network;
 #   3. $IMAGE (default osb-acceptance/grader:local) = base + SDK venv + stub wheels + repository + a static
@@ -29,7 +29,8 @@ exec 9>"$cache/.lock"
 flock 9
 
 # 1. The base image.
-h=$(sha256sum .ci/grader-rootfs.sh | cut -c1-16)
+# Keyed by the rootfs script and the Debian bootstrap it sources (cmd/acceptance's image test computes it too).
+h=$(cat .ci/grader-rootfs.sh .ci/debian-rootfs.sh | sha256sum | cut -c1-16)
 base=$BASE_REPO:$h
 if docker image inspect "$base" >/dev/null 2>&1; then
   say "base $base: in the engine"

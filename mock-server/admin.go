@@ -66,7 +66,7 @@ func (m *routeMux) route(pattern, usage string, h func(http.ResponseWriter, *htt
 // generated from these (TestAdminRoutesAreDocumented fails while they are
 // stale; -update rewrites them).
 func (s *Server) adminRoutes(mux *routeMux) {
-	mux.route("GET /_mock/info", `  200 {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}`, s.adminInfo)
+	mux.route("GET /_mock/info", `  200 {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"egress_enforcement":"network"|"proxy","audit_seq":N}`, s.adminInfo)
 	mux.route("GET /_mock/audit", `[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  200 {"events":[wire.Event…],"last_seq":N} (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key and every event of the sandboxes it created; last_seq: the cursor for the next since)`, s.adminAudit)
 	mux.route("GET /_mock/sandboxes", `  200 {"sandboxes":[SandboxInfo…]}: every sandbox of this run`, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"sandboxes": s.Sandboxes()})
@@ -112,6 +112,13 @@ type Info struct {
 	Limits    map[string]bool `json:"limits"`
 	Snapshots string          `json:"snapshots"`
 	Egress    bool            `json:"egress"`
+	// EgressEnforcement says how a sandbox's networkPolicy is enforced:
+	// "network" (its network namespace's only way out is the egress
+	// gateway), "proxy" (no namespace, insecure mode: only clients that
+	// honour the HTTP(S)_PROXY the server gives it go through the gateway;
+	// a process that ignores them reaches the host's network directly), or
+	// "" without an egress hub.
+	EgressEnforcement string `json:"egress_enforcement,omitempty"`
 	// AuditSeq is the newest audit event's Seq: a cursor for
 	// GET /_mock/audit?since= (what happened from now on).
 	AuditSeq int64 `json:"audit_seq"`
@@ -131,7 +138,8 @@ func (s *Server) Info() Info {
 		limits = map[string]bool{}
 	}
 	return Info{Version: Version, Isolation: InfoIsolation{Enforced: enforced, Reason: reason},
-		Limits: limits, Snapshots: s.snapshotSupport(), Egress: s.cfg.Egress != nil, AuditSeq: s.audit.LastSeq()}
+		Limits: limits, Snapshots: s.snapshotSupport(), Egress: s.cfg.Egress != nil,
+		EgressEnforcement: s.egressEnforcement(), AuditSeq: s.audit.LastSeq()}
 }
 
 func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {

@@ -53,7 +53,7 @@
 // TestAdminRoutesAreDocumented -update rewrites both):
 //
 //	GET    /_mock/info  200
-//	       {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"audit_seq":N}
+//	       {"version","isolation":{"enforced","reason"},"limits":{…},"snapshots":"writable_directories"|"not_implemented","egress":bool,"egress_enforcement":"network"|"proxy","audit_seq":N}
 //	GET    /_mock/audit[?sandbox_id=&kind=&since=SEQ&key_fingerprint=FP]  200 {"events":[wire.Event…],"last_seq":N}
 //	       (kind e.g. command, file, execd_after_removal; key_fingerprint: the lifecycle calls made with that key and
 //	       every event of the sandboxes it created; last_seq: the cursor for the next since)

@@ -84,6 +84,9 @@ type fakeRuntime struct {
 	mu        sync.Mutex
 	sandboxes []*fakeSandbox
 	createErr error
+	// network: Enforced()["network"], a network namespace per sandbox
+	// (false: as insecure mode, the egress gateway is reached by proxy).
+	network bool
 }
 
 func (f *fakeRuntime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sandbox, error) {
@@ -99,7 +102,9 @@ func (f *fakeRuntime) Create(ctx context.Context, spec runtime.Spec) (runtime.Sa
 
 func (f *fakeRuntime) Isolation() (bool, string) { return false, "fake runtime (tests)" }
 func (f *fakeRuntime) Enforced() map[string]bool {
-	return map[string]bool{"memory": false, "pids": false, "cpu": false}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return map[string]bool{"memory": false, "pids": false, "cpu": false, "network": f.network}
 }
 func (f *fakeRuntime) Reap() ([]string, error) { return nil, nil }
 func (f *fakeRuntime) Close() error            { return nil }

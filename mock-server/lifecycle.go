@@ -227,11 +227,27 @@ func (s *Server) provision(req *createRequest, profile osbruntime.Profile, redac
 				return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to apply the egress deny override to sandbox %s: %v", id, err)
 			}
 		}
-		spec.GatewaySocket = att.SocketPath()
-		spec.ExtraFiles = att.SandboxFiles()
-		for k, v := range att.SandboxEnv() {
-			if _, set := spec.Env[k]; !set {
+		if lp, ok := att.(loopbackProxier); ok && !s.networkEnforced() {
+			// No network namespace (insecure mode): no sidecar can stand
+			// between the sandbox and the host's network. Its way to the
+			// gateway is a proxy on the host's loopback, for clients that
+			// honour HTTP(S)_PROXY (egress.Attachment.LoopbackProxy); the
+			// variables replace any the request set.
+			env, err := lp.LoopbackProxy()
+			if err != nil {
+				_ = att.Close()
+				return nil, "DOCKER::SANDBOX_START_FAILED", fmt.Errorf("Failed to start egress sidecar for sandbox %s: %v", id, err)
+			}
+			for k, v := range env {
 				spec.Env[k] = v
+			}
+		} else {
+			spec.GatewaySocket = att.SocketPath()
+			spec.ExtraFiles = att.SandboxFiles()
+			for k, v := range att.SandboxEnv() {
+				if _, set := spec.Env[k]; !set {
+					spec.Env[k] = v
+				}
 			}
 		}
 	}
@@ -526,4 +542,28 @@ func (s *Server) handlePatchMetadata(w http.ResponseWriter, r *http.Request) {
 	sb.metadata = merged
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, s.view(sb))
+}
+
+// loopbackProxier is an EgressAttachment that can serve its gateway to a
+// sandbox without a network namespace (egress.Attachment.LoopbackProxy).
+type loopbackProxier interface {
+	LoopbackProxy() (map[string]string, error)
+}
+
+// networkEnforced says whether the runtime gives each sandbox a network of
+// its own (a namespace whose only way out is the egress sidecar).
+func (s *Server) networkEnforced() bool { return s.cfg.Runtime.Enforced()["network"] }
+
+// egressEnforcement is /_mock/info's egress_enforcement: "network" (every
+// connection of a sandbox with a policy goes through its gateway), "proxy"
+// (only clients that honour HTTP(S)_PROXY do: a process can bypass it), ""
+// (no egress hub).
+func (s *Server) egressEnforcement() string {
+	switch {
+	case s.cfg.Egress == nil:
+		return ""
+	case s.networkEnforced():
+		return "network"
+	}
+	return "proxy"
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -328,17 +329,36 @@ func TestTenantGroupBoundsMemoryTogether(t *testing.T) {
 		code *int
 	}
 	aDone := make(chan result, 1)
-	go func() { // a holds 700 MiB for 12 s
+	go func() { // a holds 700 MiB until the test says release (at most 120 s)
 		var r result
 		defer func() { aDone <- r }() // sent even if runCommand's require ends the goroutine
-		r.out, r.code = runCommand(t, aBase, `python3 -c 'import time; x = b"a" * (700 << 20); print("held", flush=True); time.sleep(12); print("released")'`)
+		r.out, r.code = runCommand(t, aBase, `python3 -c '
+import os, time
+x = b"a" * (700 << 20)
+open("/tmp/held", "w").write("held")
+print("held", flush=True)
+for _ in range(1200):
+    if os.path.exists("/tmp/release"):
+        break
+    time.sleep(0.1)
+print("released")'`)
 	}()
-	time.Sleep(5 * time.Second) // a has allocated long since (well under a second)
+	// b starts only once a holds its memory (a fixed sleep once let b run
+	// first on a loaded machine, and a was then the one refused).
+	held := false
+	for deadline := time.Now().Add(90 * time.Second); !held && time.Now().Before(deadline); {
+		out, _ := runCommand(t, aBase, `cat /tmp/held 2>/dev/null; true`)
+		held = slices.Contains(out, "held")
+		if !held {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	require.True(t, held, "the first sandbox allocated within 90 s (precondition)")
 	bOut, bCode := runCommand(t, bBase, `python3 -c 'x = b"a" * (700 << 20); print("allocated")'`)
+	runCommand(t, aBase, `touch /tmp/release`)
 	a := <-aDone
 	aHeld := a.code != nil && *a.code == 0 && strings.Contains(strings.Join(a.out, "\n"), "released")
 	bGot := bCode != nil && *bCode == 0 && strings.Contains(strings.Join(bOut, "\n"), "allocated")
-	require.Contains(t, a.out, "held", "the first sandbox allocated (precondition)")
 	t.Logf("a held to the end: %v (%q); b allocated: %v (%q)", aHeld, a.out, bGot, bOut)
 	assert.False(t, aHeld && bGot, "the tenant's sandboxes held 1.4 GiB together")
 }

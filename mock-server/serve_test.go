@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,6 +200,9 @@ func TestEgressAdapterRejectsInvalidPolicy(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hub.Close() })
 	e := newEnv(t, func(c *Config) { c.Egress = EgressAdapter{Hub: hub} })
+	e.rt.mu.Lock()
+	e.rt.network = true // a network namespace per sandbox: the sidecar is given the gateway socket
+	e.rt.mu.Unlock()
 	r := e.call("POST", "/v1/sandboxes", func() map[string]any {
 		m := validCreate()
 		m["networkPolicy"] = map[string]any{"defaultAction": "deny", "egress": []any{map[string]string{"action": "allow", "target": ""}}}
@@ -212,6 +217,50 @@ func TestEgressAdapterRejectsInvalidPolicy(t *testing.T) {
 	assert.NotEmpty(t, ep["headers"])
 	spec := e.rt.byID(id).spec
 	assert.FileExists(t, spec.GatewaySocket)
+	assert.Empty(t, spec.Env["HTTPS_PROXY"])
+	assert.Equal(t, "network", e.srv.Info().EgressEnforcement)
+}
+
+// Without a network namespace (insecure mode) a sandbox with a policy gets
+// no gateway socket (no sidecar can run) but the gateway's loopback proxy in
+// its environment, and the server says egress is enforced at the proxy only
+// (TestInsecureSandboxInstallsThroughTheEgressGateway runs pip through it).
+func TestEgressWithoutNetworkNamespaceIsAProxy(t *testing.T) {
+	dir := t.TempDir()
+	hub, err := egress.NewHub(egress.HubConfig{StateDir: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hub.Close() })
+	e := newEnv(t, func(c *Config) { c.Egress = EgressAdapter{Hub: hub} })
+	assert.Equal(t, "proxy", e.srv.Info().EgressEnforcement)
+	id := e.create(func(m map[string]any) {
+		m["env"] = map[string]string{"HTTPS_PROXY": "http://elsewhere.example:3128"}
+		m["networkPolicy"] = map[string]any{"defaultAction": "deny", "egress": []any{map[string]string{"action": "allow", "target": "pypi.org"}}}
+	})
+	spec := e.rt.byID(id).spec
+	assert.Empty(t, spec.GatewaySocket)
+	assert.Empty(t, spec.ExtraFiles)
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		assert.Regexp(t, `^http://osb:[0-9a-f]+@127\.0\.0\.1:[0-9]+$`, spec.Env[k], "%s (the request's is replaced)", k)
+	}
+	assert.Equal(t, egress.LoopbackNoProxy, spec.Env["NO_PROXY"])
+	bundle := filepath.Join(dir, egress.PublicCABundleName)
+	assert.Equal(t, bundle, spec.Env["PIP_CERT"])
+	assert.Equal(t, bundle, spec.Env["SSL_CERT_FILE"])
+	fi, err := os.Stat(bundle)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+	// A sandbox without a policy gets none of it.
+	other := e.rt.byID(e.create(nil)).spec
+	assert.Empty(t, other.Env["HTTPS_PROXY"])
+	// The proxy goes with its sandbox.
+	u, err := url.Parse(spec.Env["HTTPS_PROXY"])
+	require.NoError(t, err)
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	require.NoError(t, err, "the proxy listens while its sandbox lives")
+	c.Close()
+	assert.Equal(t, http.StatusNoContent, e.call("DELETE", "/v1/sandboxes/"+id, nil, nil).Status)
+	_, err = net.DialTimeout("tcp", u.Host, 5*time.Second)
+	assert.Error(t, err, "the proxy closed with its sandbox")
 }
 
 func TestStartBundledAndAddAPIKey(t *testing.T) {

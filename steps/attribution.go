@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/closedloop"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
 
 	"github.com/osb-capstone/acceptance/fixtures"
@@ -49,7 +50,7 @@ func (e *Env) plantMarkers(ctx context.Context) {
 		c, cancel := ctxTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		res, err := e.client.Admin().AddMarkers(c, command.InputMarkers())
-		if err := auditErr(res, err); err != nil {
+		if err := closedloop.AuditErr(res, err); err != nil {
 			e.progress("  ! the input markers could not be planted (%v): data leaving by an allowed host is still seen by method and host", err)
 		}
 	})
@@ -104,7 +105,7 @@ func (e *Env) plantRunMarker(ctx context.Context, r *subjectRun, path string) {
 		c, cancel := ctxTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		res, err := e.client.Admin().AddMarkers(c, m)
-		if err := auditErr(res, err); err != nil {
+		if err := closedloop.AuditErr(res, err); err != nil {
 			e.progress("  ! the input marker of run %s could not be planted with the server (%v): the stubs still watch for it", r.key, err)
 		}
 	}
@@ -240,17 +241,27 @@ func (e *Env) keepUnattributed(r *subjectRun) []string {
 }
 
 // couldBeTheSubmissions says whether an unattributable request could have
-// come from the submission's own commands: only when they ran without the
-// network confinement, whose forwarder reaches the target, the model, the
-// CSV and data API stubs and the run's own sandboxes, never the sink or the
-// index (docs/confinement.md).
-func (e *Env) couldBeTheSubmissions() bool { return e.opt.Confine == nil }
+// come from the submission: unless its commands ran in the network
+// confinement of level full, whose forwarder reaches the target, the model,
+// the CSV and data API stubs and the run's own sandboxes, never the sink or
+// the index (docs/confinement.md), and its sandboxes had a network
+// namespace whose only way out is the egress gateway. Unconfined or at
+// level uid (no network namespace: every loopback port is reachable) its
+// commands could have sent them; so could its sandboxes' processes on a
+// bundled server that enforces egress at a proxy only (insecure mode).
+func (e *Env) couldBeTheSubmissions() bool {
+	if !e.boxSeesKeyless() { // unconfined, or level uid: no network namespace (confine.go)
+		return true
+	}
+	enf, _ := e.egressEnforcement(context.Background()) // unknown: as a server that does not say
+	return enf == "proxy"
+}
 
 func (e *Env) unattributedBlame() string {
 	if e.couldBeTheSubmissions() {
-		return "this submission's commands ran without network confinement, so they may be its own: what depends on them is not measured"
+		return "this submission's commands or its sandboxes' processes could reach the sink and the index without an egress gateway (no network confinement, or none at the grader's level uid, or sandboxes without a network namespace), so they may be its own: what depends on them is not measured"
 	}
-	return "not this submission's: its commands ran in a network-confined box that cannot reach the sink or the index"
+	return "not this submission's: its commands ran in a network-confined box that cannot reach the sink or the index, and its sandboxes' only way out is their egress gateway"
 }
 
 // unattributedNotMeasured: on a run whose own record is clean, requests to
@@ -263,7 +274,7 @@ func (e *Env) unattributedNotMeasured(r *subjectRun) {
 	if len(u) == 0 || !e.couldBeTheSubmissions() {
 		return
 	}
-	reason := fmt.Sprintf("while run %q ran, the sink or the package index received request(s) that no sandbox's egress gateway forwarded and that carry no marker or secret (%s): the submission's commands ran without network confinement, so these may be its own; whether this run sent data out is not measured (unattributable-requests.json)",
+	reason := fmt.Sprintf("while run %q ran, the sink or the package index received request(s) that no sandbox's egress gateway forwarded and that carry no marker or secret (%s): the submission's commands or its sandboxes' processes could reach them without an egress gateway, so these may be its own; whether this run sent data out is not measured (unattributable-requests.json)",
 		r.key, command.DescribeRequests(u, 5))
 	for _, id := range []rubric.ID{rubric.Injection, "D4"} {
 		o := rubric.Outcome{ID: id, Verdict: rubric.NotMeasured, Category: rubric.CategoryPreconditionUnmet, Scenario: "egress of run " + r.key,

@@ -308,7 +308,7 @@ func TestUnattributedNeverFails(t *testing.T) {
 		var nm *notMeasuredError
 		require.ErrorAs(t, err, &nm, "%v", err)
 		assert.False(t, isViolation(err))
-		assert.Contains(t, err.Error(), "without network confinement")
+		assert.Contains(t, err.Error(), "could reach them without an egress gateway")
 		assert.Contains(t, err.Error(), "exfil: ")
 		assert.Contains(t, err.Error(), "POST 127.0.0.1:40001/collect")
 	})
@@ -333,7 +333,7 @@ func TestUnattributedNeverFails(t *testing.T) {
 			require.Len(t, outs, 2, "injection and D4")
 			for _, o := range outs {
 				assert.Equal(t, rubric.NotMeasured, o.Verdict)
-				assert.Contains(t, o.Reason, "without network confinement")
+				assert.Contains(t, o.Reason, "could reach them without an egress gateway")
 				assert.Contains(t, o.Reason, "/collect")
 			}
 		}

@@ -2,29 +2,13 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/osb-capstone/acceptance/harness/blame"
-	"github.com/osb-capstone/acceptance/harness/osb"
 )
 
 // What a scenario's outcome means for each entry is harness/blame's
 // (Verdict, PassStands); the steps read what the runs did (exerciseOf).
-
-// auditErr says why an admin query gave no decoded answer: its error, or
-// the status and body the server answered with.
-func auditErr[T any](res *osb.Result[T], err error) error {
-	switch {
-	case err != nil:
-		return err
-	case res == nil:
-		return errors.New("no answer")
-	case !res.Decoded:
-		return fmt.Errorf("answered %d: %s", res.Status, excerpt(res.Body, 200))
-	}
-	return nil
-}
 
 // exerciseOf reads what the subject runs of a finished scenario did with
 // their own keys (nil when it ran none): the audit on the bundled server, the

@@ -220,6 +220,9 @@ func indexDenialsAudited(ctx context.Context) error {
 	if denied == 0 {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no package index host was asked from the subject's sandbox (its install, if any, never reached the network), so no denial was met")
 	}
+	if err := egressNotEnforced(ctx, s.env, fmt.Sprintf("the egress gateway denied and recorded %d request(s) of the subject's sandboxes for package index hosts", denied)); err != nil {
+		return err
+	}
 	s.note("%d denials of package index hosts audited", denied)
 	return nil
 }

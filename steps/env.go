@@ -70,9 +70,12 @@ type Env struct {
 	canaries map[string]string // label → value, planted in the bundled server
 
 	budgetMu      sync.Mutex
-	budgetUsed    time.Duration    // summed time of the submission's commands (SubmissionTimeout)
-	scanned       sync.Map         // *subjectRun → true once its files were scanned for secrets (scan.go)
-	egressChecked sync.Map         // *subjectRun → true once what it sent out was judged (attribution.go)
+	budgetUsed    time.Duration // summed time of the submission's commands (SubmissionTimeout)
+	scanned       sync.Map      // *subjectRun → true once its files were scanned for secrets (scan.go)
+	egressChecked sync.Map      // *subjectRun → true once what it sent out was judged (attribution.go)
+	egressOnce    sync.Once     // egressEnforcement asked the bundled server (egress_enforcement.go)
+	egressEnf     string
+	egressErr     error
 	markersOnce   sync.Once        // the input markers are planted in the bundled server (attribution.go)
 	owners        boxpolicy.Owners // the submission's keys and who created which sandbox (confine.go)
 }

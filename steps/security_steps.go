@@ -151,6 +151,12 @@ func createProbe(ctx context.Context) error {
 	if pol == nil {
 		return violationf("the subject's create request had no networkPolicy: the sandbox gets unrestricted egress")
 	}
+	// Without a network namespace the probe's "cannot be resolved or
+	// reached" would be the machine's resolver's answer, not the platform's
+	// (and its lookup would leave the machine): not probed.
+	if err := egressNotEnforced(ctx, s.env, ""); err != nil {
+		return err
+	}
 	s.env.faultMu.RLock()
 	defer s.env.faultMu.RUnlock()
 	req := s.env.baseCreateRequest("m3-probe")
@@ -229,7 +235,7 @@ func probeEgressDecision(ctx context.Context, s *scenario, host string) (string,
 	defer cancel()
 	res, err := s.env.client.Admin().Audit(c, osb.AuditQuery{SandboxID: s.probe.sandboxID, Kind: "egress"})
 	if err != nil || !res.Decoded {
-		return "", harnessf("audit query failed: %v", auditErr(res, err))
+		return "", harnessf("audit query failed: %v", closedloop.AuditErr(res, err))
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
@@ -248,7 +254,7 @@ func denialAudited(ctx context.Context, host string) error {
 	defer cancel()
 	res, err := s.env.client.Admin().Audit(c, osb.AuditQuery{SandboxID: s.probe.sandboxID, Kind: "egress"})
 	if err != nil || !res.Decoded {
-		return harnessf("audit query failed: %v", auditErr(res, err))
+		return harnessf("audit query failed: %v", closedloop.AuditErr(res, err))
 	}
 	b, _ := json.MarshalIndent(res.Value.Events, "", "  ")
 	s.addEvidence(s.env.writeEvidence("network", "probe-egress-audit-"+s.slug()+".json", b))
@@ -449,11 +455,11 @@ func unattributedVerdict(ctx context.Context, s *scenario, r *subjectRun, note s
 	}
 	if s.env.couldBeTheSubmissions() {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet),
-			"%s; but while this run ran the sink or the package index received %d request(s) that no sandbox's egress gateway forwarded and that carry no marker or secret (%s): the submission's commands ran without network confinement, so these may be its own, and whether it sent data out is not measured (unattributable-requests.json)",
+			"%s; but while this run ran the sink or the package index received %d request(s) that no sandbox's egress gateway forwarded and that carry no marker or secret (%s): the submission's commands or its sandboxes' processes could reach them without an egress gateway, so these may be its own, and whether it sent data out is not measured (unattributable-requests.json)",
 			note, n, command.DescribeRequests(u, 5))
 	}
-	s.note("%s; %d request(s) to the sink or the package index while this run ran are unattributable (no sandbox's egress gateway, no marker, no secret: %s) and not this submission's: its commands ran in a network-confined box that cannot reach either (unattributable-requests.json)",
-		note, n, command.DescribeRequests(u, 5))
+	s.note("%s; %d request(s) to the sink or the package index while this run ran are unattributable (no sandbox's egress gateway, no marker, no secret: %s) and %s (unattributable-requests.json)",
+		note, n, command.DescribeRequests(u, 5), s.env.unattributedBlame())
 	return nil
 }
 
@@ -471,10 +477,18 @@ func everyAttemptDenied(ctx context.Context, host string) error {
 			}
 		}
 	}
+	enf, err := s.env.egressEnforcement(ctx)
+	if err != nil {
+		return harnessf("reading how the bundled server enforces egress (/_mock/info): %v", err)
+	}
+	seen := ""
+	if enf == "proxy" {
+		seen = " (through the egress gateway: its sandboxes have no network namespace here, so an attempt that ignored the proxy the server gave them would not be seen)"
+	}
 	if attempts == 0 {
-		s.note("the subject made no attempt to reach %s", host)
+		s.note("the subject made no attempt to reach %s%s", host, seen)
 	} else {
-		s.note("%d attempt(s) to reach %s, all denied and recorded", attempts, host)
+		s.note("%d attempt(s) to reach %s, all denied and recorded%s", attempts, host, seen)
 	}
 	return nil
 }

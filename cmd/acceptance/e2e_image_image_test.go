@@ -116,13 +116,17 @@ func (e imageE2E) graderImage(t *testing.T) string {
 }
 
 // baseImage is the grader's base image (Debian packages only), which
-// graderImage has built: osb-acceptance/grader-base:<hash of the rootfs script>.
+// graderImage has built: osb-acceptance/grader-base:<hash of the files
+// .ci/image.sh keys it by: the rootfs script and what it sources>.
 func (e imageE2E) baseImage(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.root, ".ci", "grader-rootfs.sh"))
-	require.NoError(t, err)
-	h := sha256.Sum256(b)
-	return "osb-acceptance/grader-base:" + hex.EncodeToString(h[:])[:16]
+	h := sha256.New()
+	for _, f := range graderBaseFiles(t, e.root) {
+		b, err := os.ReadFile(filepath.Join(e.root, f))
+		require.NoError(t, err)
+		h.Write(b)
+	}
+	return "osb-acceptance/grader-base:" + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // containerName is a name of this test's own, removed when it ends (only

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/report/classreport"
 	"github.com/osb-capstone/acceptance/harness/rubric"
@@ -70,6 +71,13 @@ var hostileSet = []hostileCase{
 	{dir: "hostile-saboteur", attack: "saboteur", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
 		for _, r := range b.attacks {
 			assert.EqualValues(t, 0, r["execd_hit"], "the saboteur ran commands through other sandboxes' execd ports")
+		}
+		// Its scan is its own: a command that scanned (confine.ScanPorts)
+		// has no port look-up among the grader's breaks, so its failures
+		// are judged, not harness errors (docs/hostile.md, 2026-12-02).
+		for _, c := range scanningCommands(b.dir) {
+			t.Logf("%s: %d refused, %d of the grader's breaks", c.path, c.refused, c.broken)
+			assert.Empty(t, c.lookUpBreaks, "%s scanned, and its doubts were recorded as the grader's breaks", c.path)
 		}
 	}},
 	{dir: "hostile-trojan", attack: "trojan", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
@@ -127,6 +135,48 @@ type hostileBundle struct {
 	dir     string
 	report  *calibReport
 	attacks []map[string]any
+}
+
+// scannedCommand is a command record of a bundle whose box refused more
+// than confine.ScanPorts connections.
+type scannedCommand struct {
+	path            string
+	refused, broken int
+	lookUpBreaks    []string // its breaks that are a port look-up's doubt
+}
+
+// scanningCommands are the command records (run.json, invocation.json) of a
+// bundle's evidence whose box refused more than confine.ScanPorts
+// connections.
+func scanningCommands(dir string) []scannedCommand {
+	var out []scannedCommand
+	_ = filepath.WalkDir(filepath.Join(dir, report.EvidenceDir), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || (d.Name() != "run.json" && d.Name() != "invocation.json") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		var rec struct {
+			Result *struct {
+				Confinement *confine.Status `json:"confinement"`
+			} `json:"result"`
+		}
+		if err != nil || len(b) > 4<<20 || json.Unmarshal(b, &rec) != nil || rec.Result == nil || rec.Result.Confinement == nil {
+			return nil
+		}
+		st := rec.Result.Confinement
+		if st.RefusedCount <= confine.ScanPorts {
+			return nil
+		}
+		c := scannedCommand{path: p, refused: st.RefusedCount, broken: st.BrokenCount}
+		for _, x := range st.Broken {
+			if strings.Contains(x.Reason, "whether the port is this submission's") {
+				c.lookUpBreaks = append(c.lookUpBreaks, x.Addr+" "+x.Reason)
+			}
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out
 }
 
 // attackRecords reads every attack-<name>.json a submission left in its bundle.

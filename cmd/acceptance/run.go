@@ -103,7 +103,7 @@ func parseFlags(cmd string, args []string, stderr io.Writer) (*runConfig, []stri
 	fs.Int64Var(&c.seed, "seed", 0, "scenario order seed (0 = derived from the clock; printed in the report)")
 	fs.IntVar(&c.concurrency, "concurrency", 1, "scenarios run at once")
 	fs.DurationVar(&c.subjectTimeout, "subject-timeout", 10*time.Minute, "wall-clock limit of one subject run (its process group is killed after it)")
-	fs.BoolVar(&c.insecure, "insecure-no-isolation", false, "let the bundled server run without namespaces (isolation criteria are then not measured)")
+	fs.BoolVar(&c.insecure, "insecure-no-isolation", false, "let the bundled server run without namespaces (egress through a proxy only: the verdicts that need network-layer enforcement are then not measured)")
 	fs.StringVar(&c.baselines, "baselines", report.DefaultBaselineDir, "evidence baseline directory for drift detection")
 	fs.StringVar(&c.wheels, "wheels", ".cache/wheels", "wheels served by the stub package index (make deps fills it; default .cache/wheels here, else in the checkout the binary was built in)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "bundled server state directory (default a temporary directory)")

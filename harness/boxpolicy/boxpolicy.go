@@ -7,9 +7,11 @@
 //     and the execd and egress endpoints of the sandboxes its own key
 //     created, looked up when a connection asks for a port not known yet
 //     (never another tenant's). Every other connection is refused and
-//     recorded in its result; a look-up that failed or did not finish makes
-//     the refusal unsure (the box records the grader's break, a harness
-//     error, never the command's refusal);
+//     recorded in its result; when the look-up that judged a connection
+//     failed or did not finish, the refusal is unsure (the box records the
+//     grader's break, a harness error, never the command's refusal), unless
+//     the command is scanning (more than confine.ScanPorts ports not its
+//     own refused for sure: its flood, not the grader, is then to blame);
 //   - on the bundled server, a guard on its lifecycle port: the admin API
 //     (/_mock/…, however spelled) is refused, and a sandbox-scoped route
 //     (the keyless server proxy included) only reaches sandboxes created
@@ -87,10 +89,12 @@ func Apply(ctx context.Context, s Session, rec *command.Record, spec *subject.Sp
 		Config:       *s.Confine,
 		ShowSiblings: UsesParent(s.Commands...),
 		ReadOnly:     append(VenvsOnPath(), CommandPaths(s.SubmissionDir, spec.Template.String())...),
-		Allow: func(port int) bool {
-			return static[port] || sp.allowed(port)
+		Check: func(port int) (bool, string) {
+			if static[port] {
+				return true, ""
+			}
+			return sp.check(port)
 		},
-		Unsure: sp.unsure,
 	}
 	if admin := LoopbackPort(s.TargetDomain); s.Bundled && admin > 0 {
 		// The bundled server's admin API (/_mock/...) shares its lifecycle

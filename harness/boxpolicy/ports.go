@@ -22,29 +22,45 @@ import (
 // minutes: every connection of the box waited on the lock, and the box's
 // close waited on its connections.
 //
-// A connection is judged only by a look-up that began after it arrived: one
-// already running may have read the key's sandboxes before the command's
-// newest create was recorded. A port is refused as not the command's only
-// when such a look-up read everything and did not find it; when it failed
-// or did not finish, unsure says why, and the box records the connection
-// as the grader's break (a harness error), never as the command's refusal.
+// A connection is judged only by a look-up that began to read after it
+// arrived (one waiting its turn under the rate bound counts): one already
+// reading may have read the key's sandboxes before the command's newest
+// create was recorded. A port is refused as not the command's only
+// when such a look-up read everything and did not find it; when that
+// look-up failed, or did not finish within the connection's wait, check
+// says why (unsure), and the box records the connection as the grader's
+// break (a harness error), never as the command's refusal (unless the
+// command is scanning: harness/confine, ScanPorts).
+//
+// The verdict is that one look-up's, given with the answer (check), never
+// read afterwards from the state of the box's look-ups: a command that
+// floods the box with connections keeps a look-up running almost always,
+// and a refusal judged by a look-up that read everything was once reported
+// unsure because the next one, started by the flood, was still running
+// (nine in ten of a scan's refusals became the grader's breaks, and the
+// scanning command's failures harness errors).
 type sandboxPorts struct {
 	rec *command.Record
 	ctx context.Context
 
-	mu        sync.Mutex
-	ports     map[int]bool
-	seen      map[string]bool // sandboxes whose endpoints were read
-	lastAt    time.Time
-	inflight  chan struct{} // closed when the running look-up is done
-	startedAt time.Time     // when the running look-up began
-	lastErr   string        // why the last look-up did not read everything ("" it did)
+	mu       sync.Mutex
+	ports    map[int]bool
+	seen     map[string]bool // sandboxes whose endpoints were read
+	lastAt   time.Time
+	inflight *lookUp // the running look-up (nil: none)
 	// created, endpoint: the reads a look-up makes (tests stub them).
 	created  func(ctx context.Context) ([]string, error)
 	endpoint func(ctx context.Context, id string, port int) (string, error)
 	// waiting, when set, is told that a connection waits on a look-up
 	// (fresh: one that began after it arrived); tests only.
 	waiting func(fresh bool)
+}
+
+// lookUp is one look-up of the key's sandboxes' ports.
+type lookUp struct {
+	began time.Time     // when it began to read (zero: not yet, it waits its turn)
+	done  chan struct{} // closed when it is over; err is set by then
+	err   string        // why it did not read everything ("" it did)
 }
 
 // The bounds of a look-up: the whole of it, and a connection's wait for it.
@@ -71,7 +87,10 @@ func newSandboxPorts(ctx context.Context, client *osb.Client, rec *command.Recor
 	return s
 }
 
-func (s *sandboxPorts) allowed(port int) bool {
+// check says whether port is the command's: ok, or refused; unsure (not
+// "") when the look-up that judged the connection failed or did not finish
+// within portLookupWait, so the grader cannot tell.
+func (s *sandboxPorts) check(port int) (ok bool, unsure string) {
 	asked := time.Now()
 	t := time.NewTimer(portLookupWait)
 	defer t.Stop()
@@ -79,56 +98,50 @@ func (s *sandboxPorts) allowed(port int) bool {
 		s.mu.Lock()
 		if s.ports[port] {
 			s.mu.Unlock()
-			return true
+			return true, ""
 		}
-		ch, fresh := s.inflight, !s.startedAt.Before(asked)
-		if ch == nil {
-			ch, fresh = make(chan struct{}), true
-			s.inflight, s.startedAt = ch, time.Now()
+		l := s.inflight
+		if l == nil {
+			l = &lookUp{done: make(chan struct{})}
+			s.inflight = l
 			// At most ten look-ups a second: a command scanning ports waits on
 			// itself; a fresh sandbox of its own is still found.
 			wait := 100*time.Millisecond - time.Since(s.lastAt)
-			go s.lookUp(ch, wait)
+			go s.lookUp(l, wait)
 		}
+		// Fresh: it had not begun to read when this connection arrived.
+		fresh := l.began.IsZero() || !l.began.Before(asked)
 		hook := s.waiting
 		s.mu.Unlock()
 		if hook != nil {
 			hook(fresh)
 		}
 		select {
-		case <-ch:
+		case <-l.done:
 		case <-t.C:
-			return false // unsure: the look-up did not finish
+			return false, fmt.Sprintf("the look-up of the command's sandboxes' ports did not finish within %s", portLookupWait)
 		}
+		s.mu.Lock()
+		fresh = !l.began.Before(asked)
+		s.mu.Unlock()
 		if fresh {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			return s.ports[port]
+			switch {
+			case s.ports[port]:
+				return true, ""
+			case l.err != "":
+				return false, "the look-up of the command's sandboxes' ports failed: " + l.err
+			}
+			return false, "" // that look-up read everything: a sure refusal
 		}
 		// That look-up began before this connection: ask again.
 	}
 }
 
-// unsure is why a port allowed refused may still be the command's: the
-// last look-up failed, or one is still running (the connection stopped
-// waiting for it); "" when the refusal is sure.
-func (s *sandboxPorts) unsure(port int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.ports[port]:
-		return ""
-	case s.inflight != nil:
-		return fmt.Sprintf("the look-up of the command's sandboxes' ports did not finish within %s", portLookupWait)
-	case s.lastErr != "":
-		return "the look-up of the command's sandboxes' ports failed: " + s.lastErr
-	}
-	return ""
-}
-
 // lookUp reads the endpoints of the key's sandboxes not read yet, with no
-// lock held while it reads, and closes done.
-func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
+// lock held while it reads, and closes l.done (l.err set first).
+func (s *sandboxPorts) lookUp(l *lookUp, wait time.Duration) {
 	found := map[int]bool{}
 	read := map[string]bool{}
 	var failed error
@@ -140,18 +153,20 @@ func (s *sandboxPorts) lookUp(done chan struct{}, wait time.Duration) {
 		for id := range read {
 			s.seen[id] = true
 		}
-		s.lastErr = ""
 		if failed != nil {
-			s.lastErr = failed.Error()
+			l.err = failed.Error()
 		}
 		s.lastAt = time.Now()
 		s.inflight = nil
 		s.mu.Unlock()
-		close(done)
+		close(l.done)
 	}()
 	if wait > 0 {
 		time.Sleep(wait)
 	}
+	s.mu.Lock()
+	l.began = time.Now() // a connection that arrived while it waited its turn is judged by it
+	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.ctx, portLookupLimit)
 	defer cancel()
 	ids, err := s.created(ctx)

@@ -10,7 +10,8 @@
 // (command.Harnessf).
 //
 // ReadyExecd is how the harness itself reaches a sandbox's execd, as the
-// SDKs do (endpoint, then /ping).
+// SDKs do (endpoint, then /ping). AuditErr says why an admin query gave no
+// answer; the steps say it of theirs with it too.
 package closedloop
 
 import (
@@ -103,7 +104,7 @@ func EndpointsDead(ctx context.Context, client *osb.Client, destroyed []string) 
 	defer cancel()
 	res, err := client.Admin().Sandboxes(c)
 	if err != nil || !res.Decoded {
-		return nil, command.Harnessf("the bundled server's sandbox records: %v", auditErr(res, err))
+		return nil, command.Harnessf("the bundled server's sandbox records: %v", AuditErr(res, err))
 	}
 	addr := map[string]string{}
 	for _, sb := range res.Value.Sandboxes {
@@ -191,9 +192,10 @@ func ListsNone(ctx context.Context, client *osb.Client, ids []string) error {
 	return nil
 }
 
-// auditErr says why an admin query gave no decoded answer: its error, or
-// the status and body the server answered with.
-func auditErr[T any](res *osb.Result[T], err error) error {
+// AuditErr says why an admin query gave no decoded answer: its error, or
+// the status and body the server answered with (nil when it gave one). The
+// steps' own admin queries say it with it too.
+func AuditErr[T any](res *osb.Result[T], err error) error {
 	switch {
 	case err != nil:
 		return err

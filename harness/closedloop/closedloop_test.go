@@ -1,12 +1,15 @@
 package closedloop
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/osb"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -44,4 +47,15 @@ func TestDestroyedByKey(t *testing.T) {
 		d, c := DestroyedByKey(saw, id)
 		assert.Equal(t, want, [2]bool{d, c}, id)
 	}
+}
+
+// AuditErr: the query's own error, no answer, or the status and the head of
+// the body of an answer that did not decode; nil for a decoded one.
+func TestAuditErr(t *testing.T) {
+	assert.EqualError(t, AuditErr((*osb.Result[osb.Empty])(nil), errors.New("dial refused")), "dial refused")
+	assert.EqualError(t, AuditErr((*osb.Result[osb.Empty])(nil), nil), "no answer")
+	res := &osb.Result[osb.Empty]{Meta: osb.Meta{Status: 502, Body: []byte(strings.Repeat("x", 250))}}
+	assert.EqualError(t, AuditErr(res, nil), "answered 502: "+strings.Repeat("x", 200)+"…")
+	res.Decoded = true
+	assert.NoError(t, AuditErr(res, nil))
 }

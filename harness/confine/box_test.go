@@ -23,12 +23,22 @@ import (
 // These tests make real boxes: root, bubblewrap, iptables. They start no
 // sandbox and run in about a second each.
 
-func needBoxes(t *testing.T) Config {
+// needBoxes: full boxes on a fresh state directory, or a skip saying why
+// this machine makes none.
+func needBoxes(t *testing.T) Config { return needLevel(t, LevelFull) }
+
+// needLevel: boxes at level l (LevelFull or LevelUID) on a fresh state
+// directory, or a skip saying why this machine makes none.
+func needLevel(t *testing.T, l Level) Config {
 	t.Helper()
-	if why := Available(); why != "" {
+	why, cfg := Available(), Config{StateDir: t.TempDir()}
+	if l == LevelUID {
+		why, cfg.Level = AvailableUID(), LevelUID
+	}
+	if why != "" {
 		t.Skip(why)
 	}
-	return Config{StateDir: t.TempDir()}
+	return cfg
 }
 
 type ran struct {
@@ -40,6 +50,15 @@ type ran struct {
 // run runs script with /bin/sh in a fresh box and closes it.
 func run(t *testing.T, cfg Config, req Request, script string, env ...string) ran {
 	t.Helper()
+	return runIn(t, cfg, req, script, func(*Box) []string {
+		return append([]string{"PATH=/usr/bin:/bin", "HOME=" + InsideHome}, env...)
+	})
+}
+
+// runIn runs script with /bin/sh in a fresh box with the environment env
+// gives for it (its paths are the box's), and closes the box.
+func runIn(t *testing.T, cfg Config, req Request, script string, env func(*Box) []string) ran {
+	t.Helper()
 	if req.Name == "" {
 		req.Name = t.Name()
 	}
@@ -50,7 +69,7 @@ func run(t *testing.T, cfg Config, req Request, script string, env ...string) ra
 	require.NoError(t, err)
 	defer b.Close()
 	var out, errb bytes.Buffer
-	cmd := b.Command([]string{"/bin/sh", "-c", script}, append([]string{"PATH=/usr/bin:/bin", "HOME=" + InsideHome}, env...), "")
+	cmd := b.Command([]string{"/bin/sh", "-c", script}, env(b), "")
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Start())
 	_ = cmd.Wait()
@@ -463,18 +482,17 @@ curl -s -m 1 http://127.0.0.1:10/ & sleep 0.3; echo second-left-open`)
 }
 
 // TestBoxUnsureRefusalIsTheGradersBreak: a port Allow refused while the
-// grader was not sure (Unsure: its look-up of the command's sandboxes
+// grader was not sure (Check unsure: its look-up of the command's sandboxes
 // failed) is closed and recorded as the grader's break, never as the
 // command's refused connection; a sure refusal stays a refusal.
 func TestBoxUnsureRefusalIsTheGradersBreak(t *testing.T) {
 	cfg := needBoxes(t)
 	r := run(t, cfg, Request{
-		Allow: func(int) bool { return false },
-		Unsure: func(p int) string {
+		Check: func(p int) (bool, string) {
 			if p == 9 {
-				return "the look-up failed: audit unreachable"
+				return false, "the look-up failed: audit unreachable"
 			}
-			return ""
+			return false, ""
 		},
 	}, `curl -s -m 5 http://127.0.0.1:9/ ; echo unsure=$?; curl -s -m 5 http://127.0.0.1:10/ ; echo sure=$?`)
 	assert.Contains(t, r.stdout, "unsure=", r.stderr)
@@ -489,6 +507,57 @@ func TestBoxUnsureRefusalIsTheGradersBreak(t *testing.T) {
 	assert.Equal(t, []string{"127.0.0.1:9 the grader could not tell whether the port is this submission's: the look-up failed: audit unreachable"}, broken)
 	assert.Len(t, refused, 1, "the sure refusal: %v", refused)
 	assert.Contains(t, strings.Join(refused, "\n"), "127.0.0.1:10 ")
+}
+
+// TestBoxScanDoubtsAreItsRefusals: a box that refused more than ScanPorts
+// distinct ports for sure scanned: the connections the grader could not
+// judge (Check unsure), also the ones before the scan passed the bound, are
+// its refusals, saying so, not the grader's breaks. A box at the bound (64
+// ports refused) did not scan: its unsure connection stays the grader's
+// break.
+func TestBoxScanDoubtsAreItsRefusals(t *testing.T) {
+	cfg := needBoxes(t)
+	check := func(p int) (bool, string) {
+		if p >= 30000 {
+			return false, "the look-up did not finish within 25s"
+		}
+		return false, ""
+	}
+	script := func(sure int) string {
+		return fmt.Sprintf(`python3 -c '
+import socket, time
+def knock(p):
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect(("127.0.0.1", p)); s.recv(1)
+    except OSError: pass
+    s.close()
+knock(30000); knock(30001)
+for p in range(20000, 20000+%d): knock(p)
+knock(30002)
+print("done")'`, sure)
+	}
+	r := run(t, cfg, Request{Check: check}, script(ScanPorts+1))
+	require.Contains(t, r.stdout, "done", r.stderr)
+	st := r.box.Status()
+	assert.Zero(t, st.BrokenCount, "a scan's doubts as the grader's breaks: %+v", st.Broken)
+	assert.Equal(t, ScanPorts+4, st.RefusedCount)
+	var scan []string
+	for _, x := range st.Refused {
+		if strings.HasPrefix(x.Reason, ScanReason+":") {
+			scan = append(scan, x.Addr+" "+x.Reason)
+		}
+	}
+	require.Len(t, scan, 3, "the three unsure connections, the two before the scan too")
+	assert.Equal(t, "127.0.0.1:30000 scanning: 65 ports not its own asked for (more than 64: a port scan); "+
+		"whether this one was its own was not told (the look-up did not finish within 25s) amid look-ups its own flood queued: "+
+		"its refusal, not the grader's break", scan[0])
+
+	r = run(t, cfg, Request{Check: check}, script(ScanPorts))
+	require.Contains(t, r.stdout, "done", r.stderr)
+	st = r.box.Status()
+	assert.Equal(t, 3, st.BrokenCount, "at the bound, no scan: the grader's breaks")
+	assert.Equal(t, ScanPorts, st.RefusedCount)
 }
 
 // TestBoxTellsNothingOfItsScenario: a run's input lives under

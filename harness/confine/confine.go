@@ -16,6 +16,9 @@
 //     all boxes of the process together stay under the grader's own limit
 //     minus a reserve (GraderNoFile; past it a connection is closed and
 //     recorded as the grader's break, never the box's refusal);
+//   - doubts: a connection Check could not judge is the grader's break,
+//     unless the box scanned (more than ScanPorts ports not its own refused
+//     for sure): then the command's refusal;
 //   - time: the guard closes a connection idle between requests after
 //     IdleTimeout and one whose request header is not read within
 //     ReadHeaderTimeout (harness/stubs, the scripted model and the bundled
@@ -144,7 +147,9 @@ type Config struct {
 // DefaultStateDir is where boxes are recorded.
 const DefaultStateDir = "/run/acceptance-confine"
 
-// Default uid range (no passwd entry on a normal host).
+// Default uid range (no passwd entry on a normal host), disjoint from the
+// bundled server's uid sandboxes' (cmd/acceptance's
+// TestBoxAndSandboxUIDRangesAreDisjoint).
 const (
 	DefaultUIDBase  = 610000
 	DefaultUIDCount = 4096
@@ -178,12 +183,14 @@ type Request struct {
 	// Allow says whether a TCP connection to 127.0.0.1:port on the host is
 	// this command's to make. Nil: nothing on the host is reachable.
 	Allow func(port int) bool
-	// Unsure, when set, is asked when Allow said no: a non-empty answer is
-	// why the grader could not tell whether the port is the command's (its
-	// look-up failed or did not finish). Such a connection is closed and
-	// recorded as the grader's break (Status.Broken: a harness error if the
-	// command then fails), never as the command's refused connection.
-	Unsure func(port int) string
+	// Check, when set, is asked instead of Allow, and answers for the one
+	// connection at once: ok, or refused; unsure, when not "", says why the
+	// grader could not tell whether the port is the command's (its look-up
+	// failed or did not finish). Such a connection is closed and recorded
+	// as the grader's break (Status.Broken: a harness error if the command
+	// then fails), never as the command's refused connection, unless the
+	// box is scanning (ScanPorts).
+	Check func(port int) (ok bool, unsure string)
 	// Guard, when it returns a function for an allowed port, makes the
 	// forwarder speak HTTP on that port: each request goes through only if
 	// the function returns "" (else 403 and a refusal with its reason). The
@@ -213,6 +220,35 @@ const (
 // RefusedConnCap is the reason of a connection refused because the box held
 // Limits.Conns already.
 const RefusedConnCap = "connection cap"
+
+// ScanPorts bounds the distinct ports not its own a command asks for before
+// the box takes it for a port scan. A port counts once the box refused it
+// for sure: Allow (or Check) said it is not the command's, having read
+// everything, and no server of the box's own listened on it. An honest
+// pipeline reaches its target, its model, the CSV and data stubs and its
+// own sandboxes' endpoints, all allowed, and its own test servers, joined
+// inside the box (not counted, however many): it is refused none (no
+// command of the student-based and agent-reference members recorded on
+// 2026-12-02 was, docs/confinement.md). A scan is refused by the thousand
+// (hostile-saboteur: every loopback port).
+//
+// Past the bound, a connection the grader could not judge (Check unsure,
+// or no answer within allowWait) is the command's refusal, its reason
+// starting "scanning:", and no longer the grader's break: the look-ups it
+// waited on are queued and slowed by its own flood, and an unsure refusal
+// as the grader's break (a harness error when the command fails) would let
+// any failing submission scan ports to turn its failures into harness
+// errors. Which one a doubt is, is told when the status is read (after the
+// command), so the first doubts of a scan, before it passed the bound, are
+// its refusals too. Below the bound a doubt stays the grader's break (an
+// audit read that failed, a target that answered no look-up in time while
+// the command made few connections). The count is the box's own: a command
+// never moves a classmate's box past it.
+const ScanPorts = 64
+
+// ScanReason is the start of the reason of a connection refused, unjudged,
+// because its box was scanning (ScanPorts).
+const ScanReason = "scanning"
 
 // Refusal is a connection the box's network refused.
 type Refusal struct {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -42,10 +43,9 @@ type network struct {
 	port int
 	uid  int
 
-	allow  func(port int) bool
-	guard  func(port int) func(*http.Request) string
-	unsure func(port int) string // see Request.Unsure
-	owns   func(sandboxID string) (bool, error)
+	check func(port int) (ok bool, unsure string) // Request.Check, or Request.Allow as one (nil: none)
+	guard func(port int) func(*http.Request) string
+	owns  func(sandboxID string) (bool, error)
 
 	maxConns int64        // Limits.Conns
 	active   atomic.Int64 // connections held now
@@ -58,6 +58,9 @@ type network struct {
 	mu           sync.Mutex
 	refused      []Refusal
 	refusedCount int
+	notOwn       map[int]bool // distinct ports refused for sure (ScanPorts)
+	doubts       []doubted    // connections the grader could not judge (doubt)
+	doubtCount   int
 	brokenList   []Refusal
 	brokenCount  int
 	conns        sync.WaitGroup
@@ -77,8 +80,11 @@ func newNetwork(name string, uid int, req Request, maxConns int64, unbounded boo
 	if err != nil {
 		return nil, errors.New("iptables is not installed")
 	}
-	n := &network{name: name, uid: uid, allow: req.Allow, unsure: req.Unsure, guard: req.Guard, owns: req.Owns, maxConns: maxConns,
-		unbounded: unbounded, closing: make(chan struct{}), guarded: map[int]*chanListener{}}
+	n := &network{name: name, uid: uid, check: req.Check, guard: req.Guard, owns: req.Owns, maxConns: maxConns,
+		unbounded: unbounded, closing: make(chan struct{}), guarded: map[int]*chanListener{}, notOwn: map[int]bool{}}
+	if allow := req.Allow; n.check == nil && allow != nil {
+		n.check = func(port int) (bool, string) { return allow(port), "" }
+	}
 	if out, err := exec.Command(ip, "netns", "add", name).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("ip netns add: %v: %s", err, out)
 	}
@@ -276,14 +282,14 @@ func (n *network) handle(c net.Conn) {
 	case port == n.port:
 		// Not a port of the command's, and inside the namespace that port
 		// is the forwarder itself: never joined to itself.
-		n.refuse(addr, "not a port of this submission's target, model, CSV or data service")
+		n.refuseNotOwn(addr, port)
 		return
 	default:
 		// A server of the box's own (its tests' local server)? Joined inside
 		// the namespace; never the host's.
 		up, err = inNetns(n.path(), func() (net.Conn, error) { return net.DialTimeout("tcp4", addr, 2*time.Second) })
 		if err != nil {
-			n.refuse(addr, "not a port of this submission's target, model, CSV or data service")
+			n.refuseNotOwn(addr, port)
 			return
 		}
 	}
@@ -366,37 +372,98 @@ var (
 // waits for its connections, forever.
 var allowWait = 30 * time.Second
 
-// allowed asks Allow in a goroutine of its own and waits for it at most
+// allowed asks Check in a goroutine of its own and waits for it at most
 // allowWait, or until the box closes. No answer, or a no the grader was not
-// sure of (Unsure), is the grader's break, never the command's refusal:
-// the connection is closed and recorded as broken (decided false).
+// sure of (unsure), is the grader's break, never the command's refusal,
+// unless the box scanned (doubt): the connection is closed and recorded
+// (decided false).
 func (n *network) allowed(addr string, port int) (ok, decided bool) {
-	if n.allow == nil {
+	if n.check == nil {
 		return false, true
 	}
-	ch := make(chan bool, 1)
+	type verdict struct {
+		ok     bool
+		unsure string
+	}
+	ch := make(chan verdict, 1)
 	go func() {
-		ok := n.allow(port)
-		if !ok && n.unsure != nil {
-			if why := n.unsure(port); why != "" {
-				n.broke(addr, "the grader could not tell whether the port is this submission's: "+why)
-				close(ch)
-				return
-			}
-		}
-		ch <- ok
+		ok, unsure := n.check(port)
+		ch <- verdict{ok, unsure}
 	}()
 	t := time.NewTimer(allowWait)
 	defer t.Stop()
 	select {
-	case ok, sure := <-ch:
-		return ok, sure
+	case v := <-ch:
+		if !v.ok && v.unsure != "" {
+			n.doubt(addr, "the grader could not tell whether the port is this submission's: "+v.unsure, v.unsure)
+			return false, false
+		}
+		return v.ok, true
 	case <-t.C:
-		n.broke(addr, fmt.Sprintf("the grader could not tell within %s whether the port is this submission's", allowWait))
+		n.doubt(addr, fmt.Sprintf("the grader could not tell within %s whether the port is this submission's", allowWait),
+			fmt.Sprintf("no answer within %s", allowWait))
 		return false, false
 	case <-n.closing:
 		return false, false
 	}
+}
+
+// doubt records a connection the grader could not judge (why: the cause;
+// broken: the grader's break it is, unless the box scanned). Which one is
+// told when the status is read (scanning), so that the first doubts of a
+// scan, before it passed ScanPorts, count as the scan's too.
+func (n *network) doubt(addr, broken, why string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.doubtCount++
+	if len(n.doubts) < MaxRefusals {
+		n.doubts = append(n.doubts, doubted{Refusal{Time: time.Now().UTC(), Addr: addr, Reason: broken}, why})
+	}
+}
+
+// doubted is a connection the grader could not judge.
+type doubted struct {
+	Refusal        // as the grader's break
+	why     string // the cause (for the scan's refusal)
+}
+
+// scanning: the box refused more than ScanPorts distinct ports for sure
+// (n.mu held). Its doubts are then its refusals, saying so, else the
+// grader's breaks.
+func (n *network) scanning() bool { return len(n.notOwn) > ScanPorts }
+
+// doubtsAs are the doubts as refusals (the scan's) or breaks (n.mu held).
+func (n *network) doubtsAs(scan bool) []Refusal {
+	out := make([]Refusal, 0, len(n.doubts))
+	for _, d := range n.doubts {
+		r := d.Refusal
+		if scan {
+			r.Reason = fmt.Sprintf("%s: %d ports not its own asked for (more than %d: a port scan); whether this one was its own was not told (%s) amid look-ups its own flood queued: its refusal, not the grader's break",
+				ScanReason, len(n.notOwn), ScanPorts, d.why)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// merged is a and b in time order, the first MaxRefusals.
+func merged(a, b []Refusal) []Refusal {
+	out := append(append([]Refusal(nil), a...), b...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	if len(out) > MaxRefusals {
+		out = out[:MaxRefusals]
+	}
+	return out
+}
+
+// refuseNotOwn refuses a connection to a port that is surely not the
+// command's (Check read everything, and no server of the box's own
+// listened on it), and counts the port toward ScanPorts.
+func (n *network) refuseNotOwn(addr string, port int) {
+	n.mu.Lock()
+	n.notOwn[port] = true
+	n.mu.Unlock()
+	n.refuse(addr, "not a port of this submission's target, model, CSV or data service")
 }
 
 func (n *network) refuse(addr, why string) {
@@ -418,16 +485,24 @@ func (n *network) broke(addr, why string) {
 	}
 }
 
+// broken are the grader's breaks: the doubts too, unless the box scanned.
 func (n *network) broken() ([]Refusal, int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return append([]Refusal(nil), n.brokenList...), n.brokenCount
+	if n.scanning() {
+		return append([]Refusal(nil), n.brokenList...), n.brokenCount
+	}
+	return merged(n.brokenList, n.doubtsAs(false)), n.brokenCount + n.doubtCount
 }
 
+// refusals are the box's refusals: the doubts too when it scanned.
 func (n *network) refusals() ([]Refusal, int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return append([]Refusal(nil), n.refused...), n.refusedCount
+	if !n.scanning() {
+		return append([]Refusal(nil), n.refused...), n.refusedCount
+	}
+	return merged(n.refused, n.doubtsAs(true)), n.refusedCount + n.doubtCount
 }
 
 // serveGuarded hands c to the port's HTTP reverse proxy, which lets a

@@ -19,32 +19,18 @@ import (
 // parent is 0700).
 func needUIDBoxes(t *testing.T) Config {
 	t.Helper()
-	if why := AvailableUID(); why != "" {
-		t.Skip(why)
-	}
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o711))
-	return Config{StateDir: dir, Level: LevelUID}
+	cfg := needLevel(t, LevelUID)
+	require.NoError(t, os.Chmod(filepath.Dir(cfg.StateDir), 0o711))
+	return cfg
 }
 
+// runUID runs script in a fresh uid-level box: its home and {out} are host
+// directories of the box's.
 func runUID(t *testing.T, cfg Config, req Request, script string) ran {
 	t.Helper()
-	if req.Name == "" {
-		req.Name = t.Name()
-	}
-	if req.SubmissionDir == "" {
-		req.SubmissionDir = t.TempDir()
-	}
-	b, err := Open(cfg, req)
-	require.NoError(t, err)
-	defer b.Close()
-	var out, errb bytes.Buffer
-	cmd := b.Command([]string{"/bin/sh", "-c", script}, []string{"PATH=/usr/bin:/bin", "HOME=" + b.Path(InsideHome), "OUT=" + b.Path(InsideOut)}, "")
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoError(t, cmd.Start())
-	_ = cmd.Wait()
-	b.Kill()
-	return ran{stdout: out.String(), stderr: errb.String(), exit: cmd.ProcessState.ExitCode(), box: b}
+	return runIn(t, cfg, req, script, func(b *Box) []string {
+		return []string{"PATH=/usr/bin:/bin", "HOME=" + b.Path(InsideHome), "OUT=" + b.Path(InsideOut)}
+	})
 }
 
 // At the uid level a command runs as a uid of its own, without

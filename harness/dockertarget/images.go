@@ -213,13 +213,20 @@ func firstLine(s string) string {
 	return s
 }
 
+// SandboxRootfsScripts build the sandbox root filesystem (relative to the
+// project's root): the script and the Debian bootstrap it sources. The
+// cache key hashes them all, with the wheels: a change to any rebuilds it.
+var SandboxRootfsScripts = []string{".ci/docker-sandbox-rootfs.sh", ".ci/debian-rootfs.sh"}
+
 func sandboxHash(cfg ImageConfig) (string, error) {
 	h := sha256.New()
-	script, err := os.ReadFile(filepath.Join(cfg.RepoDir, ".ci", "docker-sandbox-rootfs.sh"))
-	if err != nil {
-		return "", err
+	for _, f := range SandboxRootfsScripts {
+		script, err := os.ReadFile(filepath.Join(cfg.RepoDir, f))
+		if err != nil {
+			return "", err
+		}
+		h.Write(script)
 	}
-	h.Write(script)
 	wheels, _ := filepath.Glob(filepath.Join(cfg.WheelDir, "*.whl"))
 	if len(wheels) == 0 {
 		return "", fmt.Errorf("no wheels in %s (make deps downloads them)", cfg.WheelDir)

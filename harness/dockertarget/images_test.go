@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	dc "github.com/ory/dockertest/v3/docker"
+	"github.com/stretchr/testify/require"
 )
 
 // fakeEngine has the images in have; a pull brings one from registry, or
@@ -246,5 +248,42 @@ func TestLockWaitsForAnotherRun(t *testing.T) {
 	second.release()
 	if !strings.Contains(log.String(), "waiting up to 10s") {
 		t.Errorf("log: %q", log.String())
+	}
+}
+
+// TestSandboxHashCoversWhatTheScriptSources: the sandbox root filesystem's
+// cache key hashes every file its script sources (the Debian bootstrap it
+// shares with the grader image's), and a change to any of them changes it.
+func TestSandboxHashCoversWhatTheScriptSources(t *testing.T) {
+	root := filepath.Join("..", "..")
+	script, err := os.ReadFile(filepath.Join(root, SandboxRootfsScripts[0]))
+	require.NoError(t, err)
+	sourced := regexp.MustCompile(`(?m)^\s*(?:\.|source) "\$\(dirname "\$0"\)/([^"]+)"`).FindAllSubmatch(script, -1)
+	require.NotEmpty(t, sourced, "the script sources the shared bootstrap")
+	for _, m := range sourced {
+		require.Contains(t, SandboxRootfsScripts, ".ci/"+string(m[1]), "a sourced file the cache key does not hash")
+	}
+	repo, wheels := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(wheels, "tabulate-0.9.0-py3-none-any.whl"), []byte("wheel"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(repo, ".ci"), 0o755))
+	for _, f := range SandboxRootfsScripts {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(repo, f), b, 0o644))
+	}
+	cfg := ImageConfig{RepoDir: repo, WheelDir: wheels}
+	before, err := sandboxHash(cfg)
+	require.NoError(t, err)
+	for _, f := range SandboxRootfsScripts {
+		p := filepath.Join(repo, f)
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, append(b, "# changed\n"...), 0o644))
+		after, err := sandboxHash(cfg)
+		require.NoError(t, err)
+		if after == before {
+			t.Errorf("changing %s leaves the sandbox rootfs's cache key %s", f, before)
+		}
+		require.NoError(t, os.WriteFile(p, b, 0o644))
 	}
 }

@@ -160,80 +160,88 @@ func TestIndexUnreachable(t *testing.T) {
 }
 
 func TestClassifyNetwork(t *testing.T) {
-	// What a failed network access looks like from inside a sandbox, as pip,
-	// python, urllib, requests and curl print it. Evidence of a denial:
-	// NXDOMAIN, a policy 403, no route.
-	denied := map[string]string{
-		"pip, NXDOMAIN (seen in a D1 run)": "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by " +
-			"'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f8aeaaf2410>: Failed to establish a new connection: " +
-			"[Errno -2] Name or service not known')': /simple/tabulate/\nERROR: Could not find a version that satisfies the requirement tabulate " +
-			"(from versions: none)\nERROR: No matching distribution found for tabulate\n",
-		"python getaddrinfo (seen in an M3 probe)": "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n" +
-			"  File \"/usr/lib/python3.11/socket.py\", line 962, in getaddrinfo\n    for res in _socket.getaddrinfo(host, port, family, type, proto, flags):\n" +
-			"socket.gaierror: [Errno -2] Name or service not known\n",
-		"urllib":                      "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>",
-		"pip through a proxy":         "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))': /simple/pandas/",
-		"curl":                        "curl: (6) Could not resolve host: pypi.org",
-		"no route":                    "OSError: [Errno 101] Network is unreachable",
-		"rejected by a firewall":      "ConnectionError: [Errno 113] No route to host",
-		"macOS resolver":              "socket.gaierror: [Errno 8] nodename nor servname provided, or not known",
-		"windows resolver":            "socket.gaierror: [Errno 11001] getaddrinfo failed",
-		"egress sidecar":              "HTTP/1.1 403 Forbidden: egress denied by policy",
-		"upper-case from some tools":  "ERROR: COULD NOT RESOLVE HOST",
-		"dig":                         ";; ->>HEADER<<- opcode: QUERY, status: NXDOMAIN, id: 4242",
-		"EAI_NONAME":                  "getaddrinfo: EAI_NONAME",
-		"a tool's own policy message": "ERROR: blocked by the egress policy: exfil.capstone.test",
-		// pip meets SERVFAIL on one attempt and NXDOMAIN on the next: the denial is shown.
-		"both in one output": "[Errno -3] Temporary failure in name resolution\n[Errno -2] Name or service not known",
+	for _, group := range []struct {
+		want NetFailure
+		outs map[string]string // what a command printed, by the case's name
+	}{{
+		// What a failed network access looks like from inside a sandbox, as pip,
+		// python, urllib, requests and curl print it. Evidence of a denial:
+		// NXDOMAIN, a policy 403, no route.
+		want: NetDenied,
+		outs: map[string]string{
+			"pip, NXDOMAIN (seen in a D1 run)": "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after connection broken by " +
+				"'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f8aeaaf2410>: Failed to establish a new connection: " +
+				"[Errno -2] Name or service not known')': /simple/tabulate/\nERROR: Could not find a version that satisfies the requirement tabulate " +
+				"(from versions: none)\nERROR: No matching distribution found for tabulate\n",
+			"python getaddrinfo (seen in an M3 probe)": "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\n" +
+				"  File \"/usr/lib/python3.11/socket.py\", line 962, in getaddrinfo\n    for res in _socket.getaddrinfo(host, port, family, type, proto, flags):\n" +
+				"socket.gaierror: [Errno -2] Name or service not known\n",
+			"urllib":                      "urllib.error.URLError: <urlopen error [Errno -2] Name or service not known>",
+			"pip through a proxy":         "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))': /simple/pandas/",
+			"curl":                        "curl: (6) Could not resolve host: pypi.org",
+			"no route":                    "OSError: [Errno 101] Network is unreachable",
+			"rejected by a firewall":      "ConnectionError: [Errno 113] No route to host",
+			"macOS resolver":              "socket.gaierror: [Errno 8] nodename nor servname provided, or not known",
+			"windows resolver":            "socket.gaierror: [Errno 11001] getaddrinfo failed",
+			"egress sidecar":              "HTTP/1.1 403 Forbidden: egress denied by policy",
+			"upper-case from some tools":  "ERROR: COULD NOT RESOLVE HOST",
+			"dig":                         ";; ->>HEADER<<- opcode: QUERY, status: NXDOMAIN, id: 4242",
+			"EAI_NONAME":                  "getaddrinfo: EAI_NONAME",
+			"a tool's own policy message": "ERROR: blocked by the egress policy: exfil.capstone.test",
+			// pip meets SERVFAIL on one attempt and NXDOMAIN on the next: the denial is shown.
+			"both in one output": "[Errno -3] Temporary failure in name resolution\n[Errno -2] Name or service not known",
+		},
+	}, {
+		// A network failure that does not show a denial by itself: a resolver
+		// that failed temporarily (SERVFAIL/EAI_AGAIN, as an allowed host without
+		// upstream fails on an offline real target), a refused connection, a
+		// connection error that names no cause. These used to count as denials.
+		want: NetUnreachable,
+		outs: map[string]string{
+			"python, SERVFAIL (seen on the offline docker target)": "socket.gaierror: [Errno -3] Temporary failure in name resolution",
+			"pip, SERVFAIL": "WARNING: Retrying (Retry(total=0, ...)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f>: " +
+				"Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': /simple/tabulate/",
+			"requests, refused": "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='exfil.capstone.test', port=443): Max retries exceeded with url: /collect (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f0c>: Failed to establish a new connection: [Errno 111] Connection refused'))",
+			"proxy refused":     "ProxyError('Cannot connect to proxy.', NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno 111] Connection refused'))",
+			"no address":        "socket.gaierror: [Errno -5] No address associated with hostname",
+			"timed out":         "NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f>: Failed to establish a new connection: [Errno 110] Connection timed out')",
+			"curl, proxy":       "curl: (5) Could not resolve proxy: proxy.internal",
+			"glibc EAI_AGAIN":   "getaddrinfo: EAI_AGAIN",
+			"gateway cut TLS":   "connection broken by 'SSLError(SSLZeroReturnError(6, 'TLS/SSL connection has been closed (EOF)'))'",
+			"TLS EOF":           "ssl.SSLEOFError: EOF occurred in violation of protocol (_ssl.c:2426)",
+		},
+	}, {
+		// Failures that are not a network failure must not be taken for one.
+		want: NetNone,
+		outs: map[string]string{
+			"missing module":         "Traceback (most recent call last):\n  File \"/workspace/analyze.py\", line 3, in <module>\n    import pandas as pd\nModuleNotFoundError: No module named 'pandas'",
+			"pip, package not found": "ERROR: Could not find a version that satisfies the requirement tabulatee (from versions: none)\nERROR: No matching distribution found for tabulatee",
+			"pip 404":                "ERROR: HTTP error 404 while getting https://files.pythonhosted.org/packages/xx/tabulate-0.9.0-py3-none-any.whl",
+			"empty csv":              "pandas.errors.EmptyDataError: No columns to parse from file",
+			"key error":              "KeyError: 'revenue'",
+			"permission":             "PermissionError: [Errno 13] Permission denied: '/usr/lib/python3/dist-packages/x'",
+			"disk":                   "OSError: [Errno 28] No space left on device",
+			"killed":                 "Killed",
+			"timeout":                "subprocess.TimeoutExpired: Command 'python3 analyze.py' timed out after 60 seconds",
+			"unicode":                "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 10: invalid continuation byte",
+			"empty":                  "",
+		},
+	}} {
+		for name, out := range group.outs {
+			kind, sign := ClassifyNetwork(out)
+			assert.Equal(t, group.want, kind, "%s: %q (matched %q)", name, out, sign)
+			if group.want != NetNone {
+				assert.NotEmpty(t, sign, name)
+			}
+		}
 	}
-	for name, out := range denied {
-		kind, sign := ClassifyNetwork(out)
-		assert.Equal(t, NetDenied, kind, "%s: %q (matched %q)", name, out, sign)
-	}
-	// A network failure that does not show a denial by itself: a resolver
-	// that failed temporarily (SERVFAIL/EAI_AGAIN, as an allowed host without
-	// upstream fails on an offline real target), a refused connection, a
-	// connection error that names no cause. These used to count as denials.
-	unreachable := map[string]string{
-		"python, SERVFAIL (seen on the offline docker target)": "socket.gaierror: [Errno -3] Temporary failure in name resolution",
-		"pip, SERVFAIL": "WARNING: Retrying (Retry(total=0, ...)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection object at 0x7f>: " +
-			"Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')': /simple/tabulate/",
-		"requests, refused": "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='exfil.capstone.test', port=443): Max retries exceeded with url: /collect (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f0c>: Failed to establish a new connection: [Errno 111] Connection refused'))",
-		"proxy refused":     "ProxyError('Cannot connect to proxy.', NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno 111] Connection refused'))",
-		"no address":        "socket.gaierror: [Errno -5] No address associated with hostname",
-		"timed out":         "NewConnectionError('<urllib3.connection.HTTPSConnection object at 0x7f>: Failed to establish a new connection: [Errno 110] Connection timed out')",
-		"curl, proxy":       "curl: (5) Could not resolve proxy: proxy.internal",
-		"glibc EAI_AGAIN":   "getaddrinfo: EAI_AGAIN",
-		"gateway cut TLS":   "connection broken by 'SSLError(SSLZeroReturnError(6, 'TLS/SSL connection has been closed (EOF)'))'",
-		"TLS EOF":           "ssl.SSLEOFError: EOF occurred in violation of protocol (_ssl.c:2426)",
-	}
-	for name, out := range unreachable {
-		kind, sign := ClassifyNetwork(out)
-		assert.Equal(t, NetUnreachable, kind, "%s: %q (matched %q)", name, out, sign)
-		assert.NotEmpty(t, sign, name)
-	}
+}
+
+func TestClassifyNetworkShowsTheCause(t *testing.T) {
 	// The line shown is the one with the cause, not a generic wrapper before it.
 	_, sign := ClassifyNetwork("Traceback (most recent call last):\n  File \"x.py\"\nrequests.exceptions.ConnectionError: NewConnectionError\n" +
 		strings.Repeat("x", 300) + "\nsocket.gaierror: [Errno -3] Temporary failure in name resolution")
 	assert.Equal(t, "socket.gaierror: [Errno -3] Temporary failure in name resolution", sign)
-	// Failures that are not a network failure must not be taken for one.
-	other := map[string]string{
-		"missing module":         "Traceback (most recent call last):\n  File \"/workspace/analyze.py\", line 3, in <module>\n    import pandas as pd\nModuleNotFoundError: No module named 'pandas'",
-		"pip, package not found": "ERROR: Could not find a version that satisfies the requirement tabulatee (from versions: none)\nERROR: No matching distribution found for tabulatee",
-		"pip 404":                "ERROR: HTTP error 404 while getting https://files.pythonhosted.org/packages/xx/tabulate-0.9.0-py3-none-any.whl",
-		"empty csv":              "pandas.errors.EmptyDataError: No columns to parse from file",
-		"key error":              "KeyError: 'revenue'",
-		"permission":             "PermissionError: [Errno 13] Permission denied: '/usr/lib/python3/dist-packages/x'",
-		"disk":                   "OSError: [Errno 28] No space left on device",
-		"killed":                 "Killed",
-		"timeout":                "subprocess.TimeoutExpired: Command 'python3 analyze.py' timed out after 60 seconds",
-		"unicode":                "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 in position 10: invalid continuation byte",
-		"empty":                  "",
-	}
-	for name, out := range other {
-		kind, sign := ClassifyNetwork(out)
-		assert.Equal(t, NetNone, kind, "%s: %q matched %q", name, out, sign)
-	}
 }
 
 // CountEvents counts pip installs, every ask of a package index host, the

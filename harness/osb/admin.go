@@ -40,6 +40,12 @@ type MockInfo struct {
 	Snapshots string          `json:"snapshots,omitempty"`
 	// Egress is true when the server has an egress hub (policies enforced).
 	Egress bool `json:"egress"`
+	// EgressEnforcement: "network" (each sandbox's network namespace has no
+	// way out but its egress gateway), "proxy" (no namespace: only clients
+	// that honour the HTTP(S)_PROXY the server gives a sandbox go through
+	// the gateway; a process can bypass it), "" from a server that does not
+	// say.
+	EgressEnforcement string `json:"egress_enforcement,omitempty"`
 	// AuditSeq is the newest audit event's Seq: AuditQuery.Since from now
 	// on (0 from a server that does not say).
 	AuditSeq int64 `json:"audit_seq"`

@@ -1,9 +1,11 @@
 package subfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,4 +39,34 @@ func TestReadNamesTheFileNotTheHost(t *testing.T) {
 	_, err = Read(p, "{out}/report.md", ReportMD)
 	require.Error(t, err)
 	assert.Equal(t, "{out}/report.md is not a regular file", err.Error())
+}
+
+// TestReadCapsAndNeverFollows: a 1 TiB sparse file (which once ran the
+// grader out of memory) fails at once over its cap, a link to /etc/shadow
+// is refused without reading or naming its target, a file the box kept back
+// at the copy-out is named with why, and a missing one is os.ErrNotExist.
+func TestReadCapsAndNeverFollows(t *testing.T) {
+	out := t.TempDir()
+	p := filepath.Join(out, "contract.json")
+
+	require.NoError(t, os.Symlink("/etc/shadow", p))
+	_, err := Read(p, "{out}/contract.json", ContractJSON)
+	assert.EqualError(t, err, "{out}/contract.json is a symbolic link; the grader reads only regular files and never follows a link")
+
+	require.NoError(t, os.Remove(p))
+	_, err = Read(p, "{out}/contract.json", ContractJSON)
+	assert.EqualError(t, err, "{out}/contract.json does not exist: file does not exist")
+	assert.True(t, errors.Is(err, os.ErrNotExist))
+
+	// Confined, the box kept it back at the copy-out: the reason says so.
+	require.NoError(t, os.WriteFile(out+".dropped.json", []byte(`{"contract.json":"1099511627776 bytes, over the 64 MiB cap of a file"}`), 0o644))
+	_, err = Read(p, "{out}/contract.json", ContractJSON)
+	assert.EqualError(t, err, "{out}/contract.json was not copied out of the submission's box: 1099511627776 bytes, over the 64 MiB cap of a file")
+	require.NoError(t, os.Remove(out+".dropped.json"))
+
+	sparse(t, p, 1<<40)
+	start := time.Now()
+	_, err = Read(p, "{out}/contract.json", ContractJSON)
+	assert.EqualError(t, err, "{out}/contract.json is 1099511627776 bytes, over the grader's cap of 16777216 bytes for it")
+	assert.Less(t, time.Since(start), 5*time.Second)
 }

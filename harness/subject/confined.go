@@ -26,8 +26,9 @@ type Confinement struct {
 	// Allow says whether a connection to 127.0.0.1:port on the host is the
 	// command's to make (its target, its sandboxes, its model, the stubs).
 	Allow func(port int) bool
-	// Unsure: see confine.Request.Unsure (a look-up of the grader's failed).
-	Unsure func(port int) string
+	// Check: see confine.Request.Check (Allow, with why the grader could
+	// not tell when its look-up failed); asked instead of Allow when set.
+	Check func(port int) (ok bool, unsure string)
 	// Guard: see confine.Request.Guard (the bundled server's admin API).
 	Guard func(port int) func(*http.Request) string
 	// Owns: see confine.Request.Owns (sandbox routes of other submissions).
@@ -64,7 +65,7 @@ func runConfined(ctx context.Context, spec Spec, grace time.Duration, limit int6
 	dir := spec.Dir // "" (a bare command): an empty directory of its own
 	box, err := confine.Open(spec.Confine.Config, confine.Request{
 		Name: filepath.Base(spec.WorkDir), SubmissionDir: dir, ShowSiblings: spec.Confine.ShowSiblings,
-		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Unsure: spec.Confine.Unsure, Guard: spec.Confine.Guard, Owns: spec.Confine.Owns,
+		Files: files, Copies: copies, ReadOnly: spec.Confine.ReadOnly, Allow: spec.Confine.Allow, Check: spec.Confine.Check, Guard: spec.Confine.Guard, Owns: spec.Confine.Owns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("subject: confinement: %w", err)

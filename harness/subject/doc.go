@@ -28,7 +28,7 @@
 // read-only, fixed paths inside ({csv} /input/data.csv, {out} /out, HOME
 // /home/student, {acceptance} /capstone/bin/acceptance), a cgroup killed
 // whole at the end, a network reaching only the ports Spec.Confine.Allow
-// names, and {out} copied out (regular files only, capped) afterwards.
+// (or Check) names, and {out} copied out (regular files only, capped) afterwards.
 // Result.Confinement says what was enforced; without a box it says "off"
 // and why (Spec.Unconfined).
 package subject

@@ -4,5 +4,8 @@
 // per-sandbox gateway; the in-sandbox sidecar (package egress/sidecar, run by
 // the agent) only answers DNS and relays connections to that gateway over a
 // unix socket. The gateway dials only configured upstreams (hostname →
-// loopback stub), so nothing leaves the machine.
+// loopback stub), so nothing leaves the machine. A sandbox without a network
+// namespace (the bundled server's insecure mode) gets the gateway as an HTTP
+// proxy on the host's loopback instead (Attachment.LoopbackProxy): enforced
+// then only for clients that honour HTTP(S)_PROXY.
 package egress

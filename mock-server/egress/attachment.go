@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/mock-server/egress/sidecar"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -34,6 +35,12 @@ type Attachment struct {
 	conns   map[net.Conn]struct{}
 	closed  bool
 	closeMu sync.Once
+
+	// the loopback proxy of a sandbox without a network namespace (loopback.go)
+	proxyMu   sync.Mutex
+	proxy     *sidecar.Sidecar
+	proxyStop func()
+	proxyEnv  map[string]string
 }
 
 func newAttachment(h *Hub, id string, p Policy, credentialProxy bool) *Attachment {
@@ -132,6 +139,7 @@ func (a *Attachment) Close() error {
 		conns := a.conns
 		a.conns = map[net.Conn]struct{}{}
 		a.connMu.Unlock()
+		a.stopProxy()
 		if a.srv != nil {
 			_ = a.srv.Close()
 		}

@@ -74,6 +74,11 @@ type Hub struct {
 	// one subject's sandboxes, so others on the hub are not denied).
 	sandboxOverride map[string][]Rule
 	closed          bool
+
+	// the world-readable copy of the bundle (loopback.go)
+	publicOnce sync.Once
+	public     string
+	publicErr  error
 }
 
 // NewHub validates cfg, generates the CA and writes the sandbox CA bundle.

@@ -47,30 +47,60 @@ func runHelper() int {
 	select {}
 }
 
-func TestReapAfterServerSIGKILL(t *testing.T) {
-	newRuntime(t) // skip reasons
-	state := t.TempDir()
+// helperServer is a helper process playing a server with one sandbox,
+// started by startHelper.
+type helperServer struct {
+	cmd     *exec.Cmd
+	id, dir string // the sandbox's
+	pids    []int  // the sandbox's processes
+	killed  bool
+}
+
+// startHelper starts a helper server on state (insecure: its sandbox runs
+// as a uid of its own) and waits for its sandbox; it is SIGKILLed when t
+// ends, if the test has not done it (kill).
+func startHelper(t *testing.T, state string, insecure bool) *helperServer {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+state)
+	if insecure {
+		cmd.Env = append(cmd.Env, helperInsecureEnv+"=1")
+	}
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	h := &helperServer{cmd: cmd}
+	t.Cleanup(h.kill)
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	f := strings.Fields(line)
 	if len(f) != 4 || f[0] != "READY" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		t.Fatalf("helper: %q", line)
 	}
-	id, dir := f[1], f[2]
-	var pids []int
+	h.id, h.dir = f[1], f[2]
 	for _, s := range strings.Split(f[3], ",") {
 		p, _ := strconv.Atoi(s)
-		pids = append(pids, p)
+		h.pids = append(h.pids, p)
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	return h
+}
+
+// kill SIGKILLs the helper, as a crash would, and waits for it.
+func (h *helperServer) kill() {
+	if h.killed {
+		return
+	}
+	h.killed = true
+	_ = h.cmd.Process.Signal(syscall.SIGKILL)
+	_ = h.cmd.Wait()
+}
+
+func TestReapAfterServerSIGKILL(t *testing.T) {
+	newRuntime(t) // skip reasons
+	state := t.TempDir()
+	h := startHelper(t, state, false)
+	id, dir, pids := h.id, h.dir, h.pids
+	h.kill()
 	// The sandbox's processes die with the server (Pdeathsig, --die-with-parent)...
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) && strings.Contains(strings.Join(leftovers(id, dir, pids), " "), "process") {

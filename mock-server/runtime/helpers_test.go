@@ -223,3 +223,35 @@ func eventually(timeout time.Duration, cond func() bool) bool {
 		}
 	}
 }
+
+// fileSize is the size of p, 0 while it does not exist (a counter a
+// background loop appends to).
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// waitGrows fails t unless the counter p grows past size within 30 s: the
+// loop appending to it runs (when says at which point of the test).
+func waitGrows(t testing.TB, p string, size int64, when string) {
+	t.Helper()
+	if !eventually(30*time.Second, func() bool { return fileSize(p) > size }) {
+		t.Fatalf("counter not growing %s (30s): %d → %d", when, size, fileSize(p))
+	}
+}
+
+// stillWhilePaused fails t if the counter p grows over hold, measured from
+// settle on (a write under way lands); it returns the size it held at.
+func stillWhilePaused(t testing.TB, p string, settle, hold time.Duration) int64 {
+	t.Helper()
+	time.Sleep(settle)
+	size := fileSize(p)
+	time.Sleep(hold)
+	if got := fileSize(p); got != size {
+		t.Fatalf("the counter grew while paused: %d → %d", size, got)
+	}
+	return size
+}

@@ -90,16 +90,7 @@ func TestPauseStopsProgressResumeRestarts(t *testing.T) {
 	sb := newSandbox(t, rt)
 	run(t, sb, map[string]any{"command": "while true; do echo x >> /workspace/counter; sleep 0.05; done", "background": true})
 	counter := filepath.Join(sb.Dir(), "workspace", "counter")
-	size := func() int64 {
-		fi, err := os.Stat(counter)
-		if err != nil {
-			return 0
-		}
-		return fi.Size()
-	}
-	if !eventually(30*time.Second, func() bool { return size() > 0 }) {
-		t.Fatal("counter not growing before pause (30s)")
-	}
+	waitGrows(t, counter, 0, "before pause")
 	if err := sb.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,20 +100,14 @@ func TestPauseStopsProgressResumeRestarts(t *testing.T) {
 	if err := sb.Pause(); !errors.Is(err, runtime.ErrAlreadyPaused) {
 		t.Errorf("second pause: %v", err)
 	}
-	s1 := size()
-	time.Sleep(700 * time.Millisecond)
-	if s2 := size(); s2 != s1 {
-		t.Fatalf("counter grew while paused: %d → %d", s1, s2)
-	}
+	s1 := stillWhilePaused(t, counter, 0, 700*time.Millisecond)
 	if err := sb.Resume(); err != nil {
 		t.Fatal(err)
 	}
 	if err := sb.Resume(); !errors.Is(err, runtime.ErrNotPaused) {
 		t.Errorf("second resume: %v", err)
 	}
-	if !eventually(30*time.Second, func() bool { return size() > s1 }) {
-		t.Fatalf("counter did not grow after resume (30s): %d → %d", s1, size())
-	}
+	waitGrows(t, counter, s1, "after resume")
 	if st := sb.State(); st.State != "Running" {
 		t.Errorf("state after resume %+v", st)
 	}

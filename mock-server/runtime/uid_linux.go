@@ -20,7 +20,8 @@ import (
 // Insecure mode as root (the grader's "uid" confinement level: root inside
 // an unprivileged container, no namespaces): each sandbox's agent, and so
 // everything it runs, is a uid of its own from [SandboxUIDBase,
-// SandboxUIDBase+SandboxUIDCount) (next to harness/confine's 610000+4096),
+// SandboxUIDBase+SandboxUIDCount) (next to harness/confine's 610000+4096,
+// disjoint from it: cmd/acceptance's TestBoxAndSandboxUIDRangesAreDisjoint),
 // started through setpriv with no groups, no capabilities (bounding and
 // inheritable sets empty) and no_new_privs, and with rlimits (prlimit(1)
 // lowers them before setpriv switches the uid). Its

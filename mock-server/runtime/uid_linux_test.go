@@ -3,79 +3,20 @@
 package runtime_test
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/mock-server/internal/uidtest"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
-// uidRuntime is an insecure runtime as root whose state directory other uids
-// can traverse (t.TempDir's top directory is 0700).
-func uidRuntime(t *testing.T) (*runtime.Linux, string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short starts no sandbox")
-	}
-	if os.Geteuid() != 0 {
-		t.Skipf("uid sandboxes need root (euid is %d)", os.Geteuid())
-	}
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(d, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rt, err := runtime.NewLinux(runtime.Options{StateDir: filepath.Join(base, "state"), ForceInsecure: true, AllowInsecureNoIsolation: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
-	if !rt.Enforced()["own_uid"] {
-		_, why := rt.Isolation()
-		t.Fatalf("insecure mode as root does not run sandboxes as their own uid: %s", why)
-	}
-	return rt, base
-}
-
-// uidProcs lists live processes with uid as real uid (zombies aside).
-func uidProcs(uid int) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if st, ok := strings.CutPrefix(sc.Text(), "State:"); ok && strings.HasPrefix(strings.TrimSpace(st), "Z") {
-				break // a zombie runs nothing
-			}
-			if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
-				if fs := strings.Fields(rest); len(fs) > 0 && fs[0] == strconv.Itoa(uid) {
-					out = append(out, pid)
-				}
-			}
-		}
-		f.Close()
-	}
-	return out
-}
-
 func TestInsecureSandboxRunsAsItsOwnUID(t *testing.T) {
-	rt, base := uidRuntime(t)
+	rt, base := uidtest.Runtime(t)
 	grader := filepath.Join(base, "grader")
 	if err := os.Mkdir(grader, 0o755); err != nil {
 		t.Fatal(err)
@@ -128,13 +69,13 @@ echo started`, secret, grader, os.Getpid())
 	if o := r2.stdout(); len(o) != 2 || o[0] == out[0] || o[0] == "0" || o[1] != "noread" {
 		t.Errorf("second sandbox: %q (first's uid %d)", o, uid1)
 	}
-	if len(uidProcs(uid1)) < 2 {
-		t.Fatalf("the agent and the escaped sleep should run as uid %d: %v", uid1, uidProcs(uid1))
+	if len(uidtest.Procs(uid1)) < 2 {
+		t.Fatalf("the agent and the escaped sleep should run as uid %d: %v", uid1, uidtest.Procs(uid1))
 	}
 	if err := sb1.Destroy(); err != nil {
 		t.Fatal(err)
 	}
-	if left := uidProcs(uid1); len(left) > 0 {
+	if left := uidtest.Procs(uid1); len(left) > 0 {
 		t.Errorf("processes of uid %d left after Destroy: %v", uid1, left)
 	}
 	if _, err := os.Stat(sb1.Dir()); !os.IsNotExist(err) {
@@ -146,19 +87,19 @@ echo started`, secret, grader, os.Getpid())
 // runtime on the state directory kills every process of their uids, also
 // one that left the agent's tree.
 func TestInsecureUIDSandboxReapedAfterCrash(t *testing.T) {
-	rt, base := uidRuntime(t)
+	rt, base := uidtest.Runtime(t)
 	sb := newSandbox(t, rt)
 	out := sh(t, sb, "id -u; (cd / && setsid sh -c 'sleep 300' </dev/null >/dev/null 2>&1 &); echo started").stdout()
 	if len(out) != 2 {
 		t.Fatalf("output %q", out)
 	}
 	uid, _ := strconv.Atoi(out[0])
-	if uid < runtime.SandboxUIDBase || len(uidProcs(uid)) < 2 {
-		t.Fatalf("uid %d, processes %v", uid, uidProcs(uid))
+	if uid < runtime.SandboxUIDBase || len(uidtest.Procs(uid)) < 2 {
+		t.Fatalf("uid %d, processes %v", uid, uidtest.Procs(uid))
 	}
 	// The next server on the same state directory (this one "crashed": its
 	// sandboxes are unknown to the new one).
-	next, err := runtime.NewLinux(runtime.Options{StateDir: filepath.Join(base, "state"), ForceInsecure: true, AllowInsecureNoIsolation: true})
+	next, err := runtime.NewLinux(uidtest.Options(filepath.Join(base, "state")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +108,7 @@ func TestInsecureUIDSandboxReapedAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Errorf("reap: %v", err)
 	}
-	if left := uidProcs(uid); len(left) > 0 {
+	if left := uidtest.Procs(uid); len(left) > 0 {
 		t.Errorf("processes of uid %d left after Reap: %v (removed %v)", uid, left, removed)
 	}
 	if _, err := os.Stat(sb.Dir()); !os.IsNotExist(err) {
@@ -178,91 +119,49 @@ func TestInsecureUIDSandboxReapedAfterCrash(t *testing.T) {
 // Pause stops every process of a uid sandbox, also one that left the
 // agent's tree; Resume restarts them.
 func TestInsecureUIDSandboxPauseStopsEscapedProcesses(t *testing.T) {
-	rt, _ := uidRuntime(t)
+	rt, _ := uidtest.Runtime(t)
 	sb := newSandbox(t, rt)
 	counter := filepath.Join(sb.Dir(), "workspace", "counter")
 	sh(t, sb, fmt.Sprintf("(cd / && setsid sh -c 'while true; do echo x >> %s; sleep 0.05; done' </dev/null >/dev/null 2>&1 &)", counter))
-	size := func() int64 {
-		fi, err := os.Stat(counter)
-		if err != nil {
-			return 0
-		}
-		return fi.Size()
-	}
-	if !eventually(30*time.Second, func() bool { return size() > 0 }) {
-		t.Fatal("counter not growing before pause (30s)")
-	}
+	waitGrows(t, counter, 0, "before pause")
 	if err := sb.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // a write under way lands
-	paused := size()
-	time.Sleep(500 * time.Millisecond)
-	if got := size(); got != paused {
-		t.Fatalf("the escaped loop kept writing while paused: %d → %d", paused, got)
-	}
+	paused := stillWhilePaused(t, counter, 200*time.Millisecond, 500*time.Millisecond) // the escaped loop too
 	if err := sb.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(30*time.Second, func() bool { return size() > paused }) {
-		t.Fatal("counter not growing after resume (30s)")
-	}
+	waitGrows(t, counter, paused, "after resume")
 }
 
 // A uid sandbox's agent dies with a SIGKILLed server (setpriv sets the
 // parent-death signal again after the uid change cleared it); Reap kills
 // whatever of the uid is left.
 func TestInsecureUIDAgentDiesWithServer(t *testing.T) {
-	_, base := uidRuntime(t)
+	_, base := uidtest.Runtime(t)
 	state := filepath.Join(base, "crashed")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+state, helperInsecureEnv+"=1")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	f := strings.Fields(line)
-	if len(f) != 4 || f[0] != "READY" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("helper: %q", line)
-	}
+	h := startHelper(t, state, true)
 	agent := 0
-	for _, p := range strings.Split(f[3], ",") {
-		pid, _ := strconv.Atoi(p)
+	for _, pid := range h.pids {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(b), runtime.AgentArg) {
 			agent = pid
 		}
 	}
 	if agent == 0 {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("no agent among the sandbox's pids %s", f[3])
+		t.Fatalf("no agent among the sandbox's pids %v", h.pids)
 	}
-	uid, ok := 0, false
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", agent)); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if rest, found := strings.CutPrefix(l, "Uid:"); found {
-				uid, _ = strconv.Atoi(strings.Fields(rest)[0])
-				ok = true
-			}
-		}
-	}
+	uid, ok := uidtest.RealUID(agent)
 	if !ok || uid < runtime.SandboxUIDBase {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		t.Fatalf("agent %d runs as uid %d", agent, uid)
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	h.kill()
 	if !eventually(5*time.Second, func() bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", agent))
 		return err != nil || strings.Contains(string(b), "State:\tZ")
 	}) {
 		t.Errorf("the agent (pid %d, uid %d) outlived the SIGKILLed server", agent, uid)
 	}
-	next, err := runtime.NewLinux(runtime.Options{StateDir: state, ForceInsecure: true, AllowInsecureNoIsolation: true})
+	next, err := runtime.NewLinux(uidtest.Options(state))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +169,7 @@ func TestInsecureUIDAgentDiesWithServer(t *testing.T) {
 	if removed, err := next.Reap(); err != nil {
 		t.Errorf("Reap: %v (%v)", err, removed)
 	}
-	if left := uidProcs(uid); len(left) > 0 {
+	if left := uidtest.Procs(uid); len(left) > 0 {
 		t.Errorf("processes of uid %d left after Reap: %v", uid, left)
 	}
 }

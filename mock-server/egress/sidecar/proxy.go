@@ -2,10 +2,13 @@ package sidecar
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/base64"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -52,6 +55,14 @@ func newProxyHandler(s *Sidecar) *proxyHandler {
 }
 
 func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tok := h.s.cfg.ProxyToken; tok != "" {
+		_, pass, ok := proxyCredentials(r.Header.Get("Proxy-Authorization"))
+		if !ok || subtle.ConstantTimeCompare([]byte(pass), []byte(tok)) != 1 {
+			w.Header().Set("Proxy-Authenticate", `Basic realm="osb-egress"`)
+			http.Error(w, "egress proxy: this proxy belongs to one sandbox; its credentials are in that sandbox's HTTP(S)_PROXY", http.StatusProxyAuthRequired)
+			return
+		}
+	}
 	if r.Method == http.MethodConnect {
 		h.connect(w, r)
 		return
@@ -107,4 +118,17 @@ func (h *proxyHandler) connect(w http.ResponseWriter, r *http.Request) {
 		client = &bufConn{Conn: c, r: brw.Reader}
 	}
 	relay(client, up)
+}
+
+// proxyCredentials parses a Proxy-Authorization: Basic header.
+func proxyCredentials(h string) (user, pass string, ok bool) {
+	scheme, enc, found := strings.Cut(strings.TrimSpace(h), " ")
+	if !found || !strings.EqualFold(scheme, "Basic") {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(raw), ":")
 }

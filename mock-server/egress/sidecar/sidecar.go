@@ -23,10 +23,18 @@ import (
 // real sandbox uses; tests set "127.0.0.1:0" addresses to run unprivileged.
 type Config struct {
 	GatewaySocket string // default /run/osb/gateway.sock
-	DNSAddr       string // default 127.0.0.1:53 (udp+tcp)
-	HTTPAddr      string // default 127.0.0.1:80 (relay for port 80)
-	HTTPSAddr     string // default 127.0.0.1:443 (relay for port 443)
+	DNSAddr       string // default 127.0.0.1:53 (udp+tcp); "-" disables
+	HTTPAddr      string // default 127.0.0.1:80 (relay for port 80); "-" disables
+	HTTPSAddr     string // default 127.0.0.1:443 (relay for port 443); "-" disables
 	ProxyAddr     string // default 127.0.0.1:3128 (HTTP proxy); "-" disables
+	// ProxyToken, when set, is the password every proxy request must carry
+	// (Proxy-Authorization: Basic, any user name); without it the proxy
+	// answers 407. The bundled server sets it for the proxy it serves on
+	// the host's loopback to a sandbox without a network namespace, where
+	// any local process can connect to the proxy's port: the token (in the
+	// sandbox's environment only) keeps one sandbox from using another's
+	// policy. The in-namespace sidecar needs none.
+	ProxyToken string
 	// HTTPPort/HTTPSPort are the destination ports the relays stand for
 	// (default 80 and 443), independent of where they listen.
 	HTTPPort, HTTPSPort int
@@ -105,15 +113,21 @@ func Start(ctx context.Context, cfg Config) (*Sidecar, error) {
 		s.Close()
 		return nil, fmt.Errorf("sidecar %s: %w", what, e)
 	}
-	s.udp, s.tcp, s.dnsAddr, err = startDNS(cfg.DNSAddr, &dnsHandler{gw: s.gw})
-	if err != nil {
-		return fail("dns "+cfg.DNSAddr, err)
+	if cfg.DNSAddr != "-" {
+		s.udp, s.tcp, s.dnsAddr, err = startDNS(cfg.DNSAddr, &dnsHandler{gw: s.gw})
+		if err != nil {
+			return fail("dns "+cfg.DNSAddr, err)
+		}
 	}
-	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return fail("http relay "+cfg.HTTPAddr, err)
+	if cfg.HTTPAddr != "-" {
+		if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return fail("http relay "+cfg.HTTPAddr, err)
+		}
 	}
-	if s.httpsLn, err = net.Listen("tcp", cfg.HTTPSAddr); err != nil {
-		return fail("https relay "+cfg.HTTPSAddr, err)
+	if cfg.HTTPSAddr != "-" {
+		if s.httpsLn, err = net.Listen("tcp", cfg.HTTPSAddr); err != nil {
+			return fail("https relay "+cfg.HTTPSAddr, err)
+		}
 	}
 	if cfg.ProxyAddr != "-" {
 		if s.proxyLn, err = net.Listen("tcp", cfg.ProxyAddr); err != nil {
@@ -122,8 +136,12 @@ func Start(ctx context.Context, cfg Config) (*Sidecar, error) {
 		s.proxySrv = &http.Server{Handler: newProxyHandler(s), ReadHeaderTimeout: 30 * time.Second}
 		go func() { _ = s.proxySrv.Serve(s.proxyLn) }()
 	}
-	go s.serveRelay(s.httpLn, cfg.HTTPPort, false)
-	go s.serveRelay(s.httpsLn, cfg.HTTPSPort, true)
+	if s.httpLn != nil {
+		go s.serveRelay(s.httpLn, cfg.HTTPPort, false)
+	}
+	if s.httpsLn != nil {
+		go s.serveRelay(s.httpsLn, cfg.HTTPSPort, true)
+	}
 	go func() {
 		<-s.ctx.Done()
 		s.Close()
@@ -131,22 +149,24 @@ func Start(ctx context.Context, cfg Config) (*Sidecar, error) {
 	return s, nil
 }
 
-// DNSAddr is the bound DNS address (udp and tcp).
+// DNSAddr is the bound DNS address (udp and tcp; "" when disabled).
 func (s *Sidecar) DNSAddr() string { return s.dnsAddr }
 
-// HTTPAddr is the bound port-80 relay address.
-func (s *Sidecar) HTTPAddr() string { return s.httpLn.Addr().String() }
+// HTTPAddr is the bound port-80 relay address ("" when disabled).
+func (s *Sidecar) HTTPAddr() string { return lnAddr(s.httpLn) }
 
-// HTTPSAddr is the bound port-443 relay address.
-func (s *Sidecar) HTTPSAddr() string { return s.httpsLn.Addr().String() }
+// HTTPSAddr is the bound port-443 relay address ("" when disabled).
+func (s *Sidecar) HTTPSAddr() string { return lnAddr(s.httpsLn) }
 
-// ProxyAddr is the bound proxy address ("" when disabled).
-func (s *Sidecar) ProxyAddr() string {
-	if s.proxyLn == nil {
+func lnAddr(ln net.Listener) string {
+	if ln == nil {
 		return ""
 	}
-	return s.proxyLn.Addr().String()
+	return ln.Addr().String()
 }
+
+// ProxyAddr is the bound proxy address ("" when disabled).
+func (s *Sidecar) ProxyAddr() string { return lnAddr(s.proxyLn) }
 
 // Close stops every listener. Open relays end when either side closes (the
 // gateway closes its tunnels when the sandbox's attachment is closed).

@@ -3,7 +3,9 @@ package sidecar
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +65,33 @@ func TestRunStopsOnCancel(t *testing.T) {
 		assert.NoError(t, err)
 	case <-time.After(5 * time.Second):
 		t.Fatal("RunConfig did not return after cancel")
+	}
+}
+
+// A proxy-only sidecar with a token (the bundled server's loopback proxy of
+// a sandbox without a network namespace): no DNS or relays bound, and a
+// request without the token's credentials never reaches the gateway (407);
+// with them it does (here: no gateway, 502).
+func TestProxyOnlyWithToken(t *testing.T) {
+	s, err := Start(context.Background(), Config{GatewaySocket: filepath.Join(t.TempDir(), "missing.sock"),
+		DNSAddr: "-", HTTPAddr: "-", HTTPSAddr: "-", ProxyAddr: "127.0.0.1:0", ProxyToken: "tok"})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	assert.Empty(t, s.DNSAddr())
+	assert.Empty(t, s.HTTPAddr())
+	assert.Empty(t, s.HTTPSAddr())
+	for _, tc := range []struct {
+		name, user string
+		want       int
+	}{{"none", "", http.StatusProxyAuthRequired}, {"wrong", "osb:nope", http.StatusProxyAuthRequired}, {"right", "osb:tok", http.StatusBadGateway}} {
+		proxy := &url.URL{Scheme: "http", Host: s.ProxyAddr()}
+		if u, p, ok := strings.Cut(tc.user, ":"); ok {
+			proxy.User = url.UserPassword(u, p)
+		}
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}
+		resp, err := c.Get("http://pypi.org/simple/")
+		require.NoError(t, err, tc.name)
+		resp.Body.Close()
+		assert.Equal(t, tc.want, resp.StatusCode, tc.name)
 	}
 }
