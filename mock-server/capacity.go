@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/osb-capstone/acceptance/mock-server/wire"
@@ -84,9 +83,8 @@ func (s *Server) refuseForCapacity(w http.ResponseWriter, r *http.Request) bool 
 	if f == nil {
 		return false
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfterSeconds))
-	// 1.1.1's Kubernetes pool answer (_pool_capacity_exhausted_error).
-	writeError(w, http.StatusTooManyRequests, "KUBERNETES::POOL_CAPACITY_EXHAUSTED",
-		"No Pool capacity became available before the acquisition timeout.")
+	// 1.1.1's Kubernetes pool answer (_pool_capacity_exhausted_error), as
+	// the recording proxy injects it on a real target.
+	wire.WriteCapacityExhausted(w, f.RetryAfterSeconds)
 	return true
 }

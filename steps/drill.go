@@ -27,6 +27,18 @@ type drill struct {
 	// sharedRun: the hook acts on the run only, so every scenario that asks
 	// for this drill shares one run (D1 on a real target).
 	sharedRun bool
+	// provenance says where the fault came from when it is not the target's
+	// own doing (D3 on a real target: the harness's recording proxy); every
+	// measured verdict of the scenario carries it (recordFor).
+	provenance string
+}
+
+// faultProvenance is the scenario's drill's provenance ("" none).
+func (s *scenario) faultProvenance() string {
+	if s.drill == nil {
+		return ""
+	}
+	return s.drill.provenance
 }
 
 func (d *drill) logf(format string, args ...any) {

@@ -347,14 +347,17 @@ func noNewSandboxAfterExpiry(ctx context.Context) error {
 
 func capacityFault(ctx context.Context, seconds int) error {
 	s := state(ctx)
-	if !s.env.mock() {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-			"OpenSandbox 1.1.1 answers 429 with Retry-After only from a Kubernetes pool at capacity (KUBERNETES::POOL_CAPACITY_EXHAUSTED); "+
-				"target %s has no pool the suite can exhaust on demand (on Docker there are no pools), so the drill is not actually measured, as the course says without a cluster", s.env.opt.Target.Kind)
-	}
 	// Keyed to the run's own key: other submissions graded on the server
 	// meanwhile keep creating, so the drill need not run alone.
-	d := &drill{Name: "capacity-429", Available: mockOnly, retryAfter: time.Duration(seconds) * time.Second, keyed: true}
+	d := &drill{Name: "capacity-429", retryAfter: time.Duration(seconds) * time.Second, keyed: true}
+	if !s.env.mock() {
+		// A real target has no pool the suite can exhaust (on Docker there
+		// are none): the run's recording proxy answers its creates with the
+		// pool's 429 (d3_proxy.go).
+		s.env.capacityByProxy(d, seconds)
+		s.drill = d
+		return nil
+	}
 	adm := s.env.client.Admin()
 	d.keyedFault("/_mock/faults/capacity",
 		func(c context.Context, fp string) (*osb.Result[osb.Empty], error) {
@@ -383,6 +386,9 @@ func boundedCreates(ctx context.Context, max int) error {
 	}
 	n := len(createAttempts(saw))
 	s.note("%d create attempts", n)
+	if note := capacityInjectedNote(s, r); note != "" {
+		s.note("%s", note)
+	}
 	s.addEvidence(filepath.Join(r.RelDir, "lifecycle-calls.json"))
 	if n == 0 {
 		return failf("the subject never tried to create a sandbox")

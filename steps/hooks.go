@@ -150,7 +150,16 @@ func (e *Env) recordPerEntry(s *scenario, o rubric.Outcome, decide func(id strin
 }
 
 // recordFor records o for the entries named by tags (ids, for the console).
+// A measured verdict of a scenario whose fault the harness made up (not the
+// target's own doing: drill.provenance) says so in its reason.
 func (e *Env) recordFor(s *scenario, tags, ids []string, o rubric.Outcome) {
+	if p := s.faultProvenance(); p != "" && (o.Verdict == rubric.Passed || o.Verdict == rubric.Failed) {
+		if o.Reason == "" {
+			o.Reason = p
+		} else {
+			o.Reason += "; " + p
+		}
+	}
 	o.Reason = printable(o.Reason)
 	if _, rerr := e.opt.Results.RecordTags(tags, o); rerr != nil {
 		e.progress("  ! could not record %s: %v", s.name, rerr)

@@ -45,6 +45,10 @@ type launchOpts struct {
 	finish func(ctx context.Context)
 	// during runs while the command runs; stop ends it.
 	during func(ctx context.Context, stop func())
+	// proxied runs once the command's recording proxy is up (a real target)
+	// and before the command starts (a fault the proxy injects for its key);
+	// an error means the command cannot be measured.
+	proxied func(ctx context.Context, l *launch) error
 }
 
 // newLaunch names the command's evidence directory (bundle-relative relDir).
@@ -123,6 +127,11 @@ func (e *Env) launch(ctx context.Context, l *launch, o launchOpts) *agentModel {
 		BudgetLeft: e.budgetLeft, BudgetOf: e.opt.SubmissionTimeout, Spend: e.spend,
 		Witness: e.witness(), View: e.opt.View, Fate: e.fate(),
 		Setup: func(ctx context.Context, l *launch, spec *subject.Spec) (func(), error) {
+			if o.proxied != nil {
+				if err := o.proxied(ctx, l); err != nil {
+					return nil, err
+				}
+			}
 			var cleanup func()
 			if m != nil {
 				if err := m.start(e, l.APIKey, spec); err != nil {

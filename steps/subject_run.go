@@ -100,6 +100,10 @@ type runOpts struct {
 	prepare func(ctx context.Context, r *subjectRun) error
 	// finish runs after the subject ended (disarm a keyed fault).
 	finish func(ctx context.Context, r *subjectRun)
+	// proxied runs once the run's recording proxy is up (a real target),
+	// before the subject starts (arm a fault the proxy injects for the
+	// run's key); an error means the run cannot be measured.
+	proxied func(ctx context.Context, r *subjectRun) error
 }
 
 // runSubject runs the subject now, uncached (Env.launch).
@@ -138,6 +142,9 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	if o.hook != nil {
 		lo.during = func(ctx context.Context, stop func()) { o.hook(ctx, r, stop) }
+	}
+	if o.proxied != nil {
+		lo.proxied = func(ctx context.Context, _ *launch) error { return o.proxied(ctx, r) }
 	}
 	r.model = e.launch(ctx, &r.launch, lo)
 	if !r.Launched() {

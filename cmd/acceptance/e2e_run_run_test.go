@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/osb-capstone/acceptance/harness/command"
 	"github.com/osb-capstone/acceptance/harness/report"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
@@ -278,23 +280,10 @@ func TestRunAgainstURLTarget(t *testing.T) {
 	st, err := stubs.Start(stubs.Config{WheelsDir: filepath.Join(repoRoot(t), ".cache", "wheels"), DataAPIToken: "unused-" + randomHex(8)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
-	key := "url-target-" + randomHex(8)
-	state := shortStateDir(t)
-	srv, err := mockserver.StartBundled(context.Background(), mockserver.BundledConfig{
-		APIKey: key, StateDir: state, Upstreams: st.Upstreams(),
-	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-
 	// The 50 MB input (@large) is left to the full-suite test: it adds half a
 	// minute and nothing about the target's kind.
-	target := "http://" + srv.Server.Domain()
-	class := filepath.Join(t.TempDir(), "class")
-	out := filepath.Join(class, "01-submission")
-	var stdout, stderr bytes.Buffer
-	code := gradeMain(runArgs(t, class, "--target", target, "--api-key", key,
-		"--tags", offlineRealTargetTags, testdataSubmission(t, "submission")), &stdout, &stderr)
-	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	g := gradeOnURLTarget(t, mockserver.BundledConfig{Upstreams: st.Upstreams()}, offlineRealTargetTags)
+	target, key, state, out, code := g.target, g.key, g.state, g.out, g.code
 
 	b := readBundle(t, out)
 	assert.Equal(t, b.doc.ExitCode, code)
@@ -344,6 +333,79 @@ func TestRunAgainstURLTarget(t *testing.T) {
 		assert.Contains(t, m2.Reason, "not measured", "M2 passed only partly measured must say so")
 	}
 
+	requireNoLeaks(t, sandboxIDsIn(t, out), state)
+}
+
+// urlGrade is a grade of testdata/submission on a URL target.
+type urlGrade struct {
+	srv                     *mockserver.Bundled
+	key, state, target, out string // out: the submission's bundle
+	code                    int
+}
+
+// gradeOnURLTarget starts the bundled server as cfg says but without an admin
+// token (with a fresh API key and state directory), so it is just another
+// OpenSandbox server to the harness, and grades testdata/submission on it,
+// given by URL, with tags.
+func gradeOnURLTarget(t *testing.T, cfg mockserver.BundledConfig, tags string) urlGrade {
+	t.Helper()
+	g := urlGrade{key: "url-target-" + randomHex(8), state: shortStateDir(t)}
+	cfg.APIKey, cfg.StateDir, cfg.AdminToken = g.key, g.state, ""
+	srv, err := mockserver.StartBundled(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	g.srv, g.target = srv, "http://"+srv.Server.Domain()
+	class := filepath.Join(t.TempDir(), "class")
+	g.out = filepath.Join(class, "01-submission")
+	var stdout, stderr bytes.Buffer
+	g.code = gradeMain(runArgs(t, class, "--target", g.target, "--api-key", g.key, "--tags", tags,
+		testdataSubmission(t, "submission")), &stdout, &stderr)
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", g.code, stdout.String(), stderr.String())
+	return g
+}
+
+// TestD3AgainstURLTargetIsInjectedByTheProxy grades D3 on a server given by
+// URL: the bundled server started without an admin token, so it is just
+// another OpenSandbox server to the harness (no capacity fault of its own).
+// The run's recording proxy answers the subject's creates with the 429 of a
+// 1.1.1 Kubernetes pool at capacity: the reference backs off as on the
+// bundled server and passes, the server never sees one of its creates, and
+// the verdict in report.json, report.md and junit says the 429 was injected
+// by the harness's recording proxy.
+func TestD3AgainstURLTargetIsInjectedByTheProxy(t *testing.T) {
+	requireSandboxes(t)
+	gradingEnv(t)
+	g := gradeOnURLTarget(t, mockserver.BundledConfig{}, "@drill:D3 && @fault")
+	srv, state, out := g.srv, g.state, g.out
+
+	b := readBundle(t, out)
+	assert.Equal(t, rubric.TargetReal, b.doc.TargetKind)
+	const label = "429 injected by the harness's recording proxy (OpenSandbox's docker runtime has no pools)"
+	r := b.row(t, "D3")
+	assert.Equal(t, rubric.Passed, r.Verdict, r.Reason)
+	assert.Contains(t, r.Reason, label)
+	b.requireEvidenceFiles(t, r)
+	assert.Contains(t, strings.ReplaceAll(b.md, `\`, ""), label, "report.md says where the 429 came from")
+	assert.Contains(t, b.junitRaw, label, "junit.xml says where the 429 came from")
+	var calls []command.Call
+	for _, ev := range r.Evidence {
+		if strings.HasSuffix(ev, command.ProxyLifecycleFile) {
+			require.NoError(t, json.Unmarshal(mustReadFile(t, filepath.Join(out, ev)), &calls))
+		}
+	}
+	require.NotEmpty(t, calls, "the proxy's records are evidence: %v", r.Evidence)
+	for _, c := range calls {
+		if c.Method == "POST" {
+			assert.Equal(t, label, c.Injected, "the proxy's records mark each refused create as injected")
+			assert.Equal(t, 429, c.Status)
+		}
+	}
+	// The server's only creates are the target preflight's, made before the run.
+	for _, ev := range srv.Server.Audit() {
+		if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && strings.TrimSuffix(lc.Path, "/") == "/v1/sandboxes" && !ev.Time.Before(calls[0].Time) {
+			t.Errorf("the server saw a create during the run (%d): the drill's creates are answered by the proxy, never forwarded", lc.Status)
+		}
+	}
 	requireNoLeaks(t, sandboxIDsIn(t, out), state)
 }
 

@@ -58,7 +58,10 @@
 //     look-up's doubt in a box that scanned ports is the command's refusal,
 //     never a break: confine.ScanPorts);
 //  5. the target answered one of its creates (by its key) with a 5xx that
-//     no drill injected: a harness error (the target's fault);
+//     no drill injected: a harness error (the target's fault). An answer the
+//     recording proxy gave itself (observe.Call.Injected: drill D3's 429 on
+//     a real target) is the drill's, never the target's (EventsOf marks it
+//     with a Fault, as the bundled server's audit marks an injected one);
 //  6. one of its own sandboxes stopped before its TTL with no DELETE from
 //     anyone before then (none sent by its key, none by a drill, none in the
 //     control plane's log but the key's own after the stop), its container

@@ -72,9 +72,11 @@ func BrokenByGrader(res *subject.Result) string {
 // client's mistake; e.g. 500 DOCKER::SANDBOX_START_FAILED when a real
 // target's egress sidecar did not become ready in time); "" when there was
 // none, or when the witness cannot be read (the check that needs it says so).
+// An answer the recording proxy injected itself (observe.Call.Injected) is
+// the harness's, never the target's.
 func (rec *Record) TargetFailure(ctx context.Context) string {
 	for _, c := range rec.Observed {
-		if c.Method == http.MethodPost && IsCreatePath(c.Path) && c.Status >= 500 {
+		if c.Injected == "" && c.Method == http.MethodPost && IsCreatePath(c.Path) && c.Status >= 500 {
 			return fmt.Sprintf("%s %s → %d %s", c.Method, c.Path, c.Status, clip(c.Answer, 200))
 		}
 	}

@@ -24,6 +24,10 @@ const (
 	KindEndpoint  = observe.KindEndpoint
 )
 
+// CapacityInjected is Call.Injected of a create the recording proxy answered
+// itself with 429 for drill D3 (observe.Proxy.RefuseCreates).
+const CapacityInjected = observe.CapacityInjected
+
 // DroppedReason says why the file at path, in a confined command's {out},
 // was not copied out of its box ("" when it was not dropped, or the command
 // was not confined).

@@ -149,12 +149,23 @@ func (ProxyWitness) Progress(r *Record) ProgressSource {
 	return proxyProgress{calls: r.ObservedCalls}
 }
 
-// EventsOf turns the recording proxy's lifecycle calls into audit events.
+// InjectedByProxy names the fault of a lifecycle event the recording proxy
+// answered itself (observe.Call.Injected; its Detail says what and why).
+const InjectedByProxy = "injected-by-recording-proxy"
+
+// EventsOf turns the recording proxy's lifecycle calls into audit events. A
+// call the proxy answered itself (drill D3's 429) carries a Fault, as an
+// injected answer does in the bundled server's audit: the harness's, never
+// the target's.
 func EventsOf(calls []observe.Call) []wire.Event {
 	var out []wire.Event
 	for _, c := range calls {
-		out = append(out, wire.Event{Time: c.Time, SandboxID: c.SandboxID, Kind: "lifecycle", Lifecycle: &wire.Lifecycle{
-			Method: c.Method, Path: c.Path, Status: c.Status, KeyFingerprint: c.KeyFingerprint, Body: c.Body}})
+		ev := wire.Event{Time: c.Time, SandboxID: c.SandboxID, Kind: "lifecycle", Lifecycle: &wire.Lifecycle{
+			Method: c.Method, Path: c.Path, Status: c.Status, KeyFingerprint: c.KeyFingerprint, Body: c.Body}}
+		if c.Injected != "" {
+			ev.Fault = &wire.Fault{Name: InjectedByProxy, Active: true, Detail: c.Injected}
+		}
+		out = append(out, ev)
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
+	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -95,4 +96,37 @@ func TestProxyWitnessSaw(t *testing.T) {
 	assert.Len(t, saw.Calls, 3)
 	require.Len(t, saw.Keyless, 1)
 	assert.Equal(t, 401, saw.Keyless[0].Lifecycle.Status)
+}
+
+// TestProxyInjectedAnswerIsTheHarnesss: an answer the recording proxy gave
+// itself (drill D3's 429 on a real target) is on record as the harness's:
+// its event carries a Fault saying who injected it, and no rule blames the
+// target for it (rule 5 counts only creates no drill injected), while the
+// same answer from the target would be the target's.
+func TestProxyInjectedAnswerIsTheHarnesss(t *testing.T) {
+	t0 := time.Now()
+	injected := observe.Call{Time: t0, Method: "POST", Path: "/v1/sandboxes", Status: 429, KeyFingerprint: "aaaaaaaaaaaa", Injected: observe.CapacityInjected}
+	evs := EventsOf([]observe.Call{injected, {Time: t0, Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "s1"}})
+	require.Len(t, evs, 2)
+	require.NotNil(t, evs[0].Fault)
+	assert.Equal(t, InjectedByProxy, evs[0].Fault.Name)
+	assert.Equal(t, "429 injected by the harness's recording proxy (OpenSandbox's docker runtime has no pools)", evs[0].Fault.Detail)
+	assert.Nil(t, evs[1].Fault, "the target's own answer")
+
+	// Were the proxy ever to inject a server error, it would still be the drill's.
+	judge := func(c observe.Call) error {
+		rec := &Record{Field: "run", KeyFP: "aaaaaaaaaaaa", Witness: ProxyWitness{}, Res: &subject.Result{ExitCode: 1}}
+		rec.Observed = []observe.Call{c}
+		return rec.Judge(context.Background())
+	}
+	for _, status := range []int{429, 503} {
+		c := injected
+		c.Status = status
+		assert.NoError(t, judge(c), "an injected %d is the drill's: the subject's failure is judged", status)
+	}
+	c := injected
+	c.Status, c.Injected = 503, ""
+	err := judge(c)
+	require.Error(t, err)
+	assert.True(t, IsHarnessFault(err), "the target's own 503: %v", err)
 }

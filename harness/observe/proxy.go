@@ -17,6 +17,15 @@
 // the SDKs already take), which forwards that execd and egress traffic to
 // the endpoint the server gave, records it (EndpointCalls) and refuses, as
 // unknown, a sandbox the submission did not create.
+//
+// For drill D3 on a real target the proxy itself answers the creates of one
+// API key (RefuseCreates: by the key's fingerprint, never by a time window)
+// with 429 and Retry-After in the form of OpenSandbox 1.1.1's Kubernetes pool
+// at capacity (wire.WriteCapacityExhausted, byte for byte the bundled
+// server's capacity fault): OpenSandbox's docker runtime has no pools, so the
+// target itself never sends it. Such a create never reaches the target; its
+// record says who answered it (Call.Injected). Other keys' creates, keyless
+// ones and every other call pass through untouched.
 
 package observe
 
@@ -80,7 +89,19 @@ type Call struct {
 	Shape     string   `json:"shape,omitempty"`
 	ErrorCode string   `json:"error_code,omitempty"`
 	Headers   []string `json:"headers,omitempty"`
+	// Injected says the proxy answered the call itself, not the target, and
+	// why (CapacityInjected): the harness's fault, never held against the
+	// target or the caller.
+	Injected string `json:"injected,omitempty"`
 }
+
+// CapacityInjected labels a create the proxy answered with 429 for drill D3
+// (RefuseCreates): the target never saw it.
+const CapacityInjected = "429 injected by the harness's recording proxy (OpenSandbox's docker runtime has no pools)"
+
+// MaxRetryAfter bounds RefuseCreates' Retry-After (seconds), as the bundled
+// server bounds its capacity fault's.
+const MaxRetryAfter = 300
 
 // Proxy is a running recording proxy.
 type Proxy struct {
@@ -96,6 +117,9 @@ type Proxy struct {
 	// on every call naming one is answered as the server answers an unknown
 	// sandbox, and lists leave it out (under mu).
 	vanished map[string]bool
+	// refuse: the key fingerprints whose creates the proxy answers with 429
+	// and this Retry-After in seconds (RefuseCreates; under mu).
+	refuse map[string]int
 	// ctx is what every forwarded request runs under: canceled only when
 	// the proxy closes, never because the client half-closed its side (Go's
 	// server cancels a request's context when the client's connection
@@ -242,6 +266,47 @@ func (p *Proxy) anyVanished() bool {
 	return len(p.vanished) > 0
 }
 
+// RefuseCreates makes the proxy answer, from now on, every create made with
+// the API key whose fingerprint is keyFP (Fingerprint) with 429
+// KUBERNETES::POOL_CAPACITY_EXHAUSTED and Retry-After: retryAfterSeconds, as
+// a 1.1.1 Kubernetes pool at capacity does, without forwarding it; the call
+// is recorded with Injected CapacityInjected. Creates with another key or
+// none, and every other call, pass through untouched. StopRefusing turns it
+// off. An empty fingerprint (no key to attribute a create to) or a
+// Retry-After outside 1..MaxRetryAfter is refused.
+func (p *Proxy) RefuseCreates(keyFP string, retryAfterSeconds int) error {
+	if keyFP == "" {
+		return fmt.Errorf("observe: refusing creates needs the fingerprint of the key whose creates are refused")
+	}
+	if retryAfterSeconds < 1 || retryAfterSeconds > MaxRetryAfter {
+		return fmt.Errorf("observe: Retry-After must be 1 to %d seconds, got %d", MaxRetryAfter, retryAfterSeconds)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refuse == nil {
+		p.refuse = map[string]int{}
+	}
+	p.refuse[keyFP] = retryAfterSeconds
+	return nil
+}
+
+// StopRefusing lets the creates of key fingerprint keyFP through again.
+func (p *Proxy) StopRefusing(keyFP string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.refuse, keyFP)
+}
+
+// refusing is the Retry-After the creates of keyFP are refused with (0: none).
+func (p *Proxy) refusing(keyFP string) int {
+	if keyFP == "" {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refuse[keyFP]
+}
+
 // visible says whether a listed sandbox is shown to the client: its view's
 // own (every sandbox without a view), unless it vanished.
 func (p *Proxy) visible(id string) bool {
@@ -322,7 +387,15 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		c.Headers = rec.headers
 		p.add(c)
 	}()
+	retryAfter := 0
+	if isCreate(r) {
+		retryAfter = p.refusing(c.KeyFingerprint)
+	}
 	switch {
+	case retryAfter > 0:
+		// Drill D3: answered here, never forwarded (RefuseCreates).
+		wire.WriteCapacityExhausted(rec, retryAfter)
+		c.Injected = CapacityInjected
 	case id != "" && p.isVanished(id):
 		p.serveAsUnknown(rec, r, id)
 	case isList(r) && (p.view != nil || p.anyVanished()):

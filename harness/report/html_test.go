@@ -201,9 +201,11 @@ func TestTimelineFaultMarkers(t *testing.T) {
 		`{"seq":101,"time":"2026-11-30T15:08:49.000Z","sandbox_id":"53811602-9961-43a5-bc02-d3a0dcdd99ef","kind":"state","state":{"from":"Running","to":"Expired","reason":"expired by the admin API"}}]`
 	b = append(bytes.TrimRight(bytes.TrimSpace(b), "]"), []byte(extra)...)
 	require.NoError(t, os.WriteFile(audit, b, 0o644))
-	// Two refused creates (drill D3's 429s) are in lifecycle-calls.json only.
+	// Refused creates (drill D3's 429s) are in lifecycle-calls.json only; on
+	// a real target the recording proxy's say who injected them.
 	calls := `[{"seq":1,"time":"2026-11-30T15:08:46.7Z","kind":"lifecycle","lifecycle":{"method":"POST","path":"/v1/sandboxes","status":429}},` +
-		`{"seq":2,"time":"2026-11-30T15:08:48.8Z","kind":"lifecycle","lifecycle":{"method":"POST","path":"/v1/sandboxes","status":429}}]`
+		`{"seq":2,"time":"2026-11-30T15:08:48.8Z","kind":"lifecycle","lifecycle":{"method":"POST","path":"/v1/sandboxes","status":429}},` +
+		`{"seq":0,"time":"2026-11-30T15:08:50.8Z","kind":"lifecycle","lifecycle":{"method":"POST","path":"/v1/sandboxes","status":429},"fault":{"name":"injected-by-recording-proxy","active":true,"detail":"429 injected by the harness's recording proxy (OpenSandbox's docker runtime has no pools)"}}]`
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "evidence", "subject-sales", "lifecycle-calls.json"), []byte(calls), 0o644))
 	runs, err := report.ReadRuns(dir)
 	require.NoError(t, err)
@@ -215,6 +217,7 @@ func TestTimelineFaultMarkers(t *testing.T) {
 	assert.Contains(t, labels, "fault: sandbox Expired: expired by the admin API")
 	assert.Contains(t, labels, "fault: create attempt answered 429 (1)")
 	assert.Contains(t, labels, "fault: create attempt answered 429 (2)")
+	assert.Contains(t, labels, "fault: create attempt answered 429 (3): 429 injected by the harness's recording proxy (OpenSandbox's docker runtime has no pools)")
 	assert.Equal(t, "audit", runs[0].StepsFrom)
 
 	// Without an audit the steps are the subject's own account.

@@ -194,7 +194,11 @@ func readRun(bundle, rdir string) SubjectRun {
 	for _, ev := range calls {
 		if lc := ev.Lifecycle; lc != nil && lc.Method == "POST" && isCreate(lc.Path) && lc.Status == 429 {
 			n429++
-			r.Markers = append(r.Markers, Marker{At: ev.Time, Kind: "fault", Label: fmt.Sprintf("create attempt answered 429 (%d)", n429)})
+			label := fmt.Sprintf("create attempt answered 429 (%d)", n429)
+			if ev.Fault != nil && ev.Fault.Detail != "" {
+				label += ": " + ev.Fault.Detail // on a real target: who injected it (the recording proxy)
+			}
+			r.Markers = append(r.Markers, Marker{At: ev.Time, Kind: "fault", Label: label})
 		}
 	}
 	sort.SliceStable(events, func(i, j int) bool { return events[i].Seq < events[j].Seq })

@@ -207,10 +207,10 @@ var Course = MustRegistry(
 	},
 	Entry{ID: D3, Kind: KindDrill, Title: "Drill 3 · 429 insufficient capacity",
 		Statement: "On 429 the subject MUST respect Retry-After, back off a bounded number of times and report insufficient capacity (capacity) rather than retry indefinitely.",
-		Evidence:  []string{"429 transcripts with Retry-After", "retry timing", "summary.json error.class"},
+		Evidence:  []string{"429 transcripts with Retry-After", "retry timing", "summary.json error.class", "the recording proxy's record of each 429 it injected (real target)"},
 		Targets: map[Target]Support{
 			TargetMock: {Measurable: true, Reason: "429 is simulated by the bundled server's capacity fault in the wire form of a 1.1.1 Kubernetes pool at capacity (429 KUBERNETES::POOL_CAPACITY_EXHAUSTED with Retry-After)"},
-			TargetReal: {Measurable: false, Reason: "OpenSandbox 1.1.1 sends 429 with Retry-After only from a Kubernetes pool (KUBERNETES::POOL_CAPACITY_EXHAUSTED when a poolRef create finds no capacity before the acquisition timeout); on Docker pools do not exist (poolRef → 400), so capacity back-off cannot be provoked there, and the suite cannot exhaust a real cluster's pool on demand"}},
+			TargetReal: {Measurable: true, Reason: "OpenSandbox 1.1.1 sends 429 with Retry-After only from a Kubernetes pool at capacity, and its docker runtime has no pools: the subject's recording proxy answers the run's creates (its API key only, for the run only) itself with that pool's 429 KUBERNETES::POOL_CAPACITY_EXHAUSTED and Retry-After, never forwarding them, and each verdict says so (429 injected by the harness's recording proxy)"}},
 		DependsOn: lifecycle, // 429 on create
 	},
 	Entry{ID: D4, Kind: KindDrill, Title: "Drill 4 · Injection and leakage",

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 )
 
 // encodeFailed is the body sent when a reply cannot be encoded (a server bug,
@@ -107,4 +108,23 @@ type Error struct {
 // WriteError replies status with an Error body.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
 	WriteJSON(w, status, Error{Code: code, Message: msg})
+}
+
+// OpenSandbox 1.1.1's answer to a create when a Kubernetes pool has no
+// capacity (services/k8s/kubernetes_service.py: a poolRef create that finds
+// none before the acquisition timeout): 429 with this code and message and a
+// Retry-After in seconds. Docker has no pools and never sends it. Drill D3
+// simulates it: the bundled server's capacity fault, and on a real target
+// the harness's recording proxy (harness/observe), with WriteCapacityExhausted
+// both, so the two answer byte for byte alike.
+const (
+	CapacityExhaustedCode    = "KUBERNETES::POOL_CAPACITY_EXHAUSTED"
+	CapacityExhaustedMessage = "No Pool capacity became available before the acquisition timeout."
+)
+
+// WriteCapacityExhausted answers 429 KUBERNETES::POOL_CAPACITY_EXHAUSTED with
+// Retry-After: retryAfterSeconds.
+func WriteCapacityExhausted(w http.ResponseWriter, retryAfterSeconds int) {
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	WriteError(w, http.StatusTooManyRequests, CapacityExhaustedCode, CapacityExhaustedMessage)
 }
