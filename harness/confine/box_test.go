@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -586,6 +587,67 @@ echo x >> /input/data.csv && echo WROTE-"INPUT"`)
 // off mid-body: the command sees its connection close; the upstream is
 // down: 502) is recorded in Status.Broken, the grader's fault and not a
 // refusal of the command. An answer that arrives whole records nothing.
+// An upstream that answers before it has read the command's request body,
+// and then breaks off its answer, broke the exchange, however much of the
+// body was still to be sent.
+func TestBoxGuardCutAnswerBeforeTheBodyIsSent(t *testing.T) {
+	cfg := needBoxes(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"id":`))
+		w.(http.Flusher).Flush()
+		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			_ = c.Close()
+		}
+	}))
+	defer srv.Close()
+	sp := srv.Listener.Addr().(*net.TCPAddr).Port
+	guard := func(int) func(*http.Request) string { return func(*http.Request) string { return "" } }
+	r := run(t, cfg, Request{Allow: func(p int) bool { return p == sp }, Guard: guard}, fmt.Sprintf(`
+head -c 8388608 /dev/zero > /tmp/body
+for i in 1 2 3 4 5; do curl -s -m 10 -o /dev/null -X POST --data-binary @/tmp/body http://127.0.0.1:%d/cut; echo cut=$?; done
+`, sp))
+	assert.NotContains(t, r.stdout, "cut=0", "the command saw the cut answer as whole: %s", r.stderr)
+	st := r.box.Status()
+	assert.Zero(t, st.RefusedCount, "%v", st.Refused)
+	assert.Equal(t, 5, st.BrokenCount, "each cut answer is the grader's break, never the command's: %v\n%s", st.Broken, r.stdout)
+}
+
+// The guard's record of the command's request body: a body the command cut
+// short is its own doing; a read after close is the proxy's (its transport
+// closes the body when the upstream answers before taking it all, and its
+// writer may read once more). Once that read was taken for the command's
+// doing, and the upstream's cut answer then went unrecorded: 1 to 2 runs in
+// 40 of TestBoxGuardRecordsWhatItBroke at load 10 (CI, session 20).
+func TestCommandBodyNotesOnlyTheCommandsCut(t *testing.T) {
+	type got struct{ cut, afterClose error }
+	ch := make(chan got, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nt := &upstreamNote{}
+		b := commandBody(r.Body, nt)
+		_, err := io.ReadAll(b)
+		cut := nt.client()
+		require.Error(t, err)
+		nt2 := &upstreamNote{}
+		b2 := commandBody(r.Body, nt2)
+		_ = b2.Close()
+		_, err = b2.Read(make([]byte, 1))
+		require.ErrorIs(t, err, http.ErrBodyReadAfterClose)
+		ch <- got{cut: cut, afterClose: nt2.client()}
+	}))
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	_, err = c.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"half\":"))
+	require.NoError(t, err)
+	require.NoError(t, c.(*net.TCPConn).CloseWrite())
+	g := <-ch
+	_ = c.Close()
+	assert.Error(t, g.cut, "a body the command cut short is its doing")
+	assert.NoError(t, g.afterClose, "a read after close is the proxy's, never the command's")
+}
+
 func TestBoxGuardRecordsWhatItBroke(t *testing.T) {
 	cfg := needBoxes(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
