@@ -253,8 +253,8 @@ func (e *Env) couldBeTheSubmissions() bool {
 	if !e.boxSeesKeyless() { // unconfined, or level uid: no network namespace (confine.go)
 		return true
 	}
-	enf, _ := e.egressEnforcement(context.Background()) // unknown: as a server that does not say
-	return enf == "proxy"
+	byProxy, _ := e.egressByProxy(context.Background()) // unknown: as a server that does not say
+	return byProxy
 }
 
 func (e *Env) unattributedBlame() string {

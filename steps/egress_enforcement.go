@@ -35,18 +35,26 @@ func (e *Env) egressEnforcement(ctx context.Context) (string, error) {
 	return e.egressEnf, e.egressErr
 }
 
+// egressByProxy says whether the bundled server enforces its sandboxes'
+// egress at a proxy only ("proxy": no network namespace); a server that
+// cannot be asked is a harness error.
+func (e *Env) egressByProxy(ctx context.Context) (bool, error) {
+	enf, err := e.egressEnforcement(ctx)
+	if err != nil {
+		return false, harnessf("reading how the bundled server enforces egress (/_mock/info): %v", err)
+	}
+	return enf == "proxy", nil
+}
+
 // egressNotEnforced ends a check whose verdict depends on the network
 // layer's egress enforcement as not measured where the bundled server has
 // none (egressProxyOnlyReason; what the gateway recorded is still kept as
 // evidence by the caller). It returns nil where egress is enforced at the
 // network layer (or on a real target, judged by its own checks).
 func egressNotEnforced(ctx context.Context, e *Env, seen string) error {
-	enf, err := e.egressEnforcement(ctx)
-	if err != nil {
-		return harnessf("reading how the bundled server enforces egress (/_mock/info): %v", err)
-	}
-	if enf != "proxy" {
-		return nil
+	byProxy, err := e.egressByProxy(ctx)
+	if err != nil || !byProxy {
+		return err
 	}
 	if seen != "" {
 		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget), "%s; %s", seen, egressProxyOnlyReason)

@@ -477,12 +477,12 @@ func everyAttemptDenied(ctx context.Context, host string) error {
 			}
 		}
 	}
-	enf, err := s.env.egressEnforcement(ctx)
+	byProxy, err := s.env.egressByProxy(ctx)
 	if err != nil {
-		return harnessf("reading how the bundled server enforces egress (/_mock/info): %v", err)
+		return err
 	}
 	seen := ""
-	if enf == "proxy" {
+	if byProxy {
 		seen = " (through the egress gateway: its sandboxes have no network namespace here, so an attempt that ignored the proxy the server gave them would not be seen)"
 	}
 	if attempts == 0 {

@@ -547,12 +547,8 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 				r = r.WithContext(context.WithValue(r.Context(), upstreamNoteKey{}, nt))
 				if r.Body != nil && r.Body != http.NoBody {
 					// A body the command cut short fails the upstream
-					// request too: that is the command's doing. A read
-					// after close is not: the proxy's transport closes
-					// the body when the upstream answers (or breaks off)
-					// before it has sent it all, and its writer may read
-					// once more (once the upstream's cut answer was then
-					// blamed on the command).
+					// request too: that is the command's doing (never a
+					// read after close: commandBody).
 					r.Body = commandBody(r.Body, nt)
 				}
 				defer func() {
@@ -659,7 +655,9 @@ func (u *upstreamNote) get() error {
 }
 
 // commandBody notes in nt the command's request body failing (cut short),
-// never a read after close (the proxy's own doing).
+// never a read after close: the proxy's transport closes the body when the
+// upstream answers (or breaks off) before taking it all, and its writer may
+// read once more (that read once hid the upstream's cut answer).
 func commandBody(body io.ReadCloser, nt *upstreamNote) io.ReadCloser {
 	return &notingBody{ReadCloser: body, set: func(err error) {
 		if !errors.Is(err, http.ErrBodyReadAfterClose) {
