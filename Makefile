@@ -52,10 +52,11 @@ SDK_ENV := OSB_SDK_REQUIRED=1 OSB_EGRESS_NETNS_E2E=1 OSB_JS_SDK_DIR=$(CURDIR)/mo
 test: deps
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./... && $(GO) vet -tags e2e ./cmd/acceptance/
-	@mkdir -p bin
-	{ $(SDK_ENV) $(GO) test -count=1 -timeout 40m -json ./... ./.ci/slowest/; $(SDK_ENV) GO=$(GO) bash .ci/e2e.sh; } | tee $(TEST_JSON) | $(GO) run ./.ci/slowest -n 20; s=$$?; \
-	  bash .ci/leakcheck.sh || s=1; \
-	  $(MAKE) --no-print-directory test-docker DOCKER_OPTIONAL=1 || s=1; \
+	@mkdir -p bin; rm -f bin/failed.txt
+	{ $(SDK_ENV) $(GO) test -count=1 -timeout 40m -json ./... ./.ci/slowest/; $(SDK_ENV) GO=$(GO) bash .ci/e2e.sh; } | tee $(TEST_JSON) | $(GO) run ./.ci/slowest -n 20 -summary bin/failed.txt; s=$$?; \
+	  bash .ci/leakcheck.sh || { s=1; echo "  the leak check (above)" >> bin/failed.txt; }; \
+	  $(MAKE) --no-print-directory test-docker DOCKER_OPTIONAL=1 || { s=1; echo "  the docker slice (above)" >> bin/failed.txt; }; \
+	  [ ! -s bin/failed.txt ] || { echo; echo "make test, again at its end:"; cat bin/failed.txt; }; \
 	  t=$$(( $$(date +%s) - $(MAKE_START) )); echo "make test: $$((t/60))m$$((t%60))s in total (exit $$s)"; exit $$s
 
 # The end-to-end tier alone: every theme of cmd/acceptance/e2e_<theme>_*_test.go (build tag e2e, hostile included),

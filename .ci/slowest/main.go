@@ -1,9 +1,14 @@
 // Command slowest reads `go test -json` output (files, or stdin) and prints
 // what CI needs from it, as it arrives: the output of every failed test and
-// one line per package; then the N slowest tests. It exits 1 when a test or package failed
-// or the input holds no test event at all.
+// one line per package; then the N slowest tests and a short list of what failed
+// (each failed test, and the tests a timed-out package was running). It exits 1
+// when a test or package failed or the input holds no test event at all.
 //
-//	go test -json ./... | tee bin/test.json | go run ./.ci/slowest -n 20
+// -summary FILE writes that short list to FILE too: make test prints it again as
+// its last lines, after the leak check and the docker slice, because a CI log is
+// often read from its tail only.
+//
+//	go test -json ./... | tee bin/test.json | go run ./.ci/slowest -n 20 -summary bin/failed.txt
 package main
 
 import (
@@ -36,6 +41,7 @@ type result struct {
 
 func main() {
 	n := flag.Int("n", 20, "how many of the slowest tests to print")
+	summary := flag.String("summary", "", "also write the list of what failed to this file (empty when nothing failed)")
 	flag.Parse()
 	var readers []io.Reader
 	for _, f := range flag.Args() {
@@ -50,11 +56,84 @@ func main() {
 	if len(readers) == 0 {
 		readers = append(readers, os.Stdin)
 	}
-	os.Exit(run(io.MultiReader(readers...), os.Stdout, *n))
+	var list strings.Builder
+	code := run(io.MultiReader(readers...), os.Stdout, *n, &list)
+	if *summary != "" {
+		if err := os.WriteFile(*summary, []byte(list.String()), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "slowest:", err)
+			if code == 0 {
+				code = 2
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// timedOut returns the "panic: test timed out" line of a package's output and
+// the tests it names as running, or "" when the package did not time out.
+// test2json files that output under the test that was running, so out is every
+// line the package left without a result, its own and its unfinished tests'.
+func timedOut(out []string) string {
+	var b strings.Builder
+	for i, l := range out {
+		if !strings.HasPrefix(l, "panic: test timed out") {
+			continue
+		}
+		b.WriteString(strings.TrimSpace(l))
+		for _, r := range out[i+1:] {
+			if strings.TrimSpace(r) == "running tests:" {
+				continue
+			}
+			if !strings.HasPrefix(r, "\t\t") {
+				break
+			}
+			b.WriteString("; running " + strings.TrimSpace(r))
+		}
+		break
+	}
+	return b.String()
+}
+
+// unfinished returns the output of a package's tests that have no result (a
+// timeout or a crash ended the package while they ran), oldest test first, and
+// removes it from output.
+func unfinished(output map[string][]string, order []string, pkg string) []string {
+	var out []string
+	for _, key := range order {
+		lines, ok := output[key]
+		if !ok || !strings.HasPrefix(key, pkg+"\x00") || key == pkg+"\x00" {
+			continue
+		}
+		out = append(out, lines...)
+		delete(output, key)
+	}
+	return out
+}
+
+// tail keeps the last n lines of a long output and the timeout's lines,
+// so a goroutine dump does not bury what came before it.
+func tail(out []string, n int) []string {
+	for i, l := range out {
+		if strings.HasPrefix(l, "panic: test timed out") {
+			end := i + 1
+			for end < len(out) && strings.HasPrefix(out[end], "\t") {
+				end++
+			}
+			before := out[:i]
+			if len(before) > n {
+				before = append([]string{fmt.Sprintf("... (%d lines)\n", len(before)-n)}, before[len(before)-n:]...)
+			}
+			return append(append([]string{}, before...), out[i:end]...)
+		}
+	}
+	if len(out) > n {
+		return append([]string{fmt.Sprintf("... (%d lines)\n", len(out)-n)}, out[len(out)-n:]...)
+	}
+	return out
 }
 
 // printPackage prints a package's result as it arrives (CI shows progress),
-// with the package's own output when it failed (a build error, a panic).
+// with the package's own output when it failed (a build error, a panic, a timeout).
 func printPackage(w io.Writer, p result, out []string) {
 	word := map[string]string{"pass": "ok  ", "fail": "FAIL", "skip": "?   "}[p.action]
 	fmt.Fprintf(w, "%s\t%s\t%.1fs\n", word, p.pkg, p.elapsed)
@@ -63,12 +142,17 @@ func printPackage(w io.Writer, p result, out []string) {
 	}
 }
 
-func run(r io.Reader, w io.Writer, n int) int {
+// run reads the stream, prints as above and writes the short list of what
+// failed to list (nothing when nothing failed).
+func run(r io.Reader, w io.Writer, n int, list io.Writer) int {
 	output := map[string][]string{} // pkg + "\x00" + test → output lines
+	var order []string              // output's keys, first seen first
 	var tests, pkgs []result
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	bad := 0
+	var failures []string
+	short := func(pkg string) string { return strings.TrimPrefix(pkg, "github.com/osb-capstone/acceptance/") }
 	for sc.Scan() {
 		line := sc.Bytes()
 		var e event
@@ -76,6 +160,9 @@ func run(r io.Reader, w io.Writer, n int) int {
 			// go test prints build errors as plain text.
 			if len(strings.TrimSpace(string(line))) > 0 {
 				fmt.Fprintln(w, string(line))
+				if bad == 0 {
+					failures = append(failures, "not a test event (a build error?): "+strings.TrimSpace(string(line)))
+				}
 				bad++
 			}
 			continue
@@ -83,16 +170,31 @@ func run(r io.Reader, w io.Writer, n int) int {
 		key := e.Package + "\x00" + e.Test
 		switch e.Action {
 		case "output":
+			if _, seen := output[key]; !seen {
+				order = append(order, key)
+			}
 			output[key] = append(output[key], e.Output)
 		case "pass", "fail", "skip":
 			res := result{pkg: e.Package, test: e.Test, action: e.Action, elapsed: e.Elapsed}
 			if e.Test == "" {
 				pkgs = append(pkgs, res)
-				printPackage(w, res, output[key])
+				out := output[key]
+				if e.Action == "fail" {
+					out = append(tail(unfinished(output, order, e.Package), 60), out...)
+				}
+				printPackage(w, res, out)
+				if e.Action == "fail" {
+					if why := timedOut(out); why != "" {
+						failures = append(failures, fmt.Sprintf("TIMEOUT %s: %s", short(e.Package), why))
+					} else {
+						failures = append(failures, fmt.Sprintf("FAIL package %s (%.1fs)", short(e.Package), e.Elapsed))
+					}
+				}
 			} else {
 				tests = append(tests, res)
 				if e.Action == "fail" {
 					fmt.Fprintf(w, "--- FAIL: %s (%s)\n%s", e.Test, e.Package, strings.Join(output[key], ""))
+					failures = append(failures, fmt.Sprintf("FAIL %s (%s, %.1fs)", e.Test, short(e.Package), e.Elapsed))
 				}
 			}
 			delete(output, key)
@@ -126,6 +228,15 @@ func run(r io.Reader, w io.Writer, n int) int {
 	fmt.Fprintf(w, "\nslowest %d tests:\n", len(top))
 	for _, t := range top {
 		fmt.Fprintf(w, "%8.1fs  %s  %s\n", t.elapsed, t.test, strings.TrimPrefix(t.pkg, "github.com/osb-capstone/acceptance/"))
+	}
+	if len(failures) > 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "what failed (%d):\n", len(failures))
+		for _, f := range failures {
+			fmt.Fprintf(&b, "  %s\n", f)
+		}
+		fmt.Fprint(w, "\n"+b.String())
+		io.WriteString(list, b.String())
 	}
 	if failed {
 		return 1
