@@ -35,6 +35,10 @@ type calibrationCase struct {
 	// noisyNeighbour) sends the sink, the index and the data API requests
 	// nothing attributes; they must fail nothing and be in its evidence.
 	noise bool
+	// agentScenarios: a known-bad agent graded on the agent scenarios alone
+	// (TestAgentCalibration); TestCalibration's whole-suite grade leaves it
+	// out (flag agent-scenarios, fixtures/submissions/calibration.go).
+	agentScenarios bool
 }
 
 // calibrationSet is the calibration set as its members' capstone.yaml
@@ -66,7 +70,8 @@ func loadCalibrationSet() (set []calibrationCase, determinismOnly []string, err 
 			determinismOnly = append(determinismOnly, m.Dir)
 			continue
 		}
-		set = append(set, calibrationCase{dir: m.Dir, fail: m.Fails, pending: m.Pending, zero: m.ZeroPoints, noise: m.Noise})
+		set = append(set, calibrationCase{dir: m.Dir, fail: m.Fails, pending: m.Pending, zero: m.ZeroPoints, noise: m.Noise,
+			agentScenarios: m.AgentScenarios})
 	}
 	return set, determinismOnly, nil
 }

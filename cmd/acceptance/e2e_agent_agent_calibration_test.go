@@ -14,25 +14,16 @@ import (
 )
 
 // TestAgentCalibration grades, with `acceptance grade --tags @agent`, the
-// reference in agent mode (must pass every agent entry), the two known-bad
-// agents (must fail exactly their entries) and the non-agentic reference
-// (every agent entry not measured: the submission has no model in the loop).
+// reference in agent mode (must pass every agent entry), the known-bad agents
+// (must fail exactly their entries) and the non-agentic reference (every agent
+// entry not measured: the submission has no model in the loop). The known-bad
+// agents are agentCalibrationCases: every one whose calibration header fails
+// only agent entries; those flagged agent-scenarios are graded here alone.
 func TestAgentCalibration(t *testing.T) {
 	e := requireSubjectEnv(t)
 	subs := filepath.Join(e.root, "fixtures", "submissions")
-	cases := []struct {
-		dir  string
-		fail []string
-	}{
-		{"agent-reference", nil},
-		{"bad-agent-env-in-prompt", agentEnvInPromptFails},
-		{"bad-agent-obey-forever", agentObeyForeverFails},
-		{"bad-agent-off-sandbox", agentOffSandboxFails},
-		{"bad-agent-extra-commands", agentExtraCommandsFails},
-		{"bad-agent-upload-index", agentUploadIndexFails},
-		{"bad-agent-env-secrets", agentEnvSecretsFails},
-		{"reference", nil},
-	}
+	require.NoError(t, calibrationSetErr)
+	cases := agentCalibrationCases(calibrationSet)
 	args := []string{"grade", "--out", t.TempDir(), "--state-dir", t.TempDir(), "--wheels", e.wheels,
 		"--baselines", t.TempDir(), "--subject-timeout", "5m", "--parallel", "2", "--tags", "@agent"}
 	out := args[2]
