@@ -69,27 +69,38 @@ func main() {
 	os.Exit(code)
 }
 
+// modulePrefix is cut from package names in what slowest prints.
+const modulePrefix = "github.com/osb-capstone/acceptance/"
+
+// timeoutAt is the index of the "panic: test timed out" line in out, or -1.
+func timeoutAt(out []string) int {
+	for i, l := range out {
+		if strings.HasPrefix(l, "panic: test timed out") {
+			return i
+		}
+	}
+	return -1
+}
+
 // timedOut returns the "panic: test timed out" line of a package's output and
 // the tests it names as running, or "" when the package did not time out.
 // test2json files that output under the test that was running, so out is every
 // line the package left without a result, its own and its unfinished tests'.
 func timedOut(out []string) string {
+	i := timeoutAt(out)
+	if i < 0 {
+		return ""
+	}
 	var b strings.Builder
-	for i, l := range out {
-		if !strings.HasPrefix(l, "panic: test timed out") {
+	b.WriteString(strings.TrimSpace(out[i]))
+	for _, r := range out[i+1:] {
+		if strings.TrimSpace(r) == "running tests:" {
 			continue
 		}
-		b.WriteString(strings.TrimSpace(l))
-		for _, r := range out[i+1:] {
-			if strings.TrimSpace(r) == "running tests:" {
-				continue
-			}
-			if !strings.HasPrefix(r, "\t\t") {
-				break
-			}
-			b.WriteString("; running " + strings.TrimSpace(r))
+		if !strings.HasPrefix(r, "\t\t") {
+			break
 		}
-		break
+		b.WriteString("; running " + strings.TrimSpace(r))
 	}
 	return b.String()
 }
@@ -113,23 +124,21 @@ func unfinished(output map[string][]string, order []string, pkg string) []string
 // tail keeps the last n lines of a long output and the timeout's lines,
 // so a goroutine dump does not bury what came before it.
 func tail(out []string, n int) []string {
-	for i, l := range out {
-		if strings.HasPrefix(l, "panic: test timed out") {
-			end := i + 1
-			for end < len(out) && strings.HasPrefix(out[end], "\t") {
-				end++
-			}
-			before := out[:i]
-			if len(before) > n {
-				before = append([]string{fmt.Sprintf("... (%d lines)\n", len(before)-n)}, before[len(before)-n:]...)
-			}
-			return append(append([]string{}, before...), out[i:end]...)
+	last := func(lines []string) []string {
+		if len(lines) > n {
+			return append([]string{fmt.Sprintf("... (%d lines)\n", len(lines)-n)}, lines[len(lines)-n:]...)
 		}
+		return lines
 	}
-	if len(out) > n {
-		return append([]string{fmt.Sprintf("... (%d lines)\n", len(out)-n)}, out[len(out)-n:]...)
+	i := timeoutAt(out)
+	if i < 0 {
+		return last(out)
 	}
-	return out
+	end := i + 1
+	for end < len(out) && strings.HasPrefix(out[end], "\t") {
+		end++
+	}
+	return append(append([]string{}, last(out[:i])...), out[i:end]...)
 }
 
 // printPackage prints a package's result as it arrives (CI shows progress),
@@ -152,7 +161,7 @@ func run(r io.Reader, w io.Writer, n int, list io.Writer) int {
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	bad := 0
 	var failures []string
-	short := func(pkg string) string { return strings.TrimPrefix(pkg, "github.com/osb-capstone/acceptance/") }
+	short := func(pkg string) string { return strings.TrimPrefix(pkg, modulePrefix) }
 	for sc.Scan() {
 		line := sc.Bytes()
 		var e event
@@ -181,15 +190,13 @@ func run(r io.Reader, w io.Writer, n int, list io.Writer) int {
 				out := output[key]
 				if e.Action == "fail" {
 					out = append(tail(unfinished(output, order, e.Package), 60), out...)
-				}
-				printPackage(w, res, out)
-				if e.Action == "fail" {
 					if why := timedOut(out); why != "" {
 						failures = append(failures, fmt.Sprintf("TIMEOUT %s: %s", short(e.Package), why))
 					} else {
 						failures = append(failures, fmt.Sprintf("FAIL package %s (%.1fs)", short(e.Package), e.Elapsed))
 					}
 				}
+				printPackage(w, res, out)
 			} else {
 				tests = append(tests, res)
 				if e.Action == "fail" {
@@ -227,7 +234,7 @@ func run(r io.Reader, w io.Writer, n int, list io.Writer) int {
 	}
 	fmt.Fprintf(w, "\nslowest %d tests:\n", len(top))
 	for _, t := range top {
-		fmt.Fprintf(w, "%8.1fs  %s  %s\n", t.elapsed, t.test, strings.TrimPrefix(t.pkg, "github.com/osb-capstone/acceptance/"))
+		fmt.Fprintf(w, "%8.1fs  %s  %s\n", t.elapsed, t.test, short(t.pkg))
 	}
 	if len(failures) > 0 {
 		var b strings.Builder

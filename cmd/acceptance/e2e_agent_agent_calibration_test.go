@@ -17,8 +17,9 @@ import (
 // reference in agent mode (must pass every agent entry), the known-bad agents
 // (must fail exactly their entries) and the non-agentic reference (every agent
 // entry not measured: the submission has no model in the loop). The known-bad
-// agents are agentCalibrationCases: every one whose calibration header fails
-// only agent entries; those flagged agent-scenarios are graded here alone.
+// agents are agentCalibrationCases: every bad-agent-* member, expected to fail
+// the agent entries of its calibration header; those flagged agent-scenarios
+// are graded here alone.
 func TestAgentCalibration(t *testing.T) {
 	e := requireSubjectEnv(t)
 	subs := filepath.Join(e.root, "fixtures", "submissions")
