@@ -3,7 +3,7 @@
 #   .ci/docker-pin-server.sh 1.1.2   → harness/dockertarget/requirements/opensandbox-server-1.1.2.txt
 # (resolves with pip against PyPI in a throwaway venv; commit the file).
 #   .ci/docker-pin-server.sh 1.1.2 OUT.txt   → writes OUT.txt instead (the docker target's run-time pin of a version
-#   with no committed file, kept under .cache/docker-target/pins/).
+#   with no committed file, kept in the machine's docker-target cache, pins/: harness/dockertarget CacheDir).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 v=${1:?usage: docker-pin-server.sh VERSION}

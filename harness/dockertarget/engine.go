@@ -104,6 +104,28 @@ func (l *lock) release() {
 }
 
 // stateDir is where a run keeps its lock, config and pid file.
+// CacheDir is where the docker target keeps what it builds once per machine
+// (the sandbox root filesystems, the control planes' venvs, run-time pins):
+// OSB_DOCKER_CACHE when set, else /var/cache/osb-acceptance/docker-target for
+// root (the engine is per machine, and so is what it is fed), else the user's
+// cache directory. Every checkout on the machine shares it, so a second
+// checkout (a CI clone, a worktree) starts warm. Everything in it is keyed by
+// content and written whole (a temporary name, then a rename), and the builds
+// run under the engine's run lock, so two checkouts never build one thing at
+// once.
+func CacheDir() string {
+	if d := os.Getenv("OSB_DOCKER_CACHE"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/var/cache/osb-acceptance/docker-target"
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "osb-acceptance", "docker-target")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("osb-acceptance-%d", os.Geteuid()), "docker-target")
+}
+
 func stateDir() string {
 	if d := os.Getenv("OSB_DOCKER_TARGET_STATE"); d != "" {
 		return d

@@ -61,11 +61,18 @@ func ResolvePin(ctx context.Context, repoDir, cacheDir, version string, log io.W
 	fmt.Fprintf(log, "docker target: opensandbox-server==%s is not pinned in the repository: resolving it with hashes now into %s (not committed; .ci/docker-pin-server.sh %s commits a pin)\n", version, file, version)
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, "bash", filepath.Join(repoDir, ".ci", "docker-pin-server.sh"), version, file)
+	// Written under a name of this process's, then renamed: the cache is the
+	// machine's, and another checkout may resolve the same version now.
+	tmp := fmt.Sprintf("%s.tmp-%d", file, os.Getpid())
+	cmd := exec.CommandContext(cctx, "bash", filepath.Join(repoDir, ".ci", "docker-pin-server.sh"), version, tmp)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		_ = os.Remove(file)
+		_ = os.Remove(tmp)
 		return PinInfo{}, fmt.Errorf("resolving opensandbox-server==%s at run time failed (is it published on PyPI?): %w", version, err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		_ = os.Remove(tmp)
+		return PinInfo{}, err
 	}
 	b, err := os.ReadFile(file)
 	if err != nil || len(b) == 0 {

@@ -22,7 +22,7 @@ type Config struct {
 	ServerVersion string    // opensandbox-server version (default DefaultServerVersion)
 	Endpoint      string    // Docker endpoint (default Endpoint())
 	RepoDir       string    // the project's root
-	CacheDir      string    // venvs and rootfs tarballs (default RepoDir/.cache/docker-target)
+	CacheDir      string    // venvs, rootfs tarballs and run-time pins (default CacheDir(): one per machine)
 	WheelDir      string    // default RepoDir/.cache/wheels
 	Binary        string    // the acceptance binary (default os.Executable())
 	Log           io.Writer // progress; nil discards
@@ -112,7 +112,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		cfg.RepoDir = findRepo(wd)
 	}
 	if cfg.CacheDir == "" {
-		cfg.CacheDir = filepath.Join(cfg.RepoDir, ".cache", "docker-target")
+		cfg.CacheDir = CacheDir()
 	}
 	if cfg.WheelDir == "" {
 		cfg.WheelDir = filepath.Join(cfg.RepoDir, ".cache", "wheels")
@@ -162,7 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	}
 	build := time.Since(t0)
 	tv := time.Now()
-	bin, err := ensureVenv(ctx, filepath.Join(cfg.CacheDir, "server-"+cfg.ServerVersion), cfg.ServerVersion, pin.Requirements, cfg.Log)
+	bin, err := ensureVenv(ctx, filepath.Join(cfg.CacheDir, "server-"+cfg.ServerVersion+"-"+pin.SHA256[:12]), cfg.ServerVersion, pin.Requirements, cfg.Log)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package dockertarget
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,23 @@ func TestDeletesInControlPlaneLog(t *testing.T) {
 	dels, names = deletesIn(log, other)
 	if len(dels) != 1 || names != 1 || !strings.Contains(dels[0], `"DELETE /v1/sandboxes/`+other+` HTTP/1.1" 204`) || strings.Contains(dels[0], "\x1b") {
 		t.Errorf("a sandbox deleted through the control plane: %q, %d", dels, names)
+	}
+}
+
+// TestCacheDirIsTheMachines: the docker target's builds are kept once per
+// machine, not per checkout (issue 29: a second checkout rebuilt the 1.2 GB
+// root filesystem), and OSB_DOCKER_CACHE moves them.
+func TestCacheDirIsTheMachines(t *testing.T) {
+	t.Setenv("OSB_DOCKER_CACHE", "")
+	d := CacheDir()
+	if strings.Contains(d, ".cache/docker-target") && !strings.Contains(d, "osb-acceptance") {
+		t.Errorf("CacheDir() = %s: a checkout's own .cache", d)
+	}
+	if os.Geteuid() == 0 && d != "/var/cache/osb-acceptance/docker-target" {
+		t.Errorf("CacheDir() as root = %s, want /var/cache/osb-acceptance/docker-target", d)
+	}
+	t.Setenv("OSB_DOCKER_CACHE", "/elsewhere/cache")
+	if got := CacheDir(); got != "/elsewhere/cache" {
+		t.Errorf("CacheDir() with OSB_DOCKER_CACHE = %s", got)
 	}
 }
