@@ -215,7 +215,7 @@ func (r *subjectRun) killed() bool { return r.Res != nil && r.Res.Canceled && !r
 // outcome), with the drill's own sandbox (never a vanish) named first. It is
 // the one check every step makes on a run (ran, M1's loops).
 func (r *subjectRun) judge(ctx context.Context) error {
-	r.Field, r.DrillSandbox = "run", r.faultSandbox
+	r.Field, r.DrillSandbox, r.DrillAt = "run", r.faultSandbox, r.faultAt
 	return r.Judge(ctx)
 }
 

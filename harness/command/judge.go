@@ -39,7 +39,7 @@ func (rec *Record) Judge(ctx context.Context) error {
 		return nil
 	}
 	exit := rec.Res.ExitCode
-	if why := BrokenByGrader(rec.Res); why != "" {
+	if why := BrokenByGrader(rec.Res, rec.removedOnPurpose); why != "" {
 		return Harnessf("%s, and %s then exited %d: a fault of the grader, not of the submission", why, what, exit)
 	}
 	if why := rec.TargetFailure(ctx); why != "" {
@@ -58,13 +58,54 @@ func (rec *Record) Judge(ctx context.Context) error {
 // confinement broke while the command waited for them (harness/confine
 // Status.Broken: a connection's destination unreadable, the guard's upstream
 // failing or its answer breaking off); "" when there were none.
-func BrokenByGrader(res *subject.Result) string {
+//
+// A break of the target's answer about a sandbox that was removed on purpose
+// before it (excused: a drill's removal, or the command's own DELETE) is not
+// the grader's: the guard passed on what the target did (a real server's
+// command stream ends with an EOF when its sandbox's container goes, which
+// is what D2 measures). Breaks past the listed ones (Status keeps the first
+// confine.MaxRefusals) cannot be told apart, so they stay the grader's.
+func BrokenByGrader(res *subject.Result, excused func(sandbox string, at time.Time) bool) string {
 	if res == nil || res.Confinement == nil || res.Confinement.BrokenCount == 0 {
 		return ""
 	}
-	first := res.Confinement.Broken[0]
+	st := res.Confinement
+	count, first := st.BrokenCount, -1
+	for i, b := range st.Broken {
+		if excused != nil && b.Sandbox != "" && excused(b.Sandbox, b.Time) {
+			count--
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+	}
+	if count <= 0 {
+		return ""
+	}
+	if first < 0 { // only unlisted breaks are left
+		return fmt.Sprintf("the grader's confinement broke %d of its exchanges (past the %d listed, which were about sandboxes removed on purpose)",
+			count, len(st.Broken))
+	}
+	b := st.Broken[first]
 	return fmt.Sprintf("the grader's confinement broke %d of its exchanges (first at %s: %s %s)",
-		res.Confinement.BrokenCount, first.Time.Format("15:04:05.000"), first.Addr, first.Reason)
+		count, b.Time.Format("15:04:05.000"), b.Addr, b.Reason)
+}
+
+// removedOnPurpose: sandbox was removed on purpose by at: the drill's
+// sandbox once its fault hit (DrillAt), or one the command's own key DELETEd
+// (sent at or before at, answered 2xx), as the recording proxy saw.
+func (rec *Record) removedOnPurpose(sandbox string, at time.Time) bool {
+	if sandbox == rec.DrillSandbox && !rec.DrillAt.IsZero() && !at.Before(rec.DrillAt) {
+		return true
+	}
+	for _, c := range rec.Observed {
+		if c.SandboxID == sandbox && c.Method == http.MethodDelete && IsSandboxPath(c.Path, sandbox) &&
+			c.Status >= 200 && c.Status < 300 && !c.Time.After(at) {
+			return true
+		}
+	}
+	return false
 }
 
 // TargetFailure names a create of the command that the target answered

@@ -258,3 +258,59 @@ func TestSandboxStoppedByTheMachineIsTheTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestBreakOfASandboxRemovedOnPurposeIsNotTheGraders replays the docker
+// calibration of 2026-12-02 22:47: in D2's scenario the drill removed the
+// run's sandbox, the real server's command stream to it (through the box's
+// guard) ended with an EOF, and the judge called the run's non-zero exit a
+// harness error for every member, so D2 was never measured on docker. A
+// break on the drill's sandbox once its fault hit, or on one the command's
+// own key deleted first, is what the target did about a removal someone
+// asked for; any other break stays the grader's.
+func TestBreakOfASandboxRemovedOnPurposeIsNotTheGraders(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 22, 47, 29, 0, time.UTC)
+	brk := func(sandbox string, at time.Time) confine.Refusal {
+		return confine.Refusal{Time: at, Sandbox: sandbox,
+			Addr:   "127.0.0.1:42253 POST /sandboxes/" + sandbox + "/proxy/44772/command",
+			Reason: "the upstream's answer broke off under the guard: unexpected EOF"}
+	}
+	run := func(list []confine.Refusal, count int) *subject.Result {
+		return &subject.Result{ExitCode: 1, Confinement: &confine.Status{Mode: "confined", Broken: list, BrokenCount: count}}
+	}
+	del := func(sandbox string, at time.Time, status int) observe.Call {
+		return observe.Call{Time: at, Method: "DELETE", Path: "/v1/sandboxes/" + sandbox, Status: status, SandboxID: sandbox}
+	}
+	for _, tc := range []struct {
+		name    string
+		rec     Record
+		harness bool
+	}{
+		{"the drill's sandbox after its fault", Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, false},
+		{"the drill's sandbox before its fault", Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(-time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, true},
+		{"another sandbox than the drill's", Record{Res: run([]confine.Refusal{brk("sb-x", t0.Add(time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, true},
+		{"the command's own DELETE first", Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
+			Observed: []observe.Call{del("sb-o", t0, 204)}}, false},
+		{"its own DELETE after the break", Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
+			Observed: []observe.Call{del("sb-o", t0.Add(2*time.Second), 204)}}, true},
+		{"its own DELETE refused", Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
+			Observed: []observe.Call{del("sb-o", t0, 404)}}, true},
+		{"a break on no sandbox", Record{Res: run([]confine.Refusal{{Time: t0, Addr: "?", Reason: "the grader's forwarder could not read the connection's destination"}}, 1),
+			DrillSandbox: "sb-d", DrillAt: t0.Add(-time.Minute)}, true},
+		{"excused ones listed, more unlisted", Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second))}, 2), DrillSandbox: "sb-d", DrillAt: t0}, true},
+		{"one excused, one not", Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second)), brk("sb-x", t0.Add(2*time.Second))}, 2),
+			DrillSandbox: "sb-d", DrillAt: t0}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tc.rec
+			rec.Field = "run"
+			err := rec.Judge(context.Background())
+			if tc.harness {
+				require.Error(t, err)
+				require.True(t, IsHarnessFault(err), "a harness fault: %v", err)
+				assert.Contains(t, err.Error(), "the grader's confinement broke 1 of its exchanges")
+			} else {
+				assert.NoError(t, err, "judged on what the command did")
+			}
+		})
+	}
+}

@@ -55,8 +55,10 @@ type Record struct {
 	BudgetSpent bool
 	BudgetOf    time.Duration // the submission's time (SubmissionTimeout)
 
-	// DrillSandbox: the sandbox a drill removed on purpose (never a vanish).
+	// DrillSandbox: the sandbox a drill removed on purpose (never a vanish),
+	// from DrillAt on (when the drill's fault hit it).
 	DrillSandbox string
+	DrillAt      time.Time
 
 	// Witness says what the target saw of the key; Fate what a real target
 	// saw of one sandbox (nil when it cannot say).

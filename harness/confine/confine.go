@@ -255,6 +255,11 @@ type Refusal struct {
 	Time   time.Time `json:"time"`
 	Addr   string    `json:"addr"` // where it was going
 	Reason string    `json:"reason"`
+	// Sandbox: the sandbox the request's route names, for an exchange the
+	// guard broke on a sandbox-scoped route ("" otherwise). A judge reads it
+	// to tell a break of the target's answer about a sandbox someone removed
+	// on purpose (a drill, the command's own DELETE) from the grader's.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Status is what a box enforced and what it could not, per command.

@@ -476,12 +476,16 @@ func (n *network) refuse(addr, why string) {
 }
 
 // broke records an exchange the grader's own forwarder or guard broke.
-func (n *network) broke(addr, why string) {
+func (n *network) broke(addr, why string) { n.brokeOn(addr, "", why) }
+
+// brokeOn is broke for an exchange on a sandbox-scoped route (sandbox "":
+// none).
+func (n *network) brokeOn(addr, sandbox, why string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.brokenCount++
 	if len(n.brokenList) < MaxRefusals {
-		n.brokenList = append(n.brokenList, Refusal{Time: time.Now().UTC(), Addr: addr, Reason: why})
+		n.brokenList = append(n.brokenList, Refusal{Time: time.Now().UTC(), Addr: addr, Reason: why, Sandbox: sandbox})
 	}
 }
 
@@ -518,6 +522,7 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 		where := func(r *http.Request) string {
 			return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + " " + r.Method + " " + clipPath(r.RequestURI)
 		}
+		sandbox := func(r *http.Request) string { id, _ := requestSandbox(r); return id }
 		rp := &httputil.ReverseProxy{
 			Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = r.In.Host },
 			Transport:     notingTransport{http.DefaultTransport},
@@ -527,7 +532,7 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 				if upstreamsFault(r, err) {
 					// The command still waits, and sent its request whole:
 					// the upstream failed it.
-					n.broke(where(r), "the guard's upstream failed: "+err.Error())
+					n.brokeOn(where(r), sandbox(r), "the guard's upstream failed: "+err.Error())
 				}
 				w.WriteHeader(http.StatusBadGateway)
 			},
@@ -558,7 +563,7 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 						// one. The grader's fault only when the upstream's
 						// answer broke off (not the command hanging up).
 						if err := nt.get(); err != nil && upstreamsFault(r, err) {
-							n.broke(where(r), "the upstream's answer broke off under the guard: "+err.Error())
+							n.brokeOn(where(r), sandbox(r), "the upstream's answer broke off under the guard: "+err.Error())
 						}
 						panic(p)
 					}
