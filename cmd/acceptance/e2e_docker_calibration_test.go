@@ -21,9 +21,9 @@ import (
 )
 
 // dockerCalibrationMembers are the submissions graded, in order: the
-// reference as the control, then the three whose defects only a drill or a
+// reference as the control, then those whose defects only a drill or a
 // closed loop catches.
-var dockerCalibrationMembers = []string{"reference", "bad-retry-gone", "bad-no-destroy", "bad-no-reap"}
+var dockerCalibrationMembers = []string{"reference", "bad-retry-gone", "bad-no-destroy", "bad-no-reap", "bad-no-backoff"}
 
 // dockerCalibrationLimits are the documented reasons a real target cannot
 // measure an outcome (docs/docker.md, harness/fidelity/FIDELITY.md "Known
@@ -39,8 +39,9 @@ var dockerCalibrationLimits = []string{
 
 // TestDockerCalibration: the calibration set fails the same entries on a real
 // OpenSandbox as on the bundled server. On the docker target (a real OpenSandbox on the project's engine, OSB_DOCKER_E2E=1; make
-// docker-engine), one `grade` call limited by tags to D2, M1, M2 and D5
-// grades the reference and bad-retry-gone, bad-no-destroy and bad-no-reap.
+// docker-engine), one `grade` call limited by tags to D2, D3, M1, M2 and D5
+// grades the reference and bad-retry-gone, bad-no-destroy, bad-no-reap and
+// bad-no-backoff (D3's 429 is the run's recording proxy's, docs/docker.md).
 // Each bad one fails exactly the entries it fails on the bundled server
 // (calibrationSet), restricted to the entries this run measures: its defect's
 // own drill or milestone must fail (never be excused), a criterion its
@@ -104,6 +105,7 @@ var dockerDefectEntries = map[string][]rubric.ID{
 	"bad-retry-gone": {"D2"},
 	"bad-no-destroy": {"M1", "M2"},
 	"bad-no-reap":    {"D5"},
+	"bad-no-backoff": {"D3"},
 }
 
 // documentedLimit reports whether a not-measured outcome names a documented
