@@ -282,22 +282,22 @@ func TestBreakOfASandboxRemovedOnPurposeIsNotTheGraders(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		rec     Record
+		rec     *Record
 		harness bool
 	}{
-		{"the drill's sandbox after its fault", Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, false},
-		{"the drill's sandbox before its fault", Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(-time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, true},
-		{"another sandbox than the drill's", Record{Res: run([]confine.Refusal{brk("sb-x", t0.Add(time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, true},
-		{"the command's own DELETE first", Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
+		{"the drill's sandbox after its fault", &Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, false},
+		{"the drill's sandbox before its fault", &Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(-time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, true},
+		{"another sandbox than the drill's", &Record{Res: run([]confine.Refusal{brk("sb-x", t0.Add(time.Second))}, 1), DrillSandbox: "sb-d", DrillAt: t0}, true},
+		{"the command's own DELETE first", &Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
 			Observed: []observe.Call{del("sb-o", t0, 204)}}, false},
-		{"its own DELETE after the break", Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
+		{"its own DELETE after the break", &Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
 			Observed: []observe.Call{del("sb-o", t0.Add(2*time.Second), 204)}}, true},
-		{"its own DELETE refused", Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
+		{"its own DELETE refused", &Record{Res: run([]confine.Refusal{brk("sb-o", t0.Add(time.Second))}, 1),
 			Observed: []observe.Call{del("sb-o", t0, 404)}}, true},
-		{"a break on no sandbox", Record{Res: run([]confine.Refusal{{Time: t0, Addr: "?", Reason: "the grader's forwarder could not read the connection's destination"}}, 1),
+		{"a break on no sandbox", &Record{Res: run([]confine.Refusal{{Time: t0, Addr: "?", Reason: "the grader's forwarder could not read the connection's destination"}}, 1),
 			DrillSandbox: "sb-d", DrillAt: t0.Add(-time.Minute)}, true},
-		{"excused ones listed, more unlisted", Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second))}, 2), DrillSandbox: "sb-d", DrillAt: t0}, true},
-		{"one excused, one not", Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second)), brk("sb-x", t0.Add(2*time.Second))}, 2),
+		{"excused ones listed, more unlisted", &Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second))}, 2), DrillSandbox: "sb-d", DrillAt: t0}, true},
+		{"one excused, one not", &Record{Res: run([]confine.Refusal{brk("sb-d", t0.Add(time.Second)), brk("sb-x", t0.Add(2*time.Second))}, 2),
 			DrillSandbox: "sb-d", DrillAt: t0}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

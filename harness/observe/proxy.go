@@ -77,6 +77,11 @@ type Call struct {
 	// Ended is when the response was complete (endpoint calls: a streamed
 	// command's end).
 	Ended time.Time `json:"ended,omitzero"`
+	// ExitCode is the exit code an execd POST /command stream ended with
+	// (its terminal event, streamend.go); nil when it ended without one
+	// (cut off, a spawn failure) or the command ran in the background: a
+	// command not seen to run to completion.
+	ExitCode *int `json:"exit_code,omitempty"`
 	// Answer is the start of the server's answer to a lifecycle call that
 	// failed on the server's side (5xx), e.g. its error code and message.
 	Answer string `json:"answer,omitempty"`
@@ -438,7 +443,8 @@ type recorder struct {
 	status  int
 	head    bytes.Buffer
 	noHead  bool
-	headers []string // the answer's header names (headerNames)
+	headers []string  // the answer's header names (headerNames)
+	tap     io.Writer // reads the whole answer as it is forwarded (streamEnd), if set
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -454,7 +460,11 @@ func (r *recorder) Write(b []byte) (int, error) {
 	if room := maxBody - r.head.Len(); room > 0 && !r.noHead {
 		r.head.Write(b[:min(len(b), room)])
 	}
-	return r.ResponseWriter.Write(b)
+	n, err := r.ResponseWriter.Write(b)
+	if r.tap != nil && n > 0 {
+		_, _ = r.tap.Write(b[:n]) // what the client was given
+	}
+	return n, err
 }
 
 // Flush lets streamed responses through as they come.

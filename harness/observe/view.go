@@ -324,6 +324,11 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 		r.Body = vault
 	}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK, noHead: true}
+	var end *streamEnd
+	if cmd != nil {
+		end = &streamEnd{}
+		rec.tap = end
+	}
 	defer func() { // recorded even when aborted (http.ErrAbortHandler: the stream broke off)
 		// A call is recorded (and visible to Calls, EndpointCalls and
 		// CallsSoFar) only once its body is: the exchange may end before
@@ -331,6 +336,9 @@ func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string,
 		if cmd != nil {
 			b, whole := cmd.finish(unblockBody(w))
 			c.Command = commandIn(b, !whole)
+			if rec.status == http.StatusOK && whole && !backgroundIn(b) {
+				c.ExitCode = end.exit
+			}
 		}
 		if vault != nil {
 			if b, whole := vault.finish(unblockBody(w)); whole {
