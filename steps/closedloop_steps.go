@@ -98,8 +98,8 @@ func eachRunClosedLoop(ctx context.Context) error {
 		return failf("%s", strings.Join(problems, "; "))
 	}
 	if !s.env.mock() {
-		s.note("from the recording proxy's records of the runs' execd calls (a command is one execd answered 200 and streamed; "+
-			"its exit code is inside the stream, which the proxy does not read): %s", strings.Join(notes, "; "))
+		s.note("from the recording proxy's records of the runs' execd calls (a command counts once its stream ended with execd's "+
+			"terminal event, whatever its exit code; the proxy reads it as it forwards the stream): %s", strings.Join(notes, "; "))
 		return nil
 	}
 	s.note("%s", strings.Join(notes, "; "))
