@@ -267,6 +267,7 @@ type BridgeServices struct {
 	dl        net.Listener
 	http      *http.Server
 	https     *http.Server // the TLS front (nil: none)
+	tl        net.Listener // its listener (closed by stop, started or not)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -330,7 +331,7 @@ func StartBridgeServicesTLS(b Bridge, stubs map[string]string, front *TLSFront) 
 			_ = hl.Close()
 			return nil, err
 		}
-		s.TLSStubs = front.Stubs
+		s.TLSStubs, s.tl = front.Stubs, tl
 		s.https = front.server(tlsTargets)
 	}
 	h := stubResolver{addr: b.Addr, names: names}
@@ -392,6 +393,7 @@ func (s *BridgeServices) stop() {
 	if s.https != nil {
 		_ = s.https.Shutdown(ctx)
 		_ = s.https.Close()
+		_ = s.tl.Close() // a server not started yet ignores Close
 	}
 	_ = s.udp.Shutdown()
 	_ = s.tcp.Shutdown()

@@ -240,3 +240,37 @@ func TestTLSFrontRefusesBadStubs(t *testing.T) {
 		t.Errorf("iptables touched: %q", f.calls)
 	}
 }
+
+// An INPUT exception for the TLS front that cannot be added undoes the
+// others and frees the ports: nothing is left open.
+func TestTLSFrontRuleFailureRollsBack(t *testing.T) {
+	ca, err := EnsureStubCA(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Leaf([]string{"pypi.org"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeIPTables{fail: "--dport 443"}
+	addr := net.ParseIP("127.213.47.5")
+	b := Bridge{Iface: "lo-test", Addr: addr, ipt: f}
+	front := &TLSFront{Stubs: map[string]string{"pypi.org": "http://127.0.0.1:1"}, Cert: cert}
+	if s, err := StartBridgeServicesTLS(b, nil, front); err == nil {
+		s.Close()
+		t.Fatal("started without its INPUT exception")
+	} else if strings.Contains(err.Error(), "cannot bind") || strings.Contains(err.Error(), "address already in use") {
+		t.Skipf("not measured: %v", err)
+	}
+	if len(f.rules) != 0 {
+		t.Errorf("exceptions left: %q", f.rules)
+	}
+	for _, port := range []string{"443", "80", "53"} {
+		l, err := net.Listen("tcp4", net.JoinHostPort(addr.String(), port))
+		if err != nil {
+			t.Errorf("port %s still held after the failed start: %v", port, err)
+			continue
+		}
+		l.Close()
+	}
+}
