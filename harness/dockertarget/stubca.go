@@ -25,9 +25,11 @@ import (
 // server's certificate, so the suite's own sandbox image trusts one CA made on
 // this machine for that alone:
 //
-//   - generated once into the docker-target cache (<cache>/stub-ca/stub-ca.pem:
-//     the certificate and its ECDSA P-256 key, mode 0600) and reused by every
-//     run and every checkout sharing the cache; its certificate alone is written
+//   - generated once per machine, with the engine's run state
+//     (<OSB_DOCKER_TARGET_STATE, default /var/lib/osb-acceptance/target>/stub-ca/
+//     stub-ca.pem: the certificate and its ECDSA P-256 key, mode 0600), and
+//     reused by every run of every checkout (so all build the same sandbox
+//     image, and a fresh clone finds it in the engine); its certificate alone is written
 //     next to it (stub-ca.crt), and that file is what the sandbox image's build
 //     installs into the image's trust store (.ci/docker-sandbox-rootfs.sh) and
 //     what the image's cache key hashes. The key never enters an image;

@@ -154,7 +154,10 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		fmt.Fprintln(cfg.Log, "docker target: "+msg)
 	}
 
-	ca, err := EnsureStubCA(filepath.Join(cfg.CacheDir, "stub-ca"))
+	// The stub CA is the machine's, with the engine's run state (not in a
+	// checkout's cache): every checkout then builds the same sandbox image,
+	// and a fresh clone finds it in the engine.
+	ca, err := EnsureStubCA(filepath.Join(dir, "stub-ca"))
 	if err != nil {
 		return nil, err
 	}
