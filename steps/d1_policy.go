@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
@@ -13,15 +14,48 @@ import (
 // judges what the recording proxy and the sidecar's log show).
 
 // denyByPolicyAPI arms the drill on a real target: once the run's create is
-// answered, deny hosts in that sandbox's egress policy.
+// answered, deny hosts in that sandbox's egress policy. Until the deny is in
+// place the run's recording proxy holds the subject's execd commands
+// (observe.Proxy.HoldCommands), so its install cannot reach the sandbox
+// before the denial does: without the hold a subject that creates, uploads
+// and installs within a second raced the PATCH (the install 4 ms ahead of it
+// on 2026-12-02) and D1 was left not measured. Uploads and pings pass; a
+// held command is recorded with how long it was held.
 func (e *Env) denyByPolicyAPI(d *drill, hosts []string) {
 	d.keyed, d.sharedRun = true, true
+	var mu sync.Mutex
+	releases := map[*subjectRun]func(){}
+	release := func(r *subjectRun) {
+		mu.Lock()
+		rel := releases[r]
+		delete(releases, r)
+		mu.Unlock()
+		if rel != nil {
+			rel()
+		}
+	}
+	d.Opts.proxied = func(_ context.Context, r *subjectRun) error {
+		if r.Proxy == nil {
+			return nil // no proxy: the deny races the subject (Precondition says when it lost)
+		}
+		rel := r.Proxy.HoldCommands(indexDenyHoldMax, "drill D1: until the package index is denied in the sandbox's egress policy")
+		mu.Lock()
+		releases[r] = rel
+		mu.Unlock()
+		return nil
+	}
 	d.Opts.hook = func(ctx context.Context, r *subjectRun, _ func()) {
+		defer release(r) // applied or not: the subject's commands go on
 		indexdeny.WhenCreated(ctx, &r.launch, func(id string) {
 			r.policyDeny = indexdeny.Apply(context.WithoutCancel(ctx), e.client, e.opt.Target.SidecarLog, id, hosts)
 		})
 	}
+	d.Opts.finish = func(_ context.Context, r *subjectRun) { release(r) }
 }
+
+// indexDenyHoldMax bounds how long D1 holds the subject's commands: Apply
+// retries the PATCH for up to a minute while execd starts, within 90 s.
+const indexDenyHoldMax = 95 * time.Second
 
 // realDeny is the precondition of D1's checks on a real target
 // (indexdeny.Run.Precondition). It keeps the drill's evidence, and returns

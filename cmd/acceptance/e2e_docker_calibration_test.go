@@ -5,8 +5,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -22,8 +24,36 @@ import (
 
 // dockerCalibrationMembers are the submissions graded, in order: the
 // reference as the control, then those whose defects only a drill or a
-// closed loop catches.
-var dockerCalibrationMembers = []string{"reference", "bad-retry-gone", "bad-no-destroy", "bad-no-reap", "bad-no-backoff"}
+// closed loop catches. OSB_DOCKER_CALIBRATION_MEMBERS (comma-separated names
+// of these) grades only those, in this order.
+var dockerCalibrationMembers = []string{"reference", "bad-retry-gone", "bad-no-destroy", "bad-no-reap", "bad-retry-forever", "bad-no-backoff"}
+
+// dockerCalibrationMembersEnv narrows TestDockerCalibration to some members.
+const dockerCalibrationMembersEnv = "OSB_DOCKER_CALIBRATION_MEMBERS"
+
+// dockerCalibrationChosen is dockerCalibrationMembers, or those of them the
+// environment names (an unknown name is an error).
+func dockerCalibrationChosen() ([]string, error) {
+	v := strings.TrimSpace(os.Getenv(dockerCalibrationMembersEnv))
+	if v == "" {
+		return dockerCalibrationMembers, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(v, ",") {
+		n = strings.TrimSuffix(strings.TrimSpace(n), "/")
+		if !slices.Contains(dockerCalibrationMembers, n) {
+			return nil, fmt.Errorf("%s=%q: %q is not one of %v", dockerCalibrationMembersEnv, v, n, dockerCalibrationMembers)
+		}
+		want[n] = true
+	}
+	var out []string
+	for _, n := range dockerCalibrationMembers {
+		if want[n] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
 
 // dockerCalibrationLimits are the documented reasons a real target cannot
 // measure an outcome (docs/docker.md, harness/fidelity/FIDELITY.md "Known
@@ -39,9 +69,10 @@ var dockerCalibrationLimits = []string{
 
 // TestDockerCalibration: the calibration set fails the same entries on a real
 // OpenSandbox as on the bundled server. On the docker target (a real OpenSandbox on the project's engine, OSB_DOCKER_E2E=1; make
-// docker-engine), one `grade` call limited by tags to D2, D3, M1, M2 and D5
-// grades the reference and bad-retry-gone, bad-no-destroy, bad-no-reap and
-// bad-no-backoff (D3's 429 is the run's recording proxy's, docs/docker.md).
+// docker-engine), one `grade` call limited by tags to D1, D2, D3, M1, M2 and
+// D5 grades the reference and bad-retry-gone, bad-no-destroy, bad-no-reap,
+// bad-retry-forever and bad-no-backoff (D3's 429 is the run's recording
+// proxy's, docs/docker.md; OSB_DOCKER_CALIBRATION_MEMBERS narrows the set).
 // Each bad one fails exactly the entries it fails on the bundled server
 // (calibrationSet), restricted to the entries this run measures: its defect's
 // own drill or milestone must fail (never be excused), a criterion its
@@ -63,8 +94,13 @@ func TestDockerCalibration(t *testing.T) {
 	for _, c := range calibrationSet {
 		expect[c.dir] = c
 	}
-	dirs := make([]string, len(dockerCalibrationMembers))
-	for i, name := range dockerCalibrationMembers {
+	members, err := dockerCalibrationChosen()
+	require.NoError(t, err)
+	if len(members) < len(dockerCalibrationMembers) {
+		t.Logf("%s: grading %v of %v", dockerCalibrationMembersEnv, members, dockerCalibrationMembers)
+	}
+	dirs := make([]string, len(members))
+	for i, name := range members {
 		_, ok := expect[name]
 		require.True(t, ok, "%s is in calibrationSet", name)
 		dirs[i] = filepath.Join(e.root, "fixtures", "submissions", name)
@@ -86,7 +122,7 @@ func TestDockerCalibration(t *testing.T) {
 	t.Logf("acceptance grade --target docker (%d submissions): exit %d in %s\n%s%s", len(dirs), code, time.Since(start).Round(time.Second), stdout.String(), stderr.String())
 	require.NotEqual(t, 2, code, "acceptance grade must grade the set on docker, not fail on usage or the target")
 
-	for i, name := range dockerCalibrationMembers {
+	for i, name := range members {
 		name, c := name, expect[name]
 		m, err := filepath.Glob(filepath.Join(out, twoDigits(i+1)+"-"+name))
 		require.NoError(t, err)
@@ -105,7 +141,10 @@ var dockerDefectEntries = map[string][]rubric.ID{
 	"bad-retry-gone": {"D2"},
 	"bad-no-destroy": {"M1", "M2"},
 	"bad-no-reap":    {"D5"},
-	"bad-no-backoff": {"D3"},
+	// The sandbox image carries no tabulate and the stub index answers on
+	// the bridge, so the install asks the index and D1's deny is met.
+	"bad-retry-forever": {"D1"},
+	"bad-no-backoff":    {"D3"},
 }
 
 // documentedLimit reports whether a not-measured outcome names a documented

@@ -49,8 +49,9 @@ func tagsExcept(alts []string, not ...string) string {
 
 // dockerCalibrationTags limits the docker calibration to the scenarios the
 // defects ride on: D2 (bad-retry-gone), M1 and M2 (bad-no-destroy), D5
-// (bad-no-reap), D3 (bad-no-backoff). The 50 MB input is no defect's target.
-var dockerCalibrationTags = tagsExcept([]string{"@milestone:M1", "@milestone:M2", "@drill:D2", "@drill:D3", "@drill:D5"}, "@large")
+// (bad-no-reap), D1 (bad-retry-forever), D3 (bad-no-backoff). The 50 MB
+// input is no defect's target.
+var dockerCalibrationTags = tagsExcept([]string{"@milestone:M1", "@milestone:M2", "@drill:D2", "@drill:D5", "@drill:D1", "@drill:D3"}, "@large")
 
 // offlineRealTargetTags is the real-target grade of the reference
 // (TestRunAgainstURLTarget): the closed loop and the analysis,

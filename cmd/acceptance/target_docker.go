@@ -20,12 +20,18 @@ import (
 //
 // The data API stub is offered to the sandboxes on the engine's bridge over
 // plain http (dockertarget.BridgeServices), so the subjects get an http://
-// CAPSTONE_DATA_API_URL on this target.
+// CAPSTONE_DATA_API_URL on this target; the package index over https, as
+// pypi.org and files.pythonhosted.org (dockertarget.TLSFront).
 func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string]string, stderr io.Writer) (core.StartedTarget, error) {
 	fmt.Fprintf(stderr, "docker target: standing up opensandbox-server==%s on %s\n", cfg.serverVersion, dockertarget.Endpoint())
-	t, err := dockertarget.Start(ctx, dockertarget.Config{ServerVersion: cfg.serverVersion, WheelDir: cfg.wheels, Log: stderr,
+	t, err := dockertarget.Start(ctx, dockertarget.Config{ServerVersion: cfg.serverVersion, Log: stderr,
 		ExecdImage: cfg.execdImage, EgressImage: cfg.egressImage, SandboxImage: cfg.sandboxImage,
-		Stubs: map[string]string{stubs.DataAPIHost: upstreams[stubs.DataAPIHost]}})
+		Stubs: map[string]string{stubs.DataAPIHost: upstreams[stubs.DataAPIHost]},
+		// The stub package index (the run's, serving .cache/wheels) as
+		// https://pypi.org and https://files.pythonhosted.org: the suite's
+		// sandbox image carries no tabulate and trusts the stub CA, so an
+		// install asks it, and D1's deny is met on the default image.
+		TLSStubs: map[string]string{stubs.PyPIHost: upstreams[stubs.PyPIHost], stubs.FilesHost: upstreams[stubs.FilesHost]}})
 	if err != nil {
 		return core.StartedTarget{}, fmt.Errorf("docker target: %w", err)
 	}

@@ -31,7 +31,10 @@ import (
 //   - the stubs' front on <bridge address>:80 (plain HTTP: a sidecar's
 //     mitmproxy would refuse a stub certificate, and the vault binds http on
 //     port 80), forwarding by Host to the stub's loopback server;
-//   - the INPUT exceptions that let the bridge reach those two ports of the
+//   - the TLS front on <bridge address>:443 (bridge_tls.go), when the run
+//     offers stubs over HTTPS (the stub package index as pypi.org and
+//     files.pythonhosted.org), with a certificate of the machine's stub CA;
+//   - the INPUT exceptions that let the bridge reach those ports of the
 //     bridge address and nothing else (the engine drops every other new
 //     connection from the bridge to the host), removed when the run ends.
 //
@@ -255,10 +258,16 @@ type BridgeServices struct {
 	// Stubs maps each stub name to the loopback URL of the stub serving it.
 	Stubs map[string]string
 
+	// TLSStubs maps each name served over HTTPS on :443 to its stub's
+	// loopback URL (nil: no TLS front).
+	TLSStubs map[string]string
+
 	udp, tcp  *dns.Server
 	pc        net.PacketConn
 	dl        net.Listener
 	http      *http.Server
+	https     *http.Server // the TLS front (nil: none)
+	tl        net.Listener // its listener (closed by stop, started or not)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -267,8 +276,18 @@ type BridgeServices struct {
 // (never 0.0.0.0), then opens the INPUT exceptions. stubs maps each name to
 // the stub's loopback URL (http://127.0.0.1:port).
 func StartBridgeServices(b Bridge, stubs map[string]string) (*BridgeServices, error) {
-	if len(stubs) == 0 {
+	return StartBridgeServicesTLS(b, stubs, nil)
+}
+
+// StartBridgeServicesTLS is StartBridgeServices with a TLS front on :443 for
+// front's stubs (nil: none); the resolver answers their names too.
+func StartBridgeServicesTLS(b Bridge, stubs map[string]string, front *TLSFront) (*BridgeServices, error) {
+	if len(stubs) == 0 && (front == nil || len(front.Stubs) == 0) {
 		return nil, errors.New("no stub to serve")
+	}
+	tlsTargets, err := front.targets()
+	if err != nil {
+		return nil, err
 	}
 	names := map[string]bool{}
 	targets := map[string]*url.URL{}
@@ -283,6 +302,9 @@ func StartBridgeServices(b Bridge, stubs map[string]string) (*BridgeServices, er
 		n := strings.ToLower(strings.TrimSuffix(name, "."))
 		names[n] = true
 		targets[n] = u
+	}
+	for n := range tlsTargets {
+		names[n] = true
 	}
 	s := &BridgeServices{Bridge: b, Stubs: stubs}
 	host := b.Addr.String()
@@ -301,6 +323,17 @@ func StartBridgeServices(b Bridge, stubs map[string]string) (*BridgeServices, er
 		_ = dl.Close()
 		return nil, fmt.Errorf("the stubs' front on %s:80: %w (is another docker-target run using this engine outside its lock?)", host, err)
 	}
+	var tl net.Listener
+	if len(tlsTargets) > 0 {
+		if tl, err = front.listen(host); err != nil {
+			_ = pc.Close()
+			_ = dl.Close()
+			_ = hl.Close()
+			return nil, err
+		}
+		s.TLSStubs, s.tl = front.Stubs, tl
+		s.https = front.server(tlsTargets)
+	}
 	h := stubResolver{addr: b.Addr, names: names}
 	s.pc, s.dl = pc, dl
 	s.udp = &dns.Server{PacketConn: pc, Handler: h}
@@ -309,9 +342,19 @@ func StartBridgeServices(b Bridge, stubs map[string]string) (*BridgeServices, er
 	go func() { _ = s.udp.ActivateAndServe() }()
 	go func() { _ = s.tcp.ActivateAndServe() }()
 	go func() { _ = s.http.Serve(hl) }()
+	if tl != nil {
+		go func() { _ = s.https.ServeTLS(tl, "", "") }()
+	}
 	if err := addVaultRules(b.iptables(), b.Iface, b.Addr); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("opening the bridge to the stubs: %w", err)
+	}
+	if tl != nil {
+		if err := addTLSRule(b.iptables(), b.Iface, b.Addr); err != nil {
+			_ = removeVaultRules(b.iptables(), b.Iface)
+			s.stop()
+			return nil, fmt.Errorf("opening the bridge to the stubs' TLS front: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -347,6 +390,11 @@ func (s *BridgeServices) stop() {
 	defer cancel()
 	_ = s.http.Shutdown(ctx)
 	_ = s.http.Close()
+	if s.https != nil {
+		_ = s.https.Shutdown(ctx)
+		_ = s.https.Close()
+		_ = s.tl.Close() // a server not started yet ignores Close
+	}
 	_ = s.udp.Shutdown()
 	_ = s.tcp.Shutdown()
 	_ = s.pc.Close() // a server not started yet ignores Shutdown

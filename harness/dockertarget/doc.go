@@ -9,5 +9,8 @@
 //
 // Files: engine.go (connect, lock), images.go (build and cache images),
 // server.go (venv, config, process), reap.go (leftovers by label),
-// target.go (Start/Close, the component list for the report).
+// target.go (Start/Close, the component list for the report), bridge.go
+// and bridge_tls.go (the stubs offered to sandboxes on the engine's bridge:
+// resolver, plain-HTTP front, TLS front), stubca.go (the machine's stub CA
+// the sandbox image trusts for the TLS front).
 package dockertarget

@@ -52,9 +52,11 @@ type Image struct {
 type ImageConfig struct {
 	RepoDir  string // the project's root (.ci/docker-sandbox-rootfs.sh)
 	CacheDir string // rootfs tarballs are kept here by content hash
-	WheelDir string // the stub index's wheels, installed into the sandbox image
-	Binary   string // the acceptance binary (stand-in execd and egress)
-	Log      io.Writer
+	// StubCACert is the stub CA's certificate (StubCA.CertPath), installed
+	// into the sandbox image's trust store and hashed into its cache key.
+	StubCACert string
+	Binary     string // the acceptance binary (stand-in execd and egress)
+	Log        io.Writer
 	// Overrides (--execd-image, --egress-image, --sandbox-image): used as
 	// named; one the engine lacks and cannot pull is an error, never a
 	// silent stand-in.
@@ -90,7 +92,7 @@ func (e poolEngine) PullImage(ctx context.Context, ref string) error {
 // EnsureImages chooses every image (chooseImage): an override first, then the
 // image the server version names when the engine has it or can pull it, and a
 // stand-in built here only when neither works. The sandbox image is built
-// here (cached by the hash of its build script and wheels: a rerun reuses the
+// here (cached by the hash of its build scripts and the stub CA's certificate: a rerun reuses the
 // tarball and the image) unless --sandbox-image names one; the server
 // version names no sandbox image (the suite asks for python:3.12).
 func EnsureImages(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) ([]Image, error) {
@@ -215,7 +217,8 @@ func firstLine(s string) string {
 
 // SandboxRootfsScripts build the sandbox root filesystem (relative to the
 // project's root): the script and the Debian bootstrap it sources. The
-// cache key hashes them all, with the wheels: a change to any rebuilds it.
+// cache key hashes them all, with the stub CA's certificate: a change to any
+// rebuilds it.
 var SandboxRootfsScripts = []string{".ci/docker-sandbox-rootfs.sh", ".ci/debian-rootfs.sh"}
 
 func sandboxHash(cfg ImageConfig) (string, error) {
@@ -227,18 +230,11 @@ func sandboxHash(cfg ImageConfig) (string, error) {
 		}
 		h.Write(script)
 	}
-	wheels, _ := filepath.Glob(filepath.Join(cfg.WheelDir, "*.whl"))
-	if len(wheels) == 0 {
-		return "", fmt.Errorf("no wheels in %s (make deps downloads them)", cfg.WheelDir)
+	ca, err := os.ReadFile(cfg.StubCACert)
+	if err != nil {
+		return "", fmt.Errorf("the stub CA's certificate: %w", err)
 	}
-	sort.Strings(wheels)
-	for _, w := range wheels {
-		b, err := os.ReadFile(w)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s %x\n", filepath.Base(w), sha256.Sum256(b))
-	}
+	fmt.Fprintf(h, "stub-ca %x\n", sha256.Sum256(ca))
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
@@ -249,7 +245,7 @@ func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) 
 	}
 	ref := SandboxRepo + ":" + hash
 	im := Image{Role: "sandbox", Ref: SandboxImageURI, StandIn: true, Origin: OriginStandIn,
-		Note: "built here from Debian 12 packages (mmdebstrap or debootstrap minbase: python3, pandas, matplotlib, pip, tabulate wheel) as " + ref}
+		Note: "built here from Debian 12 packages (mmdebstrap or debootstrap minbase: python3, pandas, matplotlib, pip; not the install step's tabulate; trusts this machine's stub CA) as " + ref}
 	start := time.Now()
 	if got, err := pool.Client.InspectImage(ref); err == nil {
 		im.ID = got.ID
@@ -260,7 +256,7 @@ func ensureSandbox(ctx context.Context, pool *dockertest.Pool, cfg ImageConfig) 
 			if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 				return Image{}, err
 			}
-			cmd := exec.CommandContext(ctx, "bash", filepath.Join(cfg.RepoDir, ".ci", "docker-sandbox-rootfs.sh"), tarball, cfg.WheelDir)
+			cmd := exec.CommandContext(ctx, "bash", filepath.Join(cfg.RepoDir, ".ci", "docker-sandbox-rootfs.sh"), tarball, cfg.StubCACert)
 			cmd.Stdout, cmd.Stderr = cfg.Log, cfg.Log
 			if err := cmd.Run(); err != nil {
 				return Image{}, fmt.Errorf("building the sandbox rootfs: %w", err)

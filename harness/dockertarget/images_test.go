@@ -253,7 +253,8 @@ func TestLockWaitsForAnotherRun(t *testing.T) {
 
 // TestSandboxHashCoversWhatTheScriptSources: the sandbox root filesystem's
 // cache key hashes every file its script sources (the Debian bootstrap it
-// shares with the grader image's), and a change to any of them changes it.
+// shares with the grader image's) and the stub CA's certificate, and a change
+// to any of them changes it.
 func TestSandboxHashCoversWhatTheScriptSources(t *testing.T) {
 	root := filepath.Join("..", "..")
 	script, err := os.ReadFile(filepath.Join(root, SandboxRootfsScripts[0]))
@@ -263,17 +264,24 @@ func TestSandboxHashCoversWhatTheScriptSources(t *testing.T) {
 	for _, m := range sourced {
 		require.Contains(t, SandboxRootfsScripts, ".ci/"+string(m[1]), "a sourced file the cache key does not hash")
 	}
-	repo, wheels := t.TempDir(), t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(wheels, "tabulate-0.9.0-py3-none-any.whl"), []byte("wheel"), 0o644))
+	repo, caDir := t.TempDir(), t.TempDir()
+	ca, err := EnsureStubCA(caDir)
+	require.NoError(t, err)
 	require.NoError(t, os.Mkdir(filepath.Join(repo, ".ci"), 0o755))
 	for _, f := range SandboxRootfsScripts {
 		b, err := os.ReadFile(filepath.Join(root, f))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(repo, f), b, 0o644))
 	}
-	cfg := ImageConfig{RepoDir: repo, WheelDir: wheels}
+	cfg := ImageConfig{RepoDir: repo, StubCACert: ca.CertPath}
 	before, err := sandboxHash(cfg)
 	require.NoError(t, err)
+	// Another machine's CA is another image.
+	other, err := EnsureStubCA(t.TempDir())
+	require.NoError(t, err)
+	if h, err := sandboxHash(ImageConfig{RepoDir: repo, StubCACert: other.CertPath}); err != nil || h == before {
+		t.Errorf("another stub CA leaves the sandbox rootfs's cache key %s (%v)", before, err)
+	}
 	for _, f := range SandboxRootfsScripts {
 		p := filepath.Join(repo, f)
 		b, err := os.ReadFile(p)

@@ -23,7 +23,6 @@ type Config struct {
 	Endpoint      string    // Docker endpoint (default Endpoint())
 	RepoDir       string    // the project's root
 	CacheDir      string    // venvs, rootfs tarballs and run-time pins (default CacheDir(): one per machine)
-	WheelDir      string    // default RepoDir/.cache/wheels
 	Binary        string    // the acceptance binary (default os.Executable())
 	Log           io.Writer // progress; nil discards
 	// ExecdImage, EgressImage, SandboxImage override the image choice
@@ -33,6 +32,11 @@ type Config struct {
 	// of the stub serving each (http://127.0.0.1:port); they are offered on
 	// the engine's bridge address (BridgeServices). Nil: none.
 	Stubs map[string]string
+	// TLSStubs are served the same way over HTTPS on the bridge's port 443,
+	// with a certificate from the machine's stub CA (stubca.go), which the
+	// suite's own sandbox image trusts: the stub package index as pypi.org
+	// and files.pythonhosted.org. Nil: none.
+	TLSStubs map[string]string
 }
 
 // Component is one piece of the stack, for the report's header.
@@ -114,9 +118,6 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = CacheDir()
 	}
-	if cfg.WheelDir == "" {
-		cfg.WheelDir = filepath.Join(cfg.RepoDir, ".cache", "wheels")
-	}
 	if cfg.Binary == "" {
 		exe, err := os.Executable()
 		if err != nil {
@@ -153,8 +154,15 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 		fmt.Fprintln(cfg.Log, "docker target: "+msg)
 	}
 
+	// The stub CA is the machine's, with the engine's run state (not in a
+	// checkout's cache): every checkout then builds the same sandbox image,
+	// and a fresh clone finds it in the engine.
+	ca, err := EnsureStubCA(filepath.Join(dir, "stub-ca"))
+	if err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
-	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), WheelDir: cfg.WheelDir, Binary: cfg.Binary, Log: cfg.Log,
+	images, err := EnsureImages(ctx, pool, ImageConfig{RepoDir: cfg.RepoDir, CacheDir: filepath.Join(cfg.CacheDir, "rootfs"), StubCACert: ca.CertPath, Binary: cfg.Binary, Log: cfg.Log,
 		ExecdImage: cfg.ExecdImage, EgressImage: cfg.EgressImage, SandboxImage: cfg.SandboxImage, Pairing: pairing,
 		Ledger: &PullLedger{Path: filepath.Join(dir, "pulls.json")}})
 	if err != nil {
@@ -169,11 +177,15 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 
 	var bridge *BridgeServices
 	stubNote := ""
-	if len(cfg.Stubs) > 0 {
-		bridge, stubNote = startBridge(pool, cfg.Endpoint, cfg.Stubs)
+	if len(cfg.Stubs) > 0 || len(cfg.TLSStubs) > 0 {
+		bridge, stubNote = startBridge(pool, cfg.Endpoint, cfg.Stubs, cfg.TLSStubs, ca)
 		if bridge != nil {
-			fmt.Fprintf(cfg.Log, "docker target: stubs on the bridge %s (%s): resolver :53 for %s, plain HTTP :80\n",
-				bridge.Bridge.Addr, bridge.Bridge.Iface, strings.Join(sortedKeys(cfg.Stubs), ", "))
+			fmt.Fprintf(cfg.Log, "docker target: stubs on the bridge %s (%s): resolver :53 for %s, plain HTTP :80 for %s, HTTPS :443 for %s (stub CA)\n",
+				bridge.Bridge.Addr, bridge.Bridge.Iface, strings.Join(append(sortedKeys(cfg.Stubs), sortedKeys(cfg.TLSStubs)...), ", "),
+				strings.Join(sortedKeys(cfg.Stubs), ", "), strings.Join(sortedKeys(cfg.TLSStubs), ", "))
+			if len(cfg.TLSStubs) > 0 && cfg.SandboxImage != "" {
+				fmt.Fprintf(cfg.Log, "docker target: --sandbox-image %s does not trust the stub CA (%s) unless it was built to: its pip refuses the stub index's certificate\n", cfg.SandboxImage, ca.CertPath)
+			}
 		}
 		if stubNote != "" {
 			fmt.Fprintln(cfg.Log, "docker target: "+stubNote)
@@ -257,13 +269,21 @@ func Start(ctx context.Context, cfg Config) (*Target, error) {
 // startBridge offers the stubs on the engine's bridge. A failure is not the
 // run's: the stubs are then unreachable from sandboxes and the note says why
 // (the checks that need them say not measured).
-func startBridge(pool *dockertest.Pool, endpoint string, stubs map[string]string) (*BridgeServices, string) {
+func startBridge(pool *dockertest.Pool, endpoint string, stubs, tlsStubs map[string]string, ca *StubCA) (*BridgeServices, string) {
 	b, err := engineBridge(pool)
 	if err != nil {
 		return nil, "the stubs are not offered to sandboxes: " + err.Error()
 	}
 	_ = removeVaultRules(b.iptables(), b.Iface) // a crashed run's (the caller holds the lock)
-	s, err := StartBridgeServices(b, stubs)
+	var front *TLSFront
+	if len(tlsStubs) > 0 {
+		cert, err := ca.Leaf(sortedKeys(tlsStubs))
+		if err != nil {
+			return nil, "the stubs are not offered to sandboxes: " + err.Error()
+		}
+		front = &TLSFront{Stubs: tlsStubs, Cert: cert}
+	}
+	s, err := StartBridgeServicesTLS(b, stubs, front)
 	if err != nil {
 		return nil, "the stubs are not offered to sandboxes: " + err.Error()
 	}

@@ -285,10 +285,11 @@ func (r Run) ReachedForIndex(installs []string) (string, error) {
 	}
 	if r.Summary != nil && !r.installFailed() {
 		// The subject did reach for its packages; the target's sandbox image
-		// had them (the docker target's carries tabulate), so pip never asked
-		// the index: a property of the target, not of the subject.
+		// had them (an image given with --sandbox-image, say: the docker
+		// target's own carries no tabulate), so pip never asked the index: a
+		// property of the target, not of the subject.
 		return "", command.NotMeasuredf(string(rubric.CategoryUnsupportedByTarget),
-			"the subject's install (%d command(s)) succeeded without the package index: the target's sandbox image already had what it asked for (the docker target's image carries tabulate), so the denial was never met (the bundled server's sandboxes lack the package, so there it is)", len(installs))
+			"the subject's install (%d command(s)) succeeded without the package index: the target's sandbox image already had what it asked for (an image other than the docker target's own, which carries no tabulate), so the denial was never met (the bundled server's sandboxes lack the package, so there it is)", len(installs))
 	}
 	return fmt.Sprintf("the package index was denied in sandbox %s through its egress policy API %s into the run; %d install command(s) after it",
 		r.Deny.SandboxID, r.Deny.Applied.Sub(r.Started).Round(time.Millisecond), len(installs)), nil

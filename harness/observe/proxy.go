@@ -98,6 +98,10 @@ type Call struct {
 	// why (CapacityInjected): the harness's fault, never held against the
 	// target or the caller.
 	Injected string `json:"injected,omitempty"`
+	// Held says the proxy held the call before forwarding it, how long and
+	// why (HoldCommands); Time is when it was forwarded, so when it reached
+	// the target.
+	Held string `json:"held,omitempty"`
 }
 
 // CapacityInjected labels a create the proxy answered with 429 for drill D3
@@ -125,6 +129,11 @@ type Proxy struct {
 	// refuse: the key fingerprints whose creates the proxy answers with 429
 	// and this Retry-After in seconds (RefuseCreates; under mu).
 	refuse map[string]int
+	// hold, while not nil, holds every execd command until it is closed
+	// (HoldCommands; under mu); holdWhy says why, for the record.
+	hold    chan struct{}
+	holdMax time.Duration
+	holdWhy string
 	// ctx is what every forwarded request runs under: canceled only when
 	// the proxy closes, never because the client half-closed its side (Go's
 	// server cancels a request's context when the client's connection
@@ -269,6 +278,56 @@ func (p *Proxy) anyVanished() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.vanished) > 0
+}
+
+// HoldCommands makes the proxy hold, from now on, every execd command (POST
+// …/command through a rewritten endpoint or the server proxy route, on any
+// sandbox) until release is called or max has passed, then forward it: drill
+// D1 on a real target arms it before the subject starts and releases it once
+// its deny is in the sandbox's egress policy, so the subject's first command
+// reaches the sandbox only then. Nothing else is held: creates, endpoint
+// lookups, uploads and pings pass at once. Each held call is recorded with
+// Held (why, and how long) and the time it was forwarded. release may be
+// called more than once.
+func (p *Proxy) HoldCommands(max time.Duration, why string) (release func()) {
+	ch := make(chan struct{})
+	p.mu.Lock()
+	p.hold, p.holdMax, p.holdWhy = ch, max, why
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			if p.hold == ch {
+				p.hold = nil
+			}
+			p.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// waitHold waits while commands are held (HoldCommands); it returns what to
+// record ("" when the call was not held).
+func (p *Proxy) waitHold(ctx context.Context) string {
+	p.mu.Lock()
+	ch, max, why := p.hold, p.holdMax, p.holdWhy
+	p.mu.Unlock()
+	if ch == nil {
+		return ""
+	}
+	start := time.Now()
+	t := time.NewTimer(max)
+	defer t.Stop()
+	end := "released"
+	select {
+	case <-ch:
+	case <-t.C:
+		end = "not released within " + max.String() + ", forwarded anyway"
+	case <-ctx.Done():
+		end = "the proxy closed"
+	}
+	return fmt.Sprintf("held %s by the harness (%s): %s", time.Since(start).Round(time.Millisecond), why, end)
 }
 
 // RefuseCreates makes the proxy answer, from now on, every create made with

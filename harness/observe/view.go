@@ -307,10 +307,15 @@ func (p *Proxy) serveEndpointGet(w http.ResponseWriter, r *http.Request, id stri
 func (p *Proxy) serveEndpoint(w http.ResponseWriter, r *http.Request, id string, port int) {
 	p.begin()
 	defer p.end()
+	isCommand := r.Method == http.MethodPost && strings.HasSuffix(strings.SplitN(serverProxyRest(r.URL.EscapedPath()), "?", 2)[0], "/command")
+	held := ""
+	if isCommand {
+		held = p.waitHold(r.Context()) // drill D1 (HoldCommands); Time is when it goes on
+	}
 	c := Call{Time: time.Now().UTC(), Kind: KindEndpoint, Method: r.Method, Path: r.URL.RequestURI(), SandboxID: id, Port: port,
-		KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY"))}
+		KeyFingerprint: Fingerprint(r.Header.Get("OPEN-SANDBOX-API-KEY")), Held: held}
 	var cmd *bodyTee
-	if r.Method == http.MethodPost && strings.HasSuffix(strings.SplitN(serverProxyRest(r.URL.EscapedPath()), "?", 2)[0], "/command") && r.Body != nil {
+	if isCommand && r.Body != nil {
 		// The command line is read from the body as it is forwarded, never
 		// ahead of it: execd may answer before the body is complete (full duplex).
 		cmd = newBodyTee(r.Body)

@@ -77,6 +77,15 @@ func EgressMain(args []string) int {
 		isrv := &http.Server{Handler: interceptor{att: att, mem: h.mem}, ReadHeaderTimeout: 30 * time.Second}
 		go func() { _ = isrv.Serve(il) }()
 		defer isrv.Close()
+		// Port 443: a relay by server name to the address the upstream
+		// gave (tlspass.go); the allowed names answer 127.0.0.1 for HTTPS too.
+		tl, err := net.Listen("tcp4", "127.0.0.1:443")
+		if err != nil {
+			logf("egress: credential proxy: %v", err)
+			return 1
+		}
+		defer tl.Close()
+		go tlsPassthrough{att: att, mem: h.mem}.serve(tl)
 	}
 	dnsStop, err := serveDNS("127.0.0.1:53", h)
 	if err != nil {
@@ -96,7 +105,7 @@ func EgressMain(args []string) int {
 	}
 	srv := &http.Server{Handler: tokenAuth(os.Getenv(envToken), att.Token(), att.Handler()), ReadHeaderTimeout: 30 * time.Second}
 	go func() { <-ctx.Done(); _ = srv.Close() }()
-	logf("egress stand-in: API on %s, DNS on 127.0.0.1:53 (upstreams %v), credential proxy %v (plain HTTP on 127.0.0.1:80), policy mode %s",
+	logf("egress stand-in: API on %s, DNS on 127.0.0.1:53 (upstreams %v), credential proxy %v (plain HTTP on 127.0.0.1:80, TLS relayed by server name on 127.0.0.1:443), policy mode %s",
 		ln.Addr(), ups, h.mem != nil, pol.Mode())
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logf("egress: %v", err)

@@ -34,7 +34,9 @@ import (
 //     127.0.0.1 and a plain-HTTP proxy on 127.0.0.1:80 injects the vault's
 //     credentials and forwards to the address the upstream gave. Plain HTTP
 //     only: no TLS is intercepted (the docker target serves its data API over
-//     http, docs/docker.md).
+//     http, docs/docker.md); on 127.0.0.1:443 a relay splices TLS unopened to
+//     port 443 of the address the upstream gave for the ClientHello's server
+//     name (tlspass.go: the docker target's stub package index).
 
 // resolvConf is the container's resolver file.
 var resolvConf = "/etc/resolv.conf"
