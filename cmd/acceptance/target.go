@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
@@ -42,6 +43,15 @@ func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]strin
 		// named volumes under this grade's own state dir, per submission
 		// (tenant), quota'd, nosuid,nodev, removed when its grading ends
 		PrivateVolumes: true,
+	}
+	// Below level full the submissions' commands share the server's
+	// loopback (no network namespace, no forwarder): each sandbox's execd
+	// port is reachable by every process of the machine, so each execd gets
+	// an access token of its own (docs/hostile.md, "Attack × confinement
+	// level"). At level full only a box's own sandboxes' ports reach it, and
+	// the server stays as 1.1.1 (no token) unless it has no namespaces.
+	if level, _, err := confinementLevel(cfg); err == nil && level != confine.LevelFull {
+		bc.ExecdAccessToken = mockserver.ExecdTokenOn
 	}
 	if benchUnbounded != nil {
 		benchUnbounded.server(&bc)
