@@ -78,7 +78,7 @@ func hostileCalibration(t *testing.T, level string) {
 		}
 		_ = os.RemoveAll(out)
 	})
-	h := &hostileRun{out: out, keys: keys, exe: exe, exeDigest: digestFile(t, exe)}
+	h := &hostileRun{out: out, keys: keys, exe: exe, exeDigest: digestFile(t, exe), level: level}
 	t.Cleanup(func() { restoreTrojaned(t, exe) })
 
 	subs := filepath.Join(e.root, "fixtures", "submissions")

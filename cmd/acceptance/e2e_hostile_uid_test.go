@@ -18,11 +18,13 @@ import (
 // hostileReaches are the members whose attack a level below full does not
 // stop, and why (docs/hostile.md, "Attack × level"). They are left out of
 // that level's class: their attack would reach the classmates the test
-// compares with their grades alone.
+// compares with their grades alone. At level uid there is none since
+// hostile-saboteur's `kill -9 -1` through classmates' execd ports meets
+// each execd's access token (the grader asks the bundled server for one
+// per sandbox below level full): it is graded with the class, and its
+// classmates' grades must be what they are alone.
 var hostileReaches = map[string]map[string]string{
-	"uid": {
-		"hostile-saboteur": "at level uid there is no network namespace: every loopback port is reachable and execd has no authentication, so it runs kill -9 -1 in classmates' sandboxes (why grade refuses a class below level full)",
-	},
+	"uid": {},
 }
 
 // hostileFailsAt are the entries a member must fail at a level where that
