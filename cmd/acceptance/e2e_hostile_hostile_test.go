@@ -180,7 +180,10 @@ func hostileCalibration(t *testing.T, level string) {
 	t.Run("the grader survived", func(t *testing.T) {
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		require.False(t, ws.Signaled(), "the grader was killed by signal %v", ws.Signal())
-		assert.Contains(t, []int{0, 1}, cmd.ProcessState.ExitCode(), "grade exits 0 or 1 for a class it graded")
+		// 3: every submission incomplete and none failed (hostileTags
+		// measure a part of the course; a class narrowed by
+		// ACCEPTANCE_HOSTILE to members that fail nothing there).
+		assert.Contains(t, []int{0, 1, 3}, cmd.ProcessState.ExitCode(), "grade exits 0, 1 or 3 for a class it graded")
 		rows := classRows(t, h.out)
 		for i, n := range names {
 			row, ok := rows[twoDigits(i+1)+"-"+n]
