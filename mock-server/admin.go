@@ -119,6 +119,10 @@ type Info struct {
 	// a process that ignores them reaches the host's network directly), or
 	// "" without an egress hub.
 	EgressEnforcement string `json:"egress_enforcement,omitempty"`
+	// ExecdAccessToken: each sandbox's execd requires its own access token
+	// (X-EXECD-ACCESS-TOKEN, in its endpoint responses' headers;
+	// Config.ExecdAccessToken). Absent: none, as 1.1.1.
+	ExecdAccessToken bool `json:"execd_access_token,omitempty"`
 	// AuditSeq is the newest audit event's Seq: a cursor for
 	// GET /_mock/audit?since= (what happened from now on).
 	AuditSeq int64 `json:"audit_seq"`
@@ -139,7 +143,7 @@ func (s *Server) Info() Info {
 	}
 	return Info{Version: Version, Isolation: InfoIsolation{Enforced: enforced, Reason: reason},
 		Limits: limits, Snapshots: s.snapshotSupport(), Egress: s.cfg.Egress != nil,
-		EgressEnforcement: s.egressEnforcement(), AuditSeq: s.audit.LastSeq()}
+		EgressEnforcement: s.egressEnforcement(), ExecdAccessToken: s.cfg.ExecdAccessToken, AuditSeq: s.audit.LastSeq()}
 }
 
 func (s *Server) adminInfo(w http.ResponseWriter, r *http.Request) {

@@ -63,6 +63,10 @@ type BundledConfig struct {
 	DefaultLimits    runtime.Limits
 	TenantQuota      Quota
 	VolumeQuotaBytes int64
+	// ExecdAccessToken: when each sandbox's execd gets an access token of
+	// its own (Config.ExecdAccessToken). The zero value (ExecdTokenAuto):
+	// where the runtime gives the sandboxes no network namespace.
+	ExecdAccessToken ExecdTokenMode
 	// Wiring builds the runtime and the egress hub and resolves images (the
 	// zero Wiring: the production ones; tests pass fakes).
 	Wiring Wiring
@@ -182,7 +186,8 @@ func StartBundled(ctx context.Context, cfg BundledConfig) (*Bundled, error) {
 	pf := wiring.ProfileFor
 	srv, err = New(Config{Listen: cfg.Listen, APIKey: cfg.APIKey, NoAuth: cfg.NoAuth, AdminToken: cfg.AdminToken, StateDir: dir,
 		MaxTimeout: cfg.MaxTimeout, ExecdGracePeriod: cfg.ExecdGracePeriod, AllowedHostPaths: cfg.AllowedHostPaths, VolumeRoot: volRoot, RenewIntent: cfg.RenewIntent,
-		DefaultLimits: cfg.DefaultLimits, TenantQuota: cfg.TenantQuota, VolumeQuotaBytes: cfg.VolumeQuotaBytes, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger})
+		DefaultLimits: cfg.DefaultLimits, TenantQuota: cfg.TenantQuota, VolumeQuotaBytes: cfg.VolumeQuotaBytes, Runtime: rt, Egress: hub, ProfileFor: pf, Logger: cfg.Logger,
+		ExecdAccessToken: cfg.ExecdAccessToken.enabled(rt.Enforced()["network"])})
 	if err != nil {
 		return fail(err)
 	}

@@ -61,7 +61,17 @@ print(json.dumps(out))
 // real Linux runtime. The cells run are in the audit as commands.
 func TestOfficialCodeInterpreterSDK(t *testing.T) {
 	py := pythonWith(t, "code_interpreter", "code interpreter SDK", "opensandbox-code-interpreter==1.1.1")
-	srv, _ := realEnv(t)
+	t.Run("no execd token", func(t *testing.T) { runCodeSDK(t, py) })
+	// With execd access tokens (the grader below level full): its calls
+	// carry its endpoints' headers too.
+	t.Run("execd token", func(t *testing.T) { runCodeSDK(t, py, withExecdToken) })
+}
+
+func runCodeSDK(t *testing.T, py string, opts ...envOption) {
+	srv, _ := realEnv(t, opts...)
+	if len(opts) > 0 {
+		require.True(t, srv.Info().ExecdAccessToken, "the execds have tokens")
+	}
 	stdout, stderr := runPyScript(t, py, codeSDKScript, srv)
 	var out struct {
 		ContextLanguage string   `json:"contextLanguage"`

@@ -74,6 +74,13 @@ type Config struct {
 	// nosuid,nodev. 0: DefaultVolumeQuota; negative: a plain directory
 	// without a quota.
 	VolumeQuotaBytes int64
+	// ExecdAccessToken gives each sandbox's execd an access token of its own
+	// (X-EXECD-ACCESS-TOKEN, enforced as upstream execd enforces
+	// EXECD_ACCESS_TOKEN: every request, /ping and /proxy/… included),
+	// returned only in that sandbox's endpoint responses' headers. Off: as
+	// 1.1.1, whose server never sets one. StartBundled turns it on where the
+	// sandboxes have no network namespace (ExecdTokenMode). execd_token.go.
+	ExecdAccessToken bool
 }
 
 // Clock is the server's source of time; tests substitute a fake one.

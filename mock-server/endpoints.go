@@ -78,11 +78,19 @@ func (s *Server) handleEndpoint(w http.ResponseWriter, r *http.Request) {
 // §1.10 and the 1.1.1 observation): every port, 44772 included, is
 // <host>:<execd host port>/proxy/<port>, through execd's own reverse proxy
 // (/proxy/44772 is execd itself). 18080 carries the egress auth header when
-// a policy exists.
+// a policy exists. Where the sandbox's execd has an access token
+// (Config.ExecdAccessToken), every port's endpoint carries it: every port
+// is reached through execd, whose token check comes first.
 func endpointFor(sb *sandbox, port int) endpointJSON {
 	ep := endpointJSON{Endpoint: fmt.Sprintf("%s/proxy/%d", sb.execd.Addr(), port)}
 	if port == egressPort && sb.egress != nil {
 		ep.Headers = map[string]string{"OPENSANDBOX-EGRESS-AUTH": sb.egress.Token()}
+	}
+	if t := sb.execd.token; t != "" {
+		if ep.Headers == nil {
+			ep.Headers = map[string]string{}
+		}
+		ep.Headers[headerExecdToken] = t
 	}
 	return ep
 }

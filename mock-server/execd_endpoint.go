@@ -36,6 +36,11 @@ type execdEndpoint struct {
 	srv       *http.Server
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
+	// token is the sandbox's execd access token ("" none: as 1.1.1, whose
+	// server never sets one). It lives in the server's memory only: the
+	// sandbox's agent, its commands and its environment never see it
+	// (execd_token.go).
+	token string
 
 	// removing is set when the sandbox's removal begins, before its execd is
 	// killed: from then on the streams through this endpoint are cut on
@@ -65,6 +70,9 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 	}
 	ln := &detachableListener{TCPListener: tl.(*net.TCPListener)}
 	e := &execdEndpoint{s: s, sb: sb, ln: ln, inflight: map[*inflightCommand]struct{}{}}
+	if s.cfg.ExecdAccessToken {
+		e.token = newExecdToken()
+	}
 	ln.late = func(c net.Conn) { e.afterRemoval(c, false) }
 	e.transport = &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -79,6 +87,9 @@ func newExecdEndpoint(s *Server, sb *sandbox) (*execdEndpoint, error) {
 			pr.Out.URL.Scheme = "http"
 			pr.Out.URL.Host = "execd"
 			pr.Out.Host = pr.In.Host
+			// The token stops here: nothing in the sandbox (an in-sandbox
+			// service behind /proxy/{port} included) ever receives it.
+			pr.Out.Header.Del(headerExecdToken)
 			// Rewrite drops X-Forwarded-*; pass the caller's through untouched.
 			for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 				if v := pr.In.Header.Values(h); len(v) > 0 {
@@ -187,6 +198,9 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A request on a connection opened before the removal: as one
 		// opened after it (execd_linger.go).
 		e.refuse(w, r, "")
+		return
+	}
+	if !e.authorize(w, r) {
 		return
 	}
 	r = watchClientBody(r)

@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 }
 
 // realEnv starts the server on the real Linux runtime and egress hub.
-func realEnv(t testing.TB) (*Server, runtime.Runtime) {
+func realEnv(t testing.TB, opts ...envOption) (*Server, runtime.Runtime) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("real runtime: skipped in -short mode")
@@ -53,7 +53,11 @@ func realEnv(t testing.TB) (*Server, runtime.Runtime) {
 	})})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hub.Close() })
-	srv, err = New(Config{APIKey: testKey, AdminToken: testAdmin, StateDir: dir, Runtime: rt, Egress: EgressAdapter{Hub: hub}})
+	cfg := Config{APIKey: testKey, AdminToken: testAdmin, StateDir: dir, Runtime: rt, Egress: EgressAdapter{Hub: hub}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err = New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, srv.Start(context.Background()))
 	t.Cleanup(func() { _ = srv.Close() })

@@ -73,11 +73,20 @@ func TestOfficialJSSDK(t *testing.T) {
 	}
 	for _, proxy := range []string{"0", "1"} {
 		t.Run("use_server_proxy="+proxy, func(t *testing.T) { runJSSDK(t, node, entry, proxy) })
+		// With execd access tokens (the grader below level full): the SDK
+		// sends its endpoints' headers on every execd call.
+		t.Run("execd token, use_server_proxy="+proxy, func(t *testing.T) { runJSSDK(t, node, entry, proxy, withExecdToken) })
 	}
 }
 
-func runJSSDK(t *testing.T, node, entry, useProxy string) {
-	srv, _ := realEnv(t)
+// withExecdToken gives each sandbox's execd an access token of its own.
+func withExecdToken(c *Config) { c.ExecdAccessToken = true }
+
+func runJSSDK(t *testing.T, node, entry, useProxy string, opts ...envOption) {
+	srv, _ := realEnv(t, opts...)
+	if len(opts) > 0 {
+		require.True(t, srv.Info().ExecdAccessToken, "the execds have tokens")
+	}
 	script := filepath.Join(t.TempDir(), "sdk.mjs")
 	require.NoError(t, os.WriteFile(script, bytes.ReplaceAll([]byte(jsSDKScript), []byte("SDK_ENTRY"), []byte("file://"+entry)), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

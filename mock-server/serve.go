@@ -102,6 +102,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer, w W
 	maxTimeout := fs.Duration("max-timeout", 24*time.Hour, "largest accepted sandbox timeout (> 0)")
 	noAuth := fs.Bool("no-auth", false, "check no API key at all, as upstream's CI runs the real server (no api_key): every lifecycle call is accepted, no key can be added, so there are no tenants; never for grading (acceptance grade refuses such a target)")
 	insecure := fs.Bool("insecure-no-isolation", false, "run sandboxes as plain processes when namespaces are unavailable")
+	execdToken := fs.String("execd-access-token", "auto", "give each sandbox's execd an access token of its own (X-EXECD-ACCESS-TOKEN, in its endpoint responses' headers only): auto = where sandboxes have no network namespace (--insecure-no-isolation on a host without namespaces), on, off (as 1.1.1)")
 	volumeRoot := fs.String("volume-root", "", "directory holding named volumes (pvc volumes: <dir>/<claimName>, the real Docker runtime's Docker named volumes; kept across runs); default <state root>/volumes")
 	defaultLimits := fs.String("default-limits", "cpu=1,memory=1Gi,pids=256", "limits of a sandbox whose create's resourceLimits leaves cpu, memory or pids out (or unparseable); a field \"none\": no such limit")
 	tenantQuota := fs.String("tenant-quota", "sandboxes=64,cpu=2,memory=6Gi,pids=2048", "per tenant (the keys of one graded submission): live sandboxes (a create over it answers 400), and the cpu, memory and pids its sandboxes use together (one cgroup parent); a field \"none\": unbounded")
@@ -193,6 +194,10 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer, w W
 			return bad("--tenant-volume-quota %q: want a positive quantity such as 256Mi, or none", *volumeQuota)
 		}
 	}
+	tokenMode, ok := ParseExecdTokenMode(*execdToken)
+	if !ok {
+		return bad("--execd-access-token %q: want auto, on or off", *execdToken)
+	}
 	if *privateVolumes && *volumeRoot != "" {
 		return bad("--private-volumes and --volume-root both given: use one")
 	}
@@ -210,7 +215,7 @@ func serveMain(ctx context.Context, args []string, stdout, stderr io.Writer, w W
 		DenyWebhook: *denyWebhook, EgressPassThrough: *passThrough,
 		VolumeRoot: *volumeRoot, PrivateVolumes: *privateVolumes,
 		DefaultLimits: defLimits, TenantQuota: quota, VolumeQuotaBytes: volQuota,
-		RenewIntent: RenewIntentConfig{Enabled: *renewIntent, MinInterval: *renewMin}, Wiring: w})
+		RenewIntent: RenewIntentConfig{Enabled: *renewIntent, MinInterval: *renewMin}, ExecdAccessToken: tokenMode, Wiring: w})
 	if err != nil {
 		fmt.Fprintf(stderr, "serve-mock: %v\n", err)
 		return 1

@@ -49,6 +49,18 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 		target = fmt.Sprintf("/proxy/%d/%s", port, rest)
 	}
 	backend := &url.URL{Scheme: "http", Host: sb.execd.Addr()}
+	// The sandbox's execd access token (when it has one) is merged into the
+	// forwarded request for its owner only: a caller whose API key the
+	// server accepts and that sees the sandbox, the one its endpoint
+	// responses give the token to. Anyone else (this route needs no key) is
+	// treated as 1.1.1 treats its other auth headers here
+	// (OPENSANDBOX-EGRESS-AUTH, OpenSandbox-Secure-Access): not merged, the
+	// caller sends it itself, and execd answers its 401 without it. The
+	// SDKs send every endpoint header, so they work either way.
+	token := ""
+	if sb.execd.token != "" && s.proxyCallerOwns(r) {
+		token = sb.execd.token
+	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = backend.Scheme
@@ -59,6 +71,9 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Host = backend.Host
 			for _, h := range []string{headerAPIKey, "Authorization", "Cookie"} {
 				pr.Out.Header.Del(h)
+			}
+			if token != "" {
+				pr.Out.Header.Set(headerExecdToken, token)
 			}
 			pr.SetXForwarded()
 			for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
@@ -107,6 +122,23 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 	}()
 	rp.ServeHTTP(held, r)
 	held.commit()
+}
+
+// proxyCallerOwns says whether a server-proxy request (a route without
+// auth) carries an API key the server accepts, or the server needs none;
+// lookupFor has already answered a sandbox another tenant's key does not
+// see as unknown.
+func (s *Server) proxyCallerOwns(r *http.Request) bool {
+	off, _ := s.keyOK("")
+	if off {
+		return true
+	}
+	key := r.Header.Get(headerAPIKey)
+	if key == "" {
+		return false
+	}
+	_, ok := s.keyOK(key)
+	return ok
 }
 
 // heldAnswer holds a proxied answer's status and headers until the first

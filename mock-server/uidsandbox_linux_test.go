@@ -33,11 +33,14 @@ import (
 // root, with a state directory other uids can traverse: its sandboxes run
 // as uids of their own. With upstreams it has an egress hub that maps those
 // hosts to them (nil: no hub).
-func realInsecureEnv(t *testing.T, upstreams map[string]string) *Server {
+func realInsecureEnv(t *testing.T, upstreams map[string]string, opts ...envOption) *Server {
 	t.Helper()
 	rt, base := uidtest.Runtime(t)
 	dir := filepath.Join(base, "state")
 	cfg := Config{APIKey: testKey, AdminToken: testAdmin, StateDir: dir, Runtime: rt}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	var srv *Server
 	if upstreams != nil {
 		hub, err := egress.NewHub(egress.HubConfig{StateDir: dir, Upstreams: upstreams, Audit: audit.RecorderFunc(func(ev wire.Event) {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/confine"
+	mockserver "github.com/osb-capstone/acceptance/mock-server"
 )
 
 // playMachine makes this test's machine give level full, uid or none.
@@ -67,6 +68,28 @@ func TestConfinementLevelChoice(t *testing.T) {
 				require.NotNil(t, conf)
 				assert.Equal(t, confine.Level(""), conf.Level)
 			}
+		})
+	}
+}
+
+// Below level full the bundled server gives each sandbox's execd an access
+// token of its own (the commands share its loopback); at level full it is
+// left to the server's own choice (auto: only where its sandboxes have no
+// namespaces), so a full grade's server is 1.1.1's.
+func TestExecdTokenBelowLevelFull(t *testing.T) {
+	for _, c := range []struct {
+		name, full, uid, want string
+		mode                  mockserver.ExecdTokenMode
+	}{
+		{"full machine", "", "", "auto", mockserver.ExecdTokenAuto},
+		{"uid asked for", "", "", "uid", mockserver.ExecdTokenOn},
+		{"container", "no namespaces", "", "auto", mockserver.ExecdTokenOn},
+		{"none", "", "", "none", mockserver.ExecdTokenOn},
+		{"not root", "not root", "not root", "auto", mockserver.ExecdTokenOn},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			playMachine(t, c.full, c.uid)
+			assert.Equal(t, c.mode, execdTokenMode(&runConfig{confinement: c.want}))
 		})
 	}
 }

@@ -78,7 +78,7 @@ func hostileCalibration(t *testing.T, level string) {
 		}
 		_ = os.RemoveAll(out)
 	})
-	h := &hostileRun{out: out, keys: keys, exe: exe, exeDigest: digestFile(t, exe)}
+	h := &hostileRun{out: out, keys: keys, exe: exe, exeDigest: digestFile(t, exe), level: level}
 	t.Cleanup(func() { restoreTrojaned(t, exe) })
 
 	subs := filepath.Join(e.root, "fixtures", "submissions")
@@ -127,6 +127,14 @@ func hostileCalibration(t *testing.T, level string) {
 		cmd.Args = append(cmd.Args, "--confinement", level)
 	}
 	cmd.Args = append(cmd.Args, dirs...)
+	if level == string(confine.LevelUID) {
+		// No network namespace per command at level uid: the saboteur
+		// scans every loopback port it reaches and posts `kill -9 -1` to
+		// each. The grade gets a network namespace of its own (loopback
+		// only), so that is this grade's ports, never the machine's other
+		// servers (other tests' and other users' sandboxes).
+		cmd = ownNetns(t, cmd)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
@@ -141,6 +149,10 @@ func hostileCalibration(t *testing.T, level string) {
 		stall = v
 	}
 	require.NoError(t, cmd.Start())
+	var outside func() map[string]any
+	if level == string(confine.LevelUID) && hostileIn(set, "hostile-saboteur") {
+		outside = outsideSaboteur(t, e.root, cmd.Process.Pid)
+	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	var runErr error
@@ -180,7 +192,10 @@ func hostileCalibration(t *testing.T, level string) {
 	t.Run("the grader survived", func(t *testing.T) {
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		require.False(t, ws.Signaled(), "the grader was killed by signal %v", ws.Signal())
-		assert.Contains(t, []int{0, 1}, cmd.ProcessState.ExitCode(), "grade exits 0 or 1 for a class it graded")
+		// 3: every submission incomplete and none failed (hostileTags
+		// measure a part of the course; a class narrowed by
+		// ACCEPTANCE_HOSTILE to members that fail nothing there).
+		assert.Contains(t, []int{0, 1, 3}, cmd.ProcessState.ExitCode(), "grade exits 0, 1 or 3 for a class it graded")
 		rows := classRows(t, h.out)
 		for i, n := range names {
 			row, ok := rows[twoDigits(i+1)+"-"+n]
@@ -189,6 +204,24 @@ func hostileCalibration(t *testing.T, level string) {
 			}
 		}
 	})
+
+	if outside != nil {
+		r := outside()
+		t.Run("the saboteur's attack beside the whole grade", func(t *testing.T) {
+			// Inside the class its 20 s windows rarely meet a classmate's
+			// live sandbox (measured: with the tokens off it hit none
+			// either), so its attack also runs beside the class for the
+			// whole grade, as another uid in the grade's network namespace,
+			// on every loopback port as soon as it listens: every execd must
+			// refuse it, and the classmates' grades below are their grades
+			// alone.
+			require.NotNil(t, r, "the saboteur beside the grade left no record")
+			t.Logf("the saboteur beside the grade: %v", r)
+			assert.EqualValues(t, 0, r["execd_hit"], "the saboteur ran kill -9 -1 in a classmate's sandbox")
+			n, _ := r["execd_token_refused"].(float64)
+			assert.Positive(t, n, "no execd refused the saboteur: none was live while it ran, or none has a token")
+		})
+	}
 
 	bundles := map[string]*hostileBundle{}
 	for i, n := range names {

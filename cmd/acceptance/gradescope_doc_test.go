@@ -64,6 +64,6 @@ func TestGradescopeHostileTableComplete(t *testing.T) {
 		_, ok := got[m]
 		assert.True(t, ok, "docs/grading.md's Gradescope table has no uid outcome for %s", m)
 	}
-	assert.False(t, got["hostile-saboteur"], "the saboteur reaches other sandboxes' execd at level uid")
+	assert.True(t, got["hostile-saboteur"], "the saboteur meets each execd's access token at level uid (issue 30)")
 	assert.True(t, got["hostile-spy"])
 }

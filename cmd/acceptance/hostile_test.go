@@ -69,8 +69,18 @@ var hostileSet = []hostileCase{
 		}
 	}},
 	{dir: "hostile-saboteur", attack: "saboteur", check: func(t *testing.T, h *hostileRun, b *hostileBundle) {
+		refused := 0.0
 		for _, r := range b.attacks {
 			assert.EqualValues(t, 0, r["execd_hit"], "the saboteur ran commands through other sandboxes' execd ports")
+			n, _ := r["execd_token_refused"].(float64)
+			refused += n
+		}
+		// Below level full its scan reaches every loopback port, classmates'
+		// execd ports among them: each execd's access token refuses it
+		// (401). Whether a classmate's sandbox was live while it posted
+		// depends on the schedule, so a count of 0 is logged, not failed.
+		if h.level != "" && h.level != string(confine.LevelFull) {
+			t.Logf("level %s: %v execd ports refused the saboteur for want of their access token (401)", h.level, refused)
 		}
 		// Its scan is its own: a command that scanned (confine.ScanPorts)
 		// has no port look-up among the grader's breaks, so its failures
@@ -133,6 +143,7 @@ var hostileTags = tagsExcept([]string{"@milestone:M0", "@milestone:M2 && @criter
 
 type hostileRun struct {
 	out, keys, exe, exeDigest string
+	level                     string // --confinement ("" the machine's own)
 }
 
 type hostileBundle struct {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	mockserver "github.com/osb-capstone/acceptance/mock-server"
@@ -43,6 +44,7 @@ func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]strin
 		// (tenant), quota'd, nosuid,nodev, removed when its grading ends
 		PrivateVolumes: true,
 	}
+	bc.ExecdAccessToken = execdTokenMode(cfg)
 	if benchUnbounded != nil {
 		benchUnbounded.server(&bc)
 	}
@@ -61,6 +63,20 @@ func startTarget(ctx context.Context, cfg *runConfig, upstreams map[string]strin
 		},
 		Close: func() { _ = b.Close() },
 	}, nil
+}
+
+// execdTokenMode is when the bundled server gives each sandbox's execd an
+// access token of its own. Below level full the submissions' commands share
+// the server's loopback (no network namespace, no forwarder): each
+// sandbox's execd port is reachable by every process of the machine, so
+// each execd gets one (docs/hostile.md, "Attack × confinement level"). At
+// level full only a box's own sandboxes' ports reach it, and the server
+// stays as 1.1.1 (no token) unless its sandboxes have no namespaces (auto).
+func execdTokenMode(cfg *runConfig) mockserver.ExecdTokenMode {
+	if level, _, err := confinementLevel(cfg); err == nil && level != confine.LevelFull {
+		return mockserver.ExecdTokenOn
+	}
+	return mockserver.ExecdTokenAuto
 }
 
 // urlTargetDomain turns --target URL into the domain the steps and the

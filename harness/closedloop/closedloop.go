@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -125,9 +126,16 @@ func EndpointsDead(ctx context.Context, client *osb.Client, destroyed []string) 
 		res, err := http.DefaultClient.Do(req)
 		cancel()
 		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 			_ = res.Body.Close()
 			if res.StatusCode < 300 {
 				return nil, command.Violationf("destroyed sandbox %s still answers on its execd endpoint: GET %s → %s", id, u, res.Status)
+			}
+			// An execd with an access token (the bundled server's, below
+			// confinement level full) answers a ping without it 401: that
+			// is the sandbox's execd still answering.
+			if res.StatusCode == http.StatusUnauthorized && strings.Contains(string(body), "X-EXECD-ACCESS-TOKEN") {
+				return nil, command.Violationf("destroyed sandbox %s still answers on its execd endpoint: GET %s → %s %s", id, u, res.Status, strings.TrimSpace(string(body)))
 			}
 			lines = append(lines, fmt.Sprintf("%s: GET %s → %s (not the sandbox)", id, u, res.Status))
 			continue

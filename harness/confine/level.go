@@ -104,6 +104,7 @@ var Protections = []Protection{
 	{"the admin API refused on the lifecycle port (guard)", []Level{LevelFull}},
 	{"the admin API needs a token the command cannot read", []Level{LevelFull, LevelUID}},
 	{"sandbox routes (the keyless proxy included) only for its own submission's sandboxes (guard)", []Level{LevelFull}},
+	{"classmates' sandboxes' execd ports refuse it (its own network namespace; below full, on the bundled server, each execd's own access token)", []Level{LevelFull, LevelUID}},
 	{"the same paths in every scenario (no tells)", []Level{LevelFull}},
 	{"its own /tmp", []Level{LevelFull, LevelUID}},
 }
