@@ -15,7 +15,8 @@
 #      two submissions graded at once on D5, one reaping every sandbox it can list; each submission's view through
 #      its recording proxies keeps it to its own: docs/class-at-scale.md).
 #   5. the vault on the docker target (TestDockerVault, e2e tier, about 20 s warm: the reference's vault injects the
-#      data API token through the sidecar, bad-token-in-env fails credential; docs/docker.md).
+#      data API token through the sidecar, bad-token-in-env fails credential; docs/docker.md), and the machine
+#      faults (TestDockerKillIsAHarnessError, TestDockerOOMKillIsAHarnessError: about 15 s each; docs/docker.md).
 #   6. the Gradescope autograder run as Gradescope runs it (e2e theme image: TestGradescopeAutograder; docs/grading.md;
 #      its base image is cached in the engine, a cold Debian bootstrap takes about 11 minutes). `make test-image` adds
 #      TestImageGradesReferencePrivileged (the reference graded by the grader image) and TestGradescopeHostile.
@@ -58,7 +59,7 @@ done
 [ "$r" -eq 2 ] && { echo "docker target: the upgrade check did not complete (exit 2; $up/upgrade-check.md)"; s=1; }
 [ "$r" -eq 1 ] && echo "docker target: the upgrade check $from → $version found a regression ($up/upgrade-check.md); not a suite failure"
 OSB_DOCKER_REQUIRED=1 ${GO:-go} test -count=1 -run TestContainerCannotReachHostNetwork -v ./harness/dockertarget/ || s=1
-OSB_DOCKER_E2E=1 ${GO:-go} test -tags e2e -count=1 -timeout 20m -run '^(TestGradeCarelessReapCannotTouchOthersDocker|TestDockerVault)$' -v ./cmd/acceptance/ || s=1
+OSB_DOCKER_E2E=1 ${GO:-go} test -tags e2e -count=1 -timeout 20m -run '^(TestGradeCarelessReapCannotTouchOthersDocker|TestDockerVault|TestDocker(OOM)?KillIsAHarnessError)$' -v ./cmd/acceptance/ || s=1
 # The Gradescope autograder as Gradescope runs it (about 2 min warm). The privileged image grade and the hostile set
 # in the Gradescope container take 8 to 14 minutes each: `make test-image` runs all three.
 OSB_DOCKER_E2E=1 ${GO:-go} test -tags e2e -count=1 -timeout 30m -run '^TestGradescopeAutograder$' -v ./cmd/acceptance/ || s=1

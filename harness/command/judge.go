@@ -40,6 +40,11 @@ func (rec *Record) Judge(ctx context.Context) error {
 	}
 	exit := rec.Res.ExitCode
 	if why := BrokenByGrader(rec.Res, rec.removedOnPurpose); why != "" {
+		// A break of the answer about a sandbox the machine stopped is the
+		// machine's doing: the more exact reason is what the engine said.
+		if stopped := rec.UnexplainedVanish(ctx); stopped != "" {
+			return Harnessf("%s; %s then exited %d: a fault of the target or the machine, not of the submission", stopped, what, exit)
+		}
 		return Harnessf("%s, and %s then exited %d: a fault of the grader, not of the submission", why, what, exit)
 	}
 	if why := rec.TargetFailure(ctx); why != "" {

@@ -314,3 +314,37 @@ func TestBreakOfASandboxRemovedOnPurposeIsNotTheGraders(t *testing.T) {
 		})
 	}
 }
+
+// TestBreakOfASandboxTheMachineStoppedSaysWhatTheEngineSaid: a `docker
+// kill` of the run's sandbox cuts its command stream under the box's guard
+// (a break) and stops its container with no DELETE from anyone (a machine
+// fault). Both are harness errors; the reason is the more exact one, what
+// the engine said, not "the grader's confinement broke" (seen in
+// TestDockerKillIsAHarnessError on 2026-12-02). With no machine fault, the
+// break stays the grader's.
+func TestBreakOfASandboxTheMachineStoppedSaysWhatTheEngineSaid(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 23, 39, 0, 0, time.UTC)
+	create := observe.Call{Time: t0, Method: "POST", Path: "/v1/sandboxes", Status: 202, SandboxID: "sb-k", Body: json.RawMessage(`{"timeout":1200}`)}
+	res := func() *subject.Result {
+		return &subject.Result{ExitCode: 1, Confinement: &confine.Status{Mode: "confined", BrokenCount: 1, Broken: []confine.Refusal{{
+			Time: t0.Add(3 * time.Second), Sandbox: "sb-k", Addr: "127.0.0.1:42993 POST /sandboxes/sb-k/proxy/44772/command",
+			Reason: "the upstream's answer broke off under the guard: unexpected EOF"}}}}
+	}
+	killed := func(context.Context, string) (SandboxFate, error) {
+		return SandboxFate{Stopped: true, StoppedAt: t0.Add(2900 * time.Millisecond), EngineSaid: "killed by SIGKILL (exit code 137)"}, nil
+	}
+	rec := &Record{Field: "run", Res: res(), Observed: []observe.Call{create}, Fate: killed}
+	err := rec.Judge(context.Background())
+	require.Error(t, err)
+	assert.True(t, IsHarnessFault(err))
+	assert.Contains(t, err.Error(), "sandbox sb-k stopped")
+	assert.Contains(t, err.Error(), "the engine says: killed by SIGKILL (exit code 137)")
+	assert.NotContains(t, err.Error(), "the grader's confinement broke")
+
+	running := func(context.Context, string) (SandboxFate, error) { return SandboxFate{}, nil }
+	rec = &Record{Field: "run", Res: res(), Observed: []observe.Call{create}, Fate: running}
+	err = rec.Judge(context.Background())
+	require.Error(t, err)
+	assert.True(t, IsHarnessFault(err))
+	assert.Contains(t, err.Error(), "the grader's confinement broke 1 of its exchanges")
+}
