@@ -141,6 +141,8 @@ type Agent struct {
 	clog *containerLog
 	// code holds the code contexts' kernels (code.go).
 	code codeContexts
+	// wsState: the workspace descriptor (workspacefd.go).
+	wsState
 }
 
 // New builds an agent. events receives one runtime.AgentEvent JSON per line
@@ -207,6 +209,7 @@ func (a *Agent) runEntrypoint() {
 	cmd.Env = os.Environ()
 	cmd.Stdout = os.Stdout
 	cmd.Stderr = os.Stderr
+	a.holdWorkspace(cmd)
 	// Pipes the agent reads into the container log, not the log file
 	// itself: an entrypoint writes lines that get stamped and bounded.
 	// *os.File ends, so Wait returns when the entrypoint exits even if a

@@ -86,6 +86,7 @@ func (a *Agent) startKernel(language, cwd string) (*codeKernel, error) {
 	cmd.Dir = host
 	cmd.Env = os.Environ()
 	cmd.ExtraFiles = []*os.File{ctlW} // fd 3
+	a.holdWorkspace(cmd)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// What child processes write to the kernel's own descriptors is the
 	// container's log, as a Jupyter kernel's terminal output is.

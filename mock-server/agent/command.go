@@ -86,6 +86,7 @@ func (a *Agent) runCommand(w http.ResponseWriter, req commandRequest) {
 	cmd.Dir = dir
 	cmd.Env = mergeEnv(os.Environ(), req.Envs)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	a.holdWorkspace(cmd)
 	if req.UID != nil {
 		gid := uint32(os.Getgid())
 		if req.GID != nil {

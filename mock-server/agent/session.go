@@ -170,6 +170,7 @@ func (a *Agent) handleRunInSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd.ExtraFiles = []*os.File{infoW}
+	a.holdWorkspace(cmd)
 	var info []byte
 	infoDone := make(chan struct{})
 	go func() {

@@ -51,6 +51,10 @@ type AgentConfig struct {
 	// CodeContexts: the image is a code interpreter's (Profile.CodeInterpreter):
 	// execd's /code contexts run Python in a kernel of the agent's own.
 	CodeContexts bool `json:"code_contexts,omitempty"`
+	// WorkspaceFD: insecure mode with the workspace link in place
+	// (workspacelink_linux.go): every process the agent starts holds the
+	// sandbox's workspace directory open at this descriptor (0: none).
+	WorkspaceFD int `json:"workspace_fd,omitempty"`
 }
 
 // AgentEvent is reported by the agent on fd 5.

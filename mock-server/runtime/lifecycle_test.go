@@ -429,3 +429,61 @@ func TestCloseDuringCreateLeavesNothing(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestInsecureWorkspaceLinkIsEachSandboxsOwn: without a mount namespace a
+// sandbox has no /workspace of its own, so the course's `cd /workspace &&
+// python3 analyze.py` failed in every insecure sandbox (Gradescope's
+// container: every analysis exited 1 in 3 ms). The workspace link (here at
+// a path of the test's: the real one is /workspace) resolves through the
+// descriptor each sandbox's processes hold, so two sandboxes each find
+// their own files there, in commands and in what those commands start, and
+// the same path names nothing for a process that holds no descriptor.
+func TestInsecureWorkspaceLinkIsEachSandboxsOwn(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "workspace")
+	rt, err := runtime.NewLinux(runtime.Options{StateDir: t.TempDir(), ForceInsecure: true, AllowInsecureNoIsolation: true, WorkspaceLink: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	if _, reason := rt.Isolation(); !strings.Contains(reason, "/workspace is each sandbox's own workspace") {
+		t.Errorf("Isolation() reason does not say the link is there: %q", reason)
+	}
+	if got, err := os.Readlink(link); err != nil || got != "/proc/self/fd/63" {
+		t.Fatalf("the link: %q %v", got, err)
+	}
+	var sbs []runtime.Sandbox
+	for _, name := range []string{"one", "two"} {
+		sb := newSandbox(t, rt)
+		if resp, body := upload(t, sb, "/workspace/who.txt", []byte(name), true); resp.StatusCode != 200 {
+			t.Fatalf("upload %d %s", resp.StatusCode, body)
+		}
+		sbs = append(sbs, sb)
+	}
+	for i, name := range []string{"one", "two"} {
+		r := sh(t, sbs[i], "cd "+link+" && cat who.txt && echo && pwd -P && python3 -c 'print(open(\""+link+"/who.txt\").read())' && bash -c 'cat "+link+"/who.txt'")
+		out := r.stdout()
+		want := []string{name, filepath.Join(sbs[i].Dir(), "workspace"), name, name}
+		if strings.Join(out, "|") != strings.Join(want, "|") {
+			t.Errorf("sandbox %s sees %q through the link, want %q (%s)", name, out, want, r.Raw)
+		}
+	}
+	if _, err := os.ReadFile(filepath.Join(link, "who.txt")); err == nil {
+		t.Errorf("a process holding no workspace descriptor reads a sandbox's file through the link")
+	}
+	// An existing /workspace that is not the link is left alone, and said.
+	other := filepath.Join(t.TempDir(), "workspace")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt2, err := runtime.NewLinux(runtime.Options{StateDir: t.TempDir(), ForceInsecure: true, AllowInsecureNoIsolation: true, WorkspaceLink: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt2.Close() })
+	if _, reason := rt2.Isolation(); !strings.Contains(reason, "commands that name /workspace literally do not work") {
+		t.Errorf("an occupied path: %q", reason)
+	}
+	if st, err := os.Lstat(other); err != nil || !st.IsDir() {
+		t.Errorf("the directory at the link's path was touched: %v", err)
+	}
+}

@@ -58,6 +58,10 @@ type Options struct {
 	AllowInsecureNoIsolation bool
 	// ForceInsecure uses insecure mode even where isolation would work (tests).
 	ForceInsecure bool
+	// WorkspaceLink is where insecure mode makes the workspace link
+	// (workspacelink_linux.go): default /workspace, except with ForceInsecure
+	// (a test on a host that has namespaces gives a path of its own).
+	WorkspaceLink string
 	// ReadyTimeout bounds Create's wait for execd /ping (default 20 s).
 	ReadyTimeout time.Duration
 	// CommandCloseDelay is how long execd keeps an SSE stream open after the
@@ -93,6 +97,11 @@ type Linux struct {
 	nextUID int
 	// pdeathsig: setpriv takes --pdeathsig (uid sandboxes die with the server)
 	pdeathsig bool
+	// wsLink: /workspace is the workspace link (workspacelink_linux.go), so
+	// insecure sandboxes' processes get their workspace at WorkspaceFD;
+	// wsLinkWhy says why not.
+	wsLink    bool
+	wsLinkWhy string
 
 	mu     sync.Mutex
 	live   map[string]*sandbox
@@ -162,6 +171,20 @@ func NewLinux(opts Options) (*Linux, error) {
 		l.reason += "; each sandbox runs as a uid of its own (no capabilities, no_new_privs, rlimits)"
 	} else {
 		l.reason += "; sandboxes run as the server's uid (" + l.uidWhy + ")"
+	}
+	link := opts.WorkspaceLink
+	if link == "" && !opts.ForceInsecure {
+		link = "/workspace"
+	}
+	if link == "" {
+		l.wsLinkWhy = "no workspace link: insecure mode forced by configuration"
+		l.reason += "; commands that name /workspace literally do not work"
+	} else if err := ensureWorkspaceLink(link); err != nil {
+		l.wsLinkWhy = err.Error()
+		l.reason += "; commands that name /workspace literally do not work (" + l.wsLinkWhy + ")"
+	} else {
+		l.wsLink = true
+		l.reason += "; /workspace is each sandbox's own workspace (a link through the descriptor its processes hold)"
 	}
 	return l, nil
 }

@@ -353,6 +353,9 @@ func (s *sandbox) start(ctx context.Context, spec Spec) error {
 		CloseDelay:       rt.opts.CommandCloseDelay,
 		CodeContexts:     spec.Profile.CodeInterpreter,
 	}
+	if !secure && rt.wsLink {
+		cfg.WorkspaceFD = WorkspaceFD
+	}
 	if spec.GatewaySocket != "" {
 		cfg.GatewaySocket = "/run/osb/gateway.sock"
 		if !secure {
