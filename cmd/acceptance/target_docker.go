@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/osb-capstone/acceptance/harness/core"
@@ -18,14 +19,16 @@ import (
 // id and its provenance label (official, from the engine, declares upstream
 // commit X (not verified), stand-in); the note printed here is made from the images used.
 //
-// The data API stub is offered to the sandboxes on the engine's bridge over
-// plain http (dockertarget.BridgeServices), so the subjects get an http://
-// CAPSTONE_DATA_API_URL on this target.
+// The data API stub and the exfiltration sink are offered to the sandboxes
+// on the engine's bridge over plain http (dockertarget.BridgeServices), so
+// the subjects get an http:// CAPSTONE_DATA_API_URL on this target, and a
+// sandbox whose policy lets exfil.capstone.test through reaches the run's
+// own sink (and nothing off the machine).
 func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string]string, stderr io.Writer) (core.StartedTarget, error) {
 	fmt.Fprintf(stderr, "docker target: standing up opensandbox-server==%s on %s\n", cfg.serverVersion, dockertarget.Endpoint())
 	t, err := dockertarget.Start(ctx, dockertarget.Config{ServerVersion: cfg.serverVersion, WheelDir: cfg.wheels, Log: stderr,
 		ExecdImage: cfg.execdImage, EgressImage: cfg.egressImage, SandboxImage: cfg.sandboxImage,
-		Stubs: map[string]string{stubs.DataAPIHost: upstreams[stubs.DataAPIHost]}})
+		Stubs: bridgeStubs(upstreams)})
 	if err != nil {
 		return core.StartedTarget{}, fmt.Errorf("docker target: %w", err)
 	}
@@ -40,7 +43,7 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string
 	}
 	return core.StartedTarget{
 		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog,
-			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote,
+			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote, StubHosts: dockerStubHosts(t),
 			SandboxFate: func(ctx context.Context, id string) (core.SandboxFate, error) {
 				f, err := t.SandboxFate(ctx, id)
 				return core.SandboxFate{Deletes: f.Deletes, LogNames: f.LogNames, ContainerGone: f.ContainerGone,
@@ -62,6 +65,32 @@ func dockerDataAPIURL(t *dockertarget.Target) string {
 		return ""
 	}
 	return "http://" + stubs.DataAPIHost + stubs.DataAPIPath
+}
+
+// bridgeStubs are the stubs the bridge offers the sandboxes, by name: the
+// data API and the exfiltration sink (those the run started).
+func bridgeStubs(upstreams map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, h := range []string{stubs.DataAPIHost, stubs.ExfilHost} {
+		if u := upstreams[h]; u != "" {
+			out[h] = u
+		}
+	}
+	return out
+}
+
+// dockerStubHosts are the stub names the bridge offers the sandboxes (the
+// data API and the exfiltration sink), none when the bridge is not up.
+func dockerStubHosts(t *dockertarget.Target) []string {
+	if t.Stubs == nil {
+		return nil
+	}
+	out := make([]string, 0, len(t.Stubs.Stubs))
+	for name := range t.Stubs.Stubs {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // dockerTargetNote says, from the images actually used, what each verdict

@@ -40,6 +40,10 @@ type Target struct {
 	// StubNote says why the target's sandboxes cannot reach the stubs, when
 	// that is so ("": nothing known against it).
 	StubNote string
+	// StubHosts are the stub host names a real target offers its sandboxes
+	// on its own network (the docker target: its bridge's resolver and
+	// front); nil: none. The bundled server's gateway reaches every stub.
+	StubHosts []string
 	// SandboxFate says what the target itself saw of a sandbox: DELETEs of
 	// it its control plane answered, and whether its container is gone (the
 	// docker target; nil elsewhere). A sandbox gone before its TTL with no

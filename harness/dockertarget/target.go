@@ -262,6 +262,7 @@ func startBridge(pool *dockertest.Pool, endpoint string, stubs map[string]string
 	if err != nil {
 		return nil, "the stubs are not offered to sandboxes: " + err.Error()
 	}
+	b.Attribute = sandboxAtAddr(pool)           // the front names the sandbox that sent each request
 	_ = removeVaultRules(b.iptables(), b.Iface) // a crashed run's (the caller holds the lock)
 	s, err := StartBridgeServices(b, stubs)
 	if err != nil {
