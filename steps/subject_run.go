@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
+	"github.com/osb-capstone/acceptance/harness/injection"
 
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
@@ -53,6 +54,9 @@ type subjectRun struct {
 
 	model *agentModel // its scripted model (nil: the submission has none)
 
+	// sidecars follows the egress sidecar log of each sandbox the run
+	// creates (a real target that gives them; harness/injection).
+	sidecars *injection.Sidecars
 }
 
 type subjectRunOnce struct {
@@ -145,6 +149,25 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	if o.proxied != nil {
 		lo.proxied = func(ctx context.Context, _ *launch) error { return o.proxied(ctx, r) }
+	}
+	if !e.mock() && e.opt.Target.SidecarLog != nil {
+		// What the run's sandboxes' egress sidecars say (the allowed lookups,
+		// and the denials where they log them) is read by the egress checks;
+		// a sidecar's log is gone with its sandbox, so it is followed from
+		// the create on.
+		r.sidecars = injection.NewSidecars(e.opt.Target.SidecarLog)
+		hook := lo.during
+		lo.during = func(ctx context.Context, stop func()) {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				r.sidecars.Watch(ctx, &r.launch)
+			}()
+			if hook != nil {
+				hook(ctx, stop)
+			}
+			<-done
+		}
 	}
 	r.model = e.launch(ctx, &r.launch, lo)
 	if !r.Launched() {
