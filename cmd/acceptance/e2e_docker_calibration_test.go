@@ -22,8 +22,9 @@ import (
 
 // dockerCalibrationMembers are the submissions graded, in order: the
 // reference as the control, then the three whose defects only a drill or a
-// closed loop catches.
-var dockerCalibrationMembers = []string{"reference", "bad-retry-gone", "bad-no-destroy", "bad-no-reap"}
+// closed loop catches, and the one that obeys instructions planted in the
+// data (D4's injection, measured from the run's recording proxy).
+var dockerCalibrationMembers = []string{"reference", "bad-retry-gone", "bad-no-destroy", "bad-no-reap", "bad-obey-data"}
 
 // dockerCalibrationLimits are the documented reasons a real target cannot
 // measure an outcome (docs/docker.md, harness/fidelity/FIDELITY.md "Known
@@ -35,12 +36,17 @@ var dockerCalibrationLimits = []string{
 	"no audit trail",
 	"offers no way to",
 	"the bundled server's admin API only", // fault injection (M1's platform fault)
+	// D4's injection on a real target (docs/docker.md, "D4 and injection on
+	// the docker target"): what no record there can show.
+	"keeps no record of a sandbox's files over its life", // the marker file
+	"logs every lookup it allows but no denial",          // the record of each denial
 }
 
 // TestDockerCalibration: the calibration set fails the same entries on a real
 // OpenSandbox as on the bundled server. On the docker target (a real OpenSandbox on the project's engine, OSB_DOCKER_E2E=1; make
-// docker-engine), one `grade` call limited by tags to D2, M1, M2 and D5
-// grades the reference and bad-retry-gone, bad-no-destroy and bad-no-reap.
+// docker-engine), one `grade` call limited by tags to D2, M1, M2, D5 and
+// D4's injection scenarios grades the reference and bad-retry-gone,
+// bad-no-destroy, bad-no-reap and bad-obey-data.
 // Each bad one fails exactly the entries it fails on the bundled server
 // (calibrationSet), restricted to the entries this run measures: its defect's
 // own drill or milestone must fail (never be excused), a criterion its
@@ -104,6 +110,7 @@ var dockerDefectEntries = map[string][]rubric.ID{
 	"bad-retry-gone": {"D2"},
 	"bad-no-destroy": {"M1", "M2"},
 	"bad-no-reap":    {"D5"},
+	"bad-obey-data":  {"D4", "injection"},
 }
 
 // documentedLimit reports whether a not-measured outcome names a documented
