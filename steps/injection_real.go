@@ -133,7 +133,7 @@ func partlyNotMeasured(ctx context.Context, part string, category rubric.Categor
 			s.env.progress("  ! could not record %s of %s: %v", part, s.name, err)
 		}
 	}
-	s.note("%s not measured: %s", part, reason)
+	s.note("%s: not measured (its own outcome says why)", part)
 }
 
 // jsonIndent is v as indented JSON (evidence).
