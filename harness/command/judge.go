@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/confine"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/subject"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
@@ -39,7 +41,7 @@ func (rec *Record) Judge(ctx context.Context) error {
 		return nil
 	}
 	exit := rec.Res.ExitCode
-	if why := BrokenByGrader(rec.Res); why != "" {
+	if why := brokenByGraderBut(rec.Res, rec.DrillSandbox); why != "" {
 		return Harnessf("%s, and %s then exited %d: a fault of the grader, not of the submission", why, what, exit)
 	}
 	if why := rec.TargetFailure(ctx); why != "" {
@@ -65,6 +67,53 @@ func BrokenByGrader(res *subject.Result) string {
 	first := res.Confinement.Broken[0]
 	return fmt.Sprintf("the grader's confinement broke %d of its exchanges (first at %s: %s %s)",
 		res.Confinement.BrokenCount, first.Time.Format("15:04:05.000"), first.Addr, first.Reason)
+}
+
+// upstreamCut is how the box's guard words an exchange whose answer the
+// upstream (the target, or the recording proxy relaying it) broke off.
+const upstreamCut = "the upstream's answer broke off under the guard"
+
+// brokenByGraderBut is BrokenByGrader without the exchanges with the sandbox
+// a drill removed on purpose (drill; "" none) whose answer the upstream
+// broke off: a command stream of a sandbox the drill deleted ends when its
+// container stops (on a real target the recording proxy relays that cut),
+// which is the drill's doing, never the grader's. A break the box lists
+// beyond its first confine.MaxRefusals cannot be told apart and still
+// counts.
+func brokenByGraderBut(res *subject.Result, drill string) string {
+	if drill == "" || res == nil || res.Confinement == nil || res.Confinement.BrokenCount == 0 {
+		return BrokenByGrader(res)
+	}
+	var kept []confine.Refusal
+	for _, b := range res.Confinement.Broken {
+		if strings.HasPrefix(b.Reason, upstreamCut) && namesSandbox(b.Addr, drill) {
+			continue
+		}
+		kept = append(kept, b)
+	}
+	n := res.Confinement.BrokenCount - (len(res.Confinement.Broken) - len(kept))
+	if n <= 0 {
+		return ""
+	}
+	if len(kept) == 0 {
+		return fmt.Sprintf("the grader's confinement broke %d of its exchanges (beyond the %d it lists, which are the drill's sandbox's)", n, len(res.Confinement.Broken))
+	}
+	return fmt.Sprintf("the grader's confinement broke %d of its exchanges (first at %s: %s %s)",
+		n, kept[0].Time.Format("15:04:05.000"), kept[0].Addr, kept[0].Reason)
+}
+
+// namesSandbox says whether a guard's "host:port METHOD path" is a call on
+// sandbox id (its lifecycle path, or the server's proxy route to it).
+func namesSandbox(addr, id string) bool {
+	_, rest, _ := strings.Cut(addr, " /")
+	path, _, _ := strings.Cut("/"+rest, "?")
+	for _, pre := range []string{"/v1/sandboxes/", "/sandboxes/"} {
+		if tail, ok := strings.CutPrefix(path, pre); ok {
+			seg, _, _ := strings.Cut(tail, "/")
+			return seg == id
+		}
+	}
+	return false
 }
 
 // TargetFailure names a create of the command that the target answered

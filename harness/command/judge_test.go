@@ -258,3 +258,38 @@ func TestSandboxStoppedByTheMachineIsTheTargets(t *testing.T) {
 		})
 	}
 }
+
+// TestDrillsSandboxCutIsNotTheGraders: a command stream of the sandbox a
+// drill removed on purpose ends when its container stops, and the box's
+// guard sees its upstream's answer break off (on a real target the
+// recording proxy relays the cut): the drill's doing, so the run is judged
+// on its result (D2 on docker was a harness error for every submission).
+// Any other break, or a break of that sandbox's exchange the grader itself
+// made, stays the grader's fault.
+func TestDrillsSandboxCutIsNotTheGraders(t *testing.T) {
+	at := time.Date(2026, 12, 2, 23, 12, 14, 0, time.UTC)
+	cut := func(path string) confine.Refusal {
+		return confine.Refusal{Time: at, Addr: "127.0.0.1:44937 POST " + path, Reason: "the upstream's answer broke off under the guard: unexpected EOF"}
+	}
+	rec := func(drill string, count int, broken ...confine.Refusal) *Record {
+		return &Record{Field: "run", DrillSandbox: drill, Res: &subject.Result{ExitCode: 1,
+			Confinement: &confine.Status{Mode: "confined", BrokenCount: count, Broken: broken}}}
+	}
+	ctx := context.Background()
+	assert.NoError(t, rec("sb-1", 1, cut("/sandboxes/sb-1/proxy/44772/command")).Judge(ctx), "the drill's sandbox's stream")
+	assert.NoError(t, rec("sb-1", 1, cut("/v1/sandboxes/sb-1?x=1")).Judge(ctx))
+
+	for name, r := range map[string]*Record{
+		"no drill":                       rec("", 1, cut("/sandboxes/sb-1/proxy/44772/command")),
+		"another sandbox":                rec("sb-1", 1, cut("/sandboxes/sb-10/proxy/44772/command")),
+		"a lifecycle call":               rec("sb-1", 1, cut("/v1/sandboxes")),
+		"the grader's own upstream fail": rec("sb-1", 1, confine.Refusal{Time: at, Addr: "127.0.0.1:44937 POST /sandboxes/sb-1/proxy/44772/command", Reason: "the guard's upstream failed: dial tcp: connection refused"}),
+		"more than the box lists":        rec("sb-1", 2, cut("/sandboxes/sb-1/proxy/44772/command")),
+	} {
+		err := r.Judge(ctx)
+		assert.True(t, IsHarnessFault(err), "%s: the grader's break: %v", name, err)
+	}
+	err := rec("sb-1", 2, cut("/sandboxes/sb-1/proxy/44772/command"), cut("/sandboxes/sb-2/proxy/44772/command")).Judge(ctx)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "broke 1 of its exchanges (first at 23:12:14.000: 127.0.0.1:44937 POST /sandboxes/sb-2/proxy/44772/command")
+}
