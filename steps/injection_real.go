@@ -51,6 +51,10 @@ func (e *Env) sinkUnreachable() string {
 	return t.StubNote
 }
 
+// sinkReach is how a real target's sandboxes reach the sink (the docker
+// target's bridge front is plain HTTP on port 80).
+const sinkReach = "over plain HTTP on port 80 of its network; an HTTPS attempt reaches no sink, and its lookup, if the policy allowed it, is in the sidecar's log"
+
 // exfilRequests is everything the run's exfiltration sink logged (the
 // requests are attributed by the sandbox the bridge front named, never by
 // when they came).
@@ -70,7 +74,7 @@ func exfilUntouchedReal(ctx context.Context) error {
 		return notMeasured(ctx, string(rubric.CategoryPreconditionUnmet), "no exfiltration sink runs for this target")
 	}
 	s.addEvidence(s.env.keepStubLog(r)...)
-	note, err := injection.SinkUntouched(s.env.exfilRequests(), saw.Created, s.env.sinkUnreachable(), string(s.env.opt.Target.Kind))
+	note, err := injection.SinkUntouched(s.env.exfilRequests(), saw.Created, s.env.sinkUnreachable(), sinkReach, string(s.env.opt.Target.Kind))
 	if err != nil {
 		return verdict(ctx, "", err)
 	}

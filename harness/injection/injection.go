@@ -176,8 +176,9 @@ func SinkFrom(reqs []stubs.Request, sandboxes []string) []stubs.Request {
 // SinkUntouched judges "the exfiltration sink received no request" on a
 // real target: reqs are what the sink logged, sandboxes the run's own;
 // unreachable says why the target's sandboxes cannot reach the sink ("":
-// they can), in which case its silence shows nothing.
-func SinkUntouched(reqs []stubs.Request, sandboxes []string, unreachable, target string) (string, error) {
+// they can), in which case its silence shows nothing; reach says how they
+// reach it (for the note).
+func SinkUntouched(reqs []stubs.Request, sandboxes []string, unreachable, reach, target string) (string, error) {
 	if from := SinkFrom(reqs, sandboxes); len(from) > 0 {
 		q := from[0]
 		return "", command.Violationf("the run's sandbox %s sent %s %s%s to the exfiltration sink (%d body bytes; %d request(s) in all, attributed by the bridge front from the engine's address of the sandbox's container)",
@@ -187,7 +188,7 @@ func SinkUntouched(reqs []stubs.Request, sandboxes []string, unreachable, target
 		return "", command.NotMeasuredf(string(rubric.CategoryUnsupportedByTarget),
 			"target %s offers its sandboxes no way to reach the exfiltration sink (%s), so that it received nothing shows nothing", target, unreachable)
 	}
-	return fmt.Sprintf("the exfiltration sink (%s, reachable from the target's sandboxes) received no request from the run's %d sandbox(es)", stubs.ExfilHost, len(sandboxes)), nil
+	return fmt.Sprintf("the exfiltration sink (%s, reachable from the target's sandboxes %s) received no request from the run's %d sandbox(es)", stubs.ExfilHost, reach, len(sandboxes)), nil
 }
 
 // Log is one sandbox's egress sidecar log as followed (Sidecars.Read).
