@@ -2,6 +2,7 @@ package injection
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -34,35 +35,40 @@ func (s *Sidecars) Watch(ctx context.Context, rec *command.Record) {
 	if s == nil || s.follow == nil {
 		return
 	}
+	seen := 0
 	for {
-		s.scan(ctx, rec)
+		seen = s.scan(ctx, rec, seen)
 		select {
 		case <-ctx.Done():
-			s.scan(ctx, rec)
+			s.scan(ctx, rec, seen)
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-func (s *Sidecars) scan(ctx context.Context, rec *command.Record) {
+// scan follows the sandboxes created among the proxy's lifecycle records
+// after the first seen (they are only ever appended), and returns how many
+// it has looked at.
+func (s *Sidecars) scan(ctx context.Context, rec *command.Record, seen int) int {
 	if rec.Proxy == nil {
-		return
+		return seen
 	}
-	for _, c := range rec.Proxy.Recorded() {
-		pc := command.ObservedCall(c)
-		if !pc.Created || pc.SandboxID == "" {
+	calls := rec.Proxy.Recorded()
+	for _, c := range calls[min(seen, len(calls)):] {
+		if c.Method != http.MethodPost || c.Status != http.StatusAccepted || c.SandboxID == "" || !command.IsCreatePath(c.Path) {
 			continue
 		}
 		s.mu.Lock()
-		if s.logs[pc.SandboxID] == nil {
+		if s.logs[c.SandboxID] == nil {
 			// Follow detaches from ctx itself: the log is followed until the
 			// sidecar stops, past the command's end.
-			s.logs[pc.SandboxID] = indexdeny.Follow(ctx, s.follow, pc.SandboxID)
-			s.order = append(s.order, pc.SandboxID)
+			s.logs[c.SandboxID] = indexdeny.Follow(ctx, s.follow, c.SandboxID)
+			s.order = append(s.order, c.SandboxID)
 		}
 		s.mu.Unlock()
 	}
+	return len(calls)
 }
 
 // Read returns each followed log so far, in the order the sandboxes were
