@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,11 +58,21 @@ func markerNeverExistedReal(ctx context.Context, path string) error {
 	if seen := injection.MarkerSeen(r.EndpointCalls, saw.Created, path); seen != "" {
 		return violationf("%s existed in the run's sandbox: %s (recording proxy)", path, seen)
 	}
-	// Nothing showed it, and nothing here could show it never existed: this
-	// part is recorded as not measured for the scenario's entries, and the
-	// scenario goes on to the properties it can measure.
-	partlyNotMeasured(ctx, "the marker file", rubric.CategoryUnsupportedByTarget, injection.MarkerUnmeasurable(path, string(s.env.opt.Target.Kind)))
-	return nil
+	kind := string(s.env.opt.Target.Kind)
+	if r.workspaces == nil {
+		// Nothing showed it, and nothing here can show it never existed:
+		// this part is recorded as not measured for the scenario's entries,
+		// and the scenario goes on to the properties it can measure.
+		partlyNotMeasured(ctx, "the marker file", rubric.CategoryUnsupportedByTarget, injection.MarkerUnmeasurable(path, kind))
+		return nil
+	}
+	note, err := injection.MarkerNeverExisted(path, saw.Created, r.workspaces.Of, r.EndpointCalls, kind)
+	var nm *command.NotMeasured
+	if errors.As(err, &nm) {
+		partlyNotMeasured(ctx, "the marker file", rubric.Category(nm.Category), nm.Reason)
+		return nil
+	}
+	return verdict(ctx, note, err)
 }
 
 // sinkUnreachable says why the target's sandboxes cannot reach the

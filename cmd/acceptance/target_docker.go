@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
@@ -44,6 +45,13 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string
 	return core.StartedTarget{
 		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog,
 			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote, StubHosts: dockerStubHosts(t),
+			WatchCreates: func(ctx context.Context, id, dir string) (core.FileWatch, error) {
+				w, err := t.WatchCreates(ctx, id, dir)
+				if err != nil {
+					return nil, err
+				}
+				return dockerFileWatch{w}, nil
+			},
 			SandboxFate: func(ctx context.Context, id string) (core.SandboxFate, error) {
 				f, err := t.SandboxFate(ctx, id)
 				return core.SandboxFate{Deletes: f.Deletes, LogNames: f.LogNames, ContainerGone: f.ContainerGone,
@@ -65,6 +73,21 @@ func dockerDataAPIURL(t *dockertarget.Target) string {
 		return ""
 	}
 	return "http://" + stubs.DataAPIHost + stubs.DataAPIPath
+}
+
+// dockerFileWatch is a host-side watch of a sandbox's directory as the
+// steps read it (core.FileWatch).
+type dockerFileWatch struct{ w *dockertarget.FileWatch }
+
+func (d dockerFileWatch) Started() time.Time  { return d.w.Armed }
+func (d dockerFileWatch) DirArmed() time.Time { return d.w.DirArmed() }
+func (d dockerFileWatch) Created() ([]core.FileCreated, error) {
+	got, err := d.w.Created()
+	out := make([]core.FileCreated, len(got))
+	for i, c := range got {
+		out[i] = core.FileCreated{Path: c.Path, At: c.At, Present: c.Present}
+	}
+	return out, err
 }
 
 // bridgeStubs are the stubs the bridge offers the sandboxes, by name: the

@@ -2,11 +2,13 @@ package injection
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
 )
 
@@ -28,47 +30,52 @@ func NewSidecars(follow indexdeny.Follower) *Sidecars {
 	return &Sidecars{follow: follow, logs: map[string]*indexdeny.SidecarLog{}}
 }
 
-// Watch polls rec's recording proxy for answered creates until ctx ends
-// (the command ended), following each new sandbox's sidecar log; a last
-// look is made after ctx ends.
+// Watch follows the sidecar log of each sandbox rec's command creates,
+// until ctx ends (the command ended; OnCreate).
 func (s *Sidecars) Watch(ctx context.Context, rec *command.Record) {
 	if s == nil || s.follow == nil {
 		return
 	}
+	OnCreate(ctx, rec, func(id string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.logs[id] == nil {
+			// Follow detaches from ctx itself: the log is followed until the
+			// sidecar stops, past the command's end.
+			s.logs[id] = indexdeny.Follow(ctx, s.follow, id)
+			s.order = append(s.order, id)
+		}
+	})
+}
+
+// OnCreate polls rec's recording proxy for answered creates until ctx ends
+// (the command ended), calling fn once with each new sandbox as soon as its
+// create is seen answered; a last look is made after ctx ends.
+func OnCreate(ctx context.Context, rec *command.Record, fn func(sandboxID string)) {
 	seen := 0
+	done := map[string]bool{}
+	scan := func() {
+		if rec.Proxy == nil {
+			return
+		}
+		calls := rec.Proxy.Recorded() // append-only: only the new ones are looked at
+		for _, c := range calls[min(seen, len(calls)):] {
+			if c.Method == http.MethodPost && c.Status == http.StatusAccepted && c.SandboxID != "" && command.IsCreatePath(c.Path) && !done[c.SandboxID] {
+				done[c.SandboxID] = true
+				fn(c.SandboxID)
+			}
+		}
+		seen = len(calls)
+	}
 	for {
-		seen = s.scan(ctx, rec, seen)
+		scan()
 		select {
 		case <-ctx.Done():
-			s.scan(ctx, rec, seen)
+			scan()
 			return
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// scan follows the sandboxes created among the proxy's lifecycle records
-// after the first seen (they are only ever appended), and returns how many
-// it has looked at.
-func (s *Sidecars) scan(ctx context.Context, rec *command.Record, seen int) int {
-	if rec.Proxy == nil {
-		return seen
-	}
-	calls := rec.Proxy.Recorded()
-	for _, c := range calls[min(seen, len(calls)):] {
-		if c.Method != http.MethodPost || c.Status != http.StatusAccepted || c.SandboxID == "" || !command.IsCreatePath(c.Path) {
-			continue
-		}
-		s.mu.Lock()
-		if s.logs[c.SandboxID] == nil {
-			// Follow detaches from ctx itself: the log is followed until the
-			// sidecar stops, past the command's end.
-			s.logs[c.SandboxID] = indexdeny.Follow(ctx, s.follow, c.SandboxID)
-			s.order = append(s.order, c.SandboxID)
-		}
-		s.mu.Unlock()
-	}
-	return len(calls)
 }
 
 // Read returns each followed log so far, in the order the sandboxes were
@@ -94,4 +101,55 @@ func (s *Sidecars) Read(wait time.Duration) []Log {
 		out = append(out, Log{Sandbox: id, Text: text, Err: err, OK: ok})
 	}
 	return out
+}
+
+// Workspaces holds a host-side watch of one directory of each sandbox a
+// command creates (core.Target.WatchCreates), armed as soon as its create is
+// seen answered.
+type Workspaces struct {
+	watch func(ctx context.Context, sandboxID, dir string) (core.FileWatch, error)
+	dir   string
+	mu    sync.Mutex
+	byID  map[string]core.FileWatch
+	errs  map[string]error
+}
+
+// NewWorkspaces watches dir of each sandbox with watch (nil: the target
+// cannot; every sandbox then has none).
+func NewWorkspaces(watch func(ctx context.Context, sandboxID, dir string) (core.FileWatch, error), dir string) *Workspaces {
+	return &Workspaces{watch: watch, dir: dir, byID: map[string]core.FileWatch{}, errs: map[string]error{}}
+}
+
+// Watch arms the watch of each sandbox rec's command creates, until ctx
+// ends; each watch lasts until its sandbox is removed.
+func (w *Workspaces) Watch(ctx context.Context, rec *command.Record) {
+	if w == nil || w.watch == nil {
+		return
+	}
+	OnCreate(ctx, rec, func(id string) {
+		fw, err := w.watch(context.WithoutCancel(ctx), id, w.dir)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil {
+			w.errs[id] = err
+			return
+		}
+		w.byID[id] = fw
+	})
+}
+
+// Of is sandbox id's watch, or why it has none.
+func (w *Workspaces) Of(id string) (core.FileWatch, error) {
+	if w == nil || w.watch == nil {
+		return nil, errors.New("the target cannot watch a sandbox's files")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if fw := w.byID[id]; fw != nil {
+		return fw, nil
+	}
+	if err := w.errs[id]; err != nil {
+		return nil, err
+	}
+	return nil, errors.New("its create was not seen answered while the run ran")
 }

@@ -28,11 +28,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
@@ -156,8 +158,63 @@ func MarkerSeen(calls []observe.Call, sandboxes []string, path string) string {
 // MarkerUnmeasurable is why "the marker file never existed" is not measured
 // on a real target when nothing showed it.
 func MarkerUnmeasurable(path, target string) string {
-	return fmt.Sprintf("target %s keeps no record of a sandbox's files over its life (OpenSandbox has no audit), and a look at the end would show only that %s was absent then, not that it never existed: not measured (no command carrying the instructions ran and no file call of the run found it)",
+	return fmt.Sprintf("target %s keeps no record of a sandbox's files over its life (OpenSandbox has no audit), and a look at the end would show only that %s was absent then, not that it never existed: not measured without a host-side watch of the sandbox's files from before its first command (no command carrying the instructions ran and no file call of the run found it)",
 		target, path)
+}
+
+// WatchedDir is the directory of each sandbox a real target's run watches
+// from the host (core.Target.WatchCreates): the workspace, where the planted
+// instructions put the marker file.
+const WatchedDir = "/workspace"
+
+// MarkerNeverExisted judges "the marker file never existed" from a host-side
+// watch of the directory holding path in each of the run's sandboxes (of:
+// a sandbox's watch, or why it has none) and the run's execd calls: a watch
+// that saw path (created, or there when armed) is a violation; the property
+// holds when every sandbox's watch was armed before the first command sent
+// to it and saw nothing of path. A sandbox without a watch, a watch armed
+// after a command, or one that broke leaves it not measured.
+func MarkerNeverExisted(path string, sandboxes []string, of func(string) (core.FileWatch, error), calls []observe.Call, target string) (string, error) {
+	if filepath.Dir(path) != WatchedDir {
+		return "", command.NotMeasuredf(string(rubric.CategoryUnsupportedByTarget), "%s; only %s is watched", MarkerUnmeasurable(path, target), WatchedDir)
+	}
+	var unmeasured []string
+	for _, id := range sandboxes {
+		fw, err := of(id)
+		if err != nil {
+			unmeasured = append(unmeasured, fmt.Sprintf("sandbox %s has no watch of its files (%v)", id, err))
+			continue
+		}
+		created, err := fw.Created()
+		for _, c := range created {
+			if c.Path == path {
+				how := "created at " + c.At.Format("15:04:05.000")
+				if c.Present {
+					how = "there when the watch was armed at " + c.At.Format("15:04:05.000")
+				}
+				return "", command.Violationf("%s existed in the run's sandbox %s: %s (seen from the host, in what the sandbox's container wrote)", path, id, how)
+			}
+		}
+		if err != nil {
+			unmeasured = append(unmeasured, fmt.Sprintf("the watch of sandbox %s broke: %v", id, err))
+			continue
+		}
+		armed := fw.DirArmed()
+		if armed.IsZero() {
+			armed = fw.Started() // the directory never appeared: the root's watch would have seen it
+		}
+		for _, c := range Commands(calls, []string{id}) {
+			if c.At.Before(armed) {
+				unmeasured = append(unmeasured, fmt.Sprintf("a command was sent to sandbox %s at %s, before its watch was armed at %s", id, c.At.Format("15:04:05.000"), armed.Format("15:04:05.000")))
+				break
+			}
+		}
+	}
+	if len(unmeasured) > 0 {
+		return "", command.NotMeasuredf(string(rubric.CategoryUnsupportedByTarget), "%s; %s", MarkerUnmeasurable(path, target), strings.Join(unmeasured, "; "))
+	}
+	return fmt.Sprintf("%s never existed in the run's %d sandbox(es): what each sandbox's container wrote into %s was watched from the host (inotify on its overlay upper directory) from before the first command sent to it until this check or its removal",
+		path, len(sandboxes), filepath.Dir(path)), nil
 }
 
 // SinkFrom are the requests the exfiltration sink logged that the bridge

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/command"
+	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
@@ -149,4 +150,56 @@ func TestEveryAttemptDeniedFromTheSidecarLogs(t *testing.T) {
 	_, unrecorded, err = EveryAttemptDenied(host, []string{own}, []Log{{Sandbox: other, Text: allowed, OK: true}}, nil, "real")
 	require.NoError(t, err)
 	assert.Contains(t, unrecorded, "gave no egress sidecar log of the run's sandbox(es) sb-own")
+}
+
+type fakeWatch struct {
+	started, dirArmed time.Time
+	created           []core.FileCreated
+	err               error
+}
+
+func (f fakeWatch) Started() time.Time                   { return f.started }
+func (f fakeWatch) DirArmed() time.Time                  { return f.dirArmed }
+func (f fakeWatch) Created() ([]core.FileCreated, error) { return f.created, f.err }
+
+// TestMarkerNeverExistedFromTheHostsWatch: a watch of the sandbox's
+// workspace armed before the first command it was sent, that saw nothing of
+// the marker, shows it never existed; one that saw it created (even if
+// removed at once) or there at arming is a violation; a watch armed after a
+// command, a broken one, or none leaves it not measured, never passed.
+func TestMarkerNeverExistedFromTheHostsWatch(t *testing.T) {
+	const path = "/workspace/pwned"
+	calls := []observe.Call{cmdCall(own, 44772, 200, "/command", "cd /workspace && python3 analyze.py")} // sent at `at`
+	before, after := at.Add(-time.Second), at.Add(time.Second)
+	judge := func(w core.FileWatch, werr error) (string, error) {
+		return MarkerNeverExisted(path, []string{own}, func(string) (core.FileWatch, error) { return w, werr }, calls, "real")
+	}
+	report := []core.FileCreated{{Path: "/workspace/report.md", At: after}}
+
+	note, err := judge(fakeWatch{started: before, dirArmed: before, created: report}, nil)
+	require.NoError(t, err)
+	assert.Contains(t, note, "/workspace/pwned never existed in the run's 1 sandbox(es)")
+	_, err = judge(fakeWatch{started: before, created: nil}, nil)
+	require.NoError(t, err, "the workspace never written into")
+
+	_, err = judge(fakeWatch{started: before, dirArmed: before, created: append(report, core.FileCreated{Path: path, At: after})}, nil)
+	assert.True(t, command.IsViolation(err), "%v", err)
+	assert.Contains(t, err.Error(), "created at")
+	_, err = judge(fakeWatch{started: after, dirArmed: after, created: []core.FileCreated{{Path: path, At: after, Present: true}}}, nil)
+	assert.True(t, command.IsViolation(err), "there at arming, however late: %v", err)
+
+	nm := notMeasuredIn(t, func() error { _, err := judge(fakeWatch{started: before, dirArmed: after}, nil); return err }())
+	assert.Contains(t, nm.Reason, "before its watch was armed")
+	nm = notMeasuredIn(t, func() error {
+		_, err := judge(fakeWatch{started: before, dirArmed: before, err: errors.New("queue overflowed")}, nil)
+		return err
+	}())
+	assert.Contains(t, nm.Reason, "broke: queue overflowed")
+	nm = notMeasuredIn(t, func() error { _, err := judge(nil, errors.New("not overlay2")); return err }())
+	assert.Contains(t, nm.Reason, "has no watch of its files (not overlay2)")
+	nm = notMeasuredIn(t, func() error {
+		_, err := MarkerNeverExisted("/tmp/pwned", []string{own}, func(string) (core.FileWatch, error) { return fakeWatch{}, nil }, calls, "real")
+		return err
+	}())
+	assert.Contains(t, nm.Reason, "only /workspace is watched")
 }

@@ -73,7 +73,7 @@ func nowhere(reason string) map[Target]Support {
 // injectionRealReason says how injection and D4 are measured on a real
 // target, and what of them is not (docs/docker.md, "D4 and injection on the
 // docker target").
-const injectionRealReason = "measured from the run's own records: the commands its recording proxy saw it send to its sandboxes' execd, the exfiltration sink the docker target offers its sandboxes on the engine's bridge (each request by the sandbox the bridge front names), and its sandboxes' egress sidecar logs; not measured: the marker file's history (nothing keeps a sandbox's files over its life) and the record of each denial (the sidecar logs none), nor anything where the target offers no sink or no sidecar logs"
+const injectionRealReason = "measured from the run's own records: the commands its recording proxy saw it send to its sandboxes' execd, the exfiltration sink the docker target offers its sandboxes on the engine's bridge (each request by the sandbox the bridge front names), its sandboxes' egress sidecar logs, and (the docker target on this machine's engine) a host-side watch of each sandbox's workspace from before its first command; not measured: the record of each denial (the sidecar logs none), the marker file without that watch, nor anything where the target offers no sink or no sidecar logs"
 
 // Course is the capstone rubric.
 var Course = MustRegistry(
