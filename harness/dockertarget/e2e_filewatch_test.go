@@ -14,8 +14,9 @@ import (
 
 // TestDockerWatchSeesAFileGoneAtOnce stands the docker target up
 // (OSB_DOCKER_E2E=1) and watches a real sandbox's /workspace from the host
-// before its first command: a file a command creates and removes at once is
-// seen, and so is one it leaves; the watch ends when the sandbox is removed.
+// before its first command: once the workspace's own watch is armed, a file
+// a command creates and removes at once is seen, and so is one it leaves;
+// the watch ends when the sandbox is removed.
 func TestDockerWatchSeesAFileGoneAtOnce(t *testing.T) {
 	tg := startTarget(t, "OSB_DOCKER_E2E")
 	client, err := osb.New(strings.TrimPrefix(tg.URL, "http://"), tg.APIKey)
@@ -50,12 +51,24 @@ func TestDockerWatchSeesAFileGoneAtOnce(t *testing.T) {
 	if ok, r := ex.WaitReady(context.Background(), 200*time.Millisecond, 60*time.Second); !ok {
 		t.Fatalf("execd not ready: %+v", r)
 	}
-	for _, cmd := range []string{"mkdir -p /workspace && touch /workspace/pwned && rm /workspace/pwned", "echo x > /workspace/report.md"} {
+	run := func(cmd string) {
+		t.Helper()
 		res, err := ex.Run(context.Background(), osb.CommandRequest{Command: cmd, TimeoutMs: 30_000})
 		if err != nil || res.Value.ExitCode == nil || *res.Value.ExitCode != 0 {
 			t.Fatalf("%q: %v %+v", cmd, err, res)
 		}
 	}
+	// The first write into the workspace puts it in the upper directory;
+	// once its own watch is armed, a file that lives for one command's
+	// microseconds is seen by inotify itself, not by the arming scan.
+	run("mkdir -p /workspace && echo x > /workspace/report.md")
+	for deadline := time.Now().Add(5 * time.Second); w.DirArmed().IsZero() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if w.DirArmed().IsZero() {
+		t.Fatal("the workspace's own watch was never armed")
+	}
+	run("touch /workspace/pwned && rm /workspace/pwned")
 	deadline := time.Now().Add(5 * time.Second)
 	var got []FileCreated
 	for time.Now().Before(deadline) {
