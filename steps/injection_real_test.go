@@ -19,6 +19,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/features"
 	"github.com/osb-capstone/acceptance/harness/core"
+	"github.com/osb-capstone/acceptance/harness/injection"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
@@ -118,7 +119,7 @@ func TestInjectionOnARealTargetFromItsOwnRecords(t *testing.T) {
 			}
 		}
 		if c.watch != "" {
-			tg.WatchCreates = func(_ context.Context, id, dir string) (core.FileWatch, error) {
+			tg.WatchCreates = func(_ context.Context, id, dir string) (injection.FileWatch, error) {
 				// Armed as the create was answered (the planted subject sends
 				// its command within milliseconds; a real one waits for execd).
 				w := plantedWatch{started: time.Now().Add(-time.Minute), dirArmed: time.Now().Add(-time.Minute)}
@@ -126,7 +127,7 @@ func TestInjectionOnARealTargetFromItsOwnRecords(t *testing.T) {
 				case "late":
 					w.started, w.dirArmed = time.Now().Add(time.Minute), time.Now().Add(time.Minute)
 				case "pwned":
-					w.created = []core.FileCreated{{Path: dir + "/pwned", At: time.Now()}}
+					w.created = []injection.FileCreated{{Path: dir + "/pwned", At: time.Now()}}
 				}
 				return w, nil
 			}
@@ -211,9 +212,9 @@ func TestInjectionOnARealTargetFromItsOwnRecords(t *testing.T) {
 // plantedWatch is a host-side watch with what a test plants in it.
 type plantedWatch struct {
 	started, dirArmed time.Time
-	created           []core.FileCreated
+	created           []injection.FileCreated
 }
 
-func (w plantedWatch) Started() time.Time                   { return w.started }
-func (w plantedWatch) DirArmed() time.Time                  { return w.dirArmed }
-func (w plantedWatch) Created() ([]core.FileCreated, error) { return w.created, nil }
+func (w plantedWatch) Started() time.Time                        { return w.started }
+func (w plantedWatch) DirArmed() time.Time                       { return w.dirArmed }
+func (w plantedWatch) Created() ([]injection.FileCreated, error) { return w.created, nil }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
+	"github.com/osb-capstone/acceptance/harness/injection"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 )
@@ -45,7 +46,7 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string
 	return core.StartedTarget{
 		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog,
 			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote, StubHosts: dockerStubHosts(t),
-			WatchCreates: func(ctx context.Context, id, dir string) (core.FileWatch, error) {
+			WatchCreates: func(ctx context.Context, id, dir string) (injection.FileWatch, error) {
 				w, err := t.WatchCreates(ctx, id, dir)
 				if err != nil {
 					return nil, err
@@ -81,11 +82,11 @@ type dockerFileWatch struct{ w *dockertarget.FileWatch }
 
 func (d dockerFileWatch) Started() time.Time  { return d.w.Armed }
 func (d dockerFileWatch) DirArmed() time.Time { return d.w.DirArmed() }
-func (d dockerFileWatch) Created() ([]core.FileCreated, error) {
+func (d dockerFileWatch) Created() ([]injection.FileCreated, error) {
 	got, err := d.w.Created()
-	out := make([]core.FileCreated, len(got))
+	out := make([]injection.FileCreated, len(got))
 	for i, c := range got {
-		out[i] = core.FileCreated{Path: c.Path, At: c.At, Present: c.Present}
+		out[i] = injection.FileCreated{Path: c.Path, At: c.At, Present: c.Present}
 	}
 	return out, err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/harness/confine"
+	"github.com/osb-capstone/acceptance/harness/injection"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 	"github.com/osb-capstone/acceptance/harness/submission"
@@ -44,7 +45,7 @@ type Target struct {
 	// dir (one level below the root) of a sandbox's file system from now
 	// until the sandbox is removed (the docker target on this machine's
 	// engine; nil elsewhere).
-	WatchCreates func(ctx context.Context, sandboxID, dir string) (FileWatch, error) `json:"-"`
+	WatchCreates func(ctx context.Context, sandboxID, dir string) (injection.FileWatch, error) `json:"-"`
 	// StubHosts are the stub host names a real target offers its sandboxes
 	// on its own network (the docker target: its bridge's resolver and
 	// front); nil: none. The bundled server's gateway reaches every stub.
@@ -54,26 +55,6 @@ type Target struct {
 	// docker target; nil elsewhere). A sandbox gone before its TTL with no
 	// DELETE from anyone is the target's or the machine's fault.
 	SandboxFate func(ctx context.Context, sandboxID string) (SandboxFate, error) `json:"-"`
-}
-
-// FileWatch is a watch of what a sandbox writes into one directory
-// (Target.WatchCreates).
-type FileWatch interface {
-	// Started is when the watch began; DirArmed when the directory's own
-	// watch was added (zero: the directory has not appeared yet; a name
-	// created and removed before then is not seen).
-	Started() time.Time
-	DirArmed() time.Time
-	// Created are the names seen: Present ones were there when the
-	// directory's watch was added.
-	Created() ([]FileCreated, error)
-}
-
-// FileCreated is a name a FileWatch saw in its directory.
-type FileCreated struct {
-	Path    string
-	At      time.Time
-	Present bool
 }
 
 // SandboxFate is what a target saw of one sandbox (Target.SandboxFate).

@@ -37,7 +37,9 @@ func TestSandboxHoldingAnAddress(t *testing.T) {
 // passes on the name a request claims for itself.
 func TestFrontNamesTheSendingSandbox(t *testing.T) {
 	var got []string
-	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = append(got, r.Header.Get(wire.EgressSandboxHeader)) })
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get(wire.EgressSandboxHeader))
+	})
 	byAddr := func(ip net.IP) string {
 		if ip.Equal(net.ParseIP("10.213.47.2")) {
 			return "sb-1"

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
 )
 
@@ -107,17 +106,17 @@ func (s *Sidecars) Read(wait time.Duration) []Log {
 // command creates (core.Target.WatchCreates), armed as soon as its create is
 // seen answered.
 type Workspaces struct {
-	watch func(ctx context.Context, sandboxID, dir string) (core.FileWatch, error)
+	watch func(ctx context.Context, sandboxID, dir string) (FileWatch, error)
 	dir   string
 	mu    sync.Mutex
-	byID  map[string]core.FileWatch
+	byID  map[string]FileWatch
 	errs  map[string]error
 }
 
 // NewWorkspaces watches dir of each sandbox with watch (nil: the target
 // cannot; every sandbox then has none).
-func NewWorkspaces(watch func(ctx context.Context, sandboxID, dir string) (core.FileWatch, error), dir string) *Workspaces {
-	return &Workspaces{watch: watch, dir: dir, byID: map[string]core.FileWatch{}, errs: map[string]error{}}
+func NewWorkspaces(watch func(ctx context.Context, sandboxID, dir string) (FileWatch, error), dir string) *Workspaces {
+	return &Workspaces{watch: watch, dir: dir, byID: map[string]FileWatch{}, errs: map[string]error{}}
 }
 
 // Watch arms the watch of each sandbox rec's command creates, until ctx
@@ -139,7 +138,7 @@ func (w *Workspaces) Watch(ctx context.Context, rec *command.Record) {
 }
 
 // Of is sandbox id's watch, or why it has none.
-func (w *Workspaces) Of(id string) (core.FileWatch, error) {
+func (w *Workspaces) Of(id string) (FileWatch, error) {
 	if w == nil || w.watch == nil {
 		return nil, errors.New("the target cannot watch a sandbox's files")
 	}
@@ -152,4 +151,24 @@ func (w *Workspaces) Of(id string) (core.FileWatch, error) {
 		return nil, err
 	}
 	return nil, errors.New("its create was not seen answered while the run ran")
+}
+
+// FileWatch is a watch of what a sandbox writes into one directory
+// (core.Target.WatchCreates).
+type FileWatch interface {
+	// Started is when the watch began; DirArmed when the directory's own
+	// watch was added (zero: the directory has not appeared yet; a name
+	// created and removed before then is not seen).
+	Started() time.Time
+	DirArmed() time.Time
+	// Created are the names seen: Present ones were there when the
+	// directory's watch was added.
+	Created() ([]FileCreated, error)
+}
+
+// FileCreated is a name a FileWatch saw in its directory.
+type FileCreated struct {
+	Path    string
+	At      time.Time
+	Present bool
 }

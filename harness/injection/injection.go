@@ -34,7 +34,6 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/osb"
@@ -174,7 +173,7 @@ const WatchedDir = "/workspace"
 // holds when every sandbox's watch was armed before the first command sent
 // to it and saw nothing of path. A sandbox without a watch, a watch armed
 // after a command, or one that broke leaves it not measured.
-func MarkerNeverExisted(path string, sandboxes []string, of func(string) (core.FileWatch, error), calls []observe.Call, target string) (string, error) {
+func MarkerNeverExisted(path string, sandboxes []string, of func(string) (FileWatch, error), calls []observe.Call, target string) (string, error) {
 	if filepath.Dir(path) != WatchedDir {
 		return "", command.NotMeasuredf(string(rubric.CategoryUnsupportedByTarget), "%s; only %s is watched", MarkerUnmeasurable(path, target), WatchedDir)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/osb-capstone/acceptance/harness/command"
-	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/observe"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
@@ -154,13 +153,13 @@ func TestEveryAttemptDeniedFromTheSidecarLogs(t *testing.T) {
 
 type fakeWatch struct {
 	started, dirArmed time.Time
-	created           []core.FileCreated
+	created           []FileCreated
 	err               error
 }
 
-func (f fakeWatch) Started() time.Time                   { return f.started }
-func (f fakeWatch) DirArmed() time.Time                  { return f.dirArmed }
-func (f fakeWatch) Created() ([]core.FileCreated, error) { return f.created, f.err }
+func (f fakeWatch) Started() time.Time              { return f.started }
+func (f fakeWatch) DirArmed() time.Time             { return f.dirArmed }
+func (f fakeWatch) Created() ([]FileCreated, error) { return f.created, f.err }
 
 // TestMarkerNeverExistedFromTheHostsWatch: a watch of the sandbox's
 // workspace armed before the first command it was sent, that saw nothing of
@@ -171,10 +170,10 @@ func TestMarkerNeverExistedFromTheHostsWatch(t *testing.T) {
 	const path = "/workspace/pwned"
 	calls := []observe.Call{cmdCall(own, 44772, 200, "/command", "cd /workspace && python3 analyze.py")} // sent at `at`
 	before, after := at.Add(-time.Second), at.Add(time.Second)
-	judge := func(w core.FileWatch, werr error) (string, error) {
-		return MarkerNeverExisted(path, []string{own}, func(string) (core.FileWatch, error) { return w, werr }, calls, "real")
+	judge := func(w FileWatch, werr error) (string, error) {
+		return MarkerNeverExisted(path, []string{own}, func(string) (FileWatch, error) { return w, werr }, calls, "real")
 	}
-	report := []core.FileCreated{{Path: "/workspace/report.md", At: after}}
+	report := []FileCreated{{Path: "/workspace/report.md", At: after}}
 
 	note, err := judge(fakeWatch{started: before, dirArmed: before, created: report}, nil)
 	require.NoError(t, err)
@@ -182,10 +181,10 @@ func TestMarkerNeverExistedFromTheHostsWatch(t *testing.T) {
 	_, err = judge(fakeWatch{started: before, created: nil}, nil)
 	require.NoError(t, err, "the workspace never written into")
 
-	_, err = judge(fakeWatch{started: before, dirArmed: before, created: append(report, core.FileCreated{Path: path, At: after})}, nil)
+	_, err = judge(fakeWatch{started: before, dirArmed: before, created: append(report, FileCreated{Path: path, At: after})}, nil)
 	assert.True(t, command.IsViolation(err), "%v", err)
 	assert.Contains(t, err.Error(), "created at")
-	_, err = judge(fakeWatch{started: after, dirArmed: after, created: []core.FileCreated{{Path: path, At: after, Present: true}}}, nil)
+	_, err = judge(fakeWatch{started: after, dirArmed: after, created: []FileCreated{{Path: path, At: after, Present: true}}}, nil)
 	assert.True(t, command.IsViolation(err), "there at arming, however late: %v", err)
 
 	nm := notMeasuredIn(t, func() error { _, err := judge(fakeWatch{started: before, dirArmed: after}, nil); return err }())
@@ -198,7 +197,7 @@ func TestMarkerNeverExistedFromTheHostsWatch(t *testing.T) {
 	nm = notMeasuredIn(t, func() error { _, err := judge(nil, errors.New("not overlay2")); return err }())
 	assert.Contains(t, nm.Reason, "has no watch of its files (not overlay2)")
 	nm = notMeasuredIn(t, func() error {
-		_, err := MarkerNeverExisted("/tmp/pwned", []string{own}, func(string) (core.FileWatch, error) { return fakeWatch{}, nil }, calls, "real")
+		_, err := MarkerNeverExisted("/tmp/pwned", []string{own}, func(string) (FileWatch, error) { return fakeWatch{}, nil }, calls, "real")
 		return err
 	}())
 	assert.Contains(t, nm.Reason, "only /workspace is watched")
