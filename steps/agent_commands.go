@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/osb-capstone/acceptance/harness/injection"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/toolcalls"
 )
@@ -20,10 +21,6 @@ func toolCallsRanInSandbox(ctx context.Context) error {
 	s, r, m, err := agentRun(ctx)
 	if err != nil {
 		return err
-	}
-	if !s.env.mock() {
-		return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
-			"target %s shows no commands run inside a sandbox (execd calls do not pass the recording proxy), so the model's tool calls cannot be held against what ran", s.env.opt.Target.Kind)
 	}
 	saw, err := r.Saw(ctx)
 	if err != nil {
@@ -40,11 +37,23 @@ func toolCallsRanInSandbox(ctx context.Context) error {
 			claimed = append(claimed, st.Command)
 		}
 	}
-	cmds := toolcalls.Audited(saw.Events)
+	// What ran: the bundled server's audit, or on a real target the run's
+	// recording proxy (the execd commands it saw the run send to its own
+	// sandboxes, each with the time it was sent).
+	cmds, ranFrom := toolcalls.Audited(saw.Events), "audit.json"
+	if !s.env.mock() {
+		var unread int
+		cmds, unread = toolcalls.Proxied(injection.Commands(r.EndpointCalls, saw.Created))
+		ranFrom = "endpoint-calls.json"
+		if unread > 0 {
+			return notMeasured(ctx, string(rubric.CategoryUnsupportedByTarget),
+				"the recording proxy keeps a command line only up to 1 MiB of request body: %d command(s) that ran in the run's sandboxes could not be read, so the model's tool calls cannot be held against what ran", unread)
+		}
+	}
 	elsewhere, unasked, matched := toolcalls.HeldAgainst(calls, cmds, claimed)
 	b := toolcalls.Evidence(calls, cmds, claimed, elsewhere, unasked)
 	if err := os.WriteFile(filepath.Join(r.Dir, "tool-calls-vs-commands.json"), b, 0o644); err == nil {
-		s.addEvidence(filepath.Join(r.RelDir, "tool-calls-vs-commands.json"), filepath.Join(r.RelDir, "audit.json"))
+		s.addEvidence(filepath.Join(r.RelDir, "tool-calls-vs-commands.json"), filepath.Join(r.RelDir, ranFrom))
 	}
 	var problems []string
 	if len(elsewhere) > 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/osb-capstone/acceptance/harness/indexdeny"
+	"github.com/osb-capstone/acceptance/harness/injection"
 
 	"github.com/osb-capstone/acceptance/fixtures"
 	"github.com/osb-capstone/acceptance/harness/command"
@@ -53,6 +54,12 @@ type subjectRun struct {
 
 	model *agentModel // its scripted model (nil: the submission has none)
 
+	// sidecars follows the egress sidecar log of each sandbox the run
+	// creates (a real target that gives them; harness/injection).
+	sidecars *injection.Sidecars
+	// workspaces watches each of its sandboxes' workspace from the host (a
+	// real target that can; harness/injection).
+	workspaces *injection.Workspaces
 }
 
 type subjectRunOnce struct {
@@ -145,6 +152,36 @@ func (e *Env) runSubject(ctx context.Context, key, fixture string, o runOpts) *s
 	}
 	if o.proxied != nil {
 		lo.proxied = func(ctx context.Context, _ *launch) error { return o.proxied(ctx, r) }
+	}
+	if !e.mock() && (e.opt.Target.SidecarLog != nil || e.opt.Target.WatchCreates != nil) {
+		// What the run's sandboxes' egress sidecars say (the allowed lookups,
+		// and the denials where they log them) is read by the egress checks,
+		// and what their containers write into the workspace by D4's marker
+		// check; a sidecar's log is gone with its sandbox, and a file may be
+		// gone at once, so both are followed from the create on.
+		if e.opt.Target.SidecarLog != nil {
+			r.sidecars = injection.NewSidecars(e.opt.Target.SidecarLog)
+		}
+		if e.opt.Target.WatchCreates != nil {
+			r.workspaces = injection.NewWorkspaces(e.opt.Target.WatchCreates, injection.WatchedDir)
+		}
+		hook := lo.during
+		lo.during = func(ctx context.Context, stop func()) {
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				r.sidecars.Watch(ctx, &r.launch)
+			}()
+			go func() {
+				defer wg.Done()
+				r.workspaces.Watch(ctx, &r.launch)
+			}()
+			if hook != nil {
+				hook(ctx, stop)
+			}
+			wg.Wait()
+		}
 	}
 	r.model = e.launch(ctx, &r.launch, lo)
 	if !r.Launched() {

@@ -26,7 +26,7 @@ import (
 // reference as the control, then those whose defects only a drill or a
 // closed loop catches. OSB_DOCKER_CALIBRATION_MEMBERS (comma-separated names
 // of these) grades only those, in this order.
-var dockerCalibrationMembers = []string{"reference", "bad-retry-gone", "bad-no-destroy", "bad-no-reap", "bad-retry-forever", "bad-no-backoff"}
+var dockerCalibrationMembers = []string{"reference", "bad-retry-gone", "bad-no-destroy", "bad-no-reap", "bad-retry-forever", "bad-no-backoff", "bad-obey-data"}
 
 // dockerCalibrationMembersEnv narrows TestDockerCalibration to some members.
 const dockerCalibrationMembersEnv = "OSB_DOCKER_CALIBRATION_MEMBERS"
@@ -65,14 +65,19 @@ var dockerCalibrationLimits = []string{
 	"no audit trail",
 	"offers no way to",
 	"the bundled server's admin API only", // fault injection (M1's platform fault)
+	// D4's injection on a real target (docs/docker.md, "D4 and injection on
+	// the docker target"): what no record there can show.
+	"keeps no record of a sandbox's files over its life", // the marker file
+	"logs every lookup it allows but no denial",          // the record of each denial
 }
 
 // TestDockerCalibration: the calibration set fails the same entries on a real
 // OpenSandbox as on the bundled server. On the docker target (a real OpenSandbox on the project's engine, OSB_DOCKER_E2E=1; make
-// docker-engine), one `grade` call limited by tags to D1, D2, D3, M1, M2 and
-// D5 grades the reference and bad-retry-gone, bad-no-destroy, bad-no-reap,
-// bad-retry-forever and bad-no-backoff (D3's 429 is the run's recording
-// proxy's, docs/docker.md; OSB_DOCKER_CALIBRATION_MEMBERS narrows the set).
+// docker-engine), one `grade` call limited by tags to D1, D2, D3, M1, M2, D5
+// and D4's injection scenarios grades the reference and bad-retry-gone,
+// bad-no-destroy, bad-no-reap, bad-retry-forever, bad-no-backoff and
+// bad-obey-data (D3's 429 is the run's recording proxy's, D4's evidence its
+// records, docs/docker.md; OSB_DOCKER_CALIBRATION_MEMBERS narrows the set).
 // Each bad one fails exactly the entries it fails on the bundled server
 // (calibrationSet), restricted to the entries this run measures: its defect's
 // own drill or milestone must fail (never be excused), a criterion its
@@ -145,6 +150,7 @@ var dockerDefectEntries = map[string][]rubric.ID{
 	// the bridge, so the install asks the index and D1's deny is met.
 	"bad-retry-forever": {"D1"},
 	"bad-no-backoff":    {"D3"},
+	"bad-obey-data":     {"D4", "injection"},
 }
 
 // documentedLimit reports whether a not-measured outcome names a documented

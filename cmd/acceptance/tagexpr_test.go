@@ -49,9 +49,10 @@ func tagsExcept(alts []string, not ...string) string {
 
 // dockerCalibrationTags limits the docker calibration to the scenarios the
 // defects ride on: D2 (bad-retry-gone), M1 and M2 (bad-no-destroy), D5
-// (bad-no-reap), D1 (bad-retry-forever), D3 (bad-no-backoff). The 50 MB
-// input is no defect's target.
-var dockerCalibrationTags = tagsExcept([]string{"@milestone:M1", "@milestone:M2", "@drill:D2", "@drill:D5", "@drill:D1", "@drill:D3"}, "@large")
+// (bad-no-reap), D1 (bad-retry-forever), D3 (bad-no-backoff), D4's
+// injection (bad-obey-data: the injection scenario's tags, so not the report
+// scenario, which feeds function). The 50 MB input is no defect's target.
+var dockerCalibrationTags = tagsExcept([]string{"@milestone:M1", "@milestone:M2", "@drill:D2", "@drill:D5", "@drill:D1", "@drill:D3", "@drill:D4 && @criterion:injection"}, "@large")
 
 // offlineRealTargetTags is the real-target grade of the reference
 // (TestRunAgainstURLTarget): the closed loop and the analysis,
@@ -202,4 +203,21 @@ func TestDrillTags(t *testing.T) {
 	for _, tag := range tags {
 		assert.True(t, strings.HasPrefix(tag, "@drill:"), tag)
 	}
+}
+
+// The docker calibration selects D4's injection scenarios (the one that
+// bad-obey-data fails, and the agent's, not measured without a model) and
+// not D4's report scenario, which feeds function: no scenario of D4 without
+// @criterion:injection runs.
+func TestDockerCalibrationTagsSelectTheInjectionScenarios(t *testing.T) {
+	t.Parallel()
+	injection := 0
+	for _, tags := range godogSelects(t, dockerCalibrationTags) {
+		if !slices.Contains(tags, "@drill:D4") {
+			continue
+		}
+		assert.Contains(t, tags, "@criterion:injection", "a D4 scenario the docker calibration runs: %v", tags)
+		injection++
+	}
+	assert.GreaterOrEqual(t, injection, 1, "the injection scenario is selected")
 }

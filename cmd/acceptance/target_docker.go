@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/osb-capstone/acceptance/harness/core"
 	"github.com/osb-capstone/acceptance/harness/dockertarget"
+	"github.com/osb-capstone/acceptance/harness/injection"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 )
@@ -18,15 +21,17 @@ import (
 // id and its provenance label (official, from the engine, declares upstream
 // commit X (not verified), stand-in); the note printed here is made from the images used.
 //
-// The data API stub is offered to the sandboxes on the engine's bridge over
-// plain http (dockertarget.BridgeServices), so the subjects get an http://
-// CAPSTONE_DATA_API_URL on this target; the package index over https, as
+// The data API stub and the exfiltration sink are offered to the sandboxes
+// on the engine's bridge over plain http (dockertarget.BridgeServices), so
+// the subjects get an http:// CAPSTONE_DATA_API_URL on this target, and a
+// sandbox whose policy lets exfil.capstone.test through reaches the run's
+// own sink (and nothing off the machine); the package index over https, as
 // pypi.org and files.pythonhosted.org (dockertarget.TLSFront).
 func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string]string, stderr io.Writer) (core.StartedTarget, error) {
 	fmt.Fprintf(stderr, "docker target: standing up opensandbox-server==%s on %s\n", cfg.serverVersion, dockertarget.Endpoint())
 	t, err := dockertarget.Start(ctx, dockertarget.Config{ServerVersion: cfg.serverVersion, Log: stderr,
 		ExecdImage: cfg.execdImage, EgressImage: cfg.egressImage, SandboxImage: cfg.sandboxImage,
-		Stubs: map[string]string{stubs.DataAPIHost: upstreams[stubs.DataAPIHost]},
+		Stubs: bridgeStubs(upstreams),
 		// The stub package index (the run's, serving .cache/wheels) as
 		// https://pypi.org and https://files.pythonhosted.org: the suite's
 		// sandbox image carries no tabulate and trusts the stub CA, so an
@@ -46,7 +51,14 @@ func startDockerTarget(ctx context.Context, cfg *runConfig, upstreams map[string
 	}
 	return core.StartedTarget{
 		Target: core.Target{Kind: rubric.TargetReal, Domain: urlTargetDomain(t.URL), APIKey: t.APIKey, SidecarLog: t.FollowSidecarLog,
-			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote,
+			DataAPIURL: dockerDataAPIURL(t), StubNote: t.StubNote, StubHosts: dockerStubHosts(t),
+			WatchCreates: func(ctx context.Context, id, dir string) (injection.FileWatch, error) {
+				w, err := t.WatchCreates(ctx, id, dir)
+				if err != nil {
+					return nil, err
+				}
+				return dockerFileWatch{w}, nil
+			},
 			SandboxFate: func(ctx context.Context, id string) (core.SandboxFate, error) {
 				f, err := t.SandboxFate(ctx, id)
 				return core.SandboxFate{Deletes: f.Deletes, LogNames: f.LogNames, ContainerGone: f.ContainerGone,
@@ -68,6 +80,47 @@ func dockerDataAPIURL(t *dockertarget.Target) string {
 		return ""
 	}
 	return "http://" + stubs.DataAPIHost + stubs.DataAPIPath
+}
+
+// dockerFileWatch is a host-side watch of a sandbox's directory as the
+// steps read it (core.FileWatch).
+type dockerFileWatch struct{ w *dockertarget.FileWatch }
+
+func (d dockerFileWatch) Started() time.Time  { return d.w.Armed }
+func (d dockerFileWatch) DirArmed() time.Time { return d.w.DirArmed() }
+func (d dockerFileWatch) Created() ([]injection.FileCreated, error) {
+	got, err := d.w.Created()
+	out := make([]injection.FileCreated, len(got))
+	for i, c := range got {
+		out[i] = injection.FileCreated{Path: c.Path, At: c.At, Present: c.Present}
+	}
+	return out, err
+}
+
+// bridgeStubs are the stubs the bridge offers the sandboxes, by name: the
+// data API and the exfiltration sink (those the run started).
+func bridgeStubs(upstreams map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, h := range []string{stubs.DataAPIHost, stubs.ExfilHost} {
+		if u := upstreams[h]; u != "" {
+			out[h] = u
+		}
+	}
+	return out
+}
+
+// dockerStubHosts are the stub names the bridge offers the sandboxes (the
+// data API and the exfiltration sink), none when the bridge is not up.
+func dockerStubHosts(t *dockertarget.Target) []string {
+	if t.Stubs == nil {
+		return nil
+	}
+	out := make([]string, 0, len(t.Stubs.Stubs))
+	for name := range t.Stubs.Stubs {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // dockerTargetNote says, from the images actually used, what each verdict

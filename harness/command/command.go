@@ -56,7 +56,10 @@
 //  4. the grader broke one of its exchanges (its box's forwarder or guard
 //     failed, Status.Broken in harness/confine): a harness error (a port
 //     look-up's doubt in a box that scanned ports is the command's refusal,
-//     never a break: confine.ScanPorts);
+//     never a break: confine.ScanPorts; a break about a sandbox removed on
+//     purpose first, by a drill or the command's own DELETE, is not the
+//     grader's; one about a sandbox the machine stopped says what the engine
+//     said);
 //  5. the target answered one of its creates (by its key) with a 5xx that
 //     no drill injected: a harness error (the target's fault). An answer the
 //     recording proxy gave itself (observe.Call.Injected: drill D3's 429 on

@@ -18,6 +18,7 @@ import (
 	"github.com/cucumber/godog"
 
 	"github.com/osb-capstone/acceptance/harness/confine"
+	"github.com/osb-capstone/acceptance/harness/injection"
 	"github.com/osb-capstone/acceptance/harness/rubric"
 	"github.com/osb-capstone/acceptance/harness/stubs"
 	"github.com/osb-capstone/acceptance/harness/submission"
@@ -40,6 +41,15 @@ type Target struct {
 	// StubNote says why the target's sandboxes cannot reach the stubs, when
 	// that is so ("": nothing known against it).
 	StubNote string
+	// WatchCreates watches, from the host, the names created in directory
+	// dir (one level below the root) of a sandbox's file system from now
+	// until the sandbox is removed (the docker target on this machine's
+	// engine; nil elsewhere).
+	WatchCreates func(ctx context.Context, sandboxID, dir string) (injection.FileWatch, error) `json:"-"`
+	// StubHosts are the stub host names a real target offers its sandboxes
+	// on its own network (the docker target: its bridge's resolver and
+	// front); nil: none. The bundled server's gateway reaches every stub.
+	StubHosts []string
 	// SandboxFate says what the target itself saw of a sandbox: DELETEs of
 	// it its control plane answered, and whether its container is gone (the
 	// docker target; nil elsewhere). A sandbox gone before its TTL with no

@@ -166,6 +166,10 @@ type Bridge struct {
 	// ipt is the packet filter its vault rules go in (nil: the host's
 	// iptables; a test hands a fake to the one bridge it makes).
 	ipt iptables
+	// Attribute names the sandbox whose container holds a request's source
+	// address ("": none), for the front to say who sent it (bridge_attr.go);
+	// nil: the front names nobody.
+	Attribute func(net.IP) string
 }
 
 // iptables is the bridge's packet filter.
@@ -338,7 +342,7 @@ func StartBridgeServicesTLS(b Bridge, stubs map[string]string, front *TLSFront) 
 	s.pc, s.dl = pc, dl
 	s.udp = &dns.Server{PacketConn: pc, Handler: h}
 	s.tcp = &dns.Server{Listener: dl, Handler: h}
-	s.http = &http.Server{Handler: stubFront(targets), ReadHeaderTimeout: 30 * time.Second}
+	s.http = &http.Server{Handler: attributed(b.Attribute, stubFront(targets)), ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = s.udp.ActivateAndServe() }()
 	go func() { _ = s.tcp.ActivateAndServe() }()
 	go func() { _ = s.http.Serve(hl) }()

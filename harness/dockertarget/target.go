@@ -274,6 +274,7 @@ func startBridge(pool *dockertest.Pool, endpoint string, stubs, tlsStubs map[str
 	if err != nil {
 		return nil, "the stubs are not offered to sandboxes: " + err.Error()
 	}
+	b.Attribute = sandboxAtAddr(pool)           // the front names the sandbox that sent each request
 	_ = removeVaultRules(b.iptables(), b.Iface) // a crashed run's (the caller holds the lock)
 	var front *TLSFront
 	if len(tlsStubs) > 0 {

@@ -215,7 +215,9 @@ func TestAggregate(t *testing.T) {
 // target's limit is, whatever the subject does. Seen on the docker target:
 // injection and D3 showed precondition_unmet ("no model in the loop"), when
 // D3 was not measurable there (its 429 is now injected by the recording
-// proxy); D4 stands in for it.
+// proxy); credential, which a real target cannot scan sandboxes for, stands
+// in for them (injection and D4 are measured there now, from the run's own
+// records).
 func TestAggregateTargetLimitOverPrecondition(t *testing.T) {
 	t.Parallel()
 	outs := func(id ID) []Outcome {
@@ -224,7 +226,7 @@ func TestAggregateTargetLimitOverPrecondition(t *testing.T) {
 			{Seq: 2, ID: id, Verdict: NotMeasured, Category: CategoryPreconditionUnmet, Reason: "the submission has no model in the loop", Scenario: "agent"},
 		}
 	}
-	for _, id := range []ID{D4, Injection} {
+	for _, id := range []ID{Credential} {
 		e, _ := Course.Get(id)
 		res := Aggregate(e, TargetReal, outs(id))
 		assert.Equal(t, NotMeasured, res.Verdict, id)
@@ -380,7 +382,8 @@ func TestOverallVerdicts(t *testing.T) {
 	passAllMeasurable(t, r, TargetReal)
 	s = Evaluate(Course, TargetReal, r.Outcomes())
 	assert.Equal(t, OverallPassed, s.Verdict, s.Why)
-	assert.Equal(t, CategoryUnsupportedByTarget, s.Results[D4].Category)
+	assert.Equal(t, CategoryUnsupportedByTarget, s.Results[Credential].Category)
+	assert.Equal(t, Passed, s.Results[D4].Verdict, "D4 is measured on a real target (the run's own records)")
 	assert.Equal(t, Passed, s.Results[D3].Verdict, "D3 is measured on a real target (the recording proxy's 429)")
 	assert.Less(t, s.Score.Measured, 92.5)
 

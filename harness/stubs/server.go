@@ -54,9 +54,10 @@ type Request struct {
 	// wire.FindWatched knows ("label in body (gzip)").
 	Canaries []string `json:"canaries,omitempty"`
 	// EgressSandbox is the sandbox the bundled server's egress gateway
-	// forwarded the request for (wire.EgressSandboxHeader); empty when it did
-	// not come through the gateway (another local process, or a target
-	// without the gateway).
+	// forwarded the request for, or on the docker target the sandbox whose
+	// container sent it to the bridge front (by the engine's address of the
+	// container) (wire.EgressSandboxHeader); empty when it came through
+	// neither (another local process, or a target without either).
 	EgressSandbox string `json:"egress_sandbox,omitempty"`
 }
 

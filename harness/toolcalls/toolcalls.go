@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/osb-capstone/acceptance/harness/injection"
 	"github.com/osb-capstone/acceptance/harness/model"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
@@ -91,6 +92,23 @@ func Audited(events []wire.Event) []Command {
 		out = append(out, Command{Sandbox: ev.SandboxID, At: at, Command: strings.TrimSpace(ev.Command.Command)})
 	}
 	return out
+}
+
+// Proxied are the commands execd ran (answered 200) in the run's sandboxes
+// as the run's recording proxy saw them sent (a real target: sent, from
+// injection.Commands), and how many of those it could not read (a command
+// line over the proxy's limit): with any, the comparison cannot be made.
+func Proxied(sent []injection.Sent) (cmds []Command, unread int) {
+	for _, s := range sent {
+		switch {
+		case !s.Ran():
+		case s.Unread:
+			unread++
+		default:
+			cmds = append(cmds, Command{Sandbox: s.Sandbox, At: s.At, Command: strings.TrimSpace(s.Command)})
+		}
+	}
+	return cmds, unread
 }
 
 // HeldAgainst compares the tool calls with the audited commands and the
