@@ -41,8 +41,9 @@ import (
 //   - Insecure mode (AllowInsecureNoIsolation when isolation is impossible, or
 //     ForceInsecure): the agent runs as a plain host process with a clean
 //     environment and client paths mapped under the sandbox directory; no
-//     netns, no cgroups (Pause uses SIGSTOP). Commands that name /workspace
-//     literally do not work there.
+//     netns, no cgroups (Pause uses SIGSTOP). /workspace is each sandbox's
+//     own through the workspace link (workspacelink_linux.go), where it can
+//     be made.
 
 // Options configure the Linux runtime.
 type Options struct {
