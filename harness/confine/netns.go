@@ -548,6 +548,21 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 					http.Error(w, "refused by the grader's confinement: "+why, http.StatusForbidden)
 					return
 				}
+				// Full duplex, as the recording proxy (harness/observe):
+				// once the answer's header is written, Go's HTTP/1 server
+				// otherwise discards and closes the rest of the request body
+				// while the transport may still be reading it to send it
+				// upstream (its last read checks for bytes past
+				// Content-Length, and it sends the body straight to the
+				// socket, so the upstream has it all and may already
+				// stream). The transport then fails its write, closes the
+				// upstream connection, and the streaming answer breaks off
+				// ("use of closed network connection"): a break of the
+				// grader's own making, recorded against the submission's
+				// command. A command's output streams as soon as execd has
+				// its request, so this raced every command on a loaded
+				// machine.
+				_ = http.NewResponseController(w).EnableFullDuplex()
 				nt := &upstreamNote{}
 				r = r.WithContext(context.WithValue(r.Context(), upstreamNoteKey{}, nt))
 				if r.Body != nil && r.Body != http.NoBody {
