@@ -203,6 +203,9 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !e.authorize(w, r) {
 		return
 	}
+	// Full duplex, as the server proxy route (handleServerProxy): an answer
+	// may start before the request body is all read.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	r = watchClientBody(r)
 	p := r.URL.Path
 	// /proxy/44772/… is execd itself; handle it here so it is audited too.

@@ -338,6 +338,18 @@ func (f *fakeSandbox) execdHandler() http.Handler {
 			_, _ = w.Write([]byte("Bad Gateway"))
 			return
 		}
+		if r.PathValue("path") == "answer-first" {
+			// A server that answers before it reads the request body (as
+			// execd streams a command's output at once).
+			rc := http.NewResponseController(w)
+			_ = rc.EnableFullDuplex()
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: started\n\n")
+			_ = rc.Flush()
+			b, err := io.ReadAll(r.Body)
+			_, _ = fmt.Fprintf(w, "data: got %s %v\n\n", b, err)
+			return
+		}
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		f.proxyReqs = append(f.proxyReqs, proxiedRequest{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery,

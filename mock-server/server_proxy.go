@@ -110,6 +110,13 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 	// execd endpoint under a call whose answer has not begun still answers
 	// 404 as for an unknown sandbox, not a bare dropped connection. (Once
 	// body bytes went out, the cut is the client's connection error.)
+	// Full duplex: the backend may start its answer (a command's output
+	// streams at once) while the rest of the request body is still on its
+	// way to it. Otherwise Go's HTTP/1 server, on writing the answer's
+	// header, discards and closes what is left of the body under the
+	// transport still sending it, which then closes the backend connection
+	// and cuts the streaming answer ("use of closed network connection").
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	held := &heldAnswer{w: w, header: http.Header{}}
 	defer func() {
 		if v := recover(); v != nil {

@@ -47,5 +47,9 @@ func (a *Agent) handleProxy(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte("Bad Gateway"))
 		},
 	}
+	// Full duplex: the port's server may answer before it has the whole
+	// request body; without it Go's server would close the body under the
+	// transport still sending it and cut the answer.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	rp.ServeHTTP(w, r)
 }

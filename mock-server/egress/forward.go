@@ -229,5 +229,9 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("egress gateway: upstream for %s failed: %v", m.host, err), http.StatusBadGateway)
 		},
 	}
+	// Full duplex: the upstream may answer before it has the whole request
+	// body; without it Go's server would close the body under the transport
+	// still sending it and cut the answer.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	rp.ServeHTTP(w, r)
 }

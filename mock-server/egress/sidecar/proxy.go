@@ -75,6 +75,10 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "egress proxy: only http:// absolute URIs; use CONNECT for https", http.StatusBadRequest)
 		return
 	}
+	// Full duplex: the upstream may answer before it has the whole request
+	// body; without it Go's server would close the body under the transport
+	// still sending it and cut the answer.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	h.rp.ServeHTTP(w, r)
 }
 
