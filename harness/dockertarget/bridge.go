@@ -385,6 +385,9 @@ func stubFront(targets map[string]*url.URL) http.Handler {
 			},
 			Transport: tr,
 		}
+		// Full duplex, as harness/observe's proxy: the stub may answer
+		// before it has the whole request body.
+		_ = http.NewResponseController(w).EnableFullDuplex()
 		rp.ServeHTTP(w, r)
 	})
 }

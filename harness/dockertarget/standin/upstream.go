@@ -192,5 +192,8 @@ func (i interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 	}
+	// Full duplex, as harness/observe's proxy: the upstream may answer
+	// before it has the whole request body.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	rp.ServeHTTP(w, r)
 }
