@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osb-capstone/acceptance/internal/answerfirst"
 	"github.com/osb-capstone/acceptance/mock-server/runtime"
 )
 
@@ -339,15 +340,7 @@ func (f *fakeSandbox) execdHandler() http.Handler {
 			return
 		}
 		if r.PathValue("path") == "answer-first" {
-			// A server that answers before it reads the request body (as
-			// execd streams a command's output at once).
-			rc := http.NewResponseController(w)
-			_ = rc.EnableFullDuplex()
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, "data: started\n\n")
-			_ = rc.Flush()
-			b, err := io.ReadAll(r.Body)
-			_, _ = fmt.Fprintf(w, "data: got %s %v\n\n", b, err)
+			answerfirst.Handler().ServeHTTP(w, r)
 			return
 		}
 		body, _ := io.ReadAll(r.Body)

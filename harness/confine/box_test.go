@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/internal/answerfirst"
 )
 
 // These tests make real boxes: root, bubblewrap, iptables. They start no
@@ -718,15 +720,7 @@ print("half-sent", len(s.recv(4096)) >= 0)
 // submission; seen in CI on a loaded machine, too rare to replay here).
 func TestBoxGuardForwardsToAnUpstreamThatAnswersFirst(t *testing.T) {
 	cfg := needBoxes(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		_ = rc.EnableFullDuplex()
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = fmt.Fprint(w, "data: started\n\n")
-		_ = rc.Flush()
-		b, err := io.ReadAll(r.Body)
-		_, _ = fmt.Fprintf(w, "data: got %s %v\n\n", b, err)
-	}))
+	srv := httptest.NewServer(answerfirst.Handler())
 	defer func() { srv.CloseClientConnections(); srv.Close() }()
 	sp := srv.Listener.Addr().(*net.TCPAddr).Port
 	guard := func(int) func(*http.Request) string { return func(*http.Request) string { return "" } }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/internal/answerfirst"
 )
 
 // streamingServer answers the server proxy route with a command's output as
@@ -138,15 +140,7 @@ func TestProxyOpensAFreshUpstreamConnectionPerRequest(t *testing.T) {
 // the docker target as "incomplete chunked read" / "use of closed network
 // connection" mid-command).
 func TestRequestBodyReachesAServerThatAnswersFirst(t *testing.T) {
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		_ = rc.EnableFullDuplex()
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: started\n\n")
-		_ = rc.Flush()
-		b, err := io.ReadAll(r.Body)
-		fmt.Fprintf(w, "data: got %q %v\n\n", b, err)
-	}))
+	up := httptest.NewServer(answerfirst.Handler())
 	defer func() { up.CloseClientConnections(); up.Close() }()
 	p, err := Start(up.URL)
 	require.NoError(t, err)
@@ -164,5 +158,5 @@ func TestRequestBodyReachesAServerThatAnswersFirst(t *testing.T) {
 	fmt.Fprint(c, "\"bcd\"}")
 	b, err := io.ReadAll(res.Body)
 	require.NoError(t, err, "the answer is complete")
-	assert.Equal(t, "data: started\n\ndata: got \"{\\\"a\\\":\\\"bcd\\\"}\" <nil>\n\n", string(b))
+	assert.Equal(t, answerfirst.Started+answerfirst.Got(`{"a":"bcd"}`), string(b))
 }

@@ -81,6 +81,7 @@ func TestCheckerCatchesPlantedViolations(t *testing.T) {
 		{"server-imports-no-grader", "mock-server/wire", "harness/summary"},
 		{"wire-imports-nothing", "mock-server/wire", "harness/summary"},
 		{"cgroup-imports-nothing", "internal/cgroup", "harness/summary"},
+		{"answerfirst-imports-nothing", "internal/answerfirst", "harness/summary"},
 		{"server-imports-no-grader", "mock-server/runtime", "internal/grading"},
 		{"rubric-imports-nothing", "harness/rubric", "harness/summary"},
 		{"steps-name-no-runner-and-no-server", "steps", "harness/subject"},

@@ -23,6 +23,13 @@ var Project = []Rule{
 			"server's sandboxes (mock-server/runtime), so the server may import them: they import nothing of the project",
 	},
 	{
+		Name: "answerfirst-imports-nothing",
+		From: []string{"internal/answerfirst"},
+		Deny: []string{"..."},
+		Why: "the test upstream that answers before it reads the body is shared by the tests of the grader's forwarders " +
+			"and of the bundled server's, so it imports nothing of the project",
+	},
+	{
 		Name: "harness-reaches-server-only-through-wire",
 		From: []string{"harness/..."},
 		Except: []string{

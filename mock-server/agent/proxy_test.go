@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/osb-capstone/acceptance/internal/answerfirst"
 )
 
 // TestProxyForwardsToAServerThatAnswersFirst: /proxy/{port} forwards in full
@@ -23,15 +25,7 @@ import (
 // the answer has started).
 func TestProxyForwardsToAServerThatAnswersFirst(t *testing.T) {
 	_, srv, _ := testAgent(t)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		_ = rc.EnableFullDuplex()
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, "data: started\n\n")
-		_ = rc.Flush()
-		b, err := io.ReadAll(r.Body)
-		_, _ = fmt.Fprintf(w, "data: got %s %v\n\n", b, err)
-	}))
+	up := httptest.NewServer(answerfirst.Handler())
 	defer func() { up.CloseClientConnections(); up.Close() }()
 	_, port, _ := net.SplitHostPort(up.Listener.Addr().String())
 
@@ -47,10 +41,10 @@ func TestProxyForwardsToAServerThatAnswersFirst(t *testing.T) {
 	rd := bufio.NewReader(res.Body)
 	first, err := rd.ReadString('\n')
 	require.NoError(t, err)
-	assert.Equal(t, "data: started\n", first)
+	assert.Equal(t, answerfirst.Started[:len(first)], first)
 	_, err = fmt.Fprint(c, "\"bcd\"}")
 	require.NoError(t, err)
 	rest, err := io.ReadAll(rd)
 	require.NoError(t, err, "the answer is whole")
-	assert.Equal(t, "\ndata: got {\"a\":\"bcd\"} <nil>\n\n", string(rest))
+	assert.Equal(t, answerfirst.Started[len(first):]+answerfirst.Got(`{"a":"bcd"}`), string(rest))
 }
