@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -203,9 +204,9 @@ func (e *execdEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !e.authorize(w, r) {
 		return
 	}
-	// Full duplex, as the server proxy route (handleServerProxy): an answer
-	// may start before the request body is all read.
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	// Full duplex (internal/fullduplex), as the server proxy route: an
+	// answer may start before the request body is all read.
+	defer fullduplex.Enable(w, r)()
 	r = watchClientBody(r)
 	p := r.URL.Path
 	// /proxy/44772/… is execd itself; handle it here so it is audited too.

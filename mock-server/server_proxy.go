@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 )
 
 // handleServerProxy is /{,v1/}sandboxes/{id}/proxy/{port}[/{path}] (CONTRACT
@@ -106,17 +108,9 @@ func (s *Server) handleServerProxy(w http.ResponseWriter, r *http.Request) {
 				fmt.Sprintf("Could not connect to the backend sandbox %s on port %d: %v", id, port, err))
 		},
 	}
-	// The answer is held until its first body byte: a removal that cuts the
-	// execd endpoint under a call whose answer has not begun still answers
-	// 404 as for an unknown sandbox, not a bare dropped connection. (Once
-	// body bytes went out, the cut is the client's connection error.)
-	// Full duplex: the backend may start its answer (a command's output
-	// streams at once) while the rest of the request body is still on its
-	// way to it. Otherwise Go's HTTP/1 server, on writing the answer's
-	// header, discards and closes what is left of the body under the
-	// transport still sending it, which then closes the backend connection
-	// and cuts the streaming answer ("use of closed network connection").
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	// Full duplex (internal/fullduplex): the backend may start its answer
+	// (a command's output streams at once) before it has the whole body.
+	defer fullduplex.Enable(w, r)()
 	held := &heldAnswer{w: w, header: http.Header{}}
 	defer func() {
 		if v := recover(); v != nil {

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 )
 
 // The box's network: a namespace of its own with only lo, in which one
@@ -548,21 +550,11 @@ func (n *network) serveGuarded(port int, g func(*http.Request) string, c net.Con
 					http.Error(w, "refused by the grader's confinement: "+why, http.StatusForbidden)
 					return
 				}
-				// Full duplex, as the recording proxy (harness/observe):
-				// once the answer's header is written, Go's HTTP/1 server
-				// otherwise discards and closes the rest of the request body
-				// while the transport may still be reading it to send it
-				// upstream (its last read checks for bytes past
-				// Content-Length, and it sends the body straight to the
-				// socket, so the upstream has it all and may already
-				// stream). The transport then fails its write, closes the
-				// upstream connection, and the streaming answer breaks off
-				// ("use of closed network connection"): a break of the
-				// grader's own making, recorded against the submission's
-				// command. A command's output streams as soon as execd has
-				// its request, so this raced every command on a loaded
-				// machine.
-				_ = http.NewResponseController(w).EnableFullDuplex()
+				// Full duplex (internal/fullduplex): an upstream's answer streams
+				// before it has the whole body (a command's output), and the grader
+				// must not cut it (it did: "use of closed network connection",
+				// recorded as the grader's break).
+				defer fullduplex.Enable(w, r)()
 				nt := &upstreamNote{}
 				r = r.WithContext(context.WithValue(r.Context(), upstreamNoteKey{}, nt))
 				if r.Body != nil && r.Body != http.NoBody {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/ory/dockertest/v3"
+
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 )
 
 // The stub services a docker-target run offers its sandboxes on the engine's
@@ -385,9 +387,9 @@ func stubFront(targets map[string]*url.URL) http.Handler {
 			},
 			Transport: tr,
 		}
-		// Full duplex, as harness/observe's proxy: the stub may answer
-		// before it has the whole request body.
-		_ = http.NewResponseController(w).EnableFullDuplex()
+		// Full duplex (internal/fullduplex): the stub may answer before it
+		// has the whole request body.
+		defer fullduplex.Enable(w, r)()
 		rp.ServeHTTP(w, r)
 	})
 }

@@ -44,6 +44,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -396,16 +397,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(p.ctx, cancel)
 	defer stop()
 	r = r.WithContext(ctx)
-	// Full duplex: once the answer's header is written, Go's HTTP/1 server
-	// otherwise reads what is left of the request body and closes it, while
-	// the transport may still be reading that body to send it upstream (its
-	// last read checks for bytes past Content-Length); the transport then
-	// fails its write ("invalid Read on closed Body"), closes the upstream
-	// connection and the answer already streaming is cut mid-body ("use of
-	// closed network connection"; the subject sees "incomplete chunked
-	// read"). A command's output streams as soon as execd has its request,
-	// so this raced every command on a loaded machine.
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	// Full duplex (internal/fullduplex): execd streams a command's output
+	// as soon as it has the request, before the transport is done with the
+	// request body; without it the answer was cut ("incomplete chunked
+	// read" in the subject) on a loaded machine.
+	defer fullduplex.Enable(w, r)()
 	if id, port, ok := serverProxyRoute(r.URL.Path); ok {
 		p.serveEndpoint(w, r, id, port)
 		return

@@ -82,6 +82,7 @@ func TestCheckerCatchesPlantedViolations(t *testing.T) {
 		{"wire-imports-nothing", "mock-server/wire", "harness/summary"},
 		{"cgroup-imports-nothing", "internal/cgroup", "harness/summary"},
 		{"answerfirst-imports-nothing", "internal/answerfirst", "harness/summary"},
+		{"fullduplex-imports-nothing", "internal/fullduplex", "harness/summary"},
 		{"server-imports-no-grader", "mock-server/runtime", "internal/grading"},
 		{"rubric-imports-nothing", "harness/rubric", "harness/summary"},
 		{"steps-name-no-runner-and-no-server", "steps", "harness/subject"},

@@ -23,6 +23,13 @@ var Project = []Rule{
 			"server's sandboxes (mock-server/runtime), so the server may import them: they import nothing of the project",
 	},
 	{
+		Name: "fullduplex-imports-nothing",
+		From: []string{"internal/fullduplex"},
+		Deny: []string{"..."},
+		Why: "forwarding in full duplex safely is neutral ground shared by the grader's forwarders (guard, recording " +
+			"proxy) and the bundled server's (proxy route, execd endpoint, egress), so the server may import it",
+	},
+	{
 		Name: "answerfirst-imports-nothing",
 		From: []string{"internal/answerfirst"},
 		Deny: []string{"..."},
@@ -58,7 +65,7 @@ var Project = []Rule{
 		Name:  "server-imports-no-grader",
 		From:  []string{"mock-server/..."},
 		Deny:  []string{"harness/...", "steps/...", "cmd/...", "features/...", "fixtures/...", "internal/..."},
-		Allow: []string{"internal/cgroup"},
+		Allow: []string{"internal/cgroup", "internal/fullduplex"},
 		Why: "the bundled server is a target; it knows nothing of the grading. Of internal/ it imports only the " +
 			"packages named neutral here, each kept importing nothing of the project by a rule of its own",
 	},

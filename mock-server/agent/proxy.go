@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 )
 
 var proxyTransport = &http.Transport{
@@ -47,9 +49,8 @@ func (a *Agent) handleProxy(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte("Bad Gateway"))
 		},
 	}
-	// Full duplex: the port's server may answer before it has the whole
-	// request body; without it Go's server would close the body under the
-	// transport still sending it and cut the answer.
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	// Full duplex (internal/fullduplex): the port's server may answer
+	// before it has the whole request body.
+	defer fullduplex.Enable(w, r)()
 	rp.ServeHTTP(w, r)
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 	"github.com/osb-capstone/acceptance/mock-server/wire"
 )
 
@@ -229,9 +230,8 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("egress gateway: upstream for %s failed: %v", m.host, err), http.StatusBadGateway)
 		},
 	}
-	// Full duplex: the upstream may answer before it has the whole request
-	// body; without it Go's server would close the body under the transport
-	// still sending it and cut the answer.
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	// Full duplex (internal/fullduplex): the upstream may answer before
+	// it has the whole request body.
+	defer fullduplex.Enable(w, r)()
 	rp.ServeHTTP(w, r)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 	"github.com/osb-capstone/acceptance/mock-server/egress"
 )
 
@@ -192,8 +193,8 @@ func (i interceptor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 	}
-	// Full duplex, as harness/observe's proxy: the upstream may answer
-	// before it has the whole request body.
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	// Full duplex (internal/fullduplex): the upstream may answer before
+	// it has the whole request body.
+	defer fullduplex.Enable(w, r)()
 	rp.ServeHTTP(w, r)
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/osb-capstone/acceptance/internal/fullduplex"
 )
 
 // proxyHandler is an HTTP proxy for programs that use HTTP(S)_PROXY:
@@ -75,10 +77,9 @@ func (h *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "egress proxy: only http:// absolute URIs; use CONNECT for https", http.StatusBadRequest)
 		return
 	}
-	// Full duplex: the upstream may answer before it has the whole request
-	// body; without it Go's server would close the body under the transport
-	// still sending it and cut the answer.
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	// Full duplex (internal/fullduplex): the upstream may answer before
+	// it has the whole request body.
+	defer fullduplex.Enable(w, r)()
 	h.rp.ServeHTTP(w, r)
 }
 
