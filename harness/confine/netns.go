@@ -667,9 +667,10 @@ func (u *upstreamNote) get() error {
 }
 
 // commandBody notes in nt the command's request body failing (cut short),
-// never a read after close: the proxy's transport closes the body when the
-// upstream answers (or breaks off) before taking it all, and its writer may
-// read once more (that read once hid the upstream's cut answer).
+// never a read after close: the guard closes the body when its handler
+// returns (fullduplex.Enable), the upstream having answered (or broken off)
+// before taking it all, and the transport's writer may read once more (such
+// a read once hid the upstream's cut answer).
 func commandBody(body io.ReadCloser, nt *upstreamNote) io.ReadCloser {
 	return &notingBody{ReadCloser: body, set: func(err error) {
 		if !errors.Is(err, http.ErrBodyReadAfterClose) {
